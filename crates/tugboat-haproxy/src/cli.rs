@@ -1,0 +1,382 @@
+//! A client for haproxy's master CLI (`-S <socket>`), for haproxy 2.6 and later.
+//!
+//! One command per connection: connect, send the command line, half-close, read to EOF.
+//! The master re-executes itself on every reload and refuses connections for ~50-100 ms
+//! meanwhile, so connection errors (`ECONNREFUSED`, `ENOENT`, `ECONNRESET`) and empty
+//! replies are treated as "not there right now" and retried with backoff until a deadline.
+//!
+//! `reload` differs by version: 3.0 answers `Success=1|0` followed by the startup log;
+//! 2.6 answers nothing and closes, and the outcome shows only in `show proc` (the reload
+//! counter moves, and `[failed: N]` counts failures since the last success).
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::time::{Instant, sleep, timeout};
+
+/// What went wrong talking to the master CLI.
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error("haproxy master socket {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("haproxy master socket {path}: no answer to '{command}' within {waited:?}")]
+    Timeout {
+        path: PathBuf,
+        command: String,
+        waited: Duration,
+    },
+    #[error("haproxy answered '{command}' with something unexpected: {reply}")]
+    UnexpectedReply { command: String, reply: String },
+}
+
+/// Bounds of the retry loop for one command.
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+const RETRY_MAX: Duration = Duration::from_millis(500);
+
+/// Client of one master socket. Cheap to clone; holds no connection.
+#[derive(Debug, Clone)]
+pub struct MasterCli {
+    path: PathBuf,
+    /// How long one command may take, retries included.
+    command_timeout: Duration,
+    /// How long a reload may take (3.0 answers when the new worker is up).
+    reload_timeout: Duration,
+}
+
+/// The master and current worker, from `show proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub master_pid: u32,
+    /// Reloads since the master started, successful or not.
+    pub reloads: u64,
+    /// Failed reloads since the last successful one.
+    pub failed_reloads: u64,
+    pub version: String,
+    /// The current worker's pid, when there is one.
+    pub worker_pid: Option<u32>,
+}
+
+/// How a reload ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// The new configuration is live. `log` is haproxy's startup log when it sends one.
+    Loaded { log: String },
+    /// haproxy refused the configuration and keeps running the previous one.
+    Refused { message: String },
+}
+
+impl MasterCli {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            command_timeout: Duration::from_secs(10),
+            reload_timeout: Duration::from_secs(60),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs one command, retrying while the socket is away (reloading, restarting) for up
+    /// to the command timeout. Returns the full reply.
+    pub async fn command(&self, command: &str) -> Result<String, CliError> {
+        let deadline = Instant::now() + self.command_timeout;
+        let mut delay = RETRY_FIRST;
+        loop {
+            let last_error = match self.exchange(command, self.command_timeout).await {
+                Ok(reply) if !reply.is_empty() => return Ok(reply),
+                Ok(_) => CliError::Io {
+                    path: self.path.clone(),
+                    source: io::Error::new(io::ErrorKind::UnexpectedEof, "empty reply"),
+                },
+                Err(err @ CliError::Io { .. }) if is_transient(&err) => err,
+                Err(err) => return Err(err),
+            };
+            if Instant::now() + delay > deadline {
+                return Err(last_error);
+            }
+            sleep(delay).await;
+            delay = (delay * 2).min(RETRY_MAX);
+        }
+    }
+
+    /// Runs one command on the current worker (`@1 <command>`).
+    pub async fn worker_command(&self, command: &str) -> Result<String, CliError> {
+        self.command(&format!("@1 {command}")).await
+    }
+
+    /// `show proc`, parsed.
+    pub async fn show_proc(&self) -> Result<ProcInfo, CliError> {
+        let reply = self.command("show proc").await?;
+        parse_show_proc(&reply).ok_or_else(|| CliError::UnexpectedReply {
+            command: "show proc".into(),
+            reply: reply.chars().take(500).collect(),
+        })
+    }
+
+    /// Reloads haproxy and waits for the outcome, on 2.6 and on 3.0+.
+    pub async fn reload(&self) -> Result<ReloadOutcome, CliError> {
+        let before = self.show_proc().await?;
+        let reply = self.send_reload().await?;
+        if let Some(rest) = reply.strip_prefix("Success=") {
+            let log = rest
+                .split_once("\n--\n")
+                .map_or("", |(_, log)| log)
+                .trim_end()
+                .to_string();
+            return Ok(if rest.starts_with('1') {
+                ReloadOutcome::Loaded { log }
+            } else {
+                ReloadOutcome::Refused { message: log }
+            });
+        }
+        if !reply.trim().is_empty() {
+            return Err(CliError::UnexpectedReply {
+                command: "reload".into(),
+                reply: reply.chars().take(500).collect(),
+            });
+        }
+        // haproxy < 2.7: no answer; the reload counter tells when it is done.
+        let deadline = Instant::now() + self.reload_timeout;
+        loop {
+            sleep(Duration::from_millis(20)).await;
+            match self.show_proc().await {
+                Ok(after) if after.master_pid != before.master_pid => {
+                    // A new master: haproxy was restarted and loaded the files from scratch.
+                    return Ok(ReloadOutcome::Loaded { log: String::new() });
+                }
+                Ok(after) if after.reloads > before.reloads => {
+                    return Ok(if after.failed_reloads > 0 {
+                        ReloadOutcome::Refused {
+                            message: format!(
+                                "haproxy {} refused the new configuration ([failed: {}] in \
+                                 'show proc'); this version does not report the cause on \
+                                 its master socket: see the haproxy container's log",
+                                after.version, after.failed_reloads
+                            ),
+                        }
+                    } else {
+                        ReloadOutcome::Loaded { log: String::new() }
+                    });
+                }
+                Ok(_) => {}
+                Err(err) if Instant::now() > deadline => return Err(err),
+                Err(_) => {}
+            }
+            if Instant::now() > deadline {
+                return Err(CliError::Timeout {
+                    path: self.path.clone(),
+                    command: "reload".into(),
+                    waited: self.reload_timeout,
+                });
+            }
+        }
+    }
+
+    /// Sends `reload`. Connecting is retried (another reload may be in progress); once
+    /// the command is sent, a closed or reset connection is the 2.6 answer, not an error.
+    async fn send_reload(&self) -> Result<String, CliError> {
+        let deadline = Instant::now() + self.command_timeout;
+        let mut delay = RETRY_FIRST;
+        let mut stream = loop {
+            match UnixStream::connect(&self.path).await {
+                Ok(stream) => break stream,
+                Err(source) if is_transient_io(&source) && Instant::now() + delay < deadline => {
+                    sleep(delay).await;
+                    delay = (delay * 2).min(RETRY_MAX);
+                }
+                Err(source) => {
+                    return Err(CliError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            }
+        };
+        stream
+            .write_all(b"reload\n")
+            .await
+            .map_err(|source| CliError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        let _ = stream.shutdown().await;
+        let mut reply = Vec::new();
+        match timeout(self.reload_timeout, stream.read_to_end(&mut reply)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) if is_transient_io(&err) => {}
+            Ok(Err(source)) => {
+                return Err(CliError::Io {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+            Err(_) => {
+                return Err(CliError::Timeout {
+                    path: self.path.clone(),
+                    command: "reload".into(),
+                    waited: self.reload_timeout,
+                });
+            }
+        }
+        Ok(String::from_utf8_lossy(&reply).into_owned())
+    }
+
+    /// One connection, one command, the whole reply.
+    async fn exchange(&self, command: &str, limit: Duration) -> Result<String, CliError> {
+        let io_error = |source| CliError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let work = async {
+            let mut stream = UnixStream::connect(&self.path).await.map_err(io_error)?;
+            let mut line = Vec::with_capacity(command.len() + 1);
+            line.extend_from_slice(command.as_bytes());
+            line.push(b'\n');
+            stream.write_all(&line).await.map_err(io_error)?;
+            stream.shutdown().await.map_err(io_error)?;
+            let mut reply = Vec::new();
+            stream.read_to_end(&mut reply).await.map_err(io_error)?;
+            Ok(String::from_utf8_lossy(&reply).into_owned())
+        };
+        timeout(limit, work).await.map_err(|_| CliError::Timeout {
+            path: self.path.clone(),
+            command: first_line(command).to_string(),
+            waited: limit,
+        })?
+    }
+
+    /// Waits, forever, until the master socket answers `show proc`. Logs the first
+    /// failure and then one line every ten seconds, so a user sees why nothing happens.
+    pub async fn wait_until_ready(&self) -> ProcInfo {
+        let mut delay = Duration::from_millis(50);
+        let started = Instant::now();
+        let mut next_log = started;
+        loop {
+            match self.show_proc().await {
+                Ok(info) => {
+                    tracing::info!(
+                        socket = %self.path.display(),
+                        version = %info.version,
+                        master_pid = info.master_pid,
+                        "haproxy master socket is ready"
+                    );
+                    return info;
+                }
+                Err(err) => {
+                    if Instant::now() >= next_log {
+                        tracing::warn!(
+                            waited_s = started.elapsed().as_secs(),
+                            "waiting for haproxy: {err}"
+                        );
+                        next_log = Instant::now() + Duration::from_secs(10);
+                    }
+                }
+            }
+            sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+}
+
+fn first_line(command: &str) -> &str {
+    command.lines().next().unwrap_or("")
+}
+
+fn is_transient_io(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::NotFound
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof
+    )
+}
+
+fn is_transient(err: &CliError) -> bool {
+    match err {
+        CliError::Io { source, .. } => is_transient_io(source),
+        _ => false,
+    }
+}
+
+/// Parses the reply of `show proc` (same layout on 2.6 and 3.0).
+pub fn parse_show_proc(reply: &str) -> Option<ProcInfo> {
+    let mut master = None;
+    let mut worker_pid = None;
+    let mut section = "";
+    for line in reply.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix("# ") {
+            section = name;
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match (section, fields.get(1)) {
+            ("", Some(&"master")) => {
+                let pid = fields.first()?.parse().ok()?;
+                let reloads = fields.get(2)?.parse().ok()?;
+                let failed = line
+                    .split_once("[failed:")
+                    .and_then(|(_, rest)| rest.split(']').next())
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap_or(0);
+                let version = fields.last()?.to_string();
+                master = Some((pid, reloads, failed, version));
+            }
+            ("workers", Some(&"worker")) if worker_pid.is_none() => {
+                worker_pid = fields.first().and_then(|p| p.parse().ok());
+            }
+            _ => {}
+        }
+    }
+    let (master_pid, reloads, failed_reloads, version) = master?;
+    Some(ProcInfo {
+        master_pid,
+        reloads,
+        failed_reloads,
+        version,
+        worker_pid,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHOW_PROC: &str = "#<PID>          <type>          <reloads>       <uptime>        <version>       \n\
+10937           master          27 [failed: 1]  0d00h03m37s     2.6.12-1+deb12u4\n\
+# workers\n\
+19107           worker          0               0d00h00m01s     2.6.12-1+deb12u4\n\
+# old workers\n\
+18924           worker          1               0d00h00m04s     2.6.12-1+deb12u4\n\
+# programs\n\n";
+
+    #[test]
+    fn parses_show_proc() {
+        assert_eq!(
+            parse_show_proc(SHOW_PROC),
+            Some(ProcInfo {
+                master_pid: 10937,
+                reloads: 27,
+                failed_reloads: 1,
+                version: "2.6.12-1+deb12u4".into(),
+                worker_pid: Some(19107),
+            })
+        );
+        assert_eq!(parse_show_proc("Unknown command\n"), None);
+    }
+}

@@ -1,0 +1,156 @@
+//! Atomic file writes: a reader (haproxy, at its next reload) sees either the old file or
+//! the new one, never half of one.
+//!
+//! Each file is written to a temporary file beside it (a hidden name that never ends in
+//! `.cfg`, since haproxy loads every `*.cfg` of its config folder), flushed to disk, then
+//! renamed over the old one, and the folder itself is synced.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::render::RenderedFiles;
+
+/// A file that could not be written, read or removed.
+#[derive(Debug, Error)]
+#[error("{action} {path}: {source}")]
+pub struct FileError {
+    pub action: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+fn file_error<'p>(
+    action: &'static str,
+    path: &'p Path,
+) -> impl FnOnce(io::Error) -> FileError + 'p {
+    move |source| FileError {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The temporary name used while writing `path`.
+pub fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tugboat-tmp"))
+}
+
+/// Writes `contents` to `path` atomically, creating the parent folder when needed.
+/// `mode` is the permission of the new file (0o600 for private keys).
+pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(file_error("create folder", dir))?;
+    let tmp = temporary_path(path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(file_error("create", &tmp))?;
+        file.write_all(contents)
+            .map_err(file_error("write", &tmp))?;
+        file.sync_all().map_err(file_error("sync", &tmp))?;
+        fs::rename(&tmp, path).map_err(file_error("rename into place", path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    // The rename is durable once the folder entry is on disk.
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(file_error("sync folder", dir))
+}
+
+/// Writes every file of `new` whose contents differ from `old`; returns how many.
+pub fn write_changed(new: &RenderedFiles, old: &RenderedFiles) -> Result<usize, FileError> {
+    let mut written = 0;
+    for (path, contents) in &new.files {
+        if old.get(path) != Some(contents.as_str()) {
+            write_atomic(path, contents.as_bytes(), 0o644)?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// Reads the current contents of the given paths; missing files are left out.
+pub fn read_current<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> RenderedFiles {
+    let mut current = RenderedFiles::default();
+    for path in paths {
+        if let Ok(contents) = fs::read_to_string(path) {
+            current.files.insert(path.clone(), contents);
+        }
+    }
+    current
+}
+
+/// Puts `previous` back in place of `new`: files that existed are rewritten, files that
+/// did not are removed.
+pub fn restore(previous: &RenderedFiles, new: &RenderedFiles) -> Result<(), FileError> {
+    for path in new.files.keys() {
+        match previous.get(path) {
+            Some(contents) if new.get(path) != Some(contents) => {
+                write_atomic(path, contents.as_bytes(), 0o644)?
+            }
+            Some(_) => {}
+            None => match fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(file_error("remove", path)(e)),
+            },
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temporary_file() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("haproxy.cfg");
+        write_atomic(&path, b"one", 0o644)?;
+        write_atomic(&path, b"two", 0o600)?;
+        assert_eq!(fs::read_to_string(&path)?, "two");
+        let names: Vec<_> = fs::read_dir(dir.path())?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()?;
+        assert_eq!(names, vec![std::ffi::OsString::from("haproxy.cfg")]);
+        assert!(!temporary_path(&path).to_string_lossy().ends_with(".cfg"));
+        Ok(())
+    }
+
+    #[test]
+    fn restore_rewrites_old_files_and_removes_new_ones() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let cfg = dir.path().join("haproxy.cfg");
+        let map = dir.path().join("maps/new.map");
+        let mut old = RenderedFiles::default();
+        old.files.insert(cfg.clone(), "old".into());
+        let mut new = RenderedFiles::default();
+        new.files.insert(cfg.clone(), "new".into());
+        new.files.insert(map.clone(), "k v\n".into());
+        write_changed(&old, &RenderedFiles::default())?;
+        write_changed(&new, &old)?;
+        assert_eq!(fs::read_to_string(&map)?, "k v\n");
+        restore(&old, &new)?;
+        assert_eq!(fs::read_to_string(&cfg)?, "old");
+        assert!(!map.exists());
+        Ok(())
+    }
+}

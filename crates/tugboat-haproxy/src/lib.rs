@@ -1,0 +1,18 @@
+//! The haproxy side of Tugboat.
+//!
+//! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
+//! - [`files`] writes them atomically and can put the previous ones back;
+//! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
+//! - [`plan`] decides, from what is applied and what is desired, what has to change;
+//! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
+
+pub mod apply;
+pub mod cli;
+pub mod files;
+pub mod plan;
+pub mod render;
+
+pub use apply::{Applier, ApplyError, ApplyReport};
+pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
+pub use plan::{Plan, plan};
+pub use render::{RenderSettings, RenderedFiles, render};

@@ -1,0 +1,292 @@
+//! Rendering: the desired state as haproxy's files.
+//!
+//! Routing goes through two map files so that the config grows with backends, not with
+//! rules:
+//! - `routes-exact.map` (exact match, a tree): `host/path` for `Exact` rules, and the
+//!   path itself for `Prefix` rules (`/foo` must match `/foo`);
+//! - `routes-prefix.map` (`map_beg`, first match in file order): `host/path/` for
+//!   `Prefix` rules, longest key first, so that the longest prefix wins.
+//!
+//! Keys start with the lower-cased host (`a.example.com/...`), the wildcard suffix
+//! (`.example.com/...`, looked up with the request's first label removed) or nothing at
+//! all for rules without a host (`/...`). The three kinds of key never overlap, so one
+//! map of each type serves all of them; the frontend looks up exact host, then wildcard,
+//! then any host, and in each first the exact map, then the prefix map.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use tugboat_model::{Desired, HostMatch, PathMatch, Route};
+
+/// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
+#[derive(Debug, Clone)]
+pub struct RenderSettings {
+    /// The folder haproxy loads with `-f` (absolute).
+    pub config_dir: PathBuf,
+    /// Certificates and crt-lists (absolute).
+    pub lib_dir: PathBuf,
+    pub bind_address: IpAddr,
+    pub http_port: u16,
+    pub https_port: u16,
+}
+
+impl RenderSettings {
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join(CONFIG_FILE)
+    }
+
+    pub fn exact_map(&self) -> PathBuf {
+        self.config_dir.join(MAPS_DIR).join(EXACT_MAP)
+    }
+
+    pub fn prefix_map(&self) -> PathBuf {
+        self.config_dir.join(MAPS_DIR).join(PREFIX_MAP)
+    }
+}
+
+/// The main config file, the one the init container seeds.
+pub const CONFIG_FILE: &str = "haproxy.cfg";
+pub const MAPS_DIR: &str = "maps";
+pub const EXACT_MAP: &str = "routes-exact.map";
+pub const PREFIX_MAP: &str = "routes-prefix.map";
+/// The backend that answers requests no route matches, when no Ingress sets one.
+pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
+
+/// Every file haproxy needs, by absolute path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RenderedFiles {
+    pub files: BTreeMap<PathBuf, String>,
+}
+
+impl RenderedFiles {
+    pub fn get(&self, path: &Path) -> Option<&str> {
+        self.files.get(path).map(String::as_str)
+    }
+}
+
+/// Renders the desired state. Pure: the same state always gives the same bytes.
+pub fn render(desired: &Desired, settings: &RenderSettings) -> RenderedFiles {
+    let (exact, prefix) = route_maps(&desired.routes);
+    let mut files = BTreeMap::new();
+    files.insert(settings.config_file(), config(desired, settings));
+    files.insert(settings.exact_map(), exact);
+    files.insert(settings.prefix_map(), prefix);
+    RenderedFiles { files }
+}
+
+fn config(desired: &Desired, settings: &RenderSettings) -> String {
+    let exact = settings.exact_map();
+    let prefix = settings.prefix_map();
+    let (exact, prefix) = (exact.display(), prefix.display());
+    let bind = match settings.bind_address {
+        IpAddr::V4(a) => format!("{a}:{}", settings.http_port),
+        IpAddr::V6(a) => format!("[{a}]:{}", settings.http_port),
+    };
+    let mut out = String::with_capacity(4096 + desired.backends.len() * 128);
+    // `writeln!` into a String cannot fail; the results are ignored on purpose below.
+    let _ = write!(
+        out,
+        "\
+# Written by tugboat. Every change here is overwritten by the next update.
+global
+    log stdout format raw local0
+
+defaults
+    mode http
+    log global
+    option httplog
+    option dontlognull
+    option redispatch
+    retries 3
+    timeout connect 5s
+    timeout client 50s
+    timeout server 50s
+    timeout http-request 10s
+    timeout tunnel 1h
+
+frontend http
+    bind {bind}
+    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+    http-request set-var(txn.path) path
+    http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
+    http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_str({exact})
+    http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
+    http-request set-var(txn.backend) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.backend) -m found }}
+    http-request set-var(txn.backend) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
+    http-request set-var(txn.backend) var(txn.path),map_str({exact}) if !{{ var(txn.backend) -m found }}
+    http-request set-var(txn.backend) var(txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
+    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
+    default_backend {default}
+
+backend {NOT_FOUND_BACKEND}
+    http-request return status 404 content-type text/plain string \"no route for this host and path\\n\"
+",
+        default = desired
+            .default_backend
+            .as_ref()
+            .map_or(NOT_FOUND_BACKEND, |b| b.as_str()),
+    );
+    for (name, backend) in &desired.backends {
+        let _ = write!(
+            out,
+            "\n# Service {} port {}\nbackend {name}\n    balance roundrobin\n",
+            backend.service, backend.port
+        );
+        for (index, endpoint) in backend.endpoints.iter().enumerate() {
+            let _ = writeln!(out, "    server s{} {endpoint}", index + 1);
+        }
+    }
+    out
+}
+
+/// The two route maps, as file contents.
+fn route_maps(routes: &[Route]) -> (String, String) {
+    let mut exact: BTreeMap<String, &str> = BTreeMap::new();
+    let mut prefix: Vec<(String, &str)> = Vec::new();
+    // Exact rules first, so that a Prefix rule on the same path never takes their key.
+    for route in routes {
+        if let PathMatch::Exact(path) = &route.path {
+            exact.insert(key(&route.host, path), route.backend.as_str());
+        }
+    }
+    for route in routes {
+        if let PathMatch::Prefix(path) = &route.path {
+            let backend = route.backend.as_str();
+            if path == "/" {
+                prefix.push((key(&route.host, "/"), backend));
+            } else {
+                exact.entry(key(&route.host, path)).or_insert(backend);
+                prefix.push((key(&route.host, &format!("{path}/")), backend));
+            }
+        }
+    }
+    // map_beg takes the first match in file order: longest key first.
+    prefix.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    let lines = |entries: &mut dyn Iterator<Item = (&String, &&str)>| {
+        entries.fold(String::new(), |mut out, (k, v)| {
+            let _ = writeln!(out, "{k} {v}");
+            out
+        })
+    };
+    (
+        lines(&mut exact.iter()),
+        lines(&mut prefix.iter().map(|(k, v)| (k, v))),
+    )
+}
+
+/// The map key of a host and a path.
+fn key(host: &HostMatch, path: &str) -> String {
+    match host {
+        HostMatch::Any => path.to_string(),
+        HostMatch::Exact(host) | HostMatch::Wildcard(host) => format!("{host}{path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use tugboat_model::desired::ServicePortRef;
+    use tugboat_model::{Backend, BackendName, Endpoint, ObjectKey};
+
+    use super::*;
+
+    fn settings() -> RenderSettings {
+        RenderSettings {
+            config_dir: "/etc/haproxy".into(),
+            lib_dir: "/var/lib/haproxy".into(),
+            bind_address: Ipv4Addr::UNSPECIFIED.into(),
+            http_port: 8080,
+            https_port: 8443,
+        }
+    }
+
+    fn backend(service: &str, port: u16, endpoints: &[&str]) -> (BackendName, Backend) {
+        let key = ObjectKey::new("shop", service);
+        let port = ServicePortRef::Number(port);
+        let name = BackendName::for_service_port(&key, &port).expect("valid name");
+        let endpoints = endpoints
+            .iter()
+            .map(|e| {
+                let addr: std::net::SocketAddr = e.parse().expect("endpoint");
+                Endpoint {
+                    address: addr.ip(),
+                    port: addr.port(),
+                }
+            })
+            .collect();
+        (
+            name,
+            Backend {
+                service: key,
+                port,
+                endpoints,
+            },
+        )
+    }
+
+    fn route(host: HostMatch, path: PathMatch, backend: &BackendName) -> Route {
+        Route {
+            host,
+            path,
+            backend: backend.clone(),
+            ingress: ObjectKey::new("shop", "ing"),
+        }
+    }
+
+    fn desired() -> Desired {
+        let (web, web_backend) = backend("web", 80, &["10.0.0.1:8080", "10.0.0.2:8080"]);
+        let (api, api_backend) = backend("api", 80, &[]);
+        let host = HostMatch::Exact("shop.example.com".into());
+        Desired {
+            routes: vec![
+                route(host.clone(), PathMatch::Prefix("/".into()), &web),
+                route(host.clone(), PathMatch::Prefix("/api".into()), &api),
+                route(host.clone(), PathMatch::Exact("/api".into()), &web),
+                route(
+                    HostMatch::Wildcard(".example.com".into()),
+                    PathMatch::Prefix("/static".into()),
+                    &web,
+                ),
+                route(HostMatch::Any, PathMatch::Exact("/healthz".into()), &api),
+            ],
+            backends: [(web, web_backend), (api, api_backend)].into(),
+            default_backend: None,
+        }
+    }
+
+    #[test]
+    fn renders_config_and_maps() {
+        let rendered = render(&desired(), &settings());
+        for (path, text) in &rendered.files {
+            insta::assert_snapshot!(path.display().to_string(), text);
+        }
+    }
+
+    #[test]
+    fn exact_rule_keeps_its_key_over_a_prefix_rule_on_the_same_path() {
+        let rendered = render(&desired(), &settings());
+        let exact = rendered.get(&settings().exact_map()).expect("exact map");
+        assert!(
+            exact.contains("shop.example.com/api shop_web_80\n"),
+            "{exact}"
+        );
+        assert!(
+            !exact.contains("shop.example.com/api shop_api_80"),
+            "{exact}"
+        );
+    }
+
+    #[test]
+    fn prefix_map_is_longest_key_first() {
+        let rendered = render(&desired(), &settings());
+        let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
+        let keys: Vec<usize> = prefix
+            .lines()
+            .map(|l| l.split(' ').next().map_or(0, str::len))
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{prefix}");
+    }
+}

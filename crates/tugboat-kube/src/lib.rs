@@ -1,0 +1,10 @@
+//! The Kubernetes side of Tugboat: where the objects come from.
+//!
+//! A source fills a [`tugboat_model::Snapshot`] and publishes a new one on every change,
+//! through a `tokio::sync::watch` channel, so the controller always works on the latest
+//! complete view and never on a half-applied stream of events. Today's source is a folder
+//! of manifests ([`manifests`]); the API server source publishes through the same channel.
+
+pub mod manifests;
+
+pub use manifests::{ManifestProblem, load_folder, watch_folder};

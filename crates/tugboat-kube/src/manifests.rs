@@ -1,0 +1,366 @@
+//! A folder of YAML manifests as the source of objects (`--manifests DIR`).
+//!
+//! Every `*.yaml`, `*.yml` and `*.json` file under the folder is read, with any number of
+//! documents per file and `kind: List` expanded. Ingress (networking.k8s.io/v1), Service
+//! (v1) and EndpointSlice (discovery.k8s.io/v1) are kept; other kinds are ignored. A
+//! document that does not parse is reported with its file, document number, object and
+//! field, and skipped; everything else still loads. The folder is then followed live:
+//! files added, edited or removed publish a new snapshot.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use notify::{RecursiveMode, Watcher};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tugboat_model::{ObjectKey, Snapshot};
+
+/// Something wrong in one document of one file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ManifestProblem {
+    pub file: PathBuf,
+    /// 1-based number of the document in the file (0 for the file as a whole).
+    pub document: usize,
+    /// `Kind namespace/name`, when known.
+    pub object: Option<String>,
+    /// Path of the offending field, when known.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.document > 0 {
+            write!(f, " (document {})", self.document)?;
+        }
+        if let Some(object) = &self.object {
+            write!(f, ": {object}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What a folder holds: the objects, and the problems met reading them.
+#[derive(Debug, Clone, Default)]
+pub struct FolderContents {
+    pub snapshot: Snapshot,
+    pub problems: Vec<ManifestProblem>,
+}
+
+/// Reads every manifest under `dir`. Fails only when the folder itself cannot be read.
+pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
+    let mut files = Vec::new();
+    collect_files(dir, &mut files)?;
+    files.sort();
+    let mut contents = FolderContents::default();
+    for file in files {
+        match std::fs::read_to_string(&file) {
+            Ok(text) => parse_file(&file, &text, &mut contents),
+            Err(err) => contents.problems.push(ManifestProblem {
+                file,
+                document: 0,
+                object: None,
+                field: None,
+                message: format!("cannot read the file: {err}"),
+            }),
+        }
+    }
+    Ok(contents)
+}
+
+fn collect_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if hidden {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            collect_files(&path, into)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            into.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Parses every document of one file into `contents`.
+pub fn parse_file(file: &Path, text: &str, contents: &mut FolderContents) {
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let number = index + 1;
+        let problem =
+            |object: Option<String>, field: Option<String>, message: String| ManifestProblem {
+                file: file.to_path_buf(),
+                document: number,
+                object,
+                field,
+                message,
+            };
+        match Value::deserialize(document) {
+            Ok(Value::Null) => {}
+            Ok(value) => add_object(value, &problem, contents),
+            Err(err) => {
+                contents
+                    .problems
+                    .push(problem(None, None, format!("not valid YAML: {err}")));
+                // After a syntax error the rest of the stream cannot be trusted.
+                break;
+            }
+        }
+    }
+}
+
+fn add_object(
+    value: Value,
+    problem: &dyn Fn(Option<String>, Option<String>, String) -> ManifestProblem,
+    contents: &mut FolderContents,
+) {
+    let Value::Object(map) = &value else {
+        contents.problems.push(problem(
+            None,
+            None,
+            "expected a Kubernetes object (a mapping with apiVersion and kind)".into(),
+        ));
+        return;
+    };
+    let text = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if kind == "List" {
+        if let Some(Value::Array(items)) = map.get("items") {
+            for item in items.clone() {
+                add_object(item, problem, contents);
+            }
+        }
+        return;
+    }
+    let expected = match kind.as_str() {
+        "Ingress" => "networking.k8s.io/v1",
+        "Service" => "v1",
+        "EndpointSlice" => "discovery.k8s.io/v1",
+        "" => {
+            contents
+                .problems
+                .push(problem(None, Some("kind".into()), "missing kind".into()));
+            return;
+        }
+        other => {
+            tracing::debug!(
+                kind = other,
+                "ignoring a manifest of a kind Tugboat does not use"
+            );
+            return;
+        }
+    };
+    let meta = map.get("metadata");
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let namespace = meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or("default")
+        .to_string();
+    let object = Some(format!("{kind} {namespace}/{name}"));
+    if api_version != expected {
+        contents.problems.push(problem(
+            object,
+            Some("apiVersion".into()),
+            format!("apiVersion '{api_version}' is not supported for {kind}: use {expected}"),
+        ));
+        return;
+    }
+    if name.is_empty() {
+        contents.problems.push(problem(
+            object,
+            Some("metadata.name".into()),
+            "missing metadata.name".into(),
+        ));
+        return;
+    }
+    let key = ObjectKey::new(namespace, name);
+    let snapshot = &mut contents.snapshot;
+    let result = match kind.as_str() {
+        "Ingress" => insert::<Ingress>(value, &key, &mut snapshot.ingresses, |o| &mut o.metadata),
+        "Service" => insert::<Service>(value, &key, &mut snapshot.services, |o| &mut o.metadata),
+        _ => insert::<EndpointSlice>(value, &key, &mut snapshot.endpoint_slices, |o| {
+            &mut o.metadata
+        }),
+    };
+    if let Err((field, message)) = result {
+        contents.problems.push(problem(object, field, message));
+    }
+}
+
+/// Parses one object and stores it under `key`; the error names the field at fault.
+fn insert<K: DeserializeOwned>(
+    value: Value,
+    key: &ObjectKey,
+    store: &mut std::collections::BTreeMap<ObjectKey, Arc<K>>,
+    metadata: impl Fn(&mut K) -> &mut ObjectMeta,
+) -> Result<(), (Option<String>, String)> {
+    let mut object: K = serde_path_to_error::deserialize(value).map_err(|err| {
+        let field = err.path().to_string();
+        (
+            (field != ".").then_some(field),
+            err.into_inner().to_string(),
+        )
+    })?;
+    let meta = metadata(&mut object);
+    meta.namespace = Some(key.namespace.clone());
+    meta.managed_fields = None;
+    if store.contains_key(key) {
+        return Err((
+            Some("metadata.name".into()),
+            "defined twice in the folder: the first definition is kept".into(),
+        ));
+    }
+    store.insert(key.clone(), Arc::new(object));
+    Ok(())
+}
+
+/// Loads `dir`, publishes the snapshot, and follows the folder until `tx` has no
+/// receiver left. Problems are logged once each, when they first appear.
+pub async fn watch_folder(
+    dir: PathBuf,
+    tx: watch::Sender<Arc<Snapshot>>,
+) -> Result<(), notify::Error> {
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let _ = events_tx.send(event.map(|_| ()));
+    })?;
+    watcher.watch(&dir, RecursiveMode::Recursive)?;
+    let mut known_problems = BTreeSet::new();
+    loop {
+        match load_folder(&dir) {
+            Ok(contents) => {
+                let problems: BTreeSet<_> = contents.problems.into_iter().collect();
+                for problem in problems.difference(&known_problems) {
+                    tracing::warn!("skipped: {problem}");
+                }
+                known_problems = problems;
+                tracing::debug!(objects = contents.snapshot.len(), "manifests loaded");
+                if tx.send(Arc::new(contents.snapshot)).is_err() {
+                    return Ok(());
+                }
+            }
+            Err(err) => tracing::error!(
+                folder = %dir.display(),
+                "cannot read the manifests folder, keeping the last objects: {err}"
+            ),
+        }
+        // Wait for a change, then let a burst of events (an editor's save) settle.
+        match events.recv().await {
+            None => return Ok(()),
+            Some(Err(err)) => tracing::warn!("watching {}: {err}", dir.display()),
+            Some(Ok(())) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        while events.try_recv().is_ok() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> FolderContents {
+        let mut contents = FolderContents::default();
+        parse_file(Path::new("x.yaml"), text, &mut contents);
+        contents
+    }
+
+    #[test]
+    fn reads_several_documents_and_skips_other_kinds() {
+        let contents = parse(
+            "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n\
+             spec: {ports: [{port: 80}]}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\n\
+             apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\n\
+             spec: {rules: [{host: a.example.com}]}\n",
+        );
+        assert!(contents.problems.is_empty(), "{:?}", contents.problems);
+        assert!(
+            contents
+                .snapshot
+                .services
+                .contains_key(&ObjectKey::new("shop", "web"))
+        );
+        assert!(
+            contents
+                .snapshot
+                .ingresses
+                .contains_key(&ObjectKey::new("default", "web"))
+        );
+    }
+
+    #[test]
+    fn a_bad_field_names_file_document_object_and_field() {
+        let contents = parse(
+            "apiVersion: v1\nkind: Service\nmetadata: {name: ok}\n---\n\
+             apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: bad}\n\
+             spec: {rules: [{host: a.example.com, http: {paths: [{path: /, pathType: Prefix, \
+             backend: {service: {name: web, port: {number: eighty}}}}]}}]}\n",
+        );
+        assert_eq!(contents.snapshot.services.len(), 1);
+        assert!(contents.snapshot.ingresses.is_empty());
+        let [problem] = contents.problems.as_slice() else {
+            panic!("expected one problem: {:?}", contents.problems);
+        };
+        assert_eq!(problem.document, 2);
+        assert_eq!(problem.object.as_deref(), Some("Ingress default/bad"));
+        assert_eq!(
+            problem.field.as_deref(),
+            Some("spec.rules[0].http.paths[0].backend.service.port.number")
+        );
+    }
+
+    #[test]
+    fn broken_yaml_is_reported_and_earlier_documents_kept() {
+        let contents =
+            parse("apiVersion: v1\nkind: Service\nmetadata: {name: ok}\n---\nkind: [oops\n");
+        assert_eq!(contents.snapshot.services.len(), 1);
+        assert_eq!(contents.problems.len(), 1);
+        assert!(contents.problems[0].message.contains("not valid YAML"));
+    }
+
+    #[test]
+    fn wrong_api_version_and_missing_name_are_reported() {
+        let contents = parse(
+            "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: old}\n---\n\
+             apiVersion: v1\nkind: Service\nmetadata: {namespace: x}\n",
+        );
+        let fields: Vec<_> = contents.problems.iter().map(|p| p.field.clone()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                Some("apiVersion".to_string()),
+                Some("metadata.name".to_string())
+            ]
+        );
+    }
+}

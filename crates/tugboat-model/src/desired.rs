@@ -1,0 +1,144 @@
+//! The desired proxy state: which backends exist, which servers they have, and which
+//! host and path goes to which backend.
+//!
+//! This is a description of intent, not of haproxy syntax: the haproxy crate renders it
+//! to files and plans the runtime commands that get a running haproxy there.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use crate::snapshot::ObjectKey;
+use crate::validate;
+
+/// Name of a backend: `<namespace>_<service>_<port>`. Built only from validated parts
+/// (DNS labels and a port number or name), so it is always a safe haproxy identifier.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BackendName(String);
+
+impl BackendName {
+    /// The name of the backend for one port of one Service. Fails when a part is not a
+    /// valid Kubernetes name, so that no other text can become a backend name.
+    pub fn for_service_port(
+        service: &ObjectKey,
+        port: &ServicePortRef,
+    ) -> Result<Self, validate::InvalidValue> {
+        validate::dns_label(&service.namespace)?;
+        validate::dns_label(&service.name)?;
+        Ok(Self(format!(
+            "{}_{}_{}",
+            service.namespace, service.name, port
+        )))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BackendName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A Service port as an Ingress names it: by number or by name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ServicePortRef {
+    Number(u16),
+    Name(String),
+}
+
+impl fmt::Display for ServicePortRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServicePortRef::Number(n) => write!(f, "{n}"),
+            ServicePortRef::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// One ready endpoint of a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    pub address: IpAddr,
+    pub port: u16,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.address {
+            IpAddr::V4(a) => write!(f, "{a}:{}", self.port),
+            IpAddr::V6(a) => write!(f, "[{a}]:{}", self.port),
+        }
+    }
+}
+
+/// A backend: one port of one Service, and the endpoints that receive its traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub service: ObjectKey,
+    pub port: ServicePortRef,
+    /// Ready endpoints, sorted and without duplicates. Empty means haproxy answers 503.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// Which hosts a route applies to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HostMatch {
+    /// A rule without a host: every host.
+    Any,
+    /// One host, lower-case.
+    Exact(String),
+    /// `*.example.com`, stored as the suffix `.example.com`: exactly one more label.
+    Wildcard(String),
+}
+
+impl fmt::Display for HostMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostMatch::Any => f.write_str("*"),
+            HostMatch::Exact(h) => f.write_str(h),
+            HostMatch::Wildcard(suffix) => write!(f, "*{suffix}"),
+        }
+    }
+}
+
+/// Which paths a route applies to, with Kubernetes' semantics.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathMatch {
+    /// The path, literally and case-sensitively.
+    Exact(String),
+    /// Whole path elements under this prefix. Stored without a trailing slash, except the
+    /// root prefix `/`.
+    Prefix(String),
+}
+
+impl fmt::Display for PathMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathMatch::Exact(p) => write!(f, "{p} (Exact)"),
+            PathMatch::Prefix(p) => write!(f, "{p} (Prefix)"),
+        }
+    }
+}
+
+/// One host and path rule, and the backend it goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub host: HostMatch,
+    pub path: PathMatch,
+    pub backend: BackendName,
+    /// The Ingress the rule comes from.
+    pub ingress: ObjectKey,
+}
+
+/// Everything haproxy should do, as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Desired {
+    pub backends: BTreeMap<BackendName, Backend>,
+    /// At most one route per (host, path), sorted by host then path.
+    pub routes: Vec<Route>,
+    /// Where requests that match no route go; `None` means a plain 404.
+    pub default_backend: Option<BackendName>,
+}

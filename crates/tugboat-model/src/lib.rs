@@ -1,0 +1,18 @@
+//! The pure core of Tugboat: a [`Snapshot`] of Kubernetes objects goes in, the [`Desired`]
+//! proxy state and the list of [`ObjectProblem`]s come out.
+//!
+//! Nothing here does I/O or knows about haproxy's syntax: the same inputs always give the
+//! same outputs, which is what lets the planner compare two states and the tests use plain
+//! tables. Every value that comes from a user is validated here (see [`validate`]) before it
+//! can reach the desired state.
+
+pub mod build;
+pub mod desired;
+pub mod problem;
+pub mod snapshot;
+pub mod validate;
+
+pub use build::{BuildOutput, build};
+pub use desired::{Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route};
+pub use problem::{ObjectProblem, ObjectRef};
+pub use snapshot::{ObjectKey, Snapshot};

@@ -1,0 +1,54 @@
+//! The input of the model: every object the controller cares about, by namespace and name.
+//!
+//! Both sources (the manifest folder and the Kubernetes API) fill the same structure, so
+//! the rest of the pipeline never knows where the objects came from. Values are shared
+//! (`Arc`) so that taking a snapshot of a large cluster copies pointers, not objects.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+
+/// Namespace and name of a namespaced object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// All objects relevant to routing, as one consistent view.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub ingresses: BTreeMap<ObjectKey, Arc<Ingress>>,
+    pub services: BTreeMap<ObjectKey, Arc<Service>>,
+    pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+}
+
+impl Snapshot {
+    /// Number of objects of every kind, for logs and metrics.
+    pub fn len(&self) -> usize {
+        self.ingresses.len() + self.services.len() + self.endpoint_slices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

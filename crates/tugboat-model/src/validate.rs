@@ -1,0 +1,214 @@
+//! Validation of every user-supplied value that can reach haproxy's files.
+//!
+//! This is the one door for user text: hosts, paths and names are checked against the
+//! syntax Kubernetes defines for them, and anything else (whitespace, control characters,
+//! characters haproxy would treat specially) is rejected with a message that says what was
+//! expected. Nothing is escaped: a value is either valid as it is, or refused.
+
+use thiserror::Error;
+
+/// Why a value was refused; the message is written for the user who wrote the object.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
+
+fn invalid(msg: impl Into<String>) -> InvalidValue {
+    InvalidValue(msg.into())
+}
+
+/// Printable form of a user value for error messages: control characters are shown
+/// escaped so that the message itself cannot break a log line.
+pub fn printable(value: &str) -> String {
+    const MAX: usize = 80;
+    let mut out: String = value
+        .chars()
+        .take(MAX)
+        .flat_map(char::escape_debug)
+        .collect();
+    if value.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+/// A DNS-1123 label: what Kubernetes accepts as a namespace or Service name.
+pub fn dns_label(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a valid name: expected at most 63 lower-case letters, digits or '-', \
+             starting and ending with a letter or digit",
+            printable(value)
+        )))
+    }
+}
+
+/// A named port (IANA service name, as Kubernetes validates `ports[].name`).
+pub fn port_name(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 15
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && value.bytes().any(|b| b.is_ascii_lowercase())
+        && !value.starts_with('-')
+        && !value.ends_with('-')
+        && !value.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a valid port name: expected at most 15 lower-case letters, digits \
+             or single '-', with at least one letter",
+            printable(value)
+        )))
+    }
+}
+
+/// A port number in 1..=65535.
+pub fn port_number(value: i32) -> Result<u16, InvalidValue> {
+    u16::try_from(value)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| invalid(format!("{value} is not a valid port: expected 1 to 65535")))
+}
+
+/// The host of an Ingress rule, lower-cased: a DNS-1123 subdomain, or a wildcard
+/// `*.` followed by one. Returns the normalised host.
+pub fn ingress_host(value: &str) -> Result<String, InvalidValue> {
+    let host = value.to_ascii_lowercase();
+    let (wildcard, rest) = match host.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, host.as_str()),
+    };
+    let labels_ok = !rest.is_empty()
+        && rest.len() <= 253
+        && rest.split('.').all(|label| dns_label(label).is_ok());
+    if !labels_ok {
+        let what = if wildcard {
+            "a wildcard host ('*.' followed by a DNS name)"
+        } else {
+            "a DNS name of lower-case letters, digits, '-' and '.' (or '*.' and a DNS name)"
+        };
+        return Err(invalid(format!(
+            "'{}' is not a valid host: expected {what}",
+            printable(value)
+        )));
+    }
+    if rest.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err(invalid(format!(
+            "'{}' is not a valid host: an IP address cannot be used as an Ingress host",
+            printable(value)
+        )));
+    }
+    Ok(host)
+}
+
+/// The path of an `Exact` or `Prefix` rule: an absolute URI path made only of the
+/// characters RFC 3986 allows in a path (percent-encoding included).
+pub fn ingress_path(value: &str) -> Result<(), InvalidValue> {
+    const MAX: usize = 2048;
+    if !value.starts_with('/') {
+        return Err(invalid(format!(
+            "'{}' is not a valid path: it must start with '/'",
+            printable(value)
+        )));
+    }
+    if value.len() > MAX {
+        return Err(invalid(format!(
+            "path is {} bytes long: at most {MAX} are accepted",
+            value.len()
+        )));
+    }
+    if let Some(bad) = value.chars().find(|c| !is_path_char(*c)) {
+        return Err(invalid(format!(
+            "'{}' is not a valid path: '{}' is not allowed (expected letters, digits, \
+             percent-encoding and - . _ ~ ! $ & ' ( ) * + , ; = : @ /)",
+            printable(value),
+            bad.escape_debug()
+        )));
+    }
+    Ok(())
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/%".contains(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        assert_eq!(
+            ingress_host("Foo.Example.com").as_deref(),
+            Ok("foo.example.com")
+        );
+        assert_eq!(
+            ingress_host("*.example.com").as_deref(),
+            Ok("*.example.com")
+        );
+        for bad in [
+            "",
+            "*",
+            "*.",
+            "a..b",
+            "-a.com",
+            "a_b.com",
+            "a.com\nbackend x",
+            "a.com ",
+            "*.*.a.com",
+            "a.*.com",
+            "10.0.0.1",
+            "a.com:80",
+        ] {
+            assert!(ingress_host(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn paths() {
+        for good in ["/", "/foo", "/foo/", "/a%20b", "/v1;x=1", "/~user/@me"] {
+            assert_eq!(ingress_path(good), Ok(()), "{good:?}");
+        }
+        for bad in [
+            "",
+            "foo",
+            "/a b",
+            "/a\tb",
+            "/a\nuse_backend x",
+            "/a#b",
+            "/a\"b",
+            "/é",
+        ] {
+            assert!(ingress_path(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn names_and_ports() {
+        assert!(dns_label("web-1").is_ok());
+        assert!(dns_label("Web").is_err());
+        assert!(dns_label("a_b").is_err());
+        assert!(port_name("http").is_ok());
+        assert!(port_name("8080").is_err());
+        assert!(port_name("a--b").is_err());
+        assert_eq!(port_number(80), Ok(80));
+        assert!(port_number(0).is_err());
+        assert!(port_number(70000).is_err());
+    }
+
+    #[test]
+    fn printable_escapes_control_characters() {
+        assert_eq!(printable("a\nb"), "a\\nb");
+    }
+}

@@ -1,0 +1,179 @@
+//! The controller loop: every new snapshot is built, rendered, planned and applied, one
+//! at a time, with one log line per update and its timings.
+//!
+//! Bursts of changes are coalesced (a short debounce). A configuration haproxy refuses
+//! is not retried until the desired state changes; a failure to reach haproxy is retried
+//! with backoff.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::sync::watch;
+use tugboat_haproxy::{Applier, ApplyError, MasterCli, RenderSettings, RenderedFiles};
+use tugboat_model::{ObjectProblem, Snapshot};
+
+/// What the controller loop needs to know.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    pub master_socket: PathBuf,
+    pub render: RenderSettings,
+    /// How long to wait for more changes before applying.
+    pub debounce: Duration,
+}
+
+impl ControllerConfig {
+    pub fn new(master_socket: PathBuf, render: RenderSettings) -> Self {
+        Self {
+            master_socket,
+            render,
+            debounce: Duration::from_millis(20),
+        }
+    }
+}
+
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Runs the controller on a folder of manifests, followed live, until an error.
+pub async fn run_with_manifests(
+    config: ControllerConfig,
+    manifests: PathBuf,
+) -> anyhow::Result<()> {
+    let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+    let source = tokio::spawn(tugboat_kube::watch_folder(manifests, tx));
+    tokio::select! {
+        result = run(config, rx) => result,
+        result = source => {
+            result.context("the manifests watcher stopped")?
+                .context("cannot follow the manifests folder")?;
+            Ok(())
+        }
+    }
+}
+
+/// Runs until the source closes its channel. The first apply waits for the source's
+/// first complete snapshot and for haproxy's master socket.
+pub async fn run(
+    config: ControllerConfig,
+    mut snapshots: watch::Receiver<Arc<Snapshot>>,
+) -> anyhow::Result<()> {
+    let mut applier = Applier::new(MasterCli::new(&config.master_socket));
+    applier.cli().wait_until_ready().await;
+    let mut state = LoopState::default();
+    let mut retry_in: Option<Duration> = None;
+    loop {
+        let retry = async {
+            match retry_in {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = snapshots.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+                tokio::time::sleep(config.debounce).await;
+            }
+            () = retry => {}
+        }
+        let snapshot = snapshots.borrow_and_update().clone();
+        retry_in = match update(&config, &mut applier, &mut state, &snapshot).await {
+            Ok(()) => None,
+            Err(UpdateFailure::Retry) => {
+                Some(retry_in.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX)))
+            }
+            Err(UpdateFailure::WaitForChange) => None,
+        };
+    }
+}
+
+#[derive(Default)]
+struct LoopState {
+    problems: BTreeSet<ObjectProblem>,
+    /// Files haproxy refused; not tried again until the desired files change.
+    refused: Option<RenderedFiles>,
+}
+
+enum UpdateFailure {
+    Retry,
+    WaitForChange,
+}
+
+async fn update(
+    config: &ControllerConfig,
+    applier: &mut Applier,
+    state: &mut LoopState,
+    snapshot: &Snapshot,
+) -> Result<(), UpdateFailure> {
+    let started = Instant::now();
+    let output = tugboat_model::build(snapshot);
+    let build = started.elapsed();
+    report_problems(&mut state.problems, output.problems);
+
+    let render_started = Instant::now();
+    let rendered = tugboat_haproxy::render(&output.desired, &config.render);
+    let render = render_started.elapsed();
+
+    if state.refused.as_ref() == Some(&rendered) {
+        tracing::debug!("desired state is the one haproxy refused; waiting for a change");
+        return Err(UpdateFailure::WaitForChange);
+    }
+    let plan = applier.plan(rendered.clone());
+    if plan.is_empty() {
+        tracing::debug!("no change");
+        return Ok(());
+    }
+    let result = applier.apply(plan).await;
+    let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+    match result {
+        Ok(report) => {
+            state.refused = None;
+            tracing::info!(
+                objects = snapshot.len(),
+                backends = output.desired.backends.len(),
+                routes = output.desired.routes.len(),
+                files_written = report.files_written,
+                reloaded = report.reloaded,
+                build_ms = ms(build),
+                render_ms = ms(render),
+                write_ms = ms(report.write),
+                reload_ms = ms(report.reload),
+                total_ms = ms(started.elapsed()),
+                "applied"
+            );
+            Ok(())
+        }
+        Err(ApplyError::Refused { message }) => {
+            tracing::error!(
+                total_ms = ms(started.elapsed()),
+                "haproxy refused the new configuration; it keeps serving the previous one \
+                 and the previous files are back in place. haproxy said:\n{message}"
+            );
+            state.refused = Some(rendered);
+            Err(UpdateFailure::WaitForChange)
+        }
+        Err(err) => {
+            tracing::error!(
+                total_ms = ms(started.elapsed()),
+                "update failed, will retry: {err}"
+            );
+            Err(UpdateFailure::Retry)
+        }
+    }
+}
+
+/// Logs problems that are new since the last update, and those that went away.
+fn report_problems(known: &mut BTreeSet<ObjectProblem>, problems: Vec<ObjectProblem>) {
+    let problems: BTreeSet<ObjectProblem> = problems.into_iter().collect();
+    for problem in problems.difference(known) {
+        tracing::warn!(reason = problem.reason.as_str(), "{problem}");
+    }
+    for problem in known.difference(&problems) {
+        tracing::info!("resolved: {problem}");
+    }
+    *known = problems;
+}

@@ -1,0 +1,7 @@
+//! Tugboat, the binary's library: command line, wiring of source, model and haproxy,
+//! and the controller loop. Everything with logic of its own lives in the crates it
+//! wires: `tugboat-kube` (sources), `tugboat-model` (pure core), `tugboat-haproxy`.
+
+pub mod cli;
+pub mod controller;
+pub mod logging;

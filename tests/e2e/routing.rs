@@ -1,0 +1,195 @@
+//! End to end: manifests in a folder, a controller, a real haproxy, real HTTP to echo
+//! backends. Routing by host and path, balancing, live changes, and bad input.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
+use tugboat_testkit::{HaproxyBinary, Pod, haproxy_tests};
+
+const SHOP_INGRESS: &str = "\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: shop
+  namespace: default
+spec:
+  rules:
+  - host: shop.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {service: {name: web, port: {number: 80}}}
+      - path: /api
+        pathType: Prefix
+        backend: {service: {name: api, port: {name: http}}}
+      - path: /healthz
+        pathType: Exact
+        backend: {service: {name: api, port: {number: 80}}}
+";
+
+haproxy_tests!(
+    routes_by_host_and_path,
+    balances_across_ready_endpoints,
+    follows_manifest_changes_live,
+    bad_input_is_reported_and_skipped,
+);
+
+async fn routes_by_host_and_path(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 11, 1).await;
+    let api = start_backends("api", 12, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("ingress.yaml", SHOP_INGRESS),
+        ],
+    )
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+
+    let cases = [
+        ("shop.example.com", "/", Some("web")),
+        ("shop.example.com", "/index.html", Some("web")),
+        ("shop.example.com", "/api", Some("api")),
+        ("shop.example.com", "/api/", Some("api")),
+        ("shop.example.com", "/api/v1/items", Some("api")),
+        // Prefix matches whole path elements only.
+        ("shop.example.com", "/apis", Some("web")),
+        // Host is case-insensitive and its port is ignored.
+        ("SHOP.Example.COM:8080", "/api", Some("api")),
+        // Exact is literal: no trailing slash, case-sensitive.
+        ("shop.example.com", "/healthz", Some("api")),
+        ("shop.example.com", "/healthz/", Some("web")),
+        ("shop.example.com", "/HEALTHZ", Some("web")),
+        // Nothing matches: 404.
+        ("other.example.com", "/", None),
+        ("", "/", None),
+    ];
+    for (host, path, expected) in cases {
+        let reply = pod.get(host, path).await.expect("request through haproxy");
+        match expected {
+            Some(service) => {
+                assert_eq!(reply.status, 200, "{host}{path}: {reply:?}");
+                assert_eq!(reply.service(), Some(service), "{host}{path}: {reply:?}");
+            }
+            None => assert_eq!(reply.status, 404, "{host}{path}: {reply:?}"),
+        }
+    }
+}
+
+async fn balances_across_ready_endpoints(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 13, 3).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("ingress.yaml", SHOP_INGRESS),
+        ],
+    )
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+    let mut seen = BTreeSet::new();
+    for _ in 0..30 {
+        let reply = pod.get("shop.example.com", "/").await.expect("request");
+        assert_eq!(reply.status, 200);
+        seen.insert(reply.endpoint().expect("echo endpoint").to_string());
+    }
+    let expected: BTreeSet<String> = web.iter().map(|s| s.addr.to_string()).collect();
+    assert_eq!(seen, expected, "every ready endpoint receives traffic");
+}
+
+async fn follows_manifest_changes_live(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 14, 1).await;
+    let api = start_backends("api", 15, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("ingress.yaml", SHOP_INGRESS),
+        ],
+    )
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+
+    // Edit: the root of the shop now goes to api.
+    let started = Instant::now();
+    pod.write_manifest(
+        "ingress.yaml",
+        &SHOP_INGRESS.replace(
+            "name: web, port: {number: 80}",
+            "name: api, port: {number: 80}",
+        ),
+    );
+    pod.wait_for_service("shop.example.com", "/", "api").await;
+    let edit_took = started.elapsed();
+
+    // A new file adds a host.
+    let blog = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: blog}\n\
+                spec: {rules: [{host: blog.example.com, http: {paths: [{path: /, pathType: Prefix, \
+                backend: {service: {name: web, port: {number: 80}}}}]}}]}\n";
+    pod.write_manifest("blog.yaml", blog);
+    pod.wait_for_service("blog.example.com", "/", "web").await;
+
+    // Removing files removes their routes.
+    pod.remove_manifest("blog.yaml");
+    pod.wait_for_status("blog.example.com", "/", 404).await;
+    pod.remove_manifest("ingress.yaml");
+    pod.wait_for_status("shop.example.com", "/api", 404).await;
+    assert!(
+        edit_took < Duration::from_secs(2),
+        "an edit took {edit_took:?} to route"
+    );
+}
+
+async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 16, 1).await;
+    let bad_rule = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: mixed}\n\
+        spec:\n  rules:\n  - host: \"evil.example.com\\n    use_backend x\"\n    http: {paths: [{path: /, \
+        pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}\n\
+        \x20 - host: mixed.example.com\n    http:\n      paths:\n\
+        \x20     - {path: \"/ok\", pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n\
+        \x20     - {path: \"/bad path\", pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n\
+        \x20     - {path: /missing, pathType: Prefix, backend: {service: {name: nowhere, port: {number: 80}}}}\n";
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("ingress.yaml", SHOP_INGRESS),
+            ("broken.yaml", "apiVersion: v1\nkind: [unclosed\n"),
+            ("mixed.yaml", bad_rule),
+        ],
+    )
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+    pod.wait_for_service("mixed.example.com", "/ok", "web")
+        .await;
+    // A rule whose Service does not exist answers 503, not someone else's backend.
+    let reply = pod
+        .get("mixed.example.com", "/missing")
+        .await
+        .expect("request");
+    assert_eq!(reply.status, 503, "{reply:?}");
+    // The rule with the bad path is left out: nothing routes it.
+    let reply = pod
+        .get("mixed.example.com", "/bad%20path")
+        .await
+        .expect("request");
+    assert_eq!(reply.status, 404, "{reply:?}");
+    let config = std::fs::read_to_string(pod.haproxy.config_dir.join("haproxy.cfg"))
+        .expect("config written");
+    assert!(
+        !config.contains("evil"),
+        "a bad host never reaches the config"
+    );
+    let maps = std::fs::read_to_string(pod.haproxy.config_dir.join("maps/routes-prefix.map"))
+        .expect("map written");
+    assert!(
+        !maps.contains("evil") && !maps.contains("bad path"),
+        "{maps}"
+    );
+    assert!(pod.controller_running());
+}

@@ -1,0 +1,80 @@
+//! An echo backend: answers every request with the service name and endpoint it was
+//! started with, and the host and path it received, so a test can tell who answered.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// A running echo backend; stops when dropped.
+pub struct EchoServer {
+    pub addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for EchoServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The body an echo backend answers with.
+pub fn echo_body(service: &str, endpoint: SocketAddr, host: &str, path: &str) -> String {
+    format!("service={service} endpoint={endpoint} host={host} path={path}\n")
+}
+
+impl EchoServer {
+    /// Starts an echo backend for `service` on `addr` (port 0 picks a free port).
+    pub async fn start(service: &str, addr: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let service = service.to_string();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let service = service.clone();
+                tokio::spawn(async move {
+                    let handler = service_fn(move |request: Request<Incoming>| {
+                        let host = request
+                            .headers()
+                            .get(hyper::header::HOST)
+                            .and_then(|h| h.to_str().ok())
+                            .unwrap_or("")
+                            .to_string();
+                        let body = echo_body(&service, addr, &host, request.uri().path());
+                        async move {
+                            Ok::<_, Infallible>(
+                                Response::builder()
+                                    .header("content-type", "text/plain")
+                                    .header("x-echo-service", service_header(&body))
+                                    .body(Full::new(Bytes::from(body)))
+                                    .unwrap_or_default(),
+                            )
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), handler)
+                        .await;
+                });
+            }
+        });
+        Ok(Self { addr, task })
+    }
+}
+
+fn service_header(body: &str) -> String {
+    body.split_whitespace()
+        .next()
+        .and_then(|kv| kv.strip_prefix("service="))
+        .unwrap_or("")
+        .to_string()
+}

@@ -1,0 +1,237 @@
+//! Real haproxy for tests, started the way the official image starts it
+//! (`haproxy -W -db -S <run>/master.sock,mode,600 -f <config-dir>`) on the config the
+//! init container seeds, in a temporary folder, and the [`Pod`]: that haproxy plus a
+//! Tugboat controller following a folder of manifests, as in the real pod.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tempfile::TempDir;
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+use tugboat::controller::{self, ControllerConfig};
+use tugboat_haproxy::{MasterCli, ProcInfo, RenderSettings};
+
+/// The config the init container seeds, exactly as shipped.
+pub const INIT_CONFIG: &str = include_str!("../../init-config/haproxy.cfg");
+
+/// One installed haproxy series.
+#[derive(Debug, Clone)]
+pub struct HaproxyBinary {
+    pub series: String,
+    pub path: PathBuf,
+}
+
+impl HaproxyBinary {
+    /// Where `haproxy-versions.sh` put the binaries: `$TUGBOAT_HAPROXY_DIR`, else
+    /// `~/.cache/tugboat/haproxy`.
+    pub fn install_dir() -> PathBuf {
+        std::env::var_os("TUGBOAT_HAPROXY_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+                PathBuf::from(home).join(".cache/tugboat/haproxy")
+            })
+    }
+
+    /// The binary of `series` ("2.6", "3.0"). `None` (the test is skipped, with a line
+    /// on stderr) when it is not installed, unless `TUGBOAT_REQUIRE_HAPROXY` lists the
+    /// series: then the test fails.
+    pub fn find(series: &str) -> Option<Self> {
+        let path = Self::install_dir().join(format!("haproxy-{series}/haproxy"));
+        if path.is_file() {
+            return Some(Self {
+                series: series.to_string(),
+                path,
+            });
+        }
+        let required = std::env::var("TUGBOAT_REQUIRE_HAPROXY").unwrap_or_default();
+        assert!(
+            !required.split_whitespace().any(|s| s == series),
+            "haproxy {series} is required (TUGBOAT_REQUIRE_HAPROXY) but {} is missing: \
+             run scripts/get-haproxy.sh",
+            path.display()
+        );
+        eprintln!(
+            "skipped: haproxy {series} is not installed at {}",
+            path.display()
+        );
+        None
+    }
+}
+
+/// A running haproxy in master-worker mode; killed when dropped.
+pub struct Haproxy {
+    pub binary: HaproxyBinary,
+    pub dir: TempDir,
+    pub config_dir: PathBuf,
+    pub lib_dir: PathBuf,
+    pub master_socket: PathBuf,
+    pub http_port: u16,
+    pub https_port: u16,
+    child: Child,
+}
+
+impl Haproxy {
+    /// Seeds the init config and starts haproxy; returns once its master CLI answers.
+    pub async fn start(binary: &HaproxyBinary) -> Self {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let config_dir = dir.path().join("etc");
+        let lib_dir = dir.path().join("lib");
+        let run_dir = dir.path().join("run");
+        for d in [&config_dir, &lib_dir, &run_dir] {
+            std::fs::create_dir_all(d).expect("create folder");
+        }
+        std::fs::write(config_dir.join("haproxy.cfg"), INIT_CONFIG).expect("seed config");
+        let master_socket = run_dir.join("master.sock");
+        let log = std::fs::File::create(dir.path().join("haproxy.log")).expect("log file");
+        let child = Command::new(&binary.path)
+            .arg("-W")
+            .arg("-db")
+            .arg("-S")
+            .arg(format!("{},mode,600", master_socket.display()))
+            .arg("-f")
+            .arg(&config_dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.path.display()));
+        let haproxy = Self {
+            binary: binary.clone(),
+            dir,
+            config_dir,
+            lib_dir,
+            master_socket,
+            http_port: crate::free_port(),
+            https_port: crate::free_port(),
+            child,
+        };
+        let cli = haproxy.cli();
+        crate::eventually("haproxy's master socket", Duration::from_secs(10), || {
+            let cli = cli.clone();
+            async move { cli.show_proc().await.ok() }
+        })
+        .await;
+        haproxy
+    }
+
+    pub fn cli(&self) -> MasterCli {
+        MasterCli::new(&self.master_socket)
+    }
+
+    pub async fn show_proc(&self) -> ProcInfo {
+        self.cli().show_proc().await.expect("show proc")
+    }
+
+    /// Where haproxy serves HTTP.
+    pub fn http_addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.http_port))
+    }
+
+    /// What haproxy printed so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("haproxy.log")).unwrap_or_default()
+    }
+
+    /// The render settings a controller for this haproxy uses (loopback binds).
+    pub fn render_settings(&self) -> RenderSettings {
+        RenderSettings {
+            config_dir: self.config_dir.clone(),
+            lib_dir: self.lib_dir.clone(),
+            bind_address: Ipv4Addr::LOCALHOST.into(),
+            http_port: self.http_port,
+            https_port: self.https_port,
+        }
+    }
+
+    /// Whether the haproxy process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+/// haproxy and a controller following a folder of manifests, as in the real pod.
+pub struct Pod {
+    pub haproxy: Haproxy,
+    pub manifests: TempDir,
+    controller: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        self.controller.abort();
+    }
+}
+
+impl Pod {
+    /// Starts haproxy, writes the given manifests, starts the controller.
+    pub async fn start(binary: &HaproxyBinary, manifests: &[(&str, &str)]) -> Self {
+        tugboat::logging::init(tugboat::logging::LogFormat::Text);
+        let haproxy = Haproxy::start(binary).await;
+        let dir = tempfile::tempdir().expect("temporary folder");
+        for (name, text) in manifests {
+            std::fs::write(dir.path().join(name), text).expect("write manifest");
+        }
+        let config =
+            ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
+        let controller = tokio::spawn(controller::run_with_manifests(config, dir.path().into()));
+        Self {
+            haproxy,
+            manifests: dir,
+            controller,
+        }
+    }
+
+    /// Writes (creates or replaces) one manifest file.
+    pub fn write_manifest(&self, name: &str, text: &str) {
+        let path = self.manifests.path().join(name);
+        let tmp = self.manifests.path().join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).expect("write manifest");
+        std::fs::rename(&tmp, path).expect("rename manifest");
+    }
+
+    pub fn remove_manifest(&self, name: &str) {
+        std::fs::remove_file(self.manifests.path().join(name)).expect("remove manifest");
+    }
+
+    pub fn manifests_dir(&self) -> &Path {
+        self.manifests.path()
+    }
+
+    /// `GET path` with `Host: host` through haproxy.
+    pub async fn get(&self, host: &str, path: &str) -> std::io::Result<crate::Reply> {
+        crate::get(self.haproxy.http_addr(), host, path).await
+    }
+
+    /// Waits until `GET host path` is answered by `service` (with status 200).
+    pub async fn wait_for_service(&self, host: &str, path: &str, service: &str) {
+        crate::eventually(
+            &format!("{host}{path} answered by {service}"),
+            Duration::from_secs(10),
+            || async move {
+                let reply = self.get(host, path).await.ok()?;
+                (reply.status == 200 && reply.service() == Some(service)).then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Waits until `GET host path` gets `status`.
+    pub async fn wait_for_status(&self, host: &str, path: &str, status: u16) {
+        crate::eventually(
+            &format!("{host}{path} answered with {status}"),
+            Duration::from_secs(10),
+            || async move { (self.get(host, path).await.ok()?.status == status).then_some(()) },
+        )
+        .await;
+    }
+
+    /// Whether the controller task is still running.
+    pub fn controller_running(&self) -> bool {
+        !self.controller.is_finished()
+    }
+}

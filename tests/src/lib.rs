@@ -1,0 +1,70 @@
+//! What the end-to-end tests (and the quickstart) need around Tugboat: real haproxy
+//! processes started the way the official image starts them, echo backends that say
+//! which service and endpoint answered, a small HTTP client, and the controller itself.
+
+pub mod echo;
+pub mod haproxy;
+pub mod http;
+pub mod manifests;
+
+pub use echo::EchoServer;
+pub use haproxy::{Haproxy, HaproxyBinary, Pod};
+pub use http::{Reply, get};
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Polls `check` until it returns `Some`, or panics with `what` after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+/// Declares one test per haproxy series for each scenario `fn name(HaproxyBinary)`.
+/// A series that is not installed is skipped, unless `TUGBOAT_REQUIRE_HAPROXY` names it.
+#[macro_export]
+macro_rules! haproxy_tests {
+    ($($name:ident),* $(,)?) => {
+        mod haproxy_2_6 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(binary) = $crate::HaproxyBinary::find("2.6") {
+                        super::$name(binary).await;
+                    }
+                }
+            )*
+        }
+        mod haproxy_3_0 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(binary) = $crate::HaproxyBinary::find("3.0") {
+                        super::$name(binary).await;
+                    }
+                }
+            )*
+        }
+    };
+}
