@@ -178,7 +178,12 @@ impl Pod {
         }
         let config =
             ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
-        let controller = tokio::spawn(controller::run_with_manifests(config, dir.path().into()));
+        let (status, _) = tokio::sync::watch::channel(Default::default());
+        let controller = tokio::spawn(controller::run_with_manifests(
+            config,
+            dir.path().into(),
+            status,
+        ));
         Self {
             haproxy,
             manifests: dir,

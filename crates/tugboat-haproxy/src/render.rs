@@ -254,6 +254,7 @@ mod tests {
             ],
             backends: [(web, web_backend), (api, api_backend)].into(),
             default_backend: None,
+            default_backend_owner: None,
         }
     }
 

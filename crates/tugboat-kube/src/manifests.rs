@@ -1,8 +1,9 @@
 //! A folder of YAML manifests as the source of objects (`--manifests DIR`).
 //!
 //! Every `*.yaml`, `*.yml` and `*.json` file under the folder is read, with any number of
-//! documents per file and `kind: List` expanded. Ingress (networking.k8s.io/v1), Service
-//! (v1) and EndpointSlice (discovery.k8s.io/v1) are kept; other kinds are ignored. A
+//! documents per file and `kind: List` expanded. Ingress (networking.k8s.io/v1), Service,
+//! Secret, ConfigMap (v1) and EndpointSlice (discovery.k8s.io/v1) are kept; other kinds
+//! are ignored. A
 //! document that does not parse is reported with its file, document number, object and
 //! field, and skipped; everything else still loads. The folder is then followed live:
 //! files added, edited or removed publish a new snapshot.
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -157,7 +158,7 @@ fn add_object(
     }
     let expected = match kind.as_str() {
         "Ingress" => "networking.k8s.io/v1",
-        "Service" => "v1",
+        "Service" | "Secret" | "ConfigMap" => "v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
         "" => {
             contents
@@ -207,11 +208,30 @@ fn add_object(
     let result = match kind.as_str() {
         "Ingress" => insert::<Ingress>(value, &key, &mut snapshot.ingresses, |o| &mut o.metadata),
         "Service" => insert::<Service>(value, &key, &mut snapshot.services, |o| &mut o.metadata),
+        "Secret" => insert::<Secret>(value, &key, &mut snapshot.secrets, |o| {
+            // As the API server does: stringData is merged into data.
+            let data = o.data.get_or_insert_default();
+            for (k, v) in o.string_data.take().unwrap_or_default() {
+                data.insert(k, k8s_openapi::ByteString(v.into_bytes()));
+            }
+            &mut o.metadata
+        }),
+        "ConfigMap" => {
+            insert::<ConfigMap>(value, &key, &mut snapshot.config_maps, |o| &mut o.metadata)
+        }
         _ => insert::<EndpointSlice>(value, &key, &mut snapshot.endpoint_slices, |o| {
             &mut o.metadata
         }),
     };
     if let Err((field, message)) = result {
+        // A parse error can quote the value; a Secret's values are never shown.
+        let message = if kind == "Secret" {
+            "this field does not have the expected type (the value is not shown: it is \
+             Secret data)"
+                .to_string()
+        } else {
+            message
+        };
         contents.problems.push(problem(object, field, message));
     }
 }
@@ -221,7 +241,7 @@ fn insert<K: DeserializeOwned>(
     value: Value,
     key: &ObjectKey,
     store: &mut std::collections::BTreeMap<ObjectKey, Arc<K>>,
-    metadata: impl Fn(&mut K) -> &mut ObjectMeta,
+    metadata: impl FnOnce(&mut K) -> &mut ObjectMeta,
 ) -> Result<(), (Option<String>, String)> {
     let mut object: K = serde_path_to_error::deserialize(value).map_err(|err| {
         let field = err.path().to_string();
@@ -346,6 +366,38 @@ mod tests {
         assert_eq!(contents.snapshot.services.len(), 1);
         assert_eq!(contents.problems.len(), 1);
         assert!(contents.problems[0].message.contains("not valid YAML"));
+    }
+
+    #[test]
+    fn secrets_merge_string_data_and_config_maps_load() {
+        let contents = parse(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: tls}\ntype: kubernetes.io/tls\n\
+             data: {tls.crt: Y2VydA==}\nstringData: {tls.key: key}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pages}\ndata: {\"404\": gone}\n",
+        );
+        assert!(contents.problems.is_empty(), "{:?}", contents.problems);
+        let secret = &contents.snapshot.secrets[&ObjectKey::new("default", "tls")];
+        let data = secret.data.as_ref().expect("data");
+        assert_eq!(data["tls.crt"].0, b"cert");
+        assert_eq!(data["tls.key"].0, b"key");
+        assert!(
+            contents
+                .snapshot
+                .config_maps
+                .contains_key(&ObjectKey::new("default", "pages"))
+        );
+    }
+
+    #[test]
+    fn secret_values_never_appear_in_problems() {
+        let contents = parse(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: \"hunter2!!\"}\n",
+        );
+        let [problem] = contents.problems.as_slice() else {
+            panic!("one problem expected: {:?}", contents.problems);
+        };
+        assert_eq!(problem.field.as_deref(), Some("data.password"));
+        assert!(!problem.to_string().contains("hunter2"), "{problem}");
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub fn build(snapshot: &Snapshot) -> BuildOutput {
         desired: Desired {
             backends: builder.backends,
             routes: builder.routes.into_values().collect(),
-            default_backend: builder.default_backend,
+            default_backend_owner: builder.default_backend.as_ref().map(|(_, k)| k.clone()),
+            default_backend: builder.default_backend.map(|(b, _)| b),
         },
         problems: builder.problems,
     }
@@ -96,7 +97,7 @@ struct Builder<'a> {
     backends: BTreeMap<BackendName, Backend>,
     resolution_errors: HashMap<BackendName, ResolutionError>,
     routes: BTreeMap<(HostMatch, PathMatch), Route>,
-    default_backend: Option<BackendName>,
+    default_backend: Option<(BackendName, ObjectKey)>,
     problems: Vec<ObjectProblem>,
 }
 
@@ -112,8 +113,8 @@ impl Builder<'_> {
         };
         if let Some(default) = &spec.default_backend {
             let backend = self.backend(&object, key, default, "spec.defaultBackend");
-            if self.default_backend.is_none() {
-                self.default_backend = backend;
+            if self.default_backend.is_none() && backend.is_some() {
+                self.default_backend = backend.map(|b| (b, key.clone()));
             }
         }
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {

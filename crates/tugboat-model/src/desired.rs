@@ -141,4 +141,6 @@ pub struct Desired {
     pub routes: Vec<Route>,
     /// Where requests that match no route go; `None` means a plain 404.
     pub default_backend: Option<BackendName>,
+    /// The Ingress whose `spec.defaultBackend` is used.
+    pub default_backend_owner: Option<ObjectKey>,
 }

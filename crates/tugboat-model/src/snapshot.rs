@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
@@ -40,12 +40,20 @@ pub struct Snapshot {
     pub ingresses: BTreeMap<ObjectKey, Arc<Ingress>>,
     pub services: BTreeMap<ObjectKey, Arc<Service>>,
     pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    /// Secrets (TLS certificates, credentials). Never logged.
+    pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
+    /// ConfigMaps the controller reads (its own settings, error pages).
+    pub config_maps: BTreeMap<ObjectKey, Arc<ConfigMap>>,
 }
 
 impl Snapshot {
     /// Number of objects of every kind, for logs and metrics.
     pub fn len(&self) -> usize {
-        self.ingresses.len() + self.services.len() + self.endpoint_slices.len()
+        self.ingresses.len()
+            + self.services.len()
+            + self.endpoint_slices.len()
+            + self.secrets.len()
+            + self.config_maps.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
 
 use crate::controller::{self, ControllerConfig};
@@ -131,7 +132,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         tokio::select! {
-            result = controller::run_with_manifests(config, manifests) => result?,
+            result = controller::run_with_manifests(config, manifests, watch::channel(Default::default()).0) => result?,
             _ = shutdown_signal() => tracing::info!("shutting down"),
         }
         Ok(ExitCode::SUCCESS)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::watch;
 use tugboat_haproxy::{Applier, ApplyError, MasterCli, RenderSettings, RenderedFiles};
-use tugboat_model::{ObjectProblem, Snapshot};
+use tugboat_model::{Desired, ObjectKey, ObjectProblem, Snapshot};
 
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
@@ -37,15 +37,28 @@ impl ControllerConfig {
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
+/// What the controller tells the rest of the process (health, status, Events) after
+/// every update.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControllerStatus {
+    /// True once haproxy runs a configuration built from a complete snapshot.
+    pub ready: bool,
+    /// Problems of the last build, sorted.
+    pub problems: Vec<ObjectProblem>,
+    /// Ingresses with at least one route (or the default backend) in the applied state.
+    pub served_ingresses: BTreeSet<ObjectKey>,
+}
+
 /// Runs the controller on a folder of manifests, followed live, until an error.
 pub async fn run_with_manifests(
     config: ControllerConfig,
     manifests: PathBuf,
+    status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
     let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
     let source = tokio::spawn(tugboat_kube::watch_folder(manifests, tx));
     tokio::select! {
-        result = run(config, rx) => result,
+        result = run(config, rx, status) => result,
         result = source => {
             result.context("the manifests watcher stopped")?
                 .context("cannot follow the manifests folder")?;
@@ -55,10 +68,12 @@ pub async fn run_with_manifests(
 }
 
 /// Runs until the source closes its channel. The first apply waits for the source's
-/// first complete snapshot and for haproxy's master socket.
+/// first complete snapshot and for haproxy's master socket. `status` is updated after
+/// every update.
 pub async fn run(
     config: ControllerConfig,
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
+    status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
     let mut applier = Applier::new(MasterCli::new(&config.master_socket));
     applier.cli().wait_until_ready().await;
@@ -81,7 +96,7 @@ pub async fn run(
             () = retry => {}
         }
         let snapshot = snapshots.borrow_and_update().clone();
-        retry_in = match update(&config, &mut applier, &mut state, &snapshot).await {
+        retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Ok(()) => None,
             Err(UpdateFailure::Retry) => {
                 Some(retry_in.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX)))
@@ -108,11 +123,17 @@ async fn update(
     applier: &mut Applier,
     state: &mut LoopState,
     snapshot: &Snapshot,
+    status: &watch::Sender<ControllerStatus>,
 ) -> Result<(), UpdateFailure> {
     let started = Instant::now();
     let output = tugboat_model::build(snapshot);
     let build = started.elapsed();
-    report_problems(&mut state.problems, output.problems);
+    report_problems(&mut state.problems, &output.problems);
+    status.send_if_modified(|status| {
+        let changed = status.problems != output.problems;
+        status.problems.clone_from(&output.problems);
+        changed
+    });
 
     let render_started = Instant::now();
     let rendered = tugboat_haproxy::render(&output.desired, &config.render);
@@ -132,6 +153,13 @@ async fn update(
     match result {
         Ok(report) => {
             state.refused = None;
+            let served = served_ingresses(&output.desired);
+            status.send_if_modified(|status| {
+                let changed = !status.ready || status.served_ingresses != served;
+                status.ready = true;
+                status.served_ingresses = served;
+                changed
+            });
             tracing::info!(
                 objects = snapshot.len(),
                 backends = output.desired.backends.len(),
@@ -166,9 +194,19 @@ async fn update(
     }
 }
 
+/// The Ingresses that contribute a route or the default backend.
+fn served_ingresses(desired: &Desired) -> BTreeSet<ObjectKey> {
+    desired
+        .routes
+        .iter()
+        .map(|route| route.ingress.clone())
+        .chain(desired.default_backend_owner.clone())
+        .collect()
+}
+
 /// Logs problems that are new since the last update, and those that went away.
-fn report_problems(known: &mut BTreeSet<ObjectProblem>, problems: Vec<ObjectProblem>) {
-    let problems: BTreeSet<ObjectProblem> = problems.into_iter().collect();
+fn report_problems(known: &mut BTreeSet<ObjectProblem>, problems: &[ObjectProblem]) {
+    let problems: BTreeSet<ObjectProblem> = problems.iter().cloned().collect();
     for problem in problems.difference(known) {
         tracing::warn!(reason = problem.reason.as_str(), "{problem}");
     }
