@@ -1,10 +1,10 @@
 //! End to end on the haproxy side: the master CLI client and the applier against real
 //! haproxy 2.6 and 3.0 (reload outcomes, refused configs, the socket's reload window).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tugboat_haproxy::{Applier, ApplyError, MasterCli, ReloadOutcome, RenderedFiles};
+use tugboat_haproxy::{Applier, ApplyError, MasterCli, ReloadOutcome};
+use tugboat_model::Desired;
 use tugboat_testkit::{Haproxy, HaproxyBinary, haproxy_tests};
 
 haproxy_tests!(
@@ -14,18 +14,9 @@ haproxy_tests!(
     controller_waits_for_a_late_haproxy,
 );
 
-fn files(haproxy: &Haproxy, config: &str) -> RenderedFiles {
-    RenderedFiles {
-        files: BTreeMap::from([(haproxy.config_dir.join("haproxy.cfg"), config.to_string())]),
-    }
-}
-
-fn serving_config(port: u16, body: &str) -> String {
-    format!(
-        "global\n    log stdout format raw local0\ndefaults\n    mode http\n    timeout connect 5s\n\
-         \x20   timeout client 5s\n    timeout server 5s\nfrontend f\n    bind 127.0.0.1:{port}\n\
-         \x20   http-request return status 200 content-type text/plain string \"{body}\"\n"
-    )
+/// A desired state with no routes: haproxy serves 404 on the given settings' port.
+fn empty_state() -> Desired {
+    Desired::default()
 }
 
 async fn reload_reports_success_and_moves_the_counter(binary: HaproxyBinary) {
@@ -45,56 +36,55 @@ async fn reload_reports_success_and_moves_the_counter(binary: HaproxyBinary) {
 
 async fn refused_config_keeps_serving_and_restores_files(binary: HaproxyBinary) {
     let mut haproxy = Haproxy::start(&binary).await;
-    let port = haproxy.http_port;
-    let mut applier = Applier::new(haproxy.cli());
-    let good = files(&haproxy, &serving_config(port, "good"));
-    let plan = applier.plan(good.clone());
-    applier.apply(plan).await.expect("good config applies");
-    let reply = tugboat_testkit::get(haproxy.http_addr(), "x", "/")
+    let settings = haproxy.render_settings();
+    let mut applier = Applier::new(haproxy.cli(), settings.clone());
+    let plan = applier.plan(empty_state());
+    applier.apply(plan).await.expect("the first config applies");
+    let served = tugboat_testkit::get(haproxy.http_addr(), "x", "/")
         .await
         .expect("GET");
-    assert_eq!(reply.body, "good");
+    assert_eq!(served.status, 404);
+    let good = std::fs::read_to_string(settings.config_file()).expect("config");
 
-    let bad = files(
-        &haproxy,
-        &serving_config(port, "bad").replace("frontend f\n", "frontend f\n    bogus_keyword on\n"),
-    );
-    let plan = applier.plan(bad);
-    let err = applier
+    // The same state on a port something else holds: haproxy refuses the reload.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let taken_port = taken.local_addr().expect("addr").port();
+    let mut conflicting = settings.clone();
+    conflicting.http_port = taken_port;
+    let mut second = Applier::new(haproxy.cli(), conflicting);
+    let plan = second.plan(empty_state());
+    let err = second
         .apply(plan)
         .await
-        .expect_err("haproxy refuses the bad config");
+        .expect_err("haproxy refuses the reload");
     let ApplyError::Refused { message } = err else {
         panic!("expected a refused reload, got {err}");
     };
     if binary.series != "2.6" {
-        // 3.0 returns its own message; 2.6 has no way to say it on the master socket.
-        assert!(message.contains("bogus_keyword"), "{message}");
+        // 3.0 returns its own message; 2.6 cannot say it on the master socket.
+        assert!(message.contains("bind"), "{message}");
     }
     assert!(!message.is_empty());
-    // The last good files are back, and the old worker still serves.
-    let on_disk = std::fs::read_to_string(haproxy.config_dir.join("haproxy.cfg")).expect("cfg");
-    assert_eq!(
-        Some(on_disk.as_str()),
-        good.files.values().next().map(String::as_str)
-    );
-    let reply = tugboat_testkit::get(haproxy.http_addr(), "x", "/")
+    // The last files haproxy loaded are back, and the old worker still serves.
+    let on_disk = std::fs::read_to_string(settings.config_file()).expect("cfg");
+    assert_eq!(on_disk, good);
+    let served = tugboat_testkit::get(haproxy.http_addr(), "x", "/")
         .await
         .expect("GET");
-    assert_eq!(reply.body, "good");
+    assert_eq!(served.status, 404);
     assert!(haproxy.is_running());
     assert_eq!(haproxy.show_proc().await.failed_reloads, 1);
 
-    // The next good config loads and clears the failure.
-    let plan = applier.plan(files(&haproxy, &serving_config(port, "better")));
-    applier
+    // Once the port is free the same state loads and clears the failure.
+    drop(taken);
+    let plan = second.plan(empty_state());
+    second
         .apply(plan)
         .await
-        .expect("good config applies again");
-    let reply = tugboat_testkit::get(haproxy.http_addr(), "x", "/")
-        .await
-        .expect("GET");
-    assert_eq!(reply.body, "better");
+        .expect("applies once the port is free");
+    let moved = std::net::SocketAddr::from(([127, 0, 0, 1], taken_port));
+    let served = tugboat_testkit::get(moved, "x", "/").await.expect("GET");
+    assert_eq!(served.status, 404);
     assert_eq!(haproxy.show_proc().await.failed_reloads, 0);
 }
 

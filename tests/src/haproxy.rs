@@ -86,20 +86,7 @@ impl Haproxy {
         }
         std::fs::write(config_dir.join("haproxy.cfg"), INIT_CONFIG).expect("seed config");
         let master_socket = run_dir.join("master.sock");
-        let log = std::fs::File::create(dir.path().join("haproxy.log")).expect("log file");
-        let child = Command::new(&binary.path)
-            .arg("-W")
-            .arg("-db")
-            .arg("-S")
-            .arg(format!("{},mode,600", master_socket.display()))
-            .arg("-f")
-            .arg(&config_dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.path.display()));
+        let child = launch(binary, &master_socket, &config_dir, dir.path());
         let haproxy = Self {
             binary: binary.clone(),
             dir,
@@ -110,13 +97,30 @@ impl Haproxy {
             https_port: crate::free_port(),
             child,
         };
-        let cli = haproxy.cli();
+        haproxy.wait_ready().await;
+        haproxy
+    }
+
+    async fn wait_ready(&self) {
+        let cli = self.cli();
         crate::eventually("haproxy's master socket", Duration::from_secs(10), || {
             let cli = cli.clone();
             async move { cli.show_proc().await.ok() }
         })
         .await;
-        haproxy
+    }
+
+    /// Kills haproxy and starts it again on the same folders, as a container restart
+    /// does; returns once the new master answers.
+    pub async fn restart(&mut self) {
+        let _ = self.child.kill().await;
+        self.child = launch(
+            &self.binary,
+            &self.master_socket,
+            &self.config_dir,
+            self.dir.path(),
+        );
+        self.wait_ready().await;
     }
 
     pub fn cli(&self) -> MasterCli {
@@ -152,6 +156,27 @@ impl Haproxy {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+}
+
+fn launch(binary: &HaproxyBinary, socket: &Path, config_dir: &Path, dir: &Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("haproxy.log"))
+        .expect("log file");
+    Command::new(&binary.path)
+        .arg("-W")
+        .arg("-db")
+        .arg("-S")
+        .arg(format!("{},mode,600", socket.display()))
+        .arg("-f")
+        .arg(config_dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log file"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.path.display()))
 }
 
 /// haproxy and a controller following a folder of manifests, as in the real pod.

@@ -1,18 +1,24 @@
-//! Carrying out a [`Plan`]: files first, then haproxy; the last good files come back
-//! when haproxy refuses the new ones.
+//! Carrying out a [`Plan`]: files first, then haproxy (runtime commands, or a reload);
+//! the last good files come back when haproxy refuses new ones.
 //!
-//! The [`Applier`] is the only owner of the master socket. It remembers the files haproxy
-//! is known to run, so that a refused reload leaves the folder exactly as haproxy last
-//! loaded it, and a later reload (or a restart of haproxy) never picks up a broken config.
+//! The [`Applier`] is the only owner of the master socket. It remembers what haproxy is
+//! known to run ([`Applied`]), so that a refused reload leaves the folder exactly as
+//! haproxy last loaded it, a runtime command with an unexpected answer falls back to a
+//! reload of the (already written) files, and a restarted controller can adopt a running
+//! haproxy without reloading it (see [`Applier::adopt`]).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+use tugboat_model::Desired;
 
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
-use crate::plan::{self, Plan};
-use crate::render::RenderedFiles;
+use crate::layout::Layout;
+use crate::plan::{self, Applied, Plan, ReloadReason};
+use crate::render::{RenderSettings, RenderedFiles};
+use crate::runtime::CliStep;
 
 /// Why an apply did not make the desired state live.
 #[derive(Debug, Error)]
@@ -27,33 +33,69 @@ pub enum ApplyError {
     Refused { message: String },
 }
 
+/// How haproxy took an apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Nothing to do.
+    Nothing,
+    /// Runtime commands only.
+    Runtime,
+    /// A reload, for this reason.
+    Reload(ReloadReason),
+    /// Runtime commands were refused and a reload followed.
+    RuntimeThenReload,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Nothing => "nothing",
+            Delivery::Runtime => "runtime",
+            Delivery::Reload(_) => "reload",
+            Delivery::RuntimeThenReload => "runtime-fallback-reload",
+        }
+    }
+
+    pub fn reloaded(self) -> bool {
+        matches!(self, Delivery::Reload(_) | Delivery::RuntimeThenReload)
+    }
+}
+
 /// What one apply did, with its timings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ApplyReport {
+    pub delivery: Delivery,
     pub files_written: usize,
-    pub reloaded: bool,
+    pub runtime_commands: usize,
     pub write: Duration,
+    pub runtime: Duration,
     pub reload: Duration,
 }
+
+/// The marker written after every successful apply: which master, after how many
+/// reloads, ran which files. It lets a restarted controller adopt a running haproxy.
+const MARKER: &str = ".tugboat-applied";
 
 /// Applies plans to one haproxy, one at a time.
 pub struct Applier {
     cli: MasterCli,
-    /// The files haproxy is known to run (on disk and loaded).
-    applied: RenderedFiles,
-    /// Set when haproxy may not run `applied` (start-up, a failed command).
-    state_unknown: bool,
+    settings: RenderSettings,
+    applied: Option<Applied>,
+    /// What was on disk before the first write (e.g. the init config), to put back if
+    /// haproxy refuses the very first config.
+    initial_files: Option<RenderedFiles>,
     master: Option<ProcInfo>,
 }
 
 impl Applier {
-    /// An applier for the haproxy behind `cli`. Nothing is known about what it runs, so
-    /// the first apply reloads.
-    pub fn new(cli: MasterCli) -> Self {
+    /// An applier for the haproxy behind `cli`. Nothing is known about what it runs until
+    /// [`Applier::adopt`] or the first apply (a reload).
+    pub fn new(cli: MasterCli, settings: RenderSettings) -> Self {
         Self {
             cli,
-            applied: RenderedFiles::default(),
-            state_unknown: true,
+            settings,
+            applied: None,
+            initial_files: None,
             master: None,
         }
     }
@@ -62,61 +104,145 @@ impl Applier {
         &self.cli
     }
 
-    /// The files haproxy is known to run.
-    pub fn applied(&self) -> &RenderedFiles {
-        &self.applied
+    pub fn settings(&self) -> &RenderSettings {
+        &self.settings
+    }
+
+    /// What haproxy is known to run.
+    pub fn applied(&self) -> Option<&Applied> {
+        self.applied.as_ref()
     }
 
     /// Plans the change to `desired` without doing anything.
-    pub fn plan(&self, desired: RenderedFiles) -> Plan {
-        plan::plan(&self.applied, desired, self.state_unknown)
+    pub fn plan(&self, desired: Desired) -> Plan {
+        plan::plan(self.applied.as_ref(), desired, &self.settings)
     }
 
-    /// Applies a plan made by [`Applier::plan`].
+    /// Adopts the running haproxy when the marker says that this very master, with no
+    /// reload since, runs the files that are on disk now (a restarted controller). The
+    /// server slots are read back from the config. Returns whether it adopted.
+    pub async fn adopt(&mut self, desired: &Desired) -> bool {
+        let Ok(info) = self.cli.show_proc().await else {
+            return false;
+        };
+        let paths: Vec<PathBuf> = plan::plan(None, desired.clone(), &self.settings)
+            .next
+            .files
+            .files
+            .into_keys()
+            .collect();
+        let on_disk = files::read_current(paths.iter());
+        let marker = std::fs::read_to_string(self.settings.config_dir.join(MARKER));
+        let adopted = on_disk.files.len() == paths.len()
+            && marker.is_ok_and(|m| m.trim() == marker_text(&info, &on_disk));
+        if adopted {
+            let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
+            self.applied = Some(Applied {
+                desired: desired.clone(),
+                layout: parse_layout(config),
+                files: on_disk,
+            });
+            self.master = Some(info);
+        }
+        adopted
+    }
+
+    /// Carries out a plan made by [`Applier::plan`].
     pub async fn apply(&mut self, plan: Plan) -> Result<ApplyReport, ApplyError> {
-        let mut report = ApplyReport::default();
+        let mut report = ApplyReport {
+            delivery: Delivery::Nothing,
+            files_written: 0,
+            runtime_commands: 0,
+            write: Duration::ZERO,
+            runtime: Duration::ZERO,
+            reload: Duration::ZERO,
+        };
         if plan.is_empty() {
             return Ok(report);
         }
-        // What is on disk before the first write is the fallback, e.g. the init config.
-        if self.state_unknown && self.applied.files.is_empty() {
-            self.applied = files::read_current(plan.files.files.keys());
+        if self.initial_files.is_none() {
+            self.initial_files = Some(files::read_current(plan.next.files.files.keys()));
         }
         let started = Instant::now();
         let on_disk = files::read_current(plan.changed.iter());
-        report.files_written = files::write_changed(&plan.files, &on_disk)?;
+        report.files_written = files::write_changed(&plan.next.files, &on_disk)?;
         report.write = started.elapsed();
 
-        if plan.reload {
+        let mut reload = plan.reload;
+        if reload.is_none() && !plan.runtime.is_empty() {
+            let steps: Vec<CliStep> = plan.runtime.iter().flat_map(|c| c.steps()).collect();
+            report.runtime_commands = steps.len();
+            let started = Instant::now();
+            let result = self.run_steps(&steps).await;
+            report.runtime = started.elapsed();
+            match result {
+                Ok(()) => report.delivery = Delivery::Runtime,
+                Err(problem) => {
+                    tracing::warn!("runtime update not taken ({problem}); reloading instead");
+                    reload = Some(ReloadReason::UnknownState);
+                    report.delivery = Delivery::RuntimeThenReload;
+                }
+            }
+        }
+        if let Some(reason) = reload {
+            if report.delivery != Delivery::RuntimeThenReload {
+                report.delivery = Delivery::Reload(reason);
+            }
             let started = Instant::now();
             let outcome = self.cli.reload().await;
             report.reload = started.elapsed();
-            report.reloaded = true;
             match outcome {
-                Ok(ReloadOutcome::Loaded { log }) => {
-                    tracing::debug!(%log, "haproxy reloaded");
-                }
+                Ok(ReloadOutcome::Loaded { log }) => tracing::debug!(%log, "haproxy reloaded"),
                 Ok(ReloadOutcome::Refused { message }) => {
-                    files::restore(&self.applied, &plan.files)?;
+                    let previous = self
+                        .applied
+                        .as_ref()
+                        .map(|a| &a.files)
+                        .or(self.initial_files.as_ref());
+                    if let Some(previous) = previous {
+                        files::restore(previous, &plan.next.files)?;
+                    }
                     return Err(ApplyError::Refused { message });
                 }
                 Err(err) => {
-                    // The new files are in place but haproxy may not run them: reload
-                    // again next time.
-                    self.state_unknown = true;
+                    // The new files are in place but haproxy may not run them.
+                    self.applied = None;
                     return Err(err.into());
                 }
             }
-            self.master = self.cli.show_proc().await.ok();
         }
-        self.applied = plan.files;
-        self.state_unknown = false;
+        self.master = self.cli.show_proc().await.ok();
+        if let Some(info) = &self.master {
+            let text = marker_text(info, &plan.next.files);
+            files::write_atomic(
+                &self.settings.config_dir.join(MARKER),
+                text.as_bytes(),
+                0o644,
+            )?;
+        }
+        self.applied = Some(plan.next);
         Ok(report)
     }
 
-    /// Checks that haproxy is still the one the applied state was sent to. A restarted
-    /// haproxy loaded the files from disk, which are the applied ones, so there is
-    /// nothing to redo for files; the answer matters for state kept only at runtime.
+    /// Sends the steps in one batch and checks every answer.
+    async fn run_steps(&self, steps: &[CliStep]) -> Result<(), String> {
+        let commands: Vec<String> = steps.iter().map(|s| s.command.clone()).collect();
+        let answers = self.cli.batch(&commands).await.map_err(|e| e.to_string())?;
+        for (step, answer) in steps.iter().zip(&answers) {
+            if !step.expect.accepts(answer) {
+                return Err(format!(
+                    "'{}' answered '{}'",
+                    step.command.lines().next().unwrap_or(""),
+                    answer.trim()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks whether haproxy is still the master the applied state was sent to. A
+    /// restarted haproxy loaded the files from disk, which are the applied ones, so the
+    /// applied state still holds; the answer is for logs and metrics.
     pub async fn haproxy_restarted(&mut self) -> Result<bool, CliError> {
         let now = self.cli.show_proc().await?;
         let restarted = self
@@ -126,4 +252,71 @@ impl Applier {
         self.master = Some(now);
         Ok(restarted)
     }
+}
+
+fn marker_text(info: &ProcInfo, files: &RenderedFiles) -> String {
+    format!(
+        "master={} reloads={} files={:016x}",
+        info.master_pid,
+        info.reloads,
+        fingerprint(files)
+    )
+}
+
+/// FNV-1a over paths and contents: stable across builds, enough to tell files apart.
+fn fingerprint(files: &RenderedFiles) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for (path, contents) in &files.files {
+        feed(path.as_os_str().as_encoded_bytes());
+        feed(&[0]);
+        feed(contents.as_bytes());
+        feed(&[0]);
+    }
+    hash
+}
+
+/// Reads the server slots back from a config this crate rendered.
+pub fn parse_layout(config: &str) -> Layout {
+    let mut layout = Layout::default();
+    let mut current = None;
+    for line in config.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["backend", name, ..] => {
+                current = tugboat_model::BackendName::parse(name);
+                if let Some(name) = &current {
+                    layout.backends.insert(name.clone(), Vec::new());
+                }
+            }
+            ["server", _, addr, rest @ ..] => {
+                let Some(slots) = current.as_ref().and_then(|n| layout.backends.get_mut(n)) else {
+                    continue;
+                };
+                let endpoint = if rest.contains(&"disabled") {
+                    None
+                } else {
+                    addr.parse::<std::net::SocketAddr>()
+                        .ok()
+                        .map(|a| tugboat_model::Endpoint {
+                            address: a.ip(),
+                            port: a.port(),
+                        })
+                };
+                slots.push(endpoint);
+            }
+            _ => {}
+        }
+    }
+    layout
+}
+
+/// The path of the marker in a config folder (for tests and diagnostics).
+pub fn marker_path(config_dir: &Path) -> PathBuf {
+    config_dir.join(MARKER)
 }

@@ -114,6 +114,64 @@ impl MasterCli {
         self.command(&format!("@1 {command}")).await
     }
 
+    /// Runs several commands on one connection, in order, and returns one answer per
+    /// command. Each command is a line, or a line ending in `<<` followed by its payload
+    /// lines and an empty line. The session runs in `prompt` mode, whose prompt after
+    /// every answer is what tells the answers apart. Not retried: a connection lost in
+    /// the middle returns an error and the caller decides (the applier reloads).
+    pub async fn batch(&self, commands: &[String]) -> Result<Vec<String>, CliError> {
+        let io_error = |source| CliError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut request = String::from("prompt\n");
+        for command in commands {
+            request.push_str(command);
+            if !command.ends_with('\n') {
+                request.push('\n');
+            }
+        }
+        let limit = self.command_timeout + Duration::from_millis(commands.len() as u64);
+        let work = async {
+            let stream = connect_retrying(&self.path, self.command_timeout)
+                .await
+                .map_err(io_error)?;
+            let (mut reader, mut writer) = stream.into_split();
+            // Write and read at once: a large batch must not fill both socket buffers.
+            let write = async {
+                writer.write_all(request.as_bytes()).await?;
+                writer.shutdown().await
+            };
+            let mut reply = Vec::new();
+            let (written, read) = tokio::join!(write, reader.read_to_end(&mut reply));
+            written.map_err(io_error)?;
+            read.map_err(io_error)?;
+            Ok(String::from_utf8_lossy(&reply).into_owned())
+        };
+        let reply = timeout(limit, work).await.map_err(|_| CliError::Timeout {
+            path: self.path.clone(),
+            command: format!("a batch of {} commands", commands.len()),
+            waited: limit,
+        })??;
+        let answers = split_prompted(&reply);
+        // The first answer is the one to `prompt` itself.
+        if answers.len() < commands.len() + 1 {
+            return Err(CliError::UnexpectedReply {
+                command: format!("a batch of {} commands", commands.len()),
+                reply: format!(
+                    "{} answers: the connection closed early",
+                    answers.len().saturating_sub(1)
+                ),
+            });
+        }
+        Ok(answers
+            .into_iter()
+            .skip(1)
+            .take(commands.len())
+            .map(|answer| answer.trim_start_matches("+ ").to_string())
+            .collect())
+    }
+
     /// `show proc`, parsed.
     pub async fn show_proc(&self) -> Result<ProcInfo, CliError> {
         let reply = self.command("show proc").await?;
@@ -288,6 +346,54 @@ impl MasterCli {
     }
 }
 
+async fn connect_retrying(path: &Path, limit: Duration) -> io::Result<UnixStream> {
+    let deadline = Instant::now() + limit;
+    let mut delay = RETRY_FIRST;
+    loop {
+        match UnixStream::connect(path).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) if is_transient_io(&err) && Instant::now() + delay < deadline => {
+                sleep(delay).await;
+                delay = (delay * 2).min(RETRY_MAX);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Splits the output of a `prompt` session into answers: each answer ends where the
+/// master's prompt (`master> `, or `master[ReloadFailed]> ` after a failed reload)
+/// begins.
+fn split_prompted(reply: &str) -> Vec<&str> {
+    const MASTER: &str = "master";
+    let mut answers = Vec::new();
+    let mut start = 0;
+    let mut search = 0;
+    while let Some(found) = reply[search..].find(MASTER) {
+        let at = search + found;
+        let after = &reply[at + MASTER.len()..];
+        let prompt_len = if after.starts_with("> ") {
+            Some(2)
+        } else if after.starts_with('[') {
+            after
+                .find("]> ")
+                .filter(|end| !after[..*end].contains('\n'))
+                .map(|end| end + 3)
+        } else {
+            None
+        };
+        match prompt_len {
+            Some(len) => {
+                answers.push(&reply[start..at]);
+                start = at + MASTER.len() + len;
+                search = start;
+            }
+            None => search = at + MASTER.len(),
+        }
+    }
+    answers
+}
+
 fn first_line(command: &str) -> &str {
     command.lines().next().unwrap_or("")
 }
@@ -364,6 +470,15 @@ mod tests {
 # old workers\n\
 18924           worker          1               0d00h00m04s     2.6.12-1+deb12u4\n\
 # programs\n\n";
+
+    #[test]
+    fn splits_prompted_answers() {
+        let reply = "master> + + + \nmaster> Key not found.\n\nmaster> \nmaster[ReloadFailed]> ok\n\nmaster> ";
+        assert_eq!(
+            split_prompted(reply),
+            vec!["", "+ + + \n", "Key not found.\n\n", "\n", "ok\n\n"]
+        );
+    }
 
     #[test]
     fn parses_show_proc() {

@@ -3,16 +3,21 @@
 //! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
 //! - [`files`] writes them atomically and can put the previous ones back;
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
+//! - [`layout`] keeps every endpoint in a stable server slot;
+//! - [`runtime`] names the changes haproxy takes without a reload, as CLI commands;
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
 
 pub mod apply;
 pub mod cli;
 pub mod files;
+pub mod layout;
 pub mod plan;
 pub mod render;
+pub mod runtime;
 
-pub use apply::{Applier, ApplyError, ApplyReport};
+pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
-pub use plan::{Plan, plan};
+pub use layout::Layout;
+pub use plan::{Applied, Plan, ReloadReason, plan, runtime_projection};
 pub use render::{RenderSettings, RenderedFiles, render};

@@ -1,82 +1,372 @@
-//! The planner: from what haproxy runs now and what is desired, what has to change.
+//! The planner: from what haproxy runs and what is desired, the files to write and either
+//! the runtime changes that get haproxy there or a reload.
 //!
-//! Pure. Today every change of a file is applied with a reload; the plan is the place
-//! where changes that haproxy can take at runtime will be told apart from the ones that
-//! need a reload.
+//! Pure. The reload decision is made on the rendered config itself: with every `server`
+//! line left out (addresses and states are runtime-able), the old and new configs must be
+//! identical for a runtime update; anything else that differs (a backend, a frontend,
+//! a global setting) reloads. Maps and server slots are diffed into runtime changes.
+//! Because the decision looks at the rendered text, a new kind of setting can never be
+//! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::render::RenderedFiles;
+use tugboat_model::{BackendName, Desired};
 
-/// What to do to get from the applied files to the desired ones.
+use crate::layout::Layout;
+use crate::render::{RenderSettings, RenderedFiles, render};
+use crate::runtime::{RuntimeChange, map_changes};
+
+/// What haproxy is known to run: the state, its server slots and its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub desired: Desired,
+    pub layout: Layout,
+    pub files: RenderedFiles,
+}
+
+/// Why a plan reloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadReason {
+    /// Nothing is known of what haproxy runs (start-up, after an error).
+    UnknownState,
+    /// The config changed beyond server addresses and states.
+    Structure,
+}
+
+impl ReloadReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadReason::UnknownState => "unknown-state",
+            ReloadReason::Structure => "structure",
+        }
+    }
+}
+
+/// What to do to get from the applied state to the desired one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The complete desired set of files.
-    pub files: RenderedFiles,
+    /// The state after the plan, to remember once it is carried out.
+    pub next: Applied,
     /// Files whose contents change.
     pub changed: Vec<PathBuf>,
-    /// Whether haproxy must reload to take the change.
-    pub reload: bool,
+    /// Changes to send at runtime (empty when reloading).
+    pub runtime: Vec<RuntimeChange>,
+    /// `Some` when haproxy must reload.
+    pub reload: Option<ReloadReason>,
 }
 
 impl Plan {
     /// True when nothing is to be done.
     pub fn is_empty(&self) -> bool {
-        self.changed.is_empty() && !self.reload
+        self.changed.is_empty() && self.runtime.is_empty() && self.reload.is_none()
     }
 }
 
-/// Plans the change from `applied` (what haproxy is known to run) to `desired`.
-/// `force_reload` is set when haproxy's state is unknown (first apply, failed command).
-pub fn plan(applied: &RenderedFiles, desired: RenderedFiles, force_reload: bool) -> Plan {
-    let changed: Vec<PathBuf> = desired
-        .files
-        .iter()
-        .filter(|(path, contents)| applied.get(path) != Some(contents.as_str()))
-        .map(|(path, _)| path.clone())
+/// Plans the change from `applied` (`None`: unknown) to `desired`.
+pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettings) -> Plan {
+    let Some(applied) = applied else {
+        return reload_plan(None, desired, settings, ReloadReason::UnknownState);
+    };
+    let desired = keep_unrouted_backends(applied, desired);
+    let (layout, slot_changes) = applied.layout.evolve(&desired);
+    let files = render(&desired, &layout, settings);
+    let config = settings.config_file();
+    if structure(files.get(&config)) != structure(applied.files.get(&config)) {
+        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+    }
+    let mut runtime: Vec<RuntimeChange> = slot_changes
+        .into_iter()
+        .flat_map(|(backend, changes)| {
+            changes
+                .into_iter()
+                .map(move |change| RuntimeChange::Server {
+                    backend: backend.clone(),
+                    change,
+                })
+        })
         .collect();
-    let reload = force_reload || !changed.is_empty();
+    for map in [settings.exact_map(), settings.prefix_map()] {
+        let old = applied.files.get(&map).unwrap_or("");
+        let new = files.get(&map).unwrap_or("");
+        if old != new {
+            runtime.extend(map_changes(&map, old, new));
+        }
+    }
+    let changed = changed_files(&applied.files, &files);
     Plan {
-        files: desired,
+        next: Applied {
+            desired,
+            layout,
+            files,
+        },
         changed,
-        reload,
+        runtime,
+        reload: None,
+    }
+}
+
+/// Backends that no route uses any more stay (with their last servers) until the next
+/// reload: removing them would cost a reload for nothing, since no request reaches them.
+fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
+    for (name, backend) in &applied.desired.backends {
+        let used = desired.routes.iter().any(|r| &r.backend == name)
+            || desired.default_backend.as_ref() == Some(name);
+        if !used && !desired.backends.contains_key(name) {
+            desired.backends.insert(name.clone(), backend.clone());
+        }
+    }
+    desired
+}
+
+fn reload_plan(
+    applied: Option<&Applied>,
+    desired: Desired,
+    settings: &RenderSettings,
+    reason: ReloadReason,
+) -> Plan {
+    let layout = Layout::fresh(&desired);
+    let files = render(&desired, &layout, settings);
+    let changed = match applied {
+        Some(applied) => changed_files(&applied.files, &files),
+        None => files.files.keys().cloned().collect(),
+    };
+    Plan {
+        next: Applied {
+            desired,
+            layout,
+            files,
+        },
+        changed,
+        runtime: Vec::new(),
+        reload: Some(reason),
+    }
+}
+
+fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
+    new.files
+        .iter()
+        .filter(|(path, contents)| old.get(path) != Some(contents.as_str()))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
+/// The config without its `server` lines: what a runtime update cannot change.
+fn structure(config: Option<&str>) -> Option<String> {
+    config.map(|text| {
+        text.lines()
+            .filter(|line| !line.trim_start().starts_with("server "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// The part of `desired` that can be applied at runtime on top of `applied`: the
+/// endpoints and routes of the backends haproxy already has. New backends (and the routes
+/// to them) wait for the next reload, a route moving to a new backend keeps its old one
+/// until then, and backends that are gone stay.
+pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
+    let backends = applied
+        .backends
+        .iter()
+        .map(|(name, backend)| {
+            let backend = desired.backends.get(name).unwrap_or(backend).clone();
+            (name.clone(), backend)
+        })
+        .collect();
+    let known: BTreeSet<&BackendName> = applied.backends.keys().collect();
+    // A route that moves to a new backend keeps its old one until the reload.
+    let routes = desired
+        .routes
+        .iter()
+        .filter_map(|route| {
+            if known.contains(&route.backend) {
+                return Some(route.clone());
+            }
+            applied
+                .routes
+                .iter()
+                .find(|old| old.host == route.host && old.path == route.path)
+                .cloned()
+        })
+        .collect();
+    Desired {
+        backends,
+        routes,
+        default_backend: applied.default_backend.clone(),
+        default_backend_owner: applied.default_backend_owner.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
+    use tugboat_model::desired::ServicePortRef;
+    use tugboat_model::{Backend, Endpoint, HostMatch, ObjectKey, PathMatch, Route};
+
     use super::*;
 
-    fn files(entries: &[(&str, &str)]) -> RenderedFiles {
-        RenderedFiles {
-            files: entries
-                .iter()
-                .map(|(p, c)| (PathBuf::from(p), c.to_string()))
-                .collect(),
+    fn settings() -> RenderSettings {
+        RenderSettings {
+            config_dir: "/etc/haproxy".into(),
+            lib_dir: "/var/lib/haproxy".into(),
+            bind_address: Ipv4Addr::UNSPECIFIED.into(),
+            http_port: 8080,
+            https_port: 8443,
         }
     }
 
-    #[test]
-    fn unchanged_files_plan_nothing() {
-        let applied = files(&[("/e/haproxy.cfg", "a"), ("/e/maps/x.map", "k v\n")]);
-        let plan = plan(&applied, applied.clone(), false);
-        assert!(plan.is_empty());
+    fn backend(service: &str, endpoints: &[u8]) -> (BackendName, Backend) {
+        let key = ObjectKey::new("ns", service);
+        let port = ServicePortRef::Number(80);
+        let name = BackendName::for_service_port(&key, &port).expect("name");
+        let endpoints = endpoints
+            .iter()
+            .map(|last| Endpoint {
+                address: Ipv4Addr::new(10, 0, 0, *last).into(),
+                port: 8080,
+            })
+            .collect();
+        (
+            name,
+            Backend {
+                service: key,
+                port,
+                endpoints,
+            },
+        )
+    }
+
+    fn route(host: &str, backend: &BackendName) -> Route {
+        Route {
+            host: HostMatch::Exact(host.into()),
+            path: PathMatch::Prefix("/".into()),
+            backend: backend.clone(),
+            ingress: ObjectKey::new("ns", "ing"),
+        }
+    }
+
+    fn state(backends: &[(&str, &[u8])], hosts: &[(&str, &str)]) -> Desired {
+        let backends: Vec<(BackendName, Backend)> =
+            backends.iter().map(|(s, e)| backend(s, e)).collect();
+        let routes = hosts
+            .iter()
+            .map(|(host, service)| {
+                let (name, _) = backend(service, &[]);
+                route(host, &name)
+            })
+            .collect();
+        Desired {
+            backends: backends.into_iter().collect(),
+            routes,
+            ..Desired::default()
+        }
+    }
+
+    fn applied(desired: Desired) -> Applied {
+        plan(None, desired, &settings()).next
     }
 
     #[test]
-    fn a_changed_file_reloads() {
-        let applied = files(&[("/e/haproxy.cfg", "a"), ("/e/maps/x.map", "k v\n")]);
-        let desired = files(&[("/e/haproxy.cfg", "a"), ("/e/maps/x.map", "k w\n")]);
-        let plan = plan(&applied, desired, false);
-        assert_eq!(plan.changed, vec![PathBuf::from("/e/maps/x.map")]);
-        assert!(plan.reload);
+    fn first_plan_reloads_with_every_file() {
+        let plan = plan(None, state(&[("web", &[1])], &[]), &settings());
+        assert_eq!(plan.reload, Some(ReloadReason::UnknownState));
+        assert_eq!(plan.changed.len(), 3);
     }
 
     #[test]
-    fn unknown_state_reloads_even_without_changes() {
-        let applied = files(&[("/e/haproxy.cfg", "a")]);
-        let plan = plan(&applied, applied.clone(), true);
-        assert!(plan.changed.is_empty());
-        assert!(plan.reload);
+    fn endpoint_changes_are_runtime_only() {
+        let before = applied(state(&[("web", &[1, 2])], &[("a.com", "web")]));
+        let plan = plan(
+            Some(&before),
+            state(&[("web", &[2, 3])], &[("a.com", "web")]),
+            &settings(),
+        );
+        assert_eq!(plan.reload, None);
+        assert_eq!(plan.changed, vec![settings().config_file()]);
+        assert_eq!(plan.runtime.len(), 1, "{:?}", plan.runtime);
+    }
+
+    #[test]
+    fn route_changes_to_existing_backends_are_runtime_only() {
+        let before = applied(state(&[("web", &[1]), ("api", &[2])], &[("a.com", "web")]));
+        let after = state(
+            &[("web", &[1]), ("api", &[2])],
+            &[("a.com", "api"), ("b.com", "web")],
+        );
+        let plan = plan(Some(&before), after, &settings());
+        assert_eq!(plan.reload, None);
+        assert_eq!(plan.changed, vec![settings().prefix_map()]);
+        assert!(
+            plan.runtime.iter().all(|c| matches!(
+                c,
+                RuntimeChange::MapAdd { .. } | RuntimeChange::MapSet { .. }
+            )),
+            "{:?}",
+            plan.runtime
+        );
+    }
+
+    #[test]
+    fn a_new_backend_reloads() {
+        let before = applied(state(&[("web", &[1])], &[]));
+        let plan = plan(
+            Some(&before),
+            state(&[("web", &[1]), ("api", &[2])], &[]),
+            &settings(),
+        );
+        assert_eq!(plan.reload, Some(ReloadReason::Structure));
+        assert!(plan.runtime.is_empty());
+    }
+
+    #[test]
+    fn a_backend_no_route_uses_any_more_stays_until_the_next_reload() {
+        let before = applied(state(
+            &[("web", &[1]), ("api", &[2])],
+            &[("a.com", "web"), ("b.com", "api")],
+        ));
+        let plan = plan(
+            Some(&before),
+            state(&[("web", &[1])], &[("a.com", "web")]),
+            &settings(),
+        );
+        assert_eq!(plan.reload, None);
+        assert_eq!(plan.next.desired.backends.len(), 2);
+        let fresh = super::plan(
+            None,
+            state(&[("web", &[1])], &[("a.com", "web")]),
+            &settings(),
+        );
+        assert_eq!(fresh.next.desired.backends.len(), 1);
+    }
+
+    #[test]
+    fn an_unchanged_state_plans_nothing() {
+        let desired = state(&[("web", &[1])], &[("a.com", "web")]);
+        let before = applied(desired.clone());
+        assert!(plan(Some(&before), desired, &settings()).is_empty());
+    }
+
+    #[test]
+    fn projection_keeps_known_backends_and_their_routes_only() {
+        let before = state(&[("web", &[1])], &[("a.com", "web")]);
+        let after = state(
+            &[("web", &[1, 2]), ("api", &[3])],
+            &[("a.com", "web"), ("b.com", "api")],
+        );
+        let projected = runtime_projection(&before, &after);
+        assert_eq!(projected.backends.len(), 1);
+        assert_eq!(
+            projected
+                .backends
+                .values()
+                .next()
+                .map(|b| b.endpoints.len()),
+            Some(2)
+        );
+        assert_eq!(projected.routes.len(), 1);
+        let applied = applied(before);
+        assert_eq!(plan(Some(&applied), projected, &settings()).reload, None);
     }
 }

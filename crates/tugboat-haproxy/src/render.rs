@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 
 use tugboat_model::{Desired, HostMatch, PathMatch, Route};
 
+use crate::layout::{Layout, capacity_for};
+use crate::runtime::server_line;
+
 /// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
 #[derive(Debug, Clone)]
 pub struct RenderSettings {
@@ -66,17 +69,18 @@ impl RenderedFiles {
     }
 }
 
-/// Renders the desired state. Pure: the same state always gives the same bytes.
-pub fn render(desired: &Desired, settings: &RenderSettings) -> RenderedFiles {
+/// Renders the desired state with its server slots. Pure: the same input always gives
+/// the same bytes.
+pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
     let (exact, prefix) = route_maps(&desired.routes);
     let mut files = BTreeMap::new();
-    files.insert(settings.config_file(), config(desired, settings));
+    files.insert(settings.config_file(), config(desired, layout, settings));
     files.insert(settings.exact_map(), exact);
     files.insert(settings.prefix_map(), prefix);
     RenderedFiles { files }
 }
 
-fn config(desired: &Desired, settings: &RenderSettings) -> String {
+fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> String {
     let exact = settings.exact_map();
     let prefix = settings.prefix_map();
     let (exact, prefix) = (exact.display(), prefix.display());
@@ -134,8 +138,18 @@ backend {NOT_FOUND_BACKEND}
             "\n# Service {} port {}\nbackend {name}\n    balance roundrobin\n",
             backend.service, backend.port
         );
-        for (index, endpoint) in backend.endpoints.iter().enumerate() {
-            let _ = writeln!(out, "    server s{} {endpoint}", index + 1);
+        match layout.backends.get(name) {
+            Some(slots) => {
+                for (slot, endpoint) in slots.iter().enumerate() {
+                    out.push_str(&server_line(slot, endpoint.as_ref()));
+                }
+            }
+            // Not in the layout (a caller's mistake): endpoints in order, spare slots.
+            None => {
+                for slot in 0..capacity_for(backend.endpoints.len()) {
+                    out.push_str(&server_line(slot, backend.endpoints.get(slot)));
+                }
+            }
         }
     }
     out
@@ -258,9 +272,13 @@ mod tests {
         }
     }
 
+    fn render_fresh(desired: &Desired) -> RenderedFiles {
+        render(desired, &Layout::fresh(desired), &settings())
+    }
+
     #[test]
     fn renders_config_and_maps() {
-        let rendered = render(&desired(), &settings());
+        let rendered = render_fresh(&desired());
         for (path, text) in &rendered.files {
             insta::assert_snapshot!(path.display().to_string(), text);
         }
@@ -268,7 +286,7 @@ mod tests {
 
     #[test]
     fn exact_rule_keeps_its_key_over_a_prefix_rule_on_the_same_path() {
-        let rendered = render(&desired(), &settings());
+        let rendered = render_fresh(&desired());
         let exact = rendered.get(&settings().exact_map()).expect("exact map");
         assert!(
             exact.contains("shop.example.com/api shop_web_80\n"),
@@ -282,7 +300,7 @@ mod tests {
 
     #[test]
     fn prefix_map_is_longest_key_first() {
-        let rendered = render(&desired(), &settings());
+        let rendered = render_fresh(&desired());
         let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
         let keys: Vec<usize> = prefix
             .lines()

@@ -34,6 +34,21 @@ impl BackendName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Reads back a name written by [`BackendName::for_service_port`]; `None` for any
+    /// other text (e.g. the controller's own backends).
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(3, '_');
+        let (namespace, service, port) = (parts.next()?, parts.next()?, parts.next()?);
+        let port = match port.parse::<i32>() {
+            Ok(number) => ServicePortRef::Number(validate::port_number(number).ok()?),
+            Err(_) => {
+                validate::port_name(port).ok()?;
+                ServicePortRef::Name(port.to_string())
+            }
+        };
+        Self::for_service_port(&ObjectKey::new(namespace, service), &port).ok()
+    }
 }
 
 impl fmt::Display for BackendName {

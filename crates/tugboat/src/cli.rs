@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -64,9 +65,31 @@ pub struct RunArgs {
     pub manifests: Option<PathBuf>,
     #[command(flatten)]
     pub haproxy: HaproxyArgs,
+    /// How long changes that need a reload are gathered into one reload (e.g. 500ms,
+    /// 2s; 0 reloads at once). Changes haproxy takes at runtime never wait for it.
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub reload_window: Duration,
     /// Log format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+}
+
+/// Parses `250ms`, `2s`, `1m` or a plain number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |at| text.split_at(at));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration: expected e.g. 500ms, 2s or 1m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("'{text}': {e}"))
 }
 
 #[derive(Debug, Args)]
@@ -124,7 +147,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !manifests.is_dir() {
         bail!("--manifests {}: not a folder", manifests.display());
     }
-    let config = ControllerConfig::new(args.master_socket.clone(), args.haproxy.render_settings()?);
+    let mut config =
+        ControllerConfig::new(args.master_socket.clone(), args.haproxy.render_settings()?);
+    config.reload_window = args.reload_window;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -159,7 +184,9 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot read --manifests {}", args.manifests.display()))?;
     let settings = args.haproxy.render_settings()?;
     let output = tugboat_model::build(&contents.snapshot);
-    let rendered = tugboat_haproxy::render(&output.desired, &settings);
+    let rendered = tugboat_haproxy::plan(None, output.desired, &settings)
+        .next
+        .files;
     for (path, text) in &rendered.files {
         println!("# ---- {} ----", path.display());
         print!("{text}");
@@ -181,5 +208,20 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
             problems.len()
         );
         Ok(ExitCode::FAILURE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5h").is_err());
     }
 }

@@ -8,11 +8,15 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use anyhow::Context;
 use tokio::sync::watch;
-use tugboat_haproxy::{Applier, ApplyError, MasterCli, RenderSettings, RenderedFiles};
+use tugboat_haproxy::{
+    Applier, ApplyError, MasterCli, ReloadReason, RenderSettings, RenderedFiles, runtime_projection,
+};
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Snapshot};
 
 /// What the controller loop needs to know.
@@ -22,6 +26,9 @@ pub struct ControllerConfig {
     pub render: RenderSettings,
     /// How long to wait for more changes before applying.
     pub debounce: Duration,
+    /// How long changes that need a reload are collected into one reload. Runtime
+    /// changes never wait for it.
+    pub reload_window: Duration,
 }
 
 impl ControllerConfig {
@@ -29,13 +36,16 @@ impl ControllerConfig {
         Self {
             master_socket,
             render,
-            debounce: Duration::from_millis(20),
+            debounce: Duration::from_millis(10),
+            reload_window: Duration::from_millis(500),
         }
     }
 }
 
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
+/// How often haproxy is checked for a restart between updates.
+const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What the controller tells the rest of the process (health, status, Events) after
 /// every update.
@@ -75,34 +85,58 @@ pub async fn run(
     mut snapshots: watch::Receiver<Arc<Snapshot>>,
     status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
-    let mut applier = Applier::new(MasterCli::new(&config.master_socket));
+    let mut applier = Applier::new(MasterCli::new(&config.master_socket), config.render.clone());
     applier.cli().wait_until_ready().await;
     let mut state = LoopState::default();
     let mut retry_in: Option<Duration> = None;
+    let mut health = tokio::time::interval(HEALTH_INTERVAL);
+    health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut synced = false;
     loop {
-        let retry = async {
-            match retry_in {
-                Some(delay) => tokio::time::sleep(delay).await,
-                None => std::future::pending().await,
-            }
-        };
+        let retry = sleep_or_never(retry_in.map(|d| Instant::now() + d));
+        let reload_due = sleep_or_never(state.reload_due(config.reload_window));
         tokio::select! {
             changed = snapshots.changed() => {
                 if changed.is_err() {
                     return Ok(());
                 }
+                synced = true;
                 tokio::time::sleep(config.debounce).await;
             }
             () = retry => {}
+            () = reload_due => {}
+            _ = health.tick() => {
+                check_haproxy(&mut applier).await;
+                continue;
+            }
+        }
+        if !synced {
+            continue;
         }
         let snapshot = snapshots.borrow_and_update().clone();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
-            Ok(()) => None,
+            Ok(()) | Err(UpdateFailure::WaitForChange) => None,
             Err(UpdateFailure::Retry) => {
                 Some(retry_in.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX)))
             }
-            Err(UpdateFailure::WaitForChange) => None,
         };
+    }
+}
+
+async fn sleep_or_never(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn check_haproxy(applier: &mut Applier) {
+    match applier.haproxy_restarted().await {
+        Ok(true) => tracing::warn!(
+            "haproxy restarted (new master); it loaded the current files, nothing to redo"
+        ),
+        Ok(false) => {}
+        Err(err) => tracing::warn!("haproxy does not answer: {err}"),
     }
 }
 
@@ -111,6 +145,16 @@ struct LoopState {
     problems: BTreeSet<ObjectProblem>,
     /// Files haproxy refused; not tried again until the desired files change.
     refused: Option<RenderedFiles>,
+    /// When the first change still waiting for a reload arrived.
+    reload_pending_since: Option<Instant>,
+    /// Whether adopting a running haproxy was tried (once, at the first update).
+    adoption_tried: bool,
+}
+
+impl LoopState {
+    fn reload_due(&self, window: Duration) -> Option<Instant> {
+        self.reload_pending_since.map(|since| since + window)
+    }
 }
 
 enum UpdateFailure {
@@ -135,40 +179,67 @@ async fn update(
         changed
     });
 
-    let render_started = Instant::now();
-    let rendered = tugboat_haproxy::render(&output.desired, &config.render);
-    let render = render_started.elapsed();
+    if !state.adoption_tried {
+        state.adoption_tried = true;
+        if applier.adopt(&output.desired).await {
+            tracing::info!("adopted the running haproxy: it runs the files on disk");
+        }
+    }
 
-    if state.refused.as_ref() == Some(&rendered) {
+    let render_started = Instant::now();
+    let mut plan = applier.plan(output.desired.clone());
+    let render = render_started.elapsed();
+    if plan.is_empty() {
+        tracing::debug!("no change");
+        state.reload_pending_since = None;
+        mark_ready(status, &output.desired);
+        return Ok(());
+    }
+    if state.refused.as_ref() == Some(&plan.next.files) {
         tracing::debug!("desired state is the one haproxy refused; waiting for a change");
         return Err(UpdateFailure::WaitForChange);
     }
-    let plan = applier.plan(rendered.clone());
-    if plan.is_empty() {
-        tracing::debug!("no change");
-        return Ok(());
+
+    // A reload waits for its window; what can go at runtime goes now.
+    let mut reload_pending = false;
+    if plan.reload == Some(ReloadReason::Structure) && !config.reload_window.is_zero() {
+        let since = *state.reload_pending_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < config.reload_window {
+            let Some(applied) = applier.applied() else {
+                return Ok(());
+            };
+            plan = applier.plan(runtime_projection(&applied.desired, &output.desired));
+            if plan.reload.is_some() || plan.is_empty() {
+                return Ok(());
+            }
+            reload_pending = true;
+        }
     }
+
+    let refused_files = plan.next.files.clone();
     let result = applier.apply(plan).await;
     let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
     match result {
         Ok(report) => {
             state.refused = None;
-            let served = served_ingresses(&output.desired);
-            status.send_if_modified(|status| {
-                let changed = !status.ready || status.served_ingresses != served;
-                status.ready = true;
-                status.served_ingresses = served;
-                changed
-            });
+            if !reload_pending {
+                state.reload_pending_since = None;
+            }
+            if let Some(applied) = applier.applied() {
+                mark_ready(status, &applied.desired);
+            }
             tracing::info!(
                 objects = snapshot.len(),
                 backends = output.desired.backends.len(),
                 routes = output.desired.routes.len(),
+                delivery = report.delivery.as_str(),
+                reload_pending,
                 files_written = report.files_written,
-                reloaded = report.reloaded,
+                runtime_commands = report.runtime_commands,
                 build_ms = ms(build),
                 render_ms = ms(render),
                 write_ms = ms(report.write),
+                runtime_ms = ms(report.runtime),
                 reload_ms = ms(report.reload),
                 total_ms = ms(started.elapsed()),
                 "applied"
@@ -181,7 +252,8 @@ async fn update(
                 "haproxy refused the new configuration; it keeps serving the previous one \
                  and the previous files are back in place. haproxy said:\n{message}"
             );
-            state.refused = Some(rendered);
+            state.refused = Some(refused_files);
+            state.reload_pending_since = None;
             Err(UpdateFailure::WaitForChange)
         }
         Err(err) => {
@@ -192,6 +264,16 @@ async fn update(
             Err(UpdateFailure::Retry)
         }
     }
+}
+
+fn mark_ready(status: &watch::Sender<ControllerStatus>, applied: &Desired) {
+    let served = served_ingresses(applied);
+    status.send_if_modified(|status| {
+        let changed = !status.ready || status.served_ingresses != served;
+        status.ready = true;
+        status.served_ingresses = served;
+        changed
+    });
 }
 
 /// The Ingresses that contribute a route or the default backend.

@@ -1,0 +1,293 @@
+//! Runtime changes: what the planner asks of a running haproxy instead of a reload, and
+//! the exact master CLI commands and expected answers for each.
+//!
+//! Every runtime change is also in the files (written first), so a reload or a restart
+//! always reproduces it. An answer other than the expected one means haproxy's state is
+//! not what the files say, and the applier falls back to a reload.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use tugboat_model::{BackendName, Endpoint};
+
+use crate::layout::{SlotChange, server_name};
+
+/// Where a free slot points: nothing listens on port 1 of the loopback.
+pub const PARKED_ADDRESS: &str = "127.0.0.1";
+pub const PARKED_PORT: u16 = 1;
+
+/// Payloads stay well below haproxy's default buffer (16 KB, command included).
+const MAX_PAYLOAD: usize = 12 * 1024;
+
+/// One change haproxy can take without a reload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeChange {
+    /// A server slot gets an endpoint, is parked, or is added.
+    Server {
+        backend: BackendName,
+        change: SlotChange,
+    },
+    /// New keys in a map.
+    MapAdd {
+        map: PathBuf,
+        entries: Vec<(String, String)>,
+    },
+    /// A key of a map gets a new value.
+    MapSet {
+        map: PathBuf,
+        key: String,
+        value: String,
+    },
+    /// A key leaves a map.
+    MapDel { map: PathBuf, key: String },
+}
+
+/// What a command must answer to count as done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Nothing but whitespace.
+    Nothing,
+    /// Nothing, or this answer.
+    NothingOr(&'static str),
+    /// An answer that contains this text.
+    Contains(&'static str),
+    /// The answer of `set server ... addr`: it says what changed, or that nothing had to.
+    AddressChanged,
+}
+
+impl Expect {
+    pub fn accepts(self, answer: &str) -> bool {
+        match self {
+            Expect::Nothing => answer.trim().is_empty(),
+            Expect::NothingOr(text) => answer.trim().is_empty() || answer.trim() == text,
+            Expect::Contains(text) => answer.contains(text),
+            Expect::AddressChanged => {
+                answer.contains("changed from") || answer.contains("no need to change")
+            }
+        }
+    }
+}
+
+/// One master CLI command, sent to the current worker, and its expected answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliStep {
+    pub command: String,
+    pub expect: Expect,
+}
+
+impl RuntimeChange {
+    /// The commands that carry this change out, in order.
+    pub fn steps(&self) -> Vec<CliStep> {
+        let step = |command: String, expect| CliStep { command, expect };
+        match self {
+            RuntimeChange::Server { backend, change } => {
+                let server = format!("{backend}/{}", server_name(change.slot));
+                match (change.endpoint, change.added) {
+                    (Some(endpoint), true) => vec![
+                        step(
+                            format!("@1 add server {server} {endpoint}"),
+                            Expect::Contains("New server registered."),
+                        ),
+                        step(format!("@1 enable server {server}"), Expect::Nothing),
+                    ],
+                    (Some(endpoint), false) => vec![
+                        step(
+                            format!(
+                                "@1 set server {server} addr {} port {}",
+                                endpoint.address, endpoint.port
+                            ),
+                            Expect::AddressChanged,
+                        ),
+                        step(
+                            format!("@1 set server {server} state ready"),
+                            Expect::Nothing,
+                        ),
+                    ],
+                    (None, _) => vec![
+                        step(
+                            format!("@1 set server {server} state maint"),
+                            Expect::Nothing,
+                        ),
+                        step(
+                            format!(
+                                "@1 set server {server} addr {PARKED_ADDRESS} port {PARKED_PORT}"
+                            ),
+                            Expect::AddressChanged,
+                        ),
+                    ],
+                }
+            }
+            RuntimeChange::MapAdd { map, entries } => {
+                let mut steps = Vec::new();
+                let mut payload = String::new();
+                let flush = |payload: &mut String, steps: &mut Vec<CliStep>| {
+                    if !payload.is_empty() {
+                        // The payload ends with an empty line.
+                        steps.push(step(
+                            format!("@1 add map {} <<\n{payload}\n", map.display()),
+                            Expect::Nothing,
+                        ));
+                        payload.clear();
+                    }
+                };
+                for (key, value) in entries {
+                    if payload.len() + key.len() + value.len() + 2 > MAX_PAYLOAD {
+                        flush(&mut payload, &mut steps);
+                    }
+                    let _ = writeln!(payload, "{key} {value}");
+                }
+                flush(&mut payload, &mut steps);
+                steps
+            }
+            RuntimeChange::MapSet { map, key, value } => vec![step(
+                format!("@1 set map {} {} {value}", map.display(), escape(key)),
+                Expect::Nothing,
+            )],
+            // A key already gone is what a deletion wants.
+            RuntimeChange::MapDel { map, key } => vec![step(
+                format!("@1 del map {} {}", map.display(), escape(key)),
+                Expect::NothingOr("Key not found."),
+            )],
+        }
+    }
+}
+
+/// Escapes what the single-line CLI form treats specially: `;` ends a command.
+/// (Keys never hold spaces or backslashes: validation refuses them.)
+fn escape(key: &str) -> String {
+    key.replace(';', "\\;")
+}
+
+/// Parses a map file: `key value` lines; the first entry of a key wins, as in haproxy.
+pub fn parse_map(text: &str) -> BTreeMap<&str, &str> {
+    let mut entries = BTreeMap::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once(' ') {
+            entries.entry(key).or_insert(value);
+        }
+    }
+    entries
+}
+
+/// The runtime changes that turn map `old` into map `new` (file contents).
+pub fn map_changes(map: &Path, old: &str, new: &str) -> Vec<RuntimeChange> {
+    let (old, new) = (parse_map(old), parse_map(new));
+    let mut changes = Vec::new();
+    let mut added = Vec::new();
+    for (key, value) in &new {
+        match old.get(key) {
+            None => added.push((key.to_string(), value.to_string())),
+            Some(previous) if previous != value => changes.push(RuntimeChange::MapSet {
+                map: map.to_path_buf(),
+                key: key.to_string(),
+                value: value.to_string(),
+            }),
+            Some(_) => {}
+        }
+    }
+    if !added.is_empty() {
+        changes.insert(
+            0,
+            RuntimeChange::MapAdd {
+                map: map.to_path_buf(),
+                entries: added,
+            },
+        );
+    }
+    for key in old.keys().filter(|k| !new.contains_key(*k)) {
+        changes.push(RuntimeChange::MapDel {
+            map: map.to_path_buf(),
+            key: key.to_string(),
+        });
+    }
+    changes
+}
+
+/// The text of a server line for a slot, as the config file has it.
+pub fn server_line(slot: usize, endpoint: Option<&Endpoint>) -> String {
+    match endpoint {
+        Some(endpoint) => format!("    server {} {endpoint}\n", server_name(slot)),
+        None => format!(
+            "    server {} {PARKED_ADDRESS}:{PARKED_PORT} disabled\n",
+            server_name(slot)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_changes_add_set_and_delete() {
+        let map = Path::new("/etc/haproxy/maps/routes-exact.map");
+        let old = "a/x be1\nb/y be2\nc/z be3\n";
+        let new = "a/x be1\nb/y be9\nd/w be4\n";
+        let changes = map_changes(map, old, new);
+        assert_eq!(
+            changes,
+            vec![
+                RuntimeChange::MapAdd {
+                    map: map.into(),
+                    entries: vec![("d/w".into(), "be4".into())]
+                },
+                RuntimeChange::MapSet {
+                    map: map.into(),
+                    key: "b/y".into(),
+                    value: "be9".into()
+                },
+                RuntimeChange::MapDel {
+                    map: map.into(),
+                    key: "c/z".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn large_map_additions_are_split_below_the_buffer_size() {
+        let entries: Vec<(String, String)> = (0..2000)
+            .map(|i| {
+                (
+                    format!("host-{i}.example.com/some/path/{i}"),
+                    format!("ns_svc_{i}"),
+                )
+            })
+            .collect();
+        let total: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+        let change = RuntimeChange::MapAdd {
+            map: "/etc/haproxy/maps/m.map".into(),
+            entries,
+        };
+        let steps = change.steps();
+        assert!(steps.len() > 1);
+        assert!(steps.iter().all(|s| s.command.len() < 16 * 1024 - 100));
+        assert!(steps.iter().all(|s| s.command.ends_with("\n\n")));
+        let lines: usize = steps.iter().map(|s| s.command.lines().count() - 2).sum();
+        assert_eq!(lines, 2000, "no entry lost in the split");
+        assert!(total > MAX_PAYLOAD);
+    }
+
+    #[test]
+    fn semicolons_in_keys_are_escaped_in_single_line_commands() {
+        let change = RuntimeChange::MapDel {
+            map: "/m.map".into(),
+            key: "a.com/x;y=1".into(),
+        };
+        assert_eq!(change.steps()[0].command, "@1 del map /m.map a.com/x\\;y=1");
+    }
+
+    #[test]
+    fn expectations() {
+        assert!(Expect::Nothing.accepts("\n"));
+        assert!(!Expect::Nothing.accepts("No such server.\n"));
+        assert!(Expect::AddressChanged.accepts(
+            "IP changed from '127.0.0.1' to '10.0.0.1', port changed from '1' to '80' by 'stats socket command'\n"
+        ));
+        assert!(!Expect::AddressChanged.accepts("No such server.\n"));
+    }
+}

@@ -1,0 +1,338 @@
+//! End to end: changes that haproxy takes at runtime, with no reload (the master pid and
+//! the reload counter in `show proc` prove it), and the cases that do need one.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use tugboat_haproxy::{Applier, ProcInfo};
+use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
+use tugboat_testkit::{EchoServer, Haproxy, HaproxyBinary, Pod, eventually, haproxy_tests};
+
+haproxy_tests!(
+    endpoints_scale_without_reload,
+    routes_change_without_reload,
+    new_backends_reload_once_per_burst,
+    unexpected_runtime_answer_falls_back_to_reload,
+    restarted_haproxy_keeps_converging,
+    restarted_controller_adopts_without_reload,
+    prefix_map_matches_longest_key_in_any_order,
+    thousands_of_routes_at_once_are_split_not_dropped,
+);
+
+fn ingress(name: &str, host: &str, service: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}}}\n\
+         spec: {{rules: [{{host: {host}, http: {{paths: [{{path: /, pathType: Prefix, \
+         backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}]}}}}]}}\n"
+    )
+}
+
+/// Endpoints seen answering `host` over `rounds` requests.
+async fn endpoints_seen(pod: &Pod, host: &str, rounds: usize) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    for _ in 0..rounds {
+        if let Ok(reply) = pod.get(host, "/").await
+            && let Some(endpoint) = reply.endpoint()
+        {
+            seen.insert(endpoint.to_string());
+        }
+    }
+    seen
+}
+
+async fn wait_for_endpoints(pod: &Pod, host: &str, servers: &[EchoServer]) {
+    let expected: BTreeSet<String> = servers.iter().map(|s| s.addr.to_string()).collect();
+    let rounds = servers.len() * 4;
+    eventually(
+        &format!("{host} served by exactly {} endpoints", servers.len()),
+        Duration::from_secs(10),
+        || {
+            let expected = expected.clone();
+            async move { (endpoints_seen(pod, host, rounds).await == expected).then_some(()) }
+        },
+    )
+    .await;
+}
+
+fn assert_no_reload(before: &ProcInfo, after: &ProcInfo) {
+    assert_eq!(after.master_pid, before.master_pid, "same master");
+    assert_eq!(
+        after.reloads, before.reloads,
+        "no reload: {before:?} -> {after:?}"
+    );
+}
+
+async fn endpoints_scale_without_reload(haproxy: HaproxyBinary) {
+    let all = start_backends("web", 21, 12).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &all[..1])),
+            ("ingress.yaml", &ingress("web", "web.example.com", "web")),
+        ],
+    )
+    .await;
+    wait_for_endpoints(&pod, "web.example.com", &all[..1]).await;
+    let before = pod.haproxy.show_proc().await;
+    // Up to 3, beyond the free slots (12 > 8: add server), down to 2, then replaced.
+    for servers in [&all[..3], &all[..12], &all[5..7], &all[9..11]] {
+        pod.write_manifest("web.yaml", &service_with_endpoints("web", servers));
+        wait_for_endpoints(&pod, "web.example.com", servers).await;
+    }
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    // The files hold the same state: a reload keeps serving exactly these endpoints.
+    pod.haproxy.cli().reload().await.expect("reload");
+    wait_for_endpoints(&pod, "web.example.com", &all[9..11]).await;
+}
+
+async fn routes_change_without_reload(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 22, 1).await;
+    let api = start_backends("api", 23, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+            ("b.yaml", &ingress("b", "b.example.com", "api")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    let before = pod.haproxy.show_proc().await;
+    // Added, changed, removed: all for backends haproxy already has.
+    pod.write_manifest("c.yaml", &ingress("c", "c.example.com", "api"));
+    pod.wait_for_service("c.example.com", "/", "api").await;
+    pod.write_manifest("a.yaml", &ingress("a", "a.example.com", "api"));
+    pod.wait_for_service("a.example.com", "/", "api").await;
+    pod.remove_manifest("b.yaml");
+    pod.wait_for_status("b.example.com", "/", 404).await;
+    // A longer prefix added at runtime wins over the shorter one already there.
+    let longer = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: d}\n\
+        spec: {rules: [{host: c.example.com, http: {paths: [{path: /v2, pathType: Prefix, \
+        backend: {service: {name: web, port: {number: 80}}}}]}}]}\n";
+    pod.write_manifest("d.yaml", longer);
+    pod.wait_for_service("c.example.com", "/v2/items", "web")
+        .await;
+    assert_eq!(
+        pod.get("c.example.com", "/v2x")
+            .await
+            .expect("GET")
+            .service(),
+        Some("api")
+    );
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+}
+
+async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 24, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    let before = pod.haproxy.show_proc().await;
+    // Three new Services and their Ingresses, written one after the other.
+    let mut backends = Vec::new();
+    for (index, name) in ["one", "two", "three"].into_iter().enumerate() {
+        let servers = start_backends(name, 25 + index as u8, 1).await;
+        pod.write_manifest(
+            &format!("{name}.yaml"),
+            &service_with_endpoints(name, &servers),
+        );
+        pod.write_manifest(
+            &format!("{name}-ingress.yaml"),
+            &ingress(name, &format!("{name}.example.com"), name),
+        );
+        backends.push(servers);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    for name in ["one", "two", "three"] {
+        pod.wait_for_service(&format!("{name}.example.com"), "/", name)
+            .await;
+    }
+    let after = pod.haproxy.show_proc().await;
+    assert_eq!(after.master_pid, before.master_pid);
+    assert_eq!(
+        after.reloads,
+        before.reloads + 1,
+        "one reload for the burst"
+    );
+}
+
+async fn unexpected_runtime_answer_falls_back_to_reload(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 28, 1).await;
+    let api = start_backends("api", 29, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+            ("b.yaml", &ingress("b", "b.example.com", "api")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    let before = pod.haproxy.show_proc().await;
+    // Someone removes the route behind the controller's back: its `set map` will fail.
+    let map = pod.haproxy.config_dir.join("maps/routes-prefix.map");
+    let answer = pod
+        .haproxy
+        .cli()
+        .worker_command(&format!("del map {} a.example.com/", map.display()))
+        .await
+        .expect("del map");
+    assert!(answer.trim().is_empty(), "{answer}");
+    pod.wait_for_status("a.example.com", "/", 404).await;
+    pod.write_manifest("a.yaml", &ingress("a", "a.example.com", "api"));
+    pod.wait_for_service("a.example.com", "/", "api").await;
+    let after = pod.haproxy.show_proc().await;
+    assert_eq!(
+        after.reloads,
+        before.reloads + 1,
+        "the refused update became a reload"
+    );
+}
+
+async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary) {
+    let all = start_backends("web", 30, 3).await;
+    let mut pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &all[..1])),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+        ],
+    )
+    .await;
+    wait_for_endpoints(&pod, "a.example.com", &all[..1]).await;
+    pod.write_manifest("web.yaml", &service_with_endpoints("web", &all[..2]));
+    wait_for_endpoints(&pod, "a.example.com", &all[..2]).await;
+    // haproxy dies and comes back on the same folders: it serves the current files.
+    let old_master = pod.haproxy.show_proc().await.master_pid;
+    pod.haproxy.restart().await;
+    assert_ne!(pod.haproxy.show_proc().await.master_pid, old_master);
+    wait_for_endpoints(&pod, "a.example.com", &all[..2]).await;
+    // And the controller keeps updating it at runtime.
+    let before = pod.haproxy.show_proc().await;
+    pod.write_manifest("web.yaml", &service_with_endpoints("web", &all[1..3]));
+    wait_for_endpoints(&pod, "a.example.com", &all[1..3]).await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+}
+
+async fn restarted_controller_adopts_without_reload(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 31, 2).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+        ],
+    )
+    .await;
+    wait_for_endpoints(&pod, "a.example.com", &web).await;
+    let contents = tugboat_kube::load_folder(pod.manifests_dir()).expect("manifests");
+    let desired = tugboat_model::build(&contents.snapshot).desired;
+    // A new applier, as after a controller restart, finds haproxy running these files.
+    let mut applier = Applier::new(pod.haproxy.cli(), pod.haproxy.render_settings());
+    let marker = tugboat_haproxy::apply::marker_path(&pod.haproxy.config_dir);
+    eventually(
+        "the controller's apply marker",
+        Duration::from_secs(10),
+        || {
+            let exists = marker.exists();
+            async move { exists.then_some(()) }
+        },
+    )
+    .await;
+    let before = pod.haproxy.show_proc().await;
+    assert!(applier.adopt(&desired).await, "adopts the running haproxy");
+    assert!(applier.plan(desired.clone()).is_empty(), "nothing to do");
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    // After a reload it did not see, adopting is refused (the state is not known).
+    pod.haproxy.cli().reload().await.expect("reload");
+    let mut applier = Applier::new(pod.haproxy.cli(), pod.haproxy.render_settings());
+    assert!(!applier.adopt(&desired).await);
+}
+
+async fn prefix_map_matches_longest_key_in_any_order(binary: HaproxyBinary) {
+    // haproxy indexes case-sensitive `map_beg` patterns in a prefix tree: the longest
+    // key wins whatever the file order or the order of runtime additions. Route
+    // updates rely on it.
+    let haproxy = Haproxy::start(&binary).await;
+    let map = haproxy.config_dir.join("prefix.map");
+    std::fs::write(&map, "/a/ short\n/a/b/c/ long\n").expect("map");
+    let config = format!(
+        "global\n    log stdout format raw local0\ndefaults\n    mode http\n    timeout connect 1s\n\
+         \x20   timeout client 5s\n    timeout server 5s\nfrontend f\n    bind 127.0.0.1:{}\n\
+         \x20   http-request return status 200 content-type text/plain lf-string \"%[path,map_beg({},none)]\"\n",
+        haproxy.http_port,
+        map.display()
+    );
+    std::fs::write(haproxy.config_dir.join("haproxy.cfg"), config).expect("config");
+    haproxy.cli().reload().await.expect("reload");
+    let get = |path: &'static str| {
+        let addr = haproxy.http_addr();
+        async move {
+            tugboat_testkit::get(addr, "x", path)
+                .await
+                .expect("GET")
+                .body
+        }
+    };
+    assert_eq!(get("/a/b/c/d").await, "long");
+    for (key, value) in [("/x/", "short"), ("/x/y/z/", "long"), ("/x/y/", "mid")] {
+        let answer = haproxy
+            .cli()
+            .worker_command(&format!("add map {} {key} {value}", map.display()))
+            .await
+            .expect("add map");
+        assert!(answer.trim().is_empty(), "{answer}");
+    }
+    assert_eq!(get("/x/y/z/w").await, "long");
+    assert_eq!(get("/x/y/q").await, "mid");
+    assert_eq!(get("/x/q").await, "short");
+}
+
+async fn thousands_of_routes_at_once_are_split_not_dropped(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 32, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    let before = pod.haproxy.show_proc().await;
+    // 1500 hosts in one Ingress: ~60 KB of map entries, far above haproxy's 16 KB buffer.
+    let mut many = String::from(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: many}\nspec:\n  rules:\n",
+    );
+    for i in 0..1500 {
+        let _ = write!(
+            many,
+            "  - host: host-{i}.bulk.example.com\n    http: {{paths: [{{path: /, pathType: Prefix, \
+             backend: {{service: {{name: web, port: {{number: 80}}}}}}}}]}}\n"
+        );
+    }
+    pod.write_manifest("many.yaml", &many);
+    pod.wait_for_service("host-1499.bulk.example.com", "/", "web")
+        .await;
+    for i in [0, 1, 499, 500, 750, 1000, 1498] {
+        let reply = pod
+            .get(&format!("host-{i}.bulk.example.com"), "/")
+            .await
+            .expect("GET");
+        assert_eq!(reply.service(), Some("web"), "host-{i}: {reply:?}");
+    }
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+}
