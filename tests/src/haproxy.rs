@@ -71,6 +71,7 @@ pub struct Haproxy {
     pub master_socket: PathBuf,
     pub http_port: u16,
     pub https_port: u16,
+    pub stats_port: u16,
     child: Child,
 }
 
@@ -95,6 +96,7 @@ impl Haproxy {
             master_socket,
             http_port: crate::free_port(),
             https_port: crate::free_port(),
+            stats_port: crate::free_port(),
             child,
         };
         haproxy.wait_ready().await;
@@ -149,7 +151,18 @@ impl Haproxy {
             bind_address: Ipv4Addr::LOCALHOST.into(),
             http_port: self.http_port,
             https_port: self.https_port,
+            stats_port: self.stats_port,
+            fallback_certificate: tugboat::tls::fallback_certificate(
+                &self.lib_dir,
+                tugboat::tls::now(),
+            )
+            .expect("default certificate"),
         }
+    }
+
+    /// Where haproxy serves HTTPS.
+    pub fn https_addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.https_port))
     }
 
     /// Whether the haproxy process is still running.

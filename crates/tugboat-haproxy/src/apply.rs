@@ -15,10 +15,10 @@ use tugboat_model::Desired;
 
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
-use crate::layout::Layout;
+use crate::layout::{Layout, Server};
 use crate::plan::{self, Applied, Plan, ReloadReason};
 use crate::render::{RenderSettings, RenderedFiles};
-use crate::runtime::CliStep;
+use crate::runtime::{CliStep, is_slot_line};
 
 /// Why an apply did not make the desired state live.
 #[derive(Debug, Error)]
@@ -211,6 +211,9 @@ impl Applier {
                 }
             }
         }
+        for path in &plan.removed {
+            files::remove(path)?;
+        }
         self.master = self.cli.show_proc().await.ok();
         if let Some(info) = &self.master {
             let text = marker_text(info, &plan.next.files);
@@ -294,21 +297,22 @@ pub fn parse_layout(config: &str) -> Layout {
                     layout.backends.insert(name.clone(), Vec::new());
                 }
             }
-            ["server", _, addr, rest @ ..] => {
+            ["server", name, addr, rest @ ..] if is_slot_line(&format!("server {name} ")) => {
                 let Some(slots) = current.as_ref().and_then(|n| layout.backends.get_mut(n)) else {
                     continue;
                 };
-                let endpoint = if rest.contains(&"disabled") {
+                let server = if rest.contains(&"disabled") {
                     None
                 } else {
-                    addr.parse::<std::net::SocketAddr>()
-                        .ok()
-                        .map(|a| tugboat_model::Endpoint {
+                    addr.parse::<std::net::SocketAddr>().ok().map(|a| Server {
+                        endpoint: tugboat_model::Endpoint {
                             address: a.ip(),
                             port: a.port(),
-                        })
+                        },
+                        draining: rest.windows(2).any(|w| w == ["weight", "0"]),
+                    })
                 };
-                slots.push(endpoint);
+                slots.push(server);
             }
             _ => {}
         }

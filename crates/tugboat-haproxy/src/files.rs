@@ -73,16 +73,33 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileE
         .map_err(file_error("sync folder", dir))
 }
 
+/// The mode of a file: private keys (`.pem`) are readable by their owner only.
+pub fn mode_for(path: &Path) -> u32 {
+    if path.extension().is_some_and(|e| e == "pem") {
+        0o600
+    } else {
+        0o644
+    }
+}
+
 /// Writes every file of `new` whose contents differ from `old`; returns how many.
 pub fn write_changed(new: &RenderedFiles, old: &RenderedFiles) -> Result<usize, FileError> {
     let mut written = 0;
     for (path, contents) in &new.files {
         if old.get(path) != Some(contents.as_str()) {
-            write_atomic(path, contents.as_bytes(), 0o644)?;
+            write_atomic(path, contents.as_bytes(), mode_for(path))?;
             written += 1;
         }
     }
     Ok(written)
+}
+
+/// Removes a file; one that is already gone is fine.
+pub fn remove(path: &Path) -> Result<(), FileError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(file_error("remove", path)(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Reads the current contents of the given paths; missing files are left out.
@@ -102,14 +119,10 @@ pub fn restore(previous: &RenderedFiles, new: &RenderedFiles) -> Result<(), File
     for path in new.files.keys() {
         match previous.get(path) {
             Some(contents) if new.get(path) != Some(contents) => {
-                write_atomic(path, contents.as_bytes(), 0o644)?
+                write_atomic(path, contents.as_bytes(), mode_for(path))?
             }
             Some(_) => {}
-            None => match fs::remove_file(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(file_error("remove", path)(e)),
-            },
+            None => remove(path)?,
         }
     }
     Ok(())

@@ -10,20 +10,29 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tugboat_model::{BackendName, Desired, Endpoint};
+use tugboat_model::{Backend, BackendName, Desired, Endpoint};
+
+/// What a slot holds: an endpoint, and whether it drains (no new requests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Server {
+    pub endpoint: Endpoint,
+    pub draining: bool,
+}
 
 /// The slots of every backend.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layout {
-    pub backends: BTreeMap<BackendName, Vec<Option<Endpoint>>>,
+    pub backends: BTreeMap<BackendName, Vec<Option<Server>>>,
 }
 
 /// A slot whose content changes, by index (slot `i` is the server `s{i+1}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SlotChange {
     pub slot: usize,
+    /// What the slot held; `None` for a free slot or a new one.
+    pub before: Option<Server>,
     /// The new content; `None` parks the slot.
-    pub endpoint: Option<Endpoint>,
+    pub after: Option<Server>,
     /// True when the slot did not exist before (`add server`).
     pub added: bool,
 }
@@ -40,25 +49,43 @@ pub fn server_name(index: usize) -> String {
     format!("s{}", index + 1)
 }
 
+/// The slots of one backend right after a reload: ready endpoints in order, then free
+/// slots. Draining endpoints are left out (a fresh worker owes them nothing), and an
+/// ExternalName backend has no slots.
+pub fn fresh_slots(backend: &Backend) -> Vec<Option<Server>> {
+    if backend.external.is_some() {
+        return Vec::new();
+    }
+    let mut slots: Vec<Option<Server>> = backend
+        .endpoints
+        .iter()
+        .map(|endpoint| {
+            Some(Server {
+                endpoint: *endpoint,
+                draining: false,
+            })
+        })
+        .collect();
+    slots.resize(capacity_for(backend.endpoints.len()), None);
+    slots
+}
+
 impl Layout {
-    /// The layout right after a reload: endpoints in order, then free slots.
+    /// The layout right after a reload.
     pub fn fresh(desired: &Desired) -> Self {
         let backends = desired
             .backends
             .iter()
-            .map(|(name, backend)| {
-                let mut slots: Vec<Option<Endpoint>> =
-                    backend.endpoints.iter().copied().map(Some).collect();
-                slots.resize(capacity_for(backend.endpoints.len()), None);
-                (name.clone(), slots)
-            })
+            .map(|(name, backend)| (name.clone(), fresh_slots(backend)))
             .collect();
         Self { backends }
     }
 
     /// The layout for `desired` reached from this one with as few slot changes as
-    /// possible, and the changes per backend. Backends that are new or gone are not this
-    /// function's business (they need a reload): only backends present in both appear.
+    /// possible, and the changes per backend. Surviving endpoints keep their slots (a
+    /// terminating one stays, draining); new ones take free slots or new ones; the others
+    /// are parked. Backends that are new or gone are not this function's business (they
+    /// need a reload): only backends present in both appear.
     pub fn evolve(&self, desired: &Desired) -> (Self, BTreeMap<BackendName, Vec<SlotChange>>) {
         let mut layout = Layout::default();
         let mut changes = BTreeMap::new();
@@ -66,49 +93,60 @@ impl Layout {
             let Some(current) = self.backends.get(name) else {
                 continue;
             };
-            let wanted: BTreeSet<Endpoint> = backend.endpoints.iter().copied().collect();
+            let ready: BTreeSet<Endpoint> = backend.endpoints.iter().copied().collect();
+            let draining: BTreeSet<Endpoint> = backend.draining.iter().copied().collect();
             let mut slots = current.clone();
-            let mut backend_changes = Vec::new();
-            // Endpoints that went away free their slots.
-            for (slot, content) in slots.iter_mut().enumerate() {
-                if let Some(endpoint) = content
-                    && !wanted.contains(endpoint)
-                {
-                    *content = None;
-                    backend_changes.push(SlotChange {
-                        slot,
-                        endpoint: None,
-                        added: false,
-                    });
+            for slot in slots.iter_mut() {
+                *slot = slot.and_then(|server| {
+                    let endpoint = server.endpoint;
+                    if ready.contains(&endpoint) {
+                        Some(Server {
+                            endpoint,
+                            draining: false,
+                        })
+                    } else if draining.contains(&endpoint) {
+                        Some(Server {
+                            endpoint,
+                            draining: true,
+                        })
+                    } else {
+                        None
+                    }
+                });
+            }
+            let present: BTreeSet<Endpoint> = slots.iter().flatten().map(|s| s.endpoint).collect();
+            for endpoint in backend.endpoints.iter().filter(|e| !present.contains(e)) {
+                let server = Some(Server {
+                    endpoint: *endpoint,
+                    draining: false,
+                });
+                // A free slot whose previous content is gone is taken first; one freed
+                // just now only when no other is left.
+                let free = slots
+                    .iter()
+                    .enumerate()
+                    .position(|(i, s)| s.is_none() && current[i].is_none())
+                    .or_else(|| slots.iter().position(Option::is_none));
+                match free {
+                    Some(slot) => slots[slot] = server,
+                    None => slots.push(server),
                 }
             }
-            // New endpoints take free slots (the lowest first), or new ones.
-            let present: BTreeSet<Endpoint> = slots.iter().flatten().copied().collect();
-            for endpoint in backend.endpoints.iter().filter(|e| !present.contains(e)) {
-                let change = match slots.iter().position(Option::is_none) {
-                    Some(slot) => {
-                        slots[slot] = Some(*endpoint);
-                        SlotChange {
-                            slot,
-                            endpoint: Some(*endpoint),
-                            added: false,
-                        }
-                    }
-                    None => {
-                        slots.push(Some(*endpoint));
-                        SlotChange {
-                            slot: slots.len() - 1,
-                            endpoint: Some(*endpoint),
-                            added: true,
-                        }
-                    }
-                };
-                // A slot freed and refilled in the same step is one change.
-                backend_changes.retain(|c: &SlotChange| c.slot != change.slot);
-                backend_changes.push(change);
-            }
+            let backend_changes: Vec<SlotChange> = slots
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, after)| {
+                    let before = current.get(slot).copied().flatten();
+                    let added = slot >= current.len();
+                    (added || before != *after).then_some(SlotChange {
+                        slot,
+                        before,
+                        after: *after,
+                        added,
+                    })
+                })
+                .collect();
             if !backend_changes.is_empty() {
-                backend_changes.sort_by_key(|c| c.slot);
                 changes.insert(name.clone(), backend_changes);
             }
             layout.backends.insert(name.clone(), slots);
@@ -141,6 +179,8 @@ mod tests {
             service,
             port,
             endpoints: endpoints.iter().map(|e| endpoint(*e)).collect(),
+            draining: Vec::new(),
+            external: None,
         };
         let desired = Desired {
             backends: [(name.clone(), backend)].into(),
@@ -164,19 +204,17 @@ mod tests {
         let layout = Layout::fresh(&before);
         let (_, after) = desired(&[1, 3, 4]);
         let (next, changes) = layout.evolve(&after);
-        let slots = &next.backends[&name];
+        let slots: Vec<Option<Endpoint>> = next.backends[&name]
+            .iter()
+            .map(|s| s.map(|s| s.endpoint))
+            .collect();
         assert_eq!(slots[0], Some(endpoint(1)));
         assert_eq!(slots[2], Some(endpoint(3)));
-        // 2 went away and 4 came: slot 1 is reused, in one change.
-        assert_eq!(slots[1], Some(endpoint(4)));
-        assert_eq!(
-            changes[&name],
-            vec![SlotChange {
-                slot: 1,
-                endpoint: Some(endpoint(4)),
-                added: false
-            }]
-        );
+        // 2 went away (slot 1 parked) and 4 came (into the first never-used free slot).
+        assert_eq!(slots[1], None);
+        assert_eq!(slots[3], Some(endpoint(4)));
+        let changed: Vec<usize> = changes[&name].iter().map(|c| c.slot).collect();
+        assert_eq!(changed, vec![1, 3]);
     }
 
     #[test]
@@ -203,7 +241,24 @@ mod tests {
         );
         assert_eq!(shrunk.backends[&name].iter().flatten().count(), 1);
         assert_eq!(changes[&name].len(), 9);
-        assert!(changes[&name].iter().all(|c| c.endpoint.is_none()));
+        assert!(changes[&name].iter().all(|c| c.after.is_none()));
+    }
+
+    #[test]
+    fn terminating_endpoints_drain_in_their_slot() {
+        let (name, before) = desired(&[1, 2]);
+        let layout = Layout::fresh(&before);
+        let (_, mut after) = desired(&[1]);
+        if let Some(backend) = after.backends.get_mut(&name) {
+            backend.draining = vec![endpoint(2), endpoint(9)];
+        }
+        let (next, changes) = layout.evolve(&after);
+        let slot = next.backends[&name][1].expect("still there");
+        assert_eq!(slot.endpoint, endpoint(2));
+        assert!(slot.draining);
+        // A draining endpoint that was never served is not added.
+        assert_eq!(next.backends[&name].iter().flatten().count(), 2);
+        assert_eq!(changes[&name].len(), 1);
     }
 
     #[test]

@@ -8,14 +8,16 @@
 //! Because the decision looks at the rendered text, a new kind of setting can never be
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use tugboat_model::{BackendName, Desired};
 
 use crate::layout::Layout;
 use crate::render::{RenderSettings, RenderedFiles, render};
-use crate::runtime::{RuntimeChange, map_changes};
+use crate::runtime::{
+    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, map_changes,
+};
 
 /// What haproxy is known to run: the state, its server slots and its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +52,8 @@ pub struct Plan {
     pub next: Applied,
     /// Files whose contents change.
     pub changed: Vec<PathBuf>,
+    /// Files that are no longer needed.
+    pub removed: Vec<PathBuf>,
     /// Changes to send at runtime (empty when reloading).
     pub runtime: Vec<RuntimeChange>,
     /// `Some` when haproxy must reload.
@@ -59,7 +63,10 @@ pub struct Plan {
 impl Plan {
     /// True when nothing is to be done.
     pub fn is_empty(&self) -> bool {
-        self.changed.is_empty() && self.runtime.is_empty() && self.reload.is_none()
+        self.changed.is_empty()
+            && self.removed.is_empty()
+            && self.runtime.is_empty()
+            && self.reload.is_none()
     }
 }
 
@@ -75,6 +82,19 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     if structure(files.get(&config)) != structure(applied.files.get(&config)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
+    // Files with no runtime path (error pages) reload when they change.
+    let maps = settings.maps();
+    let runtime_file = |path: &PathBuf| {
+        *path == config
+            || maps.contains(path)
+            || *path == settings.crt_list()
+            || settings.is_certificate(path)
+    };
+    let changed = changed_files(&applied.files, &files);
+    let removed = removed_files(&applied.files, &files);
+    if changed.iter().chain(&removed).any(|p| !runtime_file(p)) {
+        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+    }
     let mut runtime: Vec<RuntimeChange> = slot_changes
         .into_iter()
         .flat_map(|(backend, changes)| {
@@ -86,14 +106,40 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
                 })
         })
         .collect();
-    for map in [settings.exact_map(), settings.prefix_map()] {
+    let certificates = |files: &RenderedFiles| -> BTreeMap<PathBuf, String> {
+        files
+            .files
+            .iter()
+            .filter(|(path, _)| settings.is_certificate(path))
+            .map(|(path, pem)| (path.clone(), pem.clone()))
+            .collect()
+    };
+    let (old_certs, new_certs) = (certificates(&applied.files), certificates(&files));
+    if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
+        // Too large for one runtime command: haproxy loads it from the file.
+        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+    }
+    let list = settings.crt_list();
+    runtime.extend(certificate_changes(
+        &list,
+        &old_certs
+            .iter()
+            .map(|(p, c)| (p.as_path(), c.as_str()))
+            .collect(),
+        &new_certs
+            .iter()
+            .map(|(p, c)| (p.as_path(), c.as_str()))
+            .collect(),
+        applied.files.get(&list).unwrap_or(""),
+        files.get(&list).unwrap_or(""),
+    ));
+    for map in maps {
         let old = applied.files.get(&map).unwrap_or("");
         let new = files.get(&map).unwrap_or("");
         if old != new {
             runtime.extend(map_changes(&map, old, new));
         }
     }
-    let changed = changed_files(&applied.files, &files);
     Plan {
         next: Applied {
             desired,
@@ -101,6 +147,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
             files,
         },
         changed,
+        removed,
         runtime,
         reload: None,
     }
@@ -127,9 +174,12 @@ fn reload_plan(
 ) -> Plan {
     let layout = Layout::fresh(&desired);
     let files = render(&desired, &layout, settings);
-    let changed = match applied {
-        Some(applied) => changed_files(&applied.files, &files),
-        None => files.files.keys().cloned().collect(),
+    let (changed, removed) = match applied {
+        Some(applied) => (
+            changed_files(&applied.files, &files),
+            removed_files(&applied.files, &files),
+        ),
+        None => (files.files.keys().cloned().collect(), Vec::new()),
     };
     Plan {
         next: Applied {
@@ -138,9 +188,18 @@ fn reload_plan(
             files,
         },
         changed,
+        removed,
         runtime: Vec::new(),
         reload: Some(reason),
     }
+}
+
+fn removed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
+    old.files
+        .keys()
+        .filter(|path| !new.files.contains_key(*path))
+        .cloned()
+        .collect()
 }
 
 fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
@@ -151,11 +210,11 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The config without its `server` lines: what a runtime update cannot change.
+/// The config without its slot `server` lines: what a runtime update cannot change.
 fn structure(config: Option<&str>) -> Option<String> {
     config.map(|text| {
         text.lines()
-            .filter(|line| !line.trim_start().starts_with("server "))
+            .filter(|line| !is_slot_line(line))
             .collect::<Vec<_>>()
             .join("\n")
     })
@@ -195,6 +254,9 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         routes,
         default_backend: applied.default_backend.clone(),
         default_backend_owner: applied.default_backend_owner.clone(),
+        error_pages: applied.error_pages.clone(),
+        ssl_redirect: applied.ssl_redirect,
+        ..desired.clone()
     }
 }
 
@@ -214,6 +276,8 @@ mod tests {
             bind_address: Ipv4Addr::UNSPECIFIED.into(),
             http_port: 8080,
             https_port: 8443,
+            stats_port: 1024,
+            fallback_certificate: tugboat_model::tls::Pem::from_checked("PEM\n".into()),
         }
     }
 
@@ -234,6 +298,8 @@ mod tests {
                 service: key,
                 port,
                 endpoints,
+                draining: Vec::new(),
+                external: None,
             },
         )
     }
@@ -272,7 +338,7 @@ mod tests {
     fn first_plan_reloads_with_every_file() {
         let plan = plan(None, state(&[("web", &[1])], &[]), &settings());
         assert_eq!(plan.reload, Some(ReloadReason::UnknownState));
-        assert_eq!(plan.changed.len(), 3);
+        assert_eq!(plan.changed.len(), 6);
     }
 
     #[test]
@@ -285,7 +351,13 @@ mod tests {
         );
         assert_eq!(plan.reload, None);
         assert_eq!(plan.changed, vec![settings().config_file()]);
-        assert_eq!(plan.runtime.len(), 1, "{:?}", plan.runtime);
+        // Slot of 1 parked, 3 into a free slot.
+        assert_eq!(plan.runtime.len(), 2, "{:?}", plan.runtime);
+        assert!(
+            plan.runtime
+                .iter()
+                .all(|c| matches!(c, RuntimeChange::Server { .. }))
+        );
     }
 
     #[test]

@@ -18,9 +18,10 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use tugboat_model::tls::Pem;
 use tugboat_model::{Desired, HostMatch, PathMatch, Route};
 
-use crate::layout::{Layout, capacity_for};
+use crate::layout::{Layout, fresh_slots};
 use crate::runtime::server_line;
 
 /// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
@@ -33,6 +34,12 @@ pub struct RenderSettings {
     pub bind_address: IpAddr,
     pub http_port: u16,
     pub https_port: u16,
+    /// haproxy's own port: `/healthz` (monitor-uri, for probes), `/metrics` (its
+    /// Prometheus exporter) and `/stats`. 0: none.
+    pub stats_port: u16,
+    /// The certificate for unmatched SNI when no valid `--default-ssl-certificate` is
+    /// given: the controller's own.
+    pub fallback_certificate: Pem,
 }
 
 impl RenderSettings {
@@ -47,6 +54,41 @@ impl RenderSettings {
     pub fn prefix_map(&self) -> PathBuf {
         self.config_dir.join(MAPS_DIR).join(PREFIX_MAP)
     }
+
+    pub fn tls_hosts_map(&self) -> PathBuf {
+        self.config_dir.join(MAPS_DIR).join(TLS_HOSTS_MAP)
+    }
+
+    /// The maps, whose changes go through the runtime API.
+    pub fn maps(&self) -> [PathBuf; 3] {
+        [self.exact_map(), self.prefix_map(), self.tls_hosts_map()]
+    }
+
+    pub fn crt_list(&self) -> PathBuf {
+        self.lib_dir.join(CRT_LIST)
+    }
+
+    pub fn default_certificate(&self) -> PathBuf {
+        self.lib_dir.join(DEFAULT_CERTIFICATE)
+    }
+
+    /// The file of the certificate called `name`.
+    pub fn certificate(&self, name: &str) -> PathBuf {
+        self.lib_dir.join(CERTS_DIR).join(format!("{name}.pem"))
+    }
+
+    /// Whether `path` is a certificate file (its changes go through the runtime API).
+    pub fn is_certificate(&self, path: &Path) -> bool {
+        path == self.default_certificate()
+            || (path.parent() == Some(&self.lib_dir.join(CERTS_DIR))
+                && path.extension().is_some_and(|e| e == "pem"))
+    }
+
+    fn error_page(&self, code: u16) -> PathBuf {
+        self.config_dir
+            .join(ERRORFILES_DIR)
+            .join(format!("{code}.http"))
+    }
 }
 
 /// The main config file, the one the init container seeds.
@@ -54,6 +96,11 @@ pub const CONFIG_FILE: &str = "haproxy.cfg";
 pub const MAPS_DIR: &str = "maps";
 pub const EXACT_MAP: &str = "routes-exact.map";
 pub const PREFIX_MAP: &str = "routes-prefix.map";
+pub const TLS_HOSTS_MAP: &str = "tls-hosts.map";
+pub const CRT_LIST: &str = "crt-list.txt";
+pub const DEFAULT_CERTIFICATE: &str = "default.pem";
+pub const CERTS_DIR: &str = "certs";
+pub const ERRORFILES_DIR: &str = "errorfiles";
 /// The backend that answers requests no route matches, when no Ingress sets one.
 pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 
@@ -77,31 +124,80 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     files.insert(settings.config_file(), config(desired, layout, settings));
     files.insert(settings.exact_map(), exact);
     files.insert(settings.prefix_map(), prefix);
+    files.insert(settings.tls_hosts_map(), tls_hosts_map(desired));
+    let default = desired
+        .default_certificate
+        .as_ref()
+        .unwrap_or(&settings.fallback_certificate);
+    files.insert(settings.default_certificate(), default.as_str().to_string());
+    let mut crt_list = String::new();
+    for certificate in desired.certificates.values() {
+        let path = settings.certificate(&certificate.name);
+        let _ = writeln!(
+            crt_list,
+            "{}{}{}",
+            path.display(),
+            if certificate.hosts.is_empty() {
+                ""
+            } else {
+                " "
+            },
+            certificate.hosts.join(" ")
+        );
+        files.insert(path, certificate.pem.as_str().to_string());
+    }
+    files.insert(settings.crt_list(), crt_list);
+    for (code, page) in &desired.error_pages {
+        files.insert(settings.error_page(*code), page.clone());
+    }
     RenderedFiles { files }
+}
+
+fn tls_hosts_map(desired: &Desired) -> String {
+    let mut out = String::new();
+    for host in &desired.tls_hosts {
+        match host {
+            HostMatch::Exact(host) | HostMatch::Wildcard(host) => {
+                let _ = writeln!(out, "{host} 1");
+            }
+            HostMatch::Any => {}
+        }
+    }
+    out
+}
+
+fn address(address: IpAddr, port: u16) -> String {
+    match address {
+        IpAddr::V4(a) => format!("{a}:{port}"),
+        IpAddr::V6(a) => format!("[{a}]:{port}"),
+    }
 }
 
 fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> String {
     let exact = settings.exact_map();
     let prefix = settings.prefix_map();
-    let (exact, prefix) = (exact.display(), prefix.display());
-    let bind = match settings.bind_address {
-        IpAddr::V4(a) => format!("{a}:{}", settings.http_port),
-        IpAddr::V6(a) => format!("[{a}]:{}", settings.http_port),
-    };
-    let mut out = String::with_capacity(4096 + desired.backends.len() * 128);
-    // `writeln!` into a String cannot fail; the results are ignored on purpose below.
+    let tls_hosts = settings.tls_hosts_map();
+    let (exact, prefix, tls_hosts) = (exact.display(), prefix.display(), tls_hosts.display());
+    let http = address(settings.bind_address, settings.http_port);
+    let https = address(settings.bind_address, settings.https_port);
+    let default_cert = settings.default_certificate();
+    let crt_list = settings.crt_list();
+    let mut out = String::with_capacity(4096 + desired.backends.len() * 256);
+    // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
         "\
 # Written by tugboat. Every change here is overwritten by the next update.
 global
     log stdout format raw local0
+    ssl-default-bind-options ssl-min-ver TLSv1.2
 
 defaults
     mode http
     log global
     option httplog
     option dontlognull
+    option forwardfor
     option redispatch
     retries 3
     timeout connect 5s
@@ -109,12 +205,40 @@ defaults
     timeout server 50s
     timeout http-request 10s
     timeout tunnel 1h
-
+"
+    );
+    for code in desired.error_pages.keys() {
+        let _ = writeln!(
+            out,
+            "    errorfile {code} {}",
+            settings.error_page(*code).display()
+        );
+    }
+    let _ = write!(
+        out,
+        "
 frontend http
-    bind {bind}
+    bind {http}
+    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1
     http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
+",
+        default_cert = default_cert.display(),
+        crt_list = crt_list.display(),
+    );
+    if desired.ssl_redirect {
+        let _ = write!(
+            out,
+            "    http-request redirect scheme https code 308 if !{{ ssl_fc }} {{ var(txn.host),map_str({tls_hosts}) -m found }}
+    http-request redirect scheme https code 308 if !{{ ssl_fc }} {{ var(txn.wild),map_str({tls_hosts}) -m found }}
+"
+        );
+    }
+    let _ = write!(
+        out,
+        "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
+    http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
     http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_str({exact})
     http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
     http-request set-var(txn.backend) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.backend) -m found }}
@@ -124,32 +248,62 @@ frontend http
     use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
+# Requests that match no route: 404 (with the 404 error page when one is set), and
+# /healthz for load balancers that probe the default backend.
 backend {NOT_FOUND_BACKEND}
-    http-request return status 404 content-type text/plain string \"no route for this host and path\\n\"
+    http-request return status 200 content-type text/plain string \"ok\\n\" if {{ path /healthz }}
 ",
         default = desired
             .default_backend
             .as_ref()
             .map_or(NOT_FOUND_BACKEND, |b| b.as_str()),
     );
+    if desired.error_pages.contains_key(&404) {
+        out.push_str("    http-request return status 404 default-errorfiles\n");
+    } else {
+        out.push_str(
+            "    http-request return status 404 content-type text/plain string \"no route for this host and path\\n\"\n",
+        );
+    }
+    if settings.stats_port != 0 {
+        let _ = write!(
+            out,
+            "
+# haproxy's own health (for probes), metrics and stats page.
+frontend stats
+    bind {}
+    monitor-uri /healthz
+    http-request use-service prometheus-exporter if {{ path /metrics }}
+    stats enable
+    stats uri /stats
+    stats refresh 10s
+",
+            address(settings.bind_address, settings.stats_port)
+        );
+    }
     for (name, backend) in &desired.backends {
         let _ = write!(
             out,
             "\n# Service {} port {}\nbackend {name}\n    balance roundrobin\n",
             backend.service, backend.port
         );
-        match layout.backends.get(name) {
-            Some(slots) => {
-                for (slot, endpoint) in slots.iter().enumerate() {
-                    out.push_str(&server_line(slot, endpoint.as_ref()));
-                }
-            }
-            // Not in the layout (a caller's mistake): endpoints in order, spare slots.
+        if let Some((host, port)) = &backend.external {
+            // Resolved when haproxy loads the config; a name that does not resolve
+            // leaves the server down instead of failing the whole config.
+            let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
+            continue;
+        }
+        let fresh;
+        let slots = match layout.backends.get(name) {
+            Some(slots) => slots,
+            // Not in the layout (a caller's mistake): a fresh set of slots.
             None => {
-                for slot in 0..capacity_for(backend.endpoints.len()) {
-                    out.push_str(&server_line(slot, backend.endpoints.get(slot)));
-                }
+                fresh = fresh_slots(backend);
+                &fresh
             }
+        };
+        for (slot, server) in slots.iter().enumerate() {
+            out.push_str(&server_line(slot, server.as_ref()));
         }
     }
     out
@@ -214,6 +368,8 @@ mod tests {
             bind_address: Ipv4Addr::UNSPECIFIED.into(),
             http_port: 8080,
             https_port: 8443,
+            stats_port: 1024,
+            fallback_certificate: Pem::from_checked("FALLBACK PEM\n".into()),
         }
     }
 
@@ -237,6 +393,8 @@ mod tests {
                 service: key,
                 port,
                 endpoints,
+                draining: Vec::new(),
+                external: None,
             },
         )
     }
@@ -267,8 +425,9 @@ mod tests {
                 route(HostMatch::Any, PathMatch::Exact("/healthz".into()), &api),
             ],
             backends: [(web, web_backend), (api, api_backend)].into(),
-            default_backend: None,
-            default_backend_owner: None,
+            tls_hosts: vec![HostMatch::Exact("shop.example.com".into())],
+            ssl_redirect: true,
+            ..Desired::default()
         }
     }
 
@@ -279,7 +438,11 @@ mod tests {
     #[test]
     fn renders_config_and_maps() {
         let rendered = render_fresh(&desired());
-        for (path, text) in &rendered.files {
+        for (path, text) in rendered
+            .files
+            .iter()
+            .filter(|(p, _)| !p.ends_with("default.pem"))
+        {
             insta::assert_snapshot!(path.display().to_string(), text);
         }
     }

@@ -6,12 +6,12 @@
 //! not what the files say, and the applier falls back to a reload.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use tugboat_model::{BackendName, Endpoint};
+use tugboat_model::BackendName;
 
-use crate::layout::{SlotChange, server_name};
+use crate::layout::{Server, SlotChange, server_name};
 
 /// Where a free slot points: nothing listens on port 1 of the loopback.
 pub const PARKED_ADDRESS: &str = "127.0.0.1";
@@ -19,9 +19,12 @@ pub const PARKED_PORT: u16 = 1;
 
 /// Payloads stay well below haproxy's default buffer (16 KB, command included).
 const MAX_PAYLOAD: usize = 12 * 1024;
+/// The largest certificate (chain and key) that fits one `set ssl cert` command; a
+/// larger one goes through a reload.
+pub const MAX_CERTIFICATE: usize = 15 * 1024;
 
 /// One change haproxy can take without a reload.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum RuntimeChange {
     /// A server slot gets an endpoint, is parked, or is added.
     Server {
@@ -41,6 +44,74 @@ pub enum RuntimeChange {
     },
     /// A key leaves a map.
     MapDel { map: PathBuf, key: String },
+    /// A certificate file's contents go to haproxy (created first when `new`).
+    CertUpload {
+        path: PathBuf,
+        pem: String,
+        new: bool,
+    },
+    /// A certificate leaves haproxy (after its crt-list entry).
+    CertDel { path: PathBuf },
+    /// A line joins the crt-list.
+    CrtListAdd { list: PathBuf, line: String },
+    /// The entry of a certificate leaves the crt-list.
+    CrtListDel { list: PathBuf, cert: PathBuf },
+}
+
+impl fmt::Debug for CertPayload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
+}
+
+/// Hides certificate payloads in debug output.
+struct CertPayload<'a>(&'a str);
+
+impl fmt::Debug for RuntimeChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeChange::Server { backend, change } => f
+                .debug_struct("Server")
+                .field("backend", backend)
+                .field("change", change)
+                .finish(),
+            RuntimeChange::MapAdd { map, entries } => f
+                .debug_struct("MapAdd")
+                .field("map", map)
+                .field("entries", entries)
+                .finish(),
+            RuntimeChange::MapSet { map, key, value } => f
+                .debug_struct("MapSet")
+                .field("map", map)
+                .field("key", key)
+                .field("value", value)
+                .finish(),
+            RuntimeChange::MapDel { map, key } => f
+                .debug_struct("MapDel")
+                .field("map", map)
+                .field("key", key)
+                .finish(),
+            RuntimeChange::CertUpload { path, pem, new } => f
+                .debug_struct("CertUpload")
+                .field("path", path)
+                .field("pem", &CertPayload(pem))
+                .field("new", new)
+                .finish(),
+            RuntimeChange::CertDel { path } => {
+                f.debug_struct("CertDel").field("path", path).finish()
+            }
+            RuntimeChange::CrtListAdd { list, line } => f
+                .debug_struct("CrtListAdd")
+                .field("list", list)
+                .field("line", line)
+                .finish(),
+            RuntimeChange::CrtListDel { list, cert } => f
+                .debug_struct("CrtListDel")
+                .field("list", list)
+                .field("cert", cert)
+                .finish(),
+        }
+    }
 }
 
 /// What a command must answer to count as done.
@@ -83,28 +154,40 @@ impl RuntimeChange {
         match self {
             RuntimeChange::Server { backend, change } => {
                 let server = format!("{backend}/{}", server_name(change.slot));
-                match (change.endpoint, change.added) {
-                    (Some(endpoint), true) => vec![
-                        step(
-                            format!("@1 add server {server} {endpoint}"),
-                            Expect::Contains("New server registered."),
-                        ),
-                        step(format!("@1 enable server {server}"), Expect::Nothing),
-                    ],
-                    (Some(endpoint), false) => vec![
+                let weight = |s: &Server| if s.draining { 0 } else { 1 };
+                match (change.before, change.after) {
+                    (_, Some(after)) if change.added => {
+                        let mut add = format!("@1 add server {server} {}", after.endpoint);
+                        if after.draining {
+                            add.push_str(" weight 0");
+                        }
+                        vec![
+                            step(add, Expect::Contains("New server registered.")),
+                            step(format!("@1 enable server {server}"), Expect::Nothing),
+                        ]
+                    }
+                    (Some(before), Some(after)) if before.endpoint == after.endpoint => vec![step(
+                        format!("@1 set weight {server} {}", weight(&after)),
+                        Expect::Nothing,
+                    )],
+                    (_, Some(after)) => vec![
                         step(
                             format!(
                                 "@1 set server {server} addr {} port {}",
-                                endpoint.address, endpoint.port
+                                after.endpoint.address, after.endpoint.port
                             ),
                             Expect::AddressChanged,
+                        ),
+                        step(
+                            format!("@1 set weight {server} {}", weight(&after)),
+                            Expect::Nothing,
                         ),
                         step(
                             format!("@1 set server {server} state ready"),
                             Expect::Nothing,
                         ),
                     ],
-                    (None, _) => vec![
+                    (_, None) => vec![
                         step(
                             format!("@1 set server {server} state maint"),
                             Expect::Nothing,
@@ -148,6 +231,37 @@ impl RuntimeChange {
             RuntimeChange::MapDel { map, key } => vec![step(
                 format!("@1 del map {} {}", map.display(), escape(key)),
                 Expect::NothingOr("Key not found."),
+            )],
+            RuntimeChange::CertUpload { path, pem, new } => {
+                let path = path.display();
+                let mut steps = Vec::new();
+                if *new {
+                    steps.push(step(
+                        format!("@1 new ssl cert {path}"),
+                        Expect::Contains("New empty certificate store"),
+                    ));
+                }
+                steps.push(step(
+                    format!("@1 set ssl cert {path} <<\n{}\n\n", pem.trim_end()),
+                    Expect::Contains("Transaction "),
+                ));
+                steps.push(step(
+                    format!("@1 commit ssl cert {path}"),
+                    Expect::Contains("Success!"),
+                ));
+                steps
+            }
+            RuntimeChange::CertDel { path } => vec![step(
+                format!("@1 del ssl cert {}", path.display()),
+                Expect::Contains("deleted!"),
+            )],
+            RuntimeChange::CrtListAdd { list, line } => vec![step(
+                format!("@1 add ssl crt-list {} <<\n{line}\n\n", list.display()),
+                Expect::Contains("Success!"),
+            )],
+            RuntimeChange::CrtListDel { list, cert } => vec![step(
+                format!("@1 del ssl crt-list {} {}", list.display(), cert.display()),
+                Expect::Contains("deleted in crtlist"),
             )],
         }
     }
@@ -208,14 +322,85 @@ pub fn map_changes(map: &Path, old: &str, new: &str) -> Vec<RuntimeChange> {
 }
 
 /// The text of a server line for a slot, as the config file has it.
-pub fn server_line(slot: usize, endpoint: Option<&Endpoint>) -> String {
-    match endpoint {
-        Some(endpoint) => format!("    server {} {endpoint}\n", server_name(slot)),
+pub fn server_line(slot: usize, server: Option<&Server>) -> String {
+    match server {
+        Some(Server {
+            endpoint,
+            draining: false,
+        }) => format!("    server {} {endpoint}\n", server_name(slot)),
+        Some(Server {
+            endpoint,
+            draining: true,
+        }) => format!("    server {} {endpoint} weight 0\n", server_name(slot)),
         None => format!(
             "    server {} {PARKED_ADDRESS}:{PARKED_PORT} disabled\n",
             server_name(slot)
         ),
     }
+}
+
+/// Whether a config line is a slot's server line (what runtime commands change).
+pub fn is_slot_line(line: &str) -> bool {
+    line.trim_start()
+        .strip_prefix("server s")
+        .and_then(|rest| rest.split(' ').next())
+        .is_some_and(|index| !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The runtime changes that turn the certificates of `old` into those of `new`: cert
+/// files (by path) and crt-list lines (by the certificate they name).
+pub fn certificate_changes(
+    list: &Path,
+    old_certs: &BTreeMap<&Path, &str>,
+    new_certs: &BTreeMap<&Path, &str>,
+    old_list: &str,
+    new_list: &str,
+) -> Vec<RuntimeChange> {
+    let lines = |text: &str| -> BTreeMap<PathBuf, String> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .filter_map(|l| Some((PathBuf::from(l.split(' ').next()?), l.to_string())))
+            .collect()
+    };
+    let (old_lines, new_lines) = (lines(old_list), lines(new_list));
+    let mut changes = Vec::new();
+    for (path, pem) in new_certs {
+        match old_certs.get(path) {
+            None => changes.push(RuntimeChange::CertUpload {
+                path: path.to_path_buf(),
+                pem: pem.to_string(),
+                new: true,
+            }),
+            Some(old) if old != pem => changes.push(RuntimeChange::CertUpload {
+                path: path.to_path_buf(),
+                pem: pem.to_string(),
+                new: false,
+            }),
+            Some(_) => {}
+        }
+    }
+    for (cert, line) in &old_lines {
+        if new_lines.get(cert) != Some(line) {
+            changes.push(RuntimeChange::CrtListDel {
+                list: list.to_path_buf(),
+                cert: cert.clone(),
+            });
+        }
+    }
+    for (cert, line) in &new_lines {
+        if old_lines.get(cert) != Some(line) {
+            changes.push(RuntimeChange::CrtListAdd {
+                list: list.to_path_buf(),
+                line: line.clone(),
+            });
+        }
+    }
+    for path in old_certs.keys().filter(|p| !new_certs.contains_key(*p)) {
+        changes.push(RuntimeChange::CertDel {
+            path: path.to_path_buf(),
+        });
+    }
+    changes
 }
 
 #[cfg(test)]

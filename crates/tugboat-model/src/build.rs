@@ -15,13 +15,55 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
 use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
+    TlsCertificate,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
+use crate::tls::{Pem, check_tls_secret};
 use crate::validate;
 
 /// The label that ties an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// The operator's settings the model needs (from the controller's flags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// `--default-backend-service`: where unmatched requests go when no Ingress sets a
+    /// `spec.defaultBackend` (its first port).
+    pub default_backend_service: Option<ObjectKey>,
+    /// `--default-ssl-certificate`: the TLS Secret served for unmatched SNI.
+    pub default_certificate: Option<ObjectKey>,
+    /// `--configmap-errorfiles`: status code -> page.
+    pub error_pages: Option<ObjectKey>,
+    /// ExternalName Services let an Ingress author send traffic to any host: off unless
+    /// the operator enables them.
+    pub allow_external_name: bool,
+    /// Redirect plain HTTP to HTTPS for hosts listed in a `spec.tls`.
+    pub ssl_redirect: bool,
+    /// Now, in seconds since the epoch, to check certificate validity.
+    pub now: i64,
+}
+
+impl Settings {
+    /// Defaults: nothing optional set, ExternalName off, redirects on.
+    pub fn new(now: i64) -> Self {
+        Self {
+            default_backend_service: None,
+            default_certificate: None,
+            error_pages: None,
+            allow_external_name: false,
+            ssl_redirect: true,
+            now,
+        }
+    }
+}
+
+/// Status codes haproxy accepts an error page for.
+pub const ERROR_PAGE_CODES: [u16; 17] = [
+    200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504,
+];
+/// An error page must fit in haproxy's buffer with room to spare.
+const ERROR_PAGE_MAX: usize = 12 * 1024;
 
 /// What [`build`] returns: the desired state and what was wrong on the way.
 #[derive(Debug, Clone, Default)]
@@ -31,14 +73,19 @@ pub struct BuildOutput {
 }
 
 /// Builds the desired proxy state from a snapshot. Pure and deterministic.
-pub fn build(snapshot: &Snapshot) -> BuildOutput {
+pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
     let mut builder = Builder {
         snapshot,
+        settings,
         slices_by_service: index_slices(snapshot),
         backends: BTreeMap::new(),
         resolution_errors: HashMap::new(),
         routes: BTreeMap::new(),
         default_backend: None,
+        certificates: BTreeMap::new(),
+        checked_secrets: HashMap::new(),
+        certificate_of_host: BTreeMap::new(),
+        tls_hosts: BTreeSet::new(),
         problems: Vec::new(),
     };
     let mut ingresses: Vec<(&ObjectKey, &Ingress)> = snapshot
@@ -53,16 +100,35 @@ pub fn build(snapshot: &Snapshot) -> BuildOutput {
     for (key, ingress) in ingresses {
         builder.add_ingress(key, ingress);
     }
+    let default_backend_service = builder.default_backend_service();
+    let default_certificate = builder.default_certificate();
+    let error_pages = builder.error_pages();
     builder.problems.sort();
     builder.problems.dedup();
+    let (default_backend, default_backend_owner) = match builder.default_backend {
+        Some((backend, owner)) => (Some(backend), Some(owner)),
+        None => (default_backend_service, None),
+    };
     BuildOutput {
         desired: Desired {
             backends: builder.backends,
             routes: builder.routes.into_values().collect(),
-            default_backend_owner: builder.default_backend.as_ref().map(|(_, k)| k.clone()),
-            default_backend: builder.default_backend.map(|(b, _)| b),
+            default_backend,
+            default_backend_owner,
+            certificates: builder.certificates,
+            tls_hosts: builder.tls_hosts.into_iter().collect(),
+            default_certificate,
+            ssl_redirect: settings.ssl_redirect,
+            error_pages,
         },
         problems: builder.problems,
+    }
+}
+
+fn host_match(host: &str) -> HostMatch {
+    match host.strip_prefix('*') {
+        Some(suffix) => HostMatch::Wildcard(suffix.to_string()),
+        None => HostMatch::Exact(host.to_string()),
     }
 }
 
@@ -93,11 +159,17 @@ struct ResolutionError {
 
 struct Builder<'a> {
     snapshot: &'a Snapshot,
+    settings: &'a Settings,
     slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
     backends: BTreeMap<BackendName, Backend>,
     resolution_errors: HashMap<BackendName, ResolutionError>,
     routes: BTreeMap<(HostMatch, PathMatch), Route>,
     default_backend: Option<(BackendName, ObjectKey)>,
+    certificates: BTreeMap<String, TlsCertificate>,
+    /// Secrets already checked, by key: the PEM or why it cannot be served.
+    checked_secrets: HashMap<ObjectKey, Result<Pem, (ProblemReason, String)>>,
+    certificate_of_host: BTreeMap<String, String>,
+    tls_hosts: BTreeSet<HostMatch>,
     problems: Vec<ObjectProblem>,
 }
 
@@ -122,10 +194,7 @@ impl Builder<'_> {
             let host = match rule.host.as_deref() {
                 None | Some("") => HostMatch::Any,
                 Some(host) => match validate::ingress_host(host) {
-                    Ok(host) => match host.strip_prefix('*') {
-                        Some(suffix) => HostMatch::Wildcard(suffix.to_string()),
-                        None => HostMatch::Exact(host),
-                    },
+                    Ok(host) => host_match(&host),
                     Err(err) => {
                         self.problem(&object, format!("{field}.host"), err.0);
                         continue;
@@ -152,6 +221,219 @@ impl Builder<'_> {
                 self.add_route(&object, &field, key, host.clone(), path_match, backend);
             }
         }
+        for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
+            self.add_tls(&object, key, tls_index, tls);
+        }
+    }
+
+    /// One `spec.tls` entry: its hosts are served with its Secret's certificate when the
+    /// Secret is valid, with the default certificate otherwise.
+    fn add_tls(
+        &mut self,
+        object: &ObjectRef,
+        ingress: &ObjectKey,
+        index: usize,
+        tls: &k8s_openapi::api::networking::v1::IngressTLS,
+    ) {
+        let field = format!("spec.tls[{index}]");
+        let mut hosts = Vec::new();
+        for (host_index, host) in tls.hosts.iter().flatten().enumerate() {
+            match validate::ingress_host(host) {
+                Ok(host) => hosts.push(host),
+                Err(err) => self.problem(object, format!("{field}.hosts[{host_index}]"), err.0),
+            }
+        }
+        for host in &hosts {
+            self.tls_hosts.insert(host_match(host));
+        }
+        let Some(secret_name) = tls.secret_name.as_deref().filter(|s| !s.is_empty()) else {
+            if !hosts.is_empty() {
+                self.problem(
+                    object,
+                    format!("{field}.secretName"),
+                    "no secretName: these hosts get the default certificate".into(),
+                );
+            }
+            return;
+        };
+        if let Err(err) = validate::dns_subdomain(secret_name) {
+            self.problem(object, format!("{field}.secretName"), err.0);
+            return;
+        }
+        let secret_key = ObjectKey::new(&ingress.namespace, secret_name);
+        let pem = match self.checked_secret(&secret_key) {
+            Ok(pem) => pem,
+            Err((reason, message)) => {
+                let fallback = if hosts.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} get the default certificate", hosts.join(", "))
+                };
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: format!("{field}.secretName"),
+                    reason,
+                    message: format!("Secret {secret_key}: {message}{fallback}"),
+                });
+                return;
+            }
+        };
+        let name = format!("{}_{}", secret_key.namespace, secret_key.name);
+        let mut claimed = Vec::new();
+        for host in hosts {
+            match self.certificate_of_host.get(&host) {
+                Some(owner) if *owner != name => {
+                    let message = format!(
+                        "host {host} already has the certificate {owner} from an older Ingress"
+                    );
+                    self.problems.push(ObjectProblem {
+                        object: object.clone(),
+                        field: format!("{field}.hosts"),
+                        reason: ProblemReason::RouteConflict,
+                        message,
+                    });
+                }
+                _ => {
+                    self.certificate_of_host.insert(host.clone(), name.clone());
+                    claimed.push(host);
+                }
+            }
+        }
+        let certificate = self
+            .certificates
+            .entry(name.clone())
+            .or_insert_with(|| TlsCertificate {
+                name,
+                pem,
+                hosts: Vec::new(),
+            });
+        certificate.hosts.extend(claimed);
+        certificate.hosts.sort();
+        certificate.hosts.dedup();
+    }
+
+    fn checked_secret(&mut self, key: &ObjectKey) -> Result<Pem, (ProblemReason, String)> {
+        if let Some(result) = self.checked_secrets.get(key) {
+            return result.clone();
+        }
+        let result = match self.snapshot.secrets.get(key) {
+            None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
+            Some(secret) => check_tls_secret(secret, self.settings.now)
+                .map(|checked| checked.pem)
+                .map_err(|message| (ProblemReason::InvalidCertificate, message)),
+        };
+        self.checked_secrets.insert(key.clone(), result.clone());
+        result
+    }
+
+    /// The backend of `--default-backend-service` (its first port), if set and usable.
+    fn default_backend_service(&mut self) -> Option<BackendName> {
+        let key = self.settings.default_backend_service.clone()?;
+        let object = ObjectRef {
+            kind: "Service",
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        };
+        let first_port = self
+            .snapshot
+            .services
+            .get(&key)
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|spec| spec.ports.as_ref())
+            .and_then(|ports| ports.first())
+            .and_then(|p| validate::port_number(p.port).ok());
+        let Some(port) = first_port else {
+            self.problems.push(ObjectProblem {
+                object,
+                field: "spec.ports".into(),
+                reason: ProblemReason::ServiceNotFound,
+                message: "the --default-backend-service Service does not exist or has no \
+                          port: unmatched requests get the built-in 404"
+                    .into(),
+            });
+            return None;
+        };
+        let port = ServicePortRef::Number(port);
+        let name = BackendName::for_service_port(&key, &port).ok()?;
+        if !self.backends.contains_key(&name) {
+            let resolved = self.resolve_endpoints(&key, &port).unwrap_or_default();
+            self.backends
+                .insert(name.clone(), resolved.into_backend(key, port));
+        }
+        Some(name)
+    }
+
+    /// The certificate of `--default-ssl-certificate`, if set and valid.
+    fn default_certificate(&mut self) -> Option<Pem> {
+        let key = self.settings.default_certificate.clone()?;
+        match self.checked_secret(&key) {
+            Ok(pem) => Some(pem),
+            Err((reason, message)) => {
+                self.problems.push(ObjectProblem {
+                    object: ObjectRef {
+                        kind: "Secret",
+                        namespace: key.namespace.clone(),
+                        name: key.name.clone(),
+                    },
+                    field: "data".into(),
+                    reason,
+                    message: format!(
+                        "--default-ssl-certificate: {message}; the controller's own \
+                         certificate is served instead"
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    /// The error pages of `--configmap-errorfiles`: keys are status codes.
+    fn error_pages(&mut self) -> BTreeMap<u16, String> {
+        let mut pages = BTreeMap::new();
+        let Some(key) = self.settings.error_pages.clone() else {
+            return pages;
+        };
+        let object = ObjectRef {
+            kind: "ConfigMap",
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        };
+        let Some(config_map) = self.snapshot.config_maps.get(&key) else {
+            self.problems.push(ObjectProblem {
+                object,
+                field: "metadata.name".into(),
+                reason: ProblemReason::InvalidField,
+                message: "the --configmap-errorfiles ConfigMap does not exist".into(),
+            });
+            return pages;
+        };
+        for (code_text, page) in config_map.data.iter().flatten() {
+            let field = format!("data.{code_text}");
+            let code = code_text
+                .parse::<u16>()
+                .ok()
+                .filter(|c| ERROR_PAGE_CODES.contains(c));
+            let Some(code) = code else {
+                let message = format!(
+                    "'{}' is not a status code haproxy has error pages for: expected one of {}",
+                    validate::printable(code_text),
+                    ERROR_PAGE_CODES.map(|c| c.to_string()).join(", ")
+                );
+                self.problem(&object, field, message);
+                continue;
+            };
+            let response = error_response(code, page);
+            if response.len() > ERROR_PAGE_MAX {
+                let message = format!(
+                    "the page is {} bytes: at most {ERROR_PAGE_MAX} fit in haproxy's buffer",
+                    response.len()
+                );
+                self.problem(&object, field, message);
+                continue;
+            }
+            pages.insert(code, response);
+        }
+        pages
     }
 
     fn add_route(
@@ -228,18 +510,12 @@ impl Builder<'_> {
             }
         };
         if !self.backends.contains_key(&name) {
-            let (endpoints, error) = match self.resolve_endpoints(&service_key, &port) {
-                Ok(endpoints) => (endpoints, None),
-                Err(error) => (Vec::new(), Some(error)),
+            let (resolved, error) = match self.resolve_endpoints(&service_key, &port) {
+                Ok(resolved) => (resolved, None),
+                Err(error) => (Resolved::default(), Some(error)),
             };
-            self.backends.insert(
-                name.clone(),
-                Backend {
-                    service: service_key,
-                    port,
-                    endpoints,
-                },
-            );
+            self.backends
+                .insert(name.clone(), resolved.into_backend(service_key, port));
             if let Some(error) = error {
                 self.resolution_errors.insert(name.clone(), error);
             }
@@ -259,7 +535,7 @@ impl Builder<'_> {
         &self,
         service_key: &ObjectKey,
         port: &ServicePortRef,
-    ) -> Result<Vec<Endpoint>, ResolutionError> {
+    ) -> Result<Resolved, ResolutionError> {
         let service = self
             .snapshot
             .services
@@ -276,17 +552,53 @@ impl Builder<'_> {
                 "Service {service_key} has no port {port}: requests for this backend get 503"
             ),
         })?;
+        let spec = service.spec.as_ref();
+        if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+            return self.external_name(service_key, spec, service_port.port);
+        }
         let port_name = service_port.name.as_deref().unwrap_or("");
-        let mut endpoints = BTreeSet::new();
+        let mut resolved = Resolved::default();
         for slice in self
             .slices_by_service
             .get(service_key)
             .into_iter()
             .flatten()
         {
-            collect_ready_endpoints(slice, port_name, &mut endpoints);
+            collect_endpoints(slice, port_name, &mut resolved);
         }
-        Ok(endpoints.into_iter().collect())
+        resolved.draining.retain(|e| !resolved.ready.contains(e));
+        Ok(resolved)
+    }
+
+    fn external_name(
+        &self,
+        service_key: &ObjectKey,
+        spec: Option<&k8s_openapi::api::core::v1::ServiceSpec>,
+        port: i32,
+    ) -> Result<Resolved, ResolutionError> {
+        if !self.settings.allow_external_name {
+            return Err(ResolutionError {
+                reason: ProblemReason::NotAllowed,
+                message: format!(
+                    "Service {service_key} is an ExternalName Service, which the operator has \
+                     not allowed (--allow-external-name): requests for this backend get 503"
+                ),
+            });
+        }
+        let host = spec.and_then(|s| s.external_name.as_deref()).unwrap_or("");
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        validate::dns_subdomain(&host).map_err(|err| ResolutionError {
+            reason: ProblemReason::InvalidField,
+            message: format!("Service {service_key} spec.externalName: {err}"),
+        })?;
+        let port = validate::port_number(port).map_err(|err| ResolutionError {
+            reason: ProblemReason::InvalidField,
+            message: format!("Service {service_key}: {err}"),
+        })?;
+        Ok(Resolved {
+            external: Some((host, port)),
+            ..Resolved::default()
+        })
     }
 
     fn problem(&mut self, object: &ObjectRef, field: String, message: String) {
@@ -359,9 +671,66 @@ fn find_service_port<'s>(service: &'s Service, port: &ServicePortRef) -> Option<
     })
 }
 
-/// Adds the ready endpoints of one slice for the Service port called `port_name` (empty
-/// for a Service's single unnamed port).
-fn collect_ready_endpoints(slice: &EndpointSlice, port_name: &str, into: &mut BTreeSet<Endpoint>) {
+/// The endpoints of one Service port.
+#[derive(Debug, Default)]
+struct Resolved {
+    ready: BTreeSet<Endpoint>,
+    draining: BTreeSet<Endpoint>,
+    external: Option<(String, u16)>,
+}
+
+impl Resolved {
+    fn into_backend(self, service: ObjectKey, port: ServicePortRef) -> Backend {
+        Backend {
+            service,
+            port,
+            endpoints: self.ready.into_iter().collect(),
+            draining: self.draining.into_iter().collect(),
+            external: self.external,
+        }
+    }
+}
+
+/// The full HTTP response haproxy sends for an error page: the value as it is when it is
+/// already a response, else an HTML page.
+fn error_response(code: u16, page: &str) -> String {
+    if page.starts_with("HTTP/1.") {
+        return page.replace("\r\n", "\n").replace('\n', "\r\n");
+    }
+    format!(
+        "HTTP/1.1 {code} {}\r\ncontent-type: text/html; charset=utf-8\r\ncache-control: no-cache\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{page}",
+        reason_phrase(code),
+        page.len()
+    )
+}
+
+fn reason_phrase(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        410 => "Gone",
+        413 => "Payload Too Large",
+        425 => "Too Early",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Error",
+    }
+}
+
+/// Adds the endpoints of one slice for the Service port called `port_name` (empty for a
+/// Service's single unnamed port): ready ones, and terminating ones that still serve.
+fn collect_endpoints(slice: &EndpointSlice, port_name: &str, into: &mut Resolved) {
     if slice.address_type != "IPv4" && slice.address_type != "IPv6" {
         return;
     }
@@ -376,18 +745,22 @@ fn collect_ready_endpoints(slice: &EndpointSlice, port_name: &str, into: &mut BT
         return;
     };
     for endpoint in &slice.endpoints {
+        let conditions = endpoint.conditions.as_ref();
         // Kubernetes: a missing `ready` condition means ready.
-        let ready = endpoint
-            .conditions
-            .as_ref()
-            .and_then(|c| c.ready)
-            .unwrap_or(true);
-        if !ready {
+        let ready = conditions.and_then(|c| c.ready).unwrap_or(true);
+        let draining = !ready
+            && conditions.and_then(|c| c.serving) == Some(true)
+            && conditions.and_then(|c| c.terminating) == Some(true);
+        let set = if ready {
+            &mut into.ready
+        } else if draining {
+            &mut into.draining
+        } else {
             continue;
-        }
+        };
         for address in &endpoint.addresses {
             if let Ok(address) = address.parse::<IpAddr>() {
-                into.insert(Endpoint {
+                set.insert(Endpoint {
                     address,
                     port: target_port,
                 });

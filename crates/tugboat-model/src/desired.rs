@@ -9,6 +9,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::snapshot::ObjectKey;
+use crate::tls::Pem;
 use crate::validate;
 
 /// Name of a backend: `<namespace>_<service>_<port>`. Built only from validated parts
@@ -96,6 +97,21 @@ pub struct Backend {
     pub port: ServicePortRef,
     /// Ready endpoints, sorted and without duplicates. Empty means haproxy answers 503.
     pub endpoints: Vec<Endpoint>,
+    /// Terminating endpoints that still serve: they finish what they have but get no
+    /// new requests. Sorted.
+    pub draining: Vec<Endpoint>,
+    /// For an ExternalName Service: the DNS name and port to send requests to.
+    pub external: Option<(String, u16)>,
+}
+
+/// A TLS certificate served for some hosts (by SNI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsCertificate {
+    /// `<namespace>_<secret>`: a safe file name.
+    pub name: String,
+    pub pem: Pem,
+    /// The hosts it is served for (`*.example.com` allowed), sorted.
+    pub hosts: Vec<String>,
 }
 
 /// Which hosts a route applies to.
@@ -158,4 +174,15 @@ pub struct Desired {
     pub default_backend: Option<BackendName>,
     /// The Ingress whose `spec.defaultBackend` is used.
     pub default_backend_owner: Option<ObjectKey>,
+    /// Certificates from the Ingresses' `spec.tls`, by name.
+    pub certificates: BTreeMap<String, TlsCertificate>,
+    /// Hosts listed in a `spec.tls`: plain HTTP to them is redirected to HTTPS.
+    pub tls_hosts: Vec<HostMatch>,
+    /// The certificate for unmatched SNI, when `--default-ssl-certificate` names a valid
+    /// Secret (otherwise the controller's own).
+    pub default_certificate: Option<Pem>,
+    /// Whether HTTP requests to TLS hosts are redirected to HTTPS.
+    pub ssl_redirect: bool,
+    /// Error pages by status code: the full HTTP response haproxy sends.
+    pub error_pages: BTreeMap<u16, String>,
 }

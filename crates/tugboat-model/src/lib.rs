@@ -10,9 +10,12 @@ pub mod build;
 pub mod desired;
 pub mod problem;
 pub mod snapshot;
+pub mod tls;
 pub mod validate;
 
-pub use build::{BuildOutput, build};
-pub use desired::{Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route};
+pub use build::{BuildOutput, Settings, build};
+pub use desired::{
+    Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, TlsCertificate,
+};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use snapshot::{ObjectKey, Snapshot};

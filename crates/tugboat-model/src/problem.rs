@@ -31,6 +31,12 @@ pub enum ProblemReason {
     ServicePortNotFound,
     /// Another, older Ingress already claims the same host and path.
     RouteConflict,
+    /// The object refers to a Secret that does not exist.
+    SecretNotFound,
+    /// A TLS Secret that cannot be served (malformed, expired, key mismatch).
+    InvalidCertificate,
+    /// The object needs a feature the operator has not enabled.
+    NotAllowed,
 }
 
 impl ProblemReason {
@@ -40,6 +46,9 @@ impl ProblemReason {
             ProblemReason::ServiceNotFound => "ServiceNotFound",
             ProblemReason::ServicePortNotFound => "ServicePortNotFound",
             ProblemReason::RouteConflict => "RouteConflict",
+            ProblemReason::SecretNotFound => "SecretNotFound",
+            ProblemReason::InvalidCertificate => "InvalidCertificate",
+            ProblemReason::NotAllowed => "NotAllowed",
         }
     }
 }

@@ -51,6 +51,22 @@ pub fn dns_label(value: &str) -> Result<(), InvalidValue> {
     }
 }
 
+/// A DNS-1123 subdomain: what Kubernetes accepts as the name of most objects (Secrets,
+/// ConfigMaps) and as an ExternalName.
+pub fn dns_subdomain(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 253
+        && value.split('.').all(|label| dns_label(label).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a valid DNS name: expected lower-case letters, digits, '-' and '.'",
+            printable(value)
+        )))
+    }
+}
+
 /// A named port (IANA service name, as Kubernetes validates `ports[].name`).
 pub fn port_name(value: &str) -> Result<(), InvalidValue> {
     let ok = !value.is_empty()

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tugboat_model::problem::ProblemReason;
-use tugboat_model::{BuildOutput, HostMatch, ObjectKey, PathMatch, Snapshot, build};
+use tugboat_model::{BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot, build};
 
 fn ingress(
     name: &str,
@@ -95,7 +95,7 @@ fn resolves_ports_by_number_and_name_to_ready_endpoints() {
         ]))]}),
     );
     snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
     assert_eq!(output.problems, vec![]);
     assert_eq!(
         routes(&output),
@@ -140,7 +140,7 @@ fn hosts_wildcards_and_hostless_rules() {
         ]}),
     );
     snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
     let hosts: Vec<&HostMatch> = output.desired.routes.iter().map(|r| &r.host).collect();
     assert_eq!(
         hosts,
@@ -164,7 +164,7 @@ fn the_oldest_ingress_wins_a_conflict_and_the_newer_one_is_told() {
         );
         snapshot.ingresses.insert(key, object);
     }
-    let output = build(&snapshot);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
     assert_eq!(
         routes(&output),
         vec![(
@@ -204,7 +204,7 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
         ]}),
     );
     snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
     let paths: Vec<String> = output
         .desired
         .routes
@@ -270,7 +270,7 @@ fn default_backend_of_the_oldest_ingress() {
         );
         snapshot.ingresses.insert(key, object);
     }
-    let output = build(&snapshot);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
     assert_eq!(
         output.desired.default_backend.as_ref().map(|b| b.as_str()),
         Some("default_api_80")

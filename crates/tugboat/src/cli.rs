@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
+use tugboat_model::{ObjectKey, Settings};
 
 use crate::controller::{self, ControllerConfig};
 use crate::logging::{self, LogFormat};
@@ -52,6 +53,56 @@ pub struct HaproxyArgs {
     /// Address haproxy binds.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
+    /// Port of haproxy's own frontend: /healthz (for probes), /metrics (Prometheus),
+    /// /stats. 0 leaves it out.
+    #[arg(long, default_value_t = 1024)]
+    pub stats_port: u16,
+}
+
+/// How objects become the desired state.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Service (NAMESPACE/NAME, its first port) for requests no rule matches, when no
+    /// Ingress sets a defaultBackend. Default: haproxy answers 404.
+    #[arg(long, value_parser = parse_object_key)]
+    pub default_backend_service: Option<ObjectKey>,
+    /// TLS Secret (NAMESPACE/NAME) served for unmatched SNI. Default: a certificate the
+    /// controller generates.
+    #[arg(long, value_parser = parse_object_key)]
+    pub default_ssl_certificate: Option<ObjectKey>,
+    /// ConfigMap (NAMESPACE/NAME) of error pages: keys are status codes, values the page
+    /// (HTML, or a full HTTP response).
+    #[arg(long, value_parser = parse_object_key)]
+    pub configmap_errorfiles: Option<ObjectKey>,
+    /// Allow Ingresses to use ExternalName Services (they can send traffic to any host).
+    #[arg(long)]
+    pub allow_external_name: bool,
+    /// Redirect plain HTTP to HTTPS (308) for hosts listed in an Ingress' spec.tls.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub ssl_redirect: bool,
+}
+
+impl ModelArgs {
+    pub fn settings(&self, now: i64) -> Settings {
+        Settings {
+            default_backend_service: self.default_backend_service.clone(),
+            default_certificate: self.default_ssl_certificate.clone(),
+            error_pages: self.configmap_errorfiles.clone(),
+            allow_external_name: self.allow_external_name,
+            ssl_redirect: self.ssl_redirect,
+            now,
+        }
+    }
+}
+
+/// Parses `NAMESPACE/NAME`.
+fn parse_object_key(text: &str) -> Result<ObjectKey, String> {
+    let (namespace, name) = text
+        .split_once('/')
+        .ok_or_else(|| format!("'{text}': expected NAMESPACE/NAME"))?;
+    tugboat_model::validate::dns_label(namespace).map_err(|e| e.to_string())?;
+    tugboat_model::validate::dns_subdomain(name).map_err(|e| e.to_string())?;
+    Ok(ObjectKey::new(namespace, name))
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +116,8 @@ pub struct RunArgs {
     pub manifests: Option<PathBuf>,
     #[command(flatten)]
     pub haproxy: HaproxyArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// How long changes that need a reload are gathered into one reload (e.g. 500ms,
     /// 2s; 0 reloads at once). Changes haproxy takes at runtime never wait for it.
     #[arg(long, default_value = "500ms", value_parser = parse_duration)]
@@ -99,18 +152,30 @@ pub struct RenderArgs {
     pub manifests: PathBuf,
     #[command(flatten)]
     pub haproxy: HaproxyArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 impl HaproxyArgs {
     /// Render settings with absolute folders (haproxy resolves relative paths from its
-    /// own working directory, not ours).
-    pub fn render_settings(&self) -> anyhow::Result<RenderSettings> {
+    /// own working directory, not ours), and the controller's own certificate (kept in
+    /// the lib folder when `store_certificate`, made afresh otherwise).
+    pub fn render_settings(&self, store_certificate: bool) -> anyhow::Result<RenderSettings> {
+        let lib_dir = absolute(&self.lib_dir)?;
+        let fallback_certificate = if store_certificate {
+            crate::tls::fallback_certificate(&lib_dir, crate::tls::now())?
+        } else {
+            let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
+            crate::tls::fallback_certificate(dir.path(), crate::tls::now())?
+        };
         Ok(RenderSettings {
             config_dir: absolute(&self.config_dir)?,
-            lib_dir: absolute(&self.lib_dir)?,
+            lib_dir,
             bind_address: self.bind_address,
             http_port: self.http_port,
             https_port: self.https_port,
+            stats_port: self.stats_port,
+            fallback_certificate,
         })
     }
 }
@@ -147,9 +212,12 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !manifests.is_dir() {
         bail!("--manifests {}: not a folder", manifests.display());
     }
-    let mut config =
-        ControllerConfig::new(args.master_socket.clone(), args.haproxy.render_settings()?);
+    let mut config = ControllerConfig::new(
+        args.master_socket.clone(),
+        args.haproxy.render_settings(true)?,
+    );
     config.reload_window = args.reload_window;
+    config.model = args.model.settings(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -182,14 +250,22 @@ async fn shutdown_signal() {
 fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let contents = tugboat_kube::load_folder(&args.manifests)
         .with_context(|| format!("cannot read --manifests {}", args.manifests.display()))?;
-    let settings = args.haproxy.render_settings()?;
-    let output = tugboat_model::build(&contents.snapshot);
+    let settings = args.haproxy.render_settings(false)?;
+    let output = tugboat_model::build(&contents.snapshot, &args.model.settings(crate::tls::now()));
     let rendered = tugboat_haproxy::plan(None, output.desired, &settings)
         .next
         .files;
     for (path, text) in &rendered.files {
         println!("# ---- {} ----", path.display());
-        print!("{text}");
+        if settings.is_certificate(path) {
+            // Private keys are not printed.
+            println!(
+                "# certificate and private key ({} bytes, not shown)",
+                text.len()
+            );
+        } else {
+            print!("{text}");
+        }
     }
     let problems: Vec<String> = contents
         .problems

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tugboat_haproxy::{
     Applier, ApplyError, MasterCli, ReloadReason, RenderSettings, RenderedFiles, runtime_projection,
 };
-use tugboat_model::{Desired, ObjectKey, ObjectProblem, Snapshot};
+use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
 
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
@@ -29,6 +29,8 @@ pub struct ControllerConfig {
     /// How long changes that need a reload are collected into one reload. Runtime
     /// changes never wait for it.
     pub reload_window: Duration,
+    /// How objects become the desired state (`now` is set at every update).
+    pub model: Settings,
 }
 
 impl ControllerConfig {
@@ -38,6 +40,7 @@ impl ControllerConfig {
             render,
             debounce: Duration::from_millis(10),
             reload_window: Duration::from_millis(500),
+            model: Settings::new(0),
         }
     }
 }
@@ -170,7 +173,11 @@ async fn update(
     status: &watch::Sender<ControllerStatus>,
 ) -> Result<(), UpdateFailure> {
     let started = Instant::now();
-    let output = tugboat_model::build(snapshot);
+    let settings = Settings {
+        now: crate::tls::now(),
+        ..config.model.clone()
+    };
+    let output = tugboat_model::build(snapshot, &settings);
     let build = started.elapsed();
     report_problems(&mut state.problems, &output.problems);
     status.send_if_modified(|status| {

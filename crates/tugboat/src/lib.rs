@@ -5,3 +5,4 @@
 pub mod cli;
 pub mod controller;
 pub mod logging;
+pub mod tls;
