@@ -597,6 +597,30 @@ def self_test(r: Results, defaults: dict, objs: list[dict]) -> None:
                 "not caught; failures were: " + "; ".join(inner.failures))
 
 
+# --------------------------------------------------------------------------- image
+
+
+def check_dockerfile(r: Results, objs: list[dict]) -> None:
+    """The controller image cannot be built here (no container engine): lint the
+    Dockerfiles, and check that the image provides what the chart runs in it."""
+    hadolint = Path(sys.executable).parent / "hadolint"
+    dockerfile = ROOT / "deploy" / "docker" / "Dockerfile"
+    for path in (dockerfile, ROOT / "examples" / "haproxy-netbind" / "Dockerfile"):
+        proc = subprocess.run([str(hadolint), "--no-color", str(path)], capture_output=True, text=True)
+        r.check(f"hadolint {path.relative_to(ROOT)}", proc.returncode == 0, (proc.stdout + proc.stderr).strip())
+    text = dockerfile.read_text()
+    pod = one(objs, "Deployment").get("spec", {}).get("template", {}).get("spec", {})
+    seed = (container(pod, "init-config").get("command") or [None, None])[1]
+    r.check("image ships the seed config the init container copies",
+            seed is not None and f"init-config/haproxy.cfg {seed}" in text, str(seed))
+    r.check("image has cp for the init container", "/usr/bin/cp" in text)
+    r.check("image entrypoint is tugboat (the chart passes `run ...` as args)",
+            'ENTRYPOINT ["/usr/bin/tugboat"]' in text and "command" not in container(pod, "controller"))
+    r.check("image builds the tugboat package from the workspace root",
+            "cargo build --release --locked -p tugboat" in text and "COPY . ." in text)
+    r.check("image user is non-root", "USER 65532:65532" in text)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -661,6 +685,8 @@ def main() -> int:
         docs = [o for o in yaml.safe_load_all(MANIFESTS.read_text()) if o]
         bad = [f"{name_of(o)}: {e}" for o in docs for e in schema_errors(o)]
         r.check("deploy/manifests/tugboat.yaml passes the schema", not bad and len(docs) > 0, "; ".join(bad))
+
+    check_dockerfile(r, default_objs)
 
     for failure in r.failures:
         print(f"FAIL {failure}")
