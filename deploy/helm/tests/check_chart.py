@@ -539,7 +539,7 @@ def value_sets(defaults: dict) -> list[tuple[str, dict]]:
                          {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
                           "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "tugboat"}}}}]}}}),
     ]
-    for path in sorted(EXAMPLES.glob("*.yaml")):
+    for path in sorted(EXAMPLES.glob("*.yaml")):  # Helm values files
         sets.append((f"examples/helm/{path.name}", yaml.safe_load(path.read_text()) or {}))
     return [(label, over) for label, over in sets]
 
@@ -685,6 +685,17 @@ def main() -> int:
         docs = [o for o in yaml.safe_load_all(MANIFESTS.read_text()) if o]
         bad = [f"{name_of(o)}: {e}" for o in docs for e in schema_errors(o)]
         r.check("deploy/manifests/tugboat.yaml passes the schema", not bad and len(docs) > 0, "; ".join(bad))
+
+    # The example manifests users apply next to the chart.
+    for path in sorted(p for p in ROOT.glob("examples/*/*.yaml") if p.parent != EXAMPLES):
+        docs = [o for o in yaml.safe_load_all(path.read_text()) if o]
+        bad = [f"{name_of(o)}: {e}" for o in docs for e in schema_errors(o)]
+        r.check(f"{path.relative_to(ROOT)} passes the schema", not bad and len(docs) > 0, "; ".join(bad))
+    for path in sorted(ROOT.glob("examples/*/ingress.yaml")):
+        for o in yaml.safe_load_all(path.read_text()):
+            if o and o.get("kind") == "Ingress" and path.parent.name != "quickstart":
+                r.check(f"{path.relative_to(ROOT)} uses the chart's IngressClass",
+                        o["spec"].get("ingressClassName") == defaults["ingressClass"]["name"])
 
     check_dockerfile(r, default_objs)
 
