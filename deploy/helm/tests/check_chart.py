@@ -397,6 +397,7 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("--controller-port == controller admin port", flag(args, "controller-port") == str(port_of(c, "admin")) == str(cv["port"]))
     t("--log-format", flag(args, "log-format") == cv["logFormat"])
     cmap = one(objs, "ConfigMap")
+    t("ConfigMap holds the config values", (cmap.get("data") or {}) == values["config"], str(cmap.get("data")))
     t("--configmap names the ConfigMap", flag(args, "configmap") == f"{NAMESPACE}/{cmap.get('metadata', {}).get('name')}")
     svc = next((s for s in by_kind(objs, "Service") if s["metadata"]["name"] == fullname), {})
     t("--publish-service names the Service", bool(svc) and flag(args, "publish-service") == f"{NAMESPACE}/{fullname}")
@@ -667,6 +668,7 @@ def main() -> int:
         ("unknown lowPorts mode", {"haproxy": {"lowPorts": "magic"}}, "lowPorts"),
         ("port 80 without a lowPorts mode", {"haproxy": {"httpPort": 80}}, "below 1024"),
         ("capability mode with the official image", {"haproxy": {"httpPort": 80, "lowPorts": "capability"}}, "setcap"),
+        ("config key a ConfigMap cannot hold", {"config": {"bad key": "x"}}, "'bad key' does not match pattern"),
         ("bad default backend reference", {"controller": {"defaultBackendService": "no-namespace"}}, "defaultBackendService"),
     ]:
         proc, _ = render(over)
