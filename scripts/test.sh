@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite, as CI runs it: formatting, lints, unit and
-# end-to-end tests against real haproxy 2.6 and 3.0, and the quickstart.
+# end-to-end tests against real haproxy 2.6 and 3.0, the quickstart and the Helm chart.
 # On a fresh machine it first gets what the tests need (haproxy).
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +26,6 @@ fi
 step "quickstart"
 QUICKSTART_PORT=${QUICKSTART_PORT:-18080} scripts/quickstart.sh --check >/dev/null
 echo "quickstart check passed"
+
+step "Helm chart (lint, template, schema, security properties, manifests in sync)"
+scripts/test-chart.sh

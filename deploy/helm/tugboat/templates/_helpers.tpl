@@ -1,0 +1,146 @@
+{{/* Names, labels and small derived values shared by the templates. */}}
+
+{{- define "tugboat.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of every object: the release name, with the chart name unless the
+     release name already contains it. */}}
+{{- define "tugboat.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tugboat.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tugboat.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "tugboat.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "tugboat.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: ingress-controller
+{{- end }}
+
+{{- define "tugboat.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tugboat.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "tugboat.electionId" -}}
+{{- default (printf "%s-leader" (include "tugboat.fullname" .)) .Values.controller.electionId }}
+{{- end }}
+
+{{- define "tugboat.controllerImage" -}}
+{{- printf "%s:%s" .Values.controller.image.repository (default .Chart.AppVersion .Values.controller.image.tag) }}
+{{- end }}
+
+{{/* The master socket, shared by haproxy's -S and the controller's --master-socket. */}}
+{{- define "tugboat.masterSocket" -}}
+/var/run/haproxy/master.sock
+{{- end }}
+
+{{/* Mode of the master socket. haproxy creates it as its own user; with the default
+     identical uids, 600 is enough. A root haproxy makes it group-accessible instead: the
+     socket's group is the pod's fsGroup (the emptyDir is setgid), which the controller
+     holds. */}}
+{{- define "tugboat.masterSocketMode" -}}
+{{- if eq .Values.haproxy.lowPorts "root" }}660{{ else }}600{{ end }}
+{{- end }}
+
+{{/* Fails the render when ports below 1024 are asked for without a way to bind them. */}}
+{{- define "tugboat.checkPorts" -}}
+{{- $low := or (lt (int .Values.haproxy.httpPort) 1024) (lt (int .Values.haproxy.httpsPort) 1024) }}
+{{- if and $low (eq .Values.haproxy.lowPorts "none") }}
+{{- fail "haproxy.httpPort/httpsPort below 1024 need haproxy.lowPorts set to sysctl, capability or root (see the chart README, \"Ports 80 and 443\")" }}
+{{- end }}
+{{- if and (eq .Values.haproxy.lowPorts "capability") (eq .Values.haproxy.image.repository "haproxy") }}
+{{- fail "haproxy.lowPorts=capability needs a haproxy image whose binary has cap_net_bind_service (setcap); the official image \"haproxy\" has none: set haproxy.image.repository to your build" }}
+{{- end }}
+{{- end }}
+
+{{/* The security context of the controller and the init container (and of haproxy in
+     the default lowPorts mode): no root, no capabilities, nothing writable but the
+     mounted volumes. */}}
+{{- define "tugboat.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* haproxy's security context, by haproxy.lowPorts:
+     none, sysctl  the same as the controller's;
+     capability    NET_BIND_SERVICE in the bounding set and privilege escalation allowed,
+                   so that the file capability of a setcap'ed haproxy binary takes effect
+                   at exec (no_new_privs would ignore it);
+     root          uid 0 with NET_BIND_SERVICE, and DAC_READ_SEARCH to read the private
+                   keys the controller writes with mode 600 as uid 99. */}}
+{{- define "tugboat.haproxySecurityContext" -}}
+{{- $mode := .Values.haproxy.lowPorts }}
+{{- if eq $mode "root" }}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: false
+runAsUser: 0
+capabilities:
+  drop: ["ALL"]
+  add: ["NET_BIND_SERVICE", "DAC_READ_SEARCH"]
+seccompProfile:
+  type: RuntimeDefault
+{{- else if eq $mode "capability" }}
+allowPrivilegeEscalation: true
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+  add: ["NET_BIND_SERVICE"]
+seccompProfile:
+  type: RuntimeDefault
+{{- else }}
+{{- include "tugboat.containerSecurityContext" . }}
+{{- end }}
+{{- end }}
+
+{{/* RBAC rules, shared by the ClusterRole and the per-namespace Roles (rbac.yaml). */}}
+{{- define "tugboat.namespacedRules" -}}
+- apiGroups: [""]
+  resources: ["services", "secrets", "configmaps"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses/status"]
+  verbs: ["update", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+{{- define "tugboat.ingressClassRules" -}}
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingressclasses"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
