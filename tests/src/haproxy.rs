@@ -11,7 +11,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
-use tugboat::controller::{self, ControllerConfig};
+use tugboat::controller::{self, ControllerConfig, ControllerStatus};
 use tugboat_haproxy::{MasterCli, ProcInfo, RenderSettings};
 
 /// The config the init container seeds, exactly as shipped.
@@ -196,6 +196,8 @@ fn launch(binary: &HaproxyBinary, socket: &Path, config_dir: &Path, dir: &Path) 
 pub struct Pod {
     pub haproxy: Haproxy,
     pub manifests: TempDir,
+    /// What the controller reports after every update (problems, readiness).
+    pub status: tokio::sync::watch::Receiver<ControllerStatus>,
     controller: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -208,15 +210,25 @@ impl Drop for Pod {
 impl Pod {
     /// Starts haproxy, writes the given manifests, starts the controller.
     pub async fn start(binary: &HaproxyBinary, manifests: &[(&str, &str)]) -> Self {
+        Self::start_with(binary, manifests, |_| {}).await
+    }
+
+    /// Same as [`Pod::start`], with the controller's configuration adjusted by `adjust`.
+    pub async fn start_with(
+        binary: &HaproxyBinary,
+        manifests: &[(&str, &str)],
+        adjust: impl FnOnce(&mut ControllerConfig),
+    ) -> Self {
         tugboat::logging::init(tugboat::logging::LogFormat::Text);
         let haproxy = Haproxy::start(binary).await;
         let dir = tempfile::tempdir().expect("temporary folder");
         for (name, text) in manifests {
             std::fs::write(dir.path().join(name), text).expect("write manifest");
         }
-        let config =
+        let mut config =
             ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
-        let (status, _) = tokio::sync::watch::channel(Default::default());
+        adjust(&mut config);
+        let (status, status_rx) = tokio::sync::watch::channel(Default::default());
         let controller = tokio::spawn(controller::run_with_manifests(
             config,
             dir.path().into(),
@@ -225,6 +237,7 @@ impl Pod {
         Self {
             haproxy,
             manifests: dir,
+            status: status_rx,
             controller,
         }
     }

@@ -56,7 +56,8 @@ pub async fn get(addr: SocketAddr, host: &str, path: &str) -> std::io::Result<Re
     parse(&raw)
 }
 
-fn parse(raw: &[u8]) -> std::io::Result<Reply> {
+/// Parses a raw HTTP/1.1 answer.
+pub fn parse(raw: &[u8]) -> std::io::Result<Reply> {
     let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text

@@ -6,6 +6,7 @@ pub mod echo;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;
+pub mod tls;
 
 pub use echo::EchoServer;
 pub use haproxy::{Haproxy, HaproxyBinary, Pod};

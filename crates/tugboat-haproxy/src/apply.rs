@@ -164,8 +164,7 @@ impl Applier {
             self.initial_files = Some(files::read_current(plan.next.files.files.keys()));
         }
         let started = Instant::now();
-        let on_disk = files::read_current(plan.changed.iter());
-        report.files_written = files::write_changed(&plan.next.files, &on_disk)?;
+        report.files_written = files::write_paths(&plan.next.files, &plan.changed)?;
         report.write = started.elapsed();
 
         let mut reload = plan.reload;

@@ -82,11 +82,11 @@ pub fn mode_for(path: &Path) -> u32 {
     }
 }
 
-/// Writes every file of `new` whose contents differ from `old`; returns how many.
-pub fn write_changed(new: &RenderedFiles, old: &RenderedFiles) -> Result<usize, FileError> {
+/// Writes the given files of `files`; returns how many.
+pub fn write_paths(files: &RenderedFiles, paths: &[PathBuf]) -> Result<usize, FileError> {
     let mut written = 0;
-    for (path, contents) in &new.files {
-        if old.get(path) != Some(contents.as_str()) {
+    for path in paths {
+        if let Some(contents) = files.get(path) {
             write_atomic(path, contents.as_bytes(), mode_for(path))?;
             written += 1;
         }
@@ -158,8 +158,8 @@ mod tests {
         let mut new = RenderedFiles::default();
         new.files.insert(cfg.clone(), "new".into());
         new.files.insert(map.clone(), "k v\n".into());
-        write_changed(&old, &RenderedFiles::default())?;
-        write_changed(&new, &old)?;
+        write_paths(&old, std::slice::from_ref(&cfg))?;
+        write_paths(&new, &[cfg.clone(), map.clone()])?;
         assert_eq!(fs::read_to_string(&map)?, "k v\n");
         restore(&old, &new)?;
         assert_eq!(fs::read_to_string(&cfg)?, "old");

@@ -1,0 +1,147 @@
+//! A TLS client for tests: connects with a chosen SNI and ALPN, and reports which
+//! certificate haproxy presented, which protocol it picked, and (over HTTP/1.1) the
+//! answer. It accepts any certificate on purpose: what it checks is *which* one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use crate::Reply;
+
+/// What one TLS exchange showed.
+#[derive(Debug)]
+pub struct TlsExchange {
+    /// The leaf certificate haproxy presented (DER).
+    pub certificate: Vec<u8>,
+    /// The protocol ALPN settled on.
+    pub alpn: Option<Vec<u8>>,
+    /// The answer to `GET path`, when the protocol is HTTP/1.1.
+    pub reply: Option<Reply>,
+}
+
+#[derive(Debug)]
+struct AcceptAny;
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        rustls::crypto::ring::default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Connects to `addr` with SNI `sni` offering `alpn`, and when HTTP/1.1 is agreed sends
+/// `GET path` with `Host: sni`.
+pub async fn exchange(
+    addr: SocketAddr,
+    sni: &str,
+    path: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsExchange> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAny))
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let connector = TlsConnector::from(Arc::new(config));
+    let name = ServerName::try_from(sni.to_string()).map_err(std::io::Error::other)?;
+    let work = async {
+        let tcp = TcpStream::connect(addr).await?;
+        let mut tls = connector.connect(name, tcp).await?;
+        let (_, session) = tls.get_ref();
+        let certificate = session
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .map(|c| c.to_vec())
+            .unwrap_or_default();
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        let reply = if alpn.as_deref() == Some(b"h2") {
+            None
+        } else {
+            let request =
+                format!("GET {path} HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n");
+            tls.write_all(request.as_bytes()).await?;
+            let mut raw = Vec::new();
+            // haproxy may close without close_notify: what was read still counts.
+            let _ = tls.read_to_end(&mut raw).await;
+            Some(crate::http::parse(&raw)?)
+        };
+        Ok::<_, std::io::Error>(TlsExchange {
+            certificate,
+            alpn,
+            reply,
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(5), work)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in 5 s"))?
+}
+
+/// A self-signed certificate for `hosts`: (certificate PEM, key PEM, certificate DER).
+/// With `expired`, it was valid in 2020 only.
+pub fn certificate(hosts: &[&str], expired: bool) -> (String, String, Vec<u8>) {
+    let mut params =
+        rcgen::CertificateParams::new(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+            .expect("certificate parameters");
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2020, 12, 31);
+    }
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("certificate");
+    (cert.pem(), key.serialize_pem(), cert.der().to_vec())
+}
+
+/// A TLS Secret manifest (`stringData`).
+pub fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> String {
+    let indent = |text: &str| {
+        text.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\n\
+         type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
+        indent(cert_pem),
+        indent(key_pem)
+    )
+}
