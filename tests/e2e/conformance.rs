@@ -298,14 +298,12 @@ async fn service_ports_and_endpoints(haproxy: HaproxyBinary) {
     );
     let external = "apiVersion: v1\nkind: Service\nmetadata: {name: outside, namespace: default}\n\
         spec: {type: ExternalName, externalName: localhost, ports: [{port: 80}]}\n";
-    let spec = format!(
-        "  rules:\n  - host: ports.example.com\n    http:\n      paths:\n\
-         \x20     - {{path: /by-name, pathType: Prefix, backend: {{service: {{name: named, port: {{name: web}}}}}}}}\n\
-         \x20     - {{path: /by-number, pathType: Prefix, backend: {{service: {{name: named, port: {{number: 80}}}}}}}}\n\
-         \x20     - {{path: /empty, pathType: Prefix, backend: {{service: {{name: empty, port: {{number: 80}}}}}}}}\n\
-         \x20     - {{path: /outside, pathType: Prefix, backend: {{service: {{name: outside, port: {{number: 80}}}}}}}}\n"
-    );
-    let ingress_text = ingress("ports", "", &spec);
+    let spec = "  rules:\n  - host: ports.example.com\n    http:\n      paths:\n\
+         \x20     - {path: /by-name, pathType: Prefix, backend: {service: {name: named, port: {name: web}}}}\n\
+         \x20     - {path: /by-number, pathType: Prefix, backend: {service: {name: named, port: {number: 80}}}}\n\
+         \x20     - {path: /empty, pathType: Prefix, backend: {service: {name: empty, port: {number: 80}}}}\n\
+         \x20     - {path: /outside, pathType: Prefix, backend: {service: {name: outside, port: {number: 80}}}}\n";
+    let ingress_text = ingress("ports", "", spec);
     let pod = Pod::start(
         &haproxy,
         &[
