@@ -403,7 +403,7 @@ fn fallback_der(pod: &Pod) -> Vec<u8> {
         .find("-----END CERTIFICATE-----")
         .expect("certificate end")
         + "-----END CERTIFICATE-----".len();
-    der::pem::decode_vec(text[start..end].as_bytes())
+    der::pem::decode_vec(&text.as_bytes()[start..end])
         .expect("PEM")
         .1
 }
