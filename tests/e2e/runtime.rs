@@ -204,12 +204,13 @@ async fn unexpected_runtime_answer_falls_back_to_reload(haproxy: HaproxyBinary) 
 
 async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary) {
     let all = start_backends("web", 30, 3).await;
-    let mut pod = Pod::start(
+    let mut pod = Pod::start_with(
         &haproxy,
         &[
             ("web.yaml", &service_with_endpoints("web", &all[..1])),
             ("a.yaml", &ingress("a", "a.example.com", "web")),
         ],
+        |config| config.haproxy_check_interval = Duration::from_millis(200),
     )
     .await;
     wait_for_endpoints(&pod, "a.example.com", &all[..1]).await;
@@ -220,6 +221,13 @@ async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary) {
     pod.haproxy.restart().await;
     assert_ne!(pod.haproxy.show_proc().await.master_pid, old_master);
     wait_for_endpoints(&pod, "a.example.com", &all[..2]).await;
+    // The controller notices the new master and applies its state once (a reload).
+    eventually(
+        "the controller re-applies to the new master",
+        Duration::from_secs(10),
+        || async { (pod.haproxy.show_proc().await.reloads == 1).then_some(()) },
+    )
+    .await;
     // And the controller keeps updating it at runtime.
     let before = pod.haproxy.show_proc().await;
     pod.write_manifest("web.yaml", &service_with_endpoints("web", &all[1..3]));

@@ -164,7 +164,10 @@ impl Applier {
             self.initial_files = Some(files::read_current(plan.next.files.files.keys()));
         }
         let started = Instant::now();
-        report.files_written = files::write_paths(&plan.next.files, &plan.changed)?;
+        report.files_written = files::publish(&plan.next.files, &plan.changed)?;
+        if plan.reload.is_some() {
+            files::sync(&plan.changed)?;
+        }
         report.write = started.elapsed();
 
         let mut reload = plan.reload;
@@ -174,6 +177,10 @@ impl Applier {
             let started = Instant::now();
             let result = self.run_steps(&steps).await;
             report.runtime = started.elapsed();
+            // The files are visible already; now they go to disk.
+            let synced = Instant::now();
+            files::sync(&plan.changed)?;
+            report.write += synced.elapsed();
             match result {
                 Ok(()) => report.delivery = Delivery::Runtime,
                 Err(problem) => {
@@ -243,14 +250,17 @@ impl Applier {
     }
 
     /// Checks whether haproxy is still the master the applied state was sent to. A
-    /// restarted haproxy loaded the files from disk, which are the applied ones, so the
-    /// applied state still holds; the answer is for logs and metrics.
+    /// restarted haproxy loaded the files on disk; what it runs is then not known for
+    /// sure (a restart may have raced an update), so the next apply reloads.
     pub async fn haproxy_restarted(&mut self) -> Result<bool, CliError> {
         let now = self.cli.show_proc().await?;
         let restarted = self
             .master
             .as_ref()
             .is_some_and(|before| before.master_pid != now.master_pid);
+        if restarted {
+            self.applied = None;
+        }
         self.master = Some(now);
         Ok(restarted)
     }

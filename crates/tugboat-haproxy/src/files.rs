@@ -4,6 +4,12 @@
 //! Each file is written to a temporary file beside it (a hidden name that never ends in
 //! `.cfg`, since haproxy loads every `*.cfg` of its config folder), flushed to disk, then
 //! renamed over the old one, and the folder itself is synced.
+//!
+//! On the runtime path the order is publish, then sync ([`publish`], [`sync`]): the
+//! rename makes the new contents visible to haproxy at once (through the page cache), the
+//! runtime commands follow, and the flush to disk comes last, so that a disk's fsync
+//! latency (milliseconds) is not added to every runtime update. Durability only matters
+//! across a machine crash, which also ends the pod and its emptyDir volumes.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -82,16 +88,62 @@ pub fn mode_for(path: &Path) -> u32 {
     }
 }
 
-/// Writes the given files of `files`; returns how many.
+/// Writes the given files of `files` atomically and durably; returns how many.
 pub fn write_paths(files: &RenderedFiles, paths: &[PathBuf]) -> Result<usize, FileError> {
+    let written = publish(files, paths)?;
+    sync(paths)?;
+    Ok(written)
+}
+
+/// Makes the given files of `files` visible atomically (temporary file, rename), without
+/// waiting for the disk; [`sync`] flushes them. Returns how many.
+pub fn publish(files: &RenderedFiles, paths: &[PathBuf]) -> Result<usize, FileError> {
     let mut written = 0;
     for path in paths {
-        if let Some(contents) = files.get(path) {
-            write_atomic(path, contents.as_bytes(), mode_for(path))?;
-            written += 1;
+        let Some(contents) = files.get(path) else {
+            continue;
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).map_err(file_error("create folder", dir))?;
+        let tmp = temporary_path(path);
+        let result = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode_for(path))
+            .open(&tmp)
+            .map_err(file_error("create", &tmp))
+            .and_then(|mut file| {
+                file.write_all(contents.as_bytes())
+                    .map_err(file_error("write", &tmp))
+            })
+            .and_then(|()| fs::rename(&tmp, path).map_err(file_error("rename into place", path)));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
         }
+        result?;
+        written += 1;
     }
     Ok(written)
+}
+
+/// Flushes published files and their folders to disk.
+pub fn sync(paths: &[PathBuf]) -> Result<(), FileError> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for path in paths {
+        if let Ok(file) = File::open(path) {
+            file.sync_all().map_err(file_error("sync", path))?;
+        }
+        if let Some(dir) = path.parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+    }
+    for dir in dirs {
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(file_error("sync folder", &dir))?;
+    }
+    Ok(())
 }
 
 /// Removes a file; one that is already gone is fine.

@@ -31,6 +31,8 @@ pub struct ControllerConfig {
     pub reload_window: Duration,
     /// How objects become the desired state (`now` is set at every update).
     pub model: Settings,
+    /// How often haproxy is checked for a restart between updates.
+    pub haproxy_check_interval: Duration,
 }
 
 impl ControllerConfig {
@@ -41,14 +43,13 @@ impl ControllerConfig {
             debounce: Duration::from_millis(10),
             reload_window: Duration::from_millis(500),
             model: Settings::new(0),
+            haproxy_check_interval: Duration::from_secs(5),
         }
     }
 }
 
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
-/// How often haproxy is checked for a restart between updates.
-const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What the controller tells the rest of the process (health, status, Events) after
 /// every update.
@@ -92,7 +93,7 @@ pub async fn run(
     applier.cli().wait_until_ready().await;
     let mut state = LoopState::default();
     let mut retry_in: Option<Duration> = None;
-    let mut health = tokio::time::interval(HEALTH_INTERVAL);
+    let mut health = tokio::time::interval(config.haproxy_check_interval);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut synced = false;
     loop {
@@ -109,8 +110,10 @@ pub async fn run(
             () = retry => {}
             () = reload_due => {}
             _ = health.tick() => {
-                check_haproxy(&mut applier).await;
-                continue;
+                // A restarted haproxy gets the current state again at once.
+                if !check_haproxy(&mut applier).await {
+                    continue;
+                }
             }
         }
         if !synced {
@@ -133,13 +136,18 @@ async fn sleep_or_never(deadline: Option<Instant>) {
     }
 }
 
-async fn check_haproxy(applier: &mut Applier) {
+/// Whether haproxy restarted since the last check.
+async fn check_haproxy(applier: &mut Applier) -> bool {
     match applier.haproxy_restarted().await {
-        Ok(true) => tracing::warn!(
-            "haproxy restarted (new master); it loaded the current files, nothing to redo"
-        ),
-        Ok(false) => {}
-        Err(err) => tracing::warn!("haproxy does not answer: {err}"),
+        Ok(true) => {
+            tracing::warn!("haproxy restarted (new master): applying the current state again");
+            true
+        }
+        Ok(false) => false,
+        Err(err) => {
+            tracing::warn!("haproxy does not answer: {err}");
+            false
+        }
     }
 }
 
