@@ -15,6 +15,8 @@ use tokio::sync::watch;
 use tugboat_haproxy::{Applier, ApplyError, MasterCli, RenderSettings, RenderedFiles};
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Snapshot};
 
+use crate::metrics::{ApplyOutcome, Metrics};
+
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
@@ -22,6 +24,8 @@ pub struct ControllerConfig {
     pub render: RenderSettings,
     /// How long to wait for more changes before applying.
     pub debounce: Duration,
+    /// Where to count applies and problems (None: not counted).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 impl ControllerConfig {
@@ -30,6 +34,7 @@ impl ControllerConfig {
             master_socket,
             render,
             debounce: Duration::from_millis(20),
+            metrics: None,
         }
     }
 }
@@ -129,6 +134,9 @@ async fn update(
     let output = tugboat_model::build(snapshot);
     let build = started.elapsed();
     report_problems(&mut state.problems, &output.problems);
+    if let Some(metrics) = &config.metrics {
+        metrics.set_problems(&output.problems);
+    }
     status.send_if_modified(|status| {
         let changed = status.problems != output.problems;
         status.problems.clone_from(&output.problems);
@@ -148,7 +156,17 @@ async fn update(
         tracing::debug!("no change");
         return Ok(());
     }
+    let reload = plan.reload;
     let result = applier.apply(plan).await;
+    if let Some(metrics) = &config.metrics {
+        let outcome = match &result {
+            Ok(report) if report.reloaded => ApplyOutcome::Reloaded,
+            Ok(_) => ApplyOutcome::Runtime,
+            Err(ApplyError::Refused { .. }) => ApplyOutcome::Refused,
+            Err(_) => ApplyOutcome::Failed { reload },
+        };
+        metrics.record_apply(outcome, started.elapsed());
+    }
     let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
     match result {
         Ok(report) => {
