@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tugboat::admin::{self, AdminState};
+use tugboat::controller::ControllerStatus;
 use tugboat_kube::class::ClassFilter;
 use tugboat_model::ObjectKey;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
@@ -21,6 +23,7 @@ haproxy_tests!(
     only_the_leader_writes_status_and_events,
     survives_dropped_watches_and_api_server_restarts,
     relists_after_410_gone_without_reloading,
+    admin_server_reports_health_readiness_and_metrics,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -492,4 +495,145 @@ async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
         "web",
     ));
     pod.wait_for_service("two.example.com", "/", "web").await;
+}
+
+/// `kubectl` pointed at the fake API server creates an Ingress that routes. Skipped when
+/// there is no kubectl on the PATH. The fake serves no OpenAPI documents, so client-side
+/// validation is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_an_ingress_that_routes() {
+    let Some(haproxy) = HaproxyBinary::find("3.0").or_else(|| HaproxyBinary::find("2.6")) else {
+        return;
+    };
+    let kubectl_present = std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !kubectl_present {
+        eprintln!("kubectl not found: skipped");
+        return;
+    }
+    let web = start_backends("web", 28, 1).await;
+    let server = FakeApiServer::start().await;
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig);
+    let manifest = dir.path().join("objects.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "{TUGBOAT_CLASS}---\n{}---\n{}",
+            service_in("default", "web", &web),
+            ingress(
+                "default",
+                "shop",
+                Some("tugboat"),
+                "kubectl.example.com",
+                "web"
+            )
+        ),
+    )
+    .expect("write manifest");
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_until_ready().await;
+    let home = dir.path().to_path_buf();
+    let kubectl = move |args: &[&str]| {
+        let output = std::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HOME", &home)
+            .output()
+            .expect("run kubectl");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let manifest_arg = manifest.display().to_string();
+    let created = tokio::task::spawn_blocking(move || {
+        kubectl(&["create", "--validate=false", "-f", &manifest_arg])
+    })
+    .await
+    .expect("kubectl task");
+    assert!(
+        created.contains("ingress.networking.k8s.io/shop created"),
+        "{created}"
+    );
+    pod.wait_for_service("kubectl.example.com", "/", "web")
+        .await;
+}
+
+async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 29, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    server.apply_yaml(&ingress(
+        "default",
+        "broken",
+        Some("tugboat"),
+        "broken.example.com",
+        "missing",
+    ));
+    // Not ready until the first apply: the API source waits for its stores.
+    let (status_tx, status_rx) = tokio::sync::watch::channel(ControllerStatus::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let admin_addr = listener.local_addr().expect("address");
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    let admin = tokio::spawn(admin::serve(
+        listener,
+        AdminState {
+            metrics: pod.metrics.clone(),
+            status: status_rx,
+            master_socket: pod.haproxy.master_socket.clone(),
+        },
+    ));
+    let get = |path: &'static str| async move {
+        tugboat_testkit::get(admin_addr, "localhost", path)
+            .await
+            .expect("admin request")
+    };
+    assert_eq!(get("/healthz").await.status, 200);
+    assert_eq!(get("/readyz").await.status, 503);
+    pod.wait_until_ready().await;
+    status_tx.send_replace(pod.status.borrow().clone());
+    assert_eq!(get("/readyz").await.status, 200);
+    let metrics = eventually(
+        "metrics after the first apply",
+        Duration::from_secs(10),
+        || async {
+            let body = get("/metrics").await.body;
+            body.contains("tugboat_objects_watched{kind=\"Ingress\"} 2")
+                .then_some(body)
+        },
+    )
+    .await;
+    for expected in [
+        "tugboat_haproxy_reloads_total{result=\"ok\"} 1",
+        "tugboat_object_problems{reason=\"ServiceNotFound\"} 1",
+        "tugboat_apply_duration_seconds_count 1",
+        "tugboat_leader 1",
+        "process_resident_memory_bytes ",
+        "process_cpu_seconds ",
+    ] {
+        assert!(
+            metrics.lines().any(|line| line.starts_with(expected)),
+            "{expected} not in:\n{metrics}"
+        );
+    }
+    assert_eq!(get("/nope").await.status, 404);
+    admin.abort();
 }
