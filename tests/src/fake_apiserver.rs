@@ -741,13 +741,32 @@ fn list(
         .filter(|o| matches_selector(o, params.get("fieldSelector"), false))
         .filter(|o| matches_selector(o, params.get("labelSelector"), true))
         .collect();
+    // Pages of `limit` items, as the real API server serves them to the watcher; the
+    // continue token is the offset of the next page.
+    let offset: usize = params
+        .get("continue")
+        .and_then(|token| token.parse().ok())
+        .unwrap_or(0);
+    let limit = params
+        .get("limit")
+        .and_then(|limit| limit.parse().ok())
+        .filter(|limit: &usize| *limit > 0)
+        .unwrap_or(usize::MAX);
+    let total = items.len();
+    let page: Vec<&Value> = items.into_iter().skip(offset).take(limit).collect();
+    let next = offset.saturating_add(page.len());
+    let mut metadata = json!({"resourceVersion": store.resource_version.to_string()});
+    if next < total {
+        metadata["continue"] = json!(next.to_string());
+        metadata["remainingItemCount"] = json!(total - next);
+    }
     json_response(
         StatusCode::OK,
         &json!({
             "kind": format!("{}List", target.resource.kind),
             "apiVersion": target.resource.api_version(),
-            "metadata": {"resourceVersion": store.resource_version.to_string()},
-            "items": items,
+            "metadata": metadata,
+            "items": page,
         }),
     )
 }

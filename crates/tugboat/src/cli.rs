@@ -351,3 +351,74 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::FAILURE)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(
+            ["tugboat", "run", "--master-socket", "/run/master.sock"]
+                .iter()
+                .chain(args),
+        )
+        .expect("valid command line");
+        match cli.command {
+            Command::Run(args) => *args,
+            Command::Render(_) => panic!("expected run"),
+        }
+    }
+
+    #[test]
+    fn kubernetes_flags_keep_their_documented_names_and_defaults() {
+        let defaults = run_args(&[]);
+        assert_eq!(defaults.cluster.controller_class, "tugboat.dev/ingress");
+        assert_eq!(defaults.cluster.election_id, "tugboat-leader");
+        assert_eq!(defaults.controller_port, 6060);
+        assert!(defaults.cluster.watch_namespace.is_empty());
+        assert!(!defaults.cluster.watch_ingress_without_class);
+
+        let args = run_args(&[
+            "--kubeconfig=/k",
+            "--configmap=tugboat/settings",
+            "--controller-class=example.com/x",
+            "--ingress-class=public",
+            "--watch-ingress-without-class",
+            "--watch-namespace=a",
+            "--watch-namespace=b,c",
+            "--election-id=lead",
+            "--publish-service=tugboat/lb",
+            "--publish-address=192.0.2.1,lb.example.com",
+            "--publish-address=192.0.2.2",
+            "--controller-port=7070",
+        ]);
+        let cluster = &args.cluster;
+        assert_eq!(cluster.kubeconfig.as_deref(), Some(Path::new("/k")));
+        assert_eq!(
+            cluster.configmap,
+            Some(ObjectKey::new("tugboat", "settings"))
+        );
+        assert_eq!(cluster.controller_class, "example.com/x");
+        assert_eq!(cluster.ingress_class.as_deref(), Some("public"));
+        assert!(cluster.watch_ingress_without_class);
+        assert_eq!(cluster.watch_namespace, ["a", "b", "c"]);
+        assert_eq!(cluster.election_id, "lead");
+        assert_eq!(
+            cluster.publish_service,
+            Some(ObjectKey::new("tugboat", "lb"))
+        );
+        assert_eq!(
+            cluster.publish_address,
+            ["192.0.2.1", "lb.example.com", "192.0.2.2"]
+        );
+        assert_eq!(args.controller_port, 7070);
+    }
+
+    #[test]
+    fn object_keys_need_a_namespace_and_a_name() {
+        assert!(parse_object_key("ns/name").is_ok());
+        for bad in ["name", "/name", "ns/", "a/b/c"] {
+            assert!(parse_object_key(bad).is_err(), "{bad}");
+        }
+    }
+}
