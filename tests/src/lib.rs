@@ -2,13 +2,17 @@
 //! processes started the way the official image starts them, echo backends that say
 //! which service and endpoint answered, a small HTTP client, and the controller itself.
 
+pub mod cluster_pod;
 pub mod echo;
+pub mod fake_apiserver;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;
 pub mod tls;
 
+pub use cluster_pod::ClusterPod;
 pub use echo::EchoServer;
+pub use fake_apiserver::FakeApiServer;
 pub use haproxy::{Haproxy, HaproxyBinary, Pod};
 pub use http::{Reply, get};
 

@@ -3,8 +3,12 @@
 //! A source fills a [`tugboat_model::Snapshot`] and publishes a new one on every change,
 //! through a `tokio::sync::watch` channel, so the controller always works on the latest
 //! complete view and never on a half-applied stream of events. Today's source is a folder
-//! of manifests ([`manifests`]); the API server source publishes through the same channel.
+//! of manifests ([`manifests`]); the API server source ([`api_source`]) publishes through the same channel.
 
+pub mod api_source;
+pub mod class;
+pub mod events;
 pub mod manifests;
+pub mod status;
 
 pub use manifests::{ManifestProblem, load_folder, watch_folder};

@@ -1,9 +1,11 @@
-//! The command line: `tugboat run` (the controller) and `tugboat render` (print what
+//! The command line: `tugboat run` (the controller, on the Kubernetes API or a folder
+//! of manifests) and `tugboat render` (print what
 //! the controller would write for a folder of manifests).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -12,8 +14,15 @@ use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
 use tugboat_model::{ObjectKey, Settings};
 
-use crate::controller::{self, ControllerConfig};
+use tugboat_kube::api_source::ApiSourceConfig;
+use tugboat_kube::class::ClassFilter;
+use tugboat_kube::status::PublishTarget;
+
+use crate::admin::{self, AdminState};
+use crate::cluster::{self, ClusterOptions, Election};
+use crate::controller::{self, ControllerConfig, ControllerStatus};
 use crate::logging::{self, LogFormat};
+use crate::metrics::Metrics;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,10 +38,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the controller: watch the objects, write haproxy's files, steer haproxy.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the haproxy config and maps the controller would write for a folder of
     /// manifests; exit non-zero when an object has a problem.
-    Render(RenderArgs),
+    Render(Box<RenderArgs>),
 }
 
 /// What haproxy's files look like and where they go.
@@ -125,6 +134,48 @@ pub struct RunArgs {
     /// Log format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Port of the admin server: /healthz, /readyz, /metrics.
+    #[arg(long, default_value_t = 6060)]
+    pub controller_port: u16,
+    /// Address the admin server binds.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub controller_address: IpAddr,
+}
+
+/// Where the Kubernetes API is and what to take from it (without `--manifests`).
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// kubeconfig file to reach the API server; default: `KUBECONFIG`, then the
+    /// in-cluster service account.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The controller's own ConfigMap, NAMESPACE/NAME.
+    #[arg(long, value_parser = parse_object_key)]
+    pub configmap: Option<ObjectKey>,
+    /// Serve the IngressClasses whose spec.controller is this.
+    #[arg(long, default_value = tugboat_kube::class::DEFAULT_CONTROLLER_CLASS)]
+    pub controller_class: String,
+    /// Serve only the IngressClass of this name.
+    #[arg(long)]
+    pub ingress_class: Option<String>,
+    /// Also serve Ingresses that name no class when no default IngressClass exists.
+    #[arg(long)]
+    pub watch_ingress_without_class: bool,
+    /// Watch only this namespace (repeatable, or a comma list); default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub watch_namespace: Vec<String>,
+    /// Name of the leader-election Lease, in the controller's own namespace.
+    #[arg(long, default_value = "tugboat-leader")]
+    pub election_id: String,
+    /// Publish this Service's addresses in Ingress status, NAMESPACE/NAME.
+    #[arg(long, value_parser = parse_object_key)]
+    pub publish_service: Option<ObjectKey>,
+    /// Publish these addresses in Ingress status: IPs or host names (repeatable, or a
+    /// comma list).
+    #[arg(long, value_delimiter = ',')]
+    pub publish_address: Vec<String>,
 }
 
 /// Parses `250ms`, `2s`, `1m` or a plain number of seconds.
@@ -189,7 +240,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => {
             logging::init(args.log_format);
-            run(args)
+            run(*args)
         }
         Command::Render(args) => render(&args),
     };
@@ -203,32 +254,135 @@ pub fn main(cli: Cli) -> ExitCode {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let Some(manifests) = args.manifests.clone() else {
-        bail!(
-            "no source of objects: pass --manifests DIR (the Kubernetes API source is not \
-             available in this version)"
-        );
-    };
-    if !manifests.is_dir() {
+    if let Some(manifests) = &args.manifests
+        && !manifests.is_dir()
+    {
         bail!("--manifests {}: not a folder", manifests.display());
     }
+    let metrics = Arc::new(Metrics::new());
     let mut config = ControllerConfig::new(
         args.master_socket.clone(),
         args.haproxy.render_settings(true)?,
     );
     config.reload_window = args.reload_window;
     config.model = args.model.settings(0);
+    config.metrics = Some(metrics.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        let admin_address = SocketAddr::new(args.controller_address, args.controller_port);
+        let listener = tokio::net::TcpListener::bind(admin_address)
+            .await
+            .with_context(|| format!("cannot listen on --controller-port {admin_address}"))?;
+        let (status, status_rx) = watch::channel(ControllerStatus::default());
+        let admin = admin::serve(
+            listener,
+            AdminState {
+                metrics,
+                status: status_rx,
+                master_socket: args.master_socket.clone(),
+            },
+        );
+        let controller = async {
+            match &args.manifests {
+                Some(manifests) => {
+                    controller::run_with_manifests(config, manifests.clone(), status).await
+                }
+                None => {
+                    let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
+                    let options = cluster_options(&args.cluster, &client)?;
+                    tracing::info!(
+                        namespaces = ?options.source.namespaces,
+                        controller_class = %options.source.class.controller,
+                        lease = %format!("{}/{}", options.election.namespace, options.election.lease_name),
+                        identity = %options.election.identity,
+                        "watching the Kubernetes API"
+                    );
+                    cluster::run_with_cluster(config, client, options, status).await
+                }
+            }
+        };
         tokio::select! {
-            result = controller::run_with_manifests(config, manifests, watch::channel(Default::default()).0) => result?,
-            _ = shutdown_signal() => tracing::info!("shutting down"),
+            result = controller => result?,
+            () = admin => {}
+            () = shutdown_signal() => tracing::info!("shutting down"),
         }
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// A client from `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
+/// in-cluster service account.
+async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read --kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &Default::default())
+                .await
+                .with_context(|| format!("cannot use --kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer().await.context(
+            "cannot find the Kubernetes API: not in a cluster, and no --kubeconfig, \
+             KUBECONFIG or ~/.kube/config (or pass --manifests DIR)",
+        )?,
+    };
+    kube::Client::try_from(config).context("cannot create the Kubernetes client")
+}
+
+/// File holding the pod's namespace in a service-account mount.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+fn cluster_options(args: &ClusterArgs, client: &kube::Client) -> anyhow::Result<ClusterOptions> {
+    let namespace = std::env::var("POD_NAMESPACE")
+        .ok()
+        .filter(|ns| !ns.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+                .ok()
+                .map(|ns| ns.trim().to_string())
+                .filter(|ns| !ns.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    let identity = std::env::var("POD_NAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|name| name.trim().to_string())
+                .filter(|name| !name.is_empty())
+        })
+        .context("cannot tell this replica's identity: set POD_NAME")?;
+    let mut namespaces = args.watch_namespace.clone();
+    namespaces.retain(|ns| !ns.trim().is_empty());
+    namespaces.sort();
+    namespaces.dedup();
+    Ok(ClusterOptions {
+        source: ApiSourceConfig {
+            namespaces,
+            class: ClassFilter {
+                controller: args.controller_class.clone(),
+                only_class: args.ingress_class.clone(),
+                watch_without_class: args.watch_ingress_without_class,
+            },
+            config_map: args.configmap.clone(),
+            ..ApiSourceConfig::default()
+        },
+        election: Election {
+            lease_name: args.election_id.clone(),
+            namespace,
+            identity,
+            lease_duration: Duration::from_secs(15),
+        },
+        publish: PublishTarget {
+            service: args.publish_service.clone(),
+            addresses: args.publish_address.clone(),
+        },
+        status_interval: Duration::from_secs(30),
     })
 }
 
@@ -299,5 +453,71 @@ mod tests {
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("5h").is_err());
+    }
+
+    fn run_args(args: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(
+            ["tugboat", "run", "--master-socket", "/run/master.sock"]
+                .iter()
+                .chain(args),
+        )
+        .expect("valid command line");
+        match cli.command {
+            Command::Run(args) => *args,
+            Command::Render(_) => panic!("expected run"),
+        }
+    }
+
+    #[test]
+    fn kubernetes_flags_keep_their_documented_names_and_defaults() {
+        let defaults = run_args(&[]);
+        assert_eq!(defaults.cluster.controller_class, "tugboat.dev/ingress");
+        assert_eq!(defaults.cluster.election_id, "tugboat-leader");
+        assert_eq!(defaults.controller_port, 6060);
+        assert!(defaults.cluster.watch_namespace.is_empty());
+        assert!(!defaults.cluster.watch_ingress_without_class);
+
+        let args = run_args(&[
+            "--kubeconfig=/k",
+            "--configmap=tugboat/settings",
+            "--controller-class=example.com/x",
+            "--ingress-class=public",
+            "--watch-ingress-without-class",
+            "--watch-namespace=a",
+            "--watch-namespace=b,c",
+            "--election-id=lead",
+            "--publish-service=tugboat/lb",
+            "--publish-address=192.0.2.1,lb.example.com",
+            "--publish-address=192.0.2.2",
+            "--controller-port=7070",
+        ]);
+        let cluster = &args.cluster;
+        assert_eq!(cluster.kubeconfig.as_deref(), Some(Path::new("/k")));
+        assert_eq!(
+            cluster.configmap,
+            Some(ObjectKey::new("tugboat", "settings"))
+        );
+        assert_eq!(cluster.controller_class, "example.com/x");
+        assert_eq!(cluster.ingress_class.as_deref(), Some("public"));
+        assert!(cluster.watch_ingress_without_class);
+        assert_eq!(cluster.watch_namespace, ["a", "b", "c"]);
+        assert_eq!(cluster.election_id, "lead");
+        assert_eq!(
+            cluster.publish_service,
+            Some(ObjectKey::new("tugboat", "lb"))
+        );
+        assert_eq!(
+            cluster.publish_address,
+            ["192.0.2.1", "lb.example.com", "192.0.2.2"]
+        );
+        assert_eq!(args.controller_port, 7070);
+    }
+
+    #[test]
+    fn object_keys_need_a_namespace_and_a_name() {
+        assert!(parse_object_key("ns/name").is_ok());
+        for bad in ["name", "/name", "ns/", "a/b/c"] {
+            assert!(parse_object_key(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -15,9 +15,12 @@ use tokio::time::Instant;
 use anyhow::Context;
 use tokio::sync::watch;
 use tugboat_haproxy::{
-    Applier, ApplyError, MasterCli, ReloadReason, RenderSettings, RenderedFiles, runtime_projection,
+    Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, RenderedFiles,
+    runtime_projection,
 };
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
+
+use crate::metrics::{ApplyOutcome, Metrics};
 
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
@@ -33,6 +36,8 @@ pub struct ControllerConfig {
     pub model: Settings,
     /// How often haproxy is checked for a restart between updates.
     pub haproxy_check_interval: Duration,
+    /// Where to count applies and problems (None: not counted).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 impl ControllerConfig {
@@ -44,6 +49,7 @@ impl ControllerConfig {
             reload_window: Duration::from_millis(500),
             model: Settings::new(0),
             haproxy_check_interval: Duration::from_secs(5),
+            metrics: None,
         }
     }
 }
@@ -188,6 +194,9 @@ async fn update(
     let output = tugboat_model::build(snapshot, &settings);
     let build = started.elapsed();
     report_problems(&mut state.problems, &output.problems);
+    if let Some(metrics) = &config.metrics {
+        metrics.set_problems(&output.problems);
+    }
     status.send_if_modified(|status| {
         let changed = status.problems != output.problems;
         status.problems.clone_from(&output.problems);
@@ -232,7 +241,20 @@ async fn update(
     }
 
     let refused_files = plan.next.files.clone();
+    let reload = plan.reload.is_some();
     let result = applier.apply(plan).await;
+    if let Some(metrics) = &config.metrics {
+        let outcome = match &result {
+            Ok(report) => match report.delivery {
+                Delivery::Reload(_) => ApplyOutcome::Reloaded,
+                Delivery::RuntimeThenReload => ApplyOutcome::RuntimeFellBack,
+                Delivery::Runtime | Delivery::Nothing => ApplyOutcome::Runtime,
+            },
+            Err(ApplyError::Refused { .. }) => ApplyOutcome::Refused,
+            Err(_) => ApplyOutcome::Failed { reload },
+        };
+        metrics.record_apply(outcome, started.elapsed());
+    }
     let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
     match result {
         Ok(report) => {

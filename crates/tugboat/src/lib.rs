@@ -2,7 +2,10 @@
 //! and the controller loop. Everything with logic of its own lives in the crates it
 //! wires: `tugboat-kube` (sources), `tugboat-model` (pure core), `tugboat-haproxy`.
 
+pub mod admin;
 pub mod cli;
+pub mod cluster;
 pub mod controller;
 pub mod logging;
+pub mod metrics;
 pub mod tls;

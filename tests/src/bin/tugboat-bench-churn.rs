@@ -41,7 +41,9 @@ async fn main() -> anyhow::Result<()> {
         let Some(binary) = HaproxyBinary::find(name) else {
             bail!("haproxy {name} is not installed: run scripts/get-haproxy.sh");
         };
-        let report = run(&binary).await.with_context(|| format!("haproxy {name}"))?;
+        let report = run(&binary)
+            .await
+            .with_context(|| format!("haproxy {name}"))?;
         report.print(&binary);
     }
     Ok(())
@@ -125,7 +127,11 @@ impl Report {
     fn print(&self, binary: &HaproxyBinary) {
         let floor = self.runtime_floor.quantile(0.5);
         let reload_floor = self.reload_floor.quantile(0.5);
-        println!("\n== haproxy {} ({}) ==", binary.series, binary.path.display());
+        println!(
+            "\n== haproxy {} ({}) ==",
+            binary.series,
+            binary.path.display()
+        );
         println!(
             "reloads: {} for {} structural changes; 0 for {} runtime changes",
             self.reloads,
@@ -213,9 +219,15 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
     input.set("churn", service_with_endpoints("churn", &churn[..1]));
     input.set("swap", service_with_endpoints("swap", &swap[..1]));
     input.set("steady", service_with_endpoints("steady", &steady));
-    input.set("i-churn", ingress("churn", "churn.example.com", "churn", None));
+    input.set(
+        "i-churn",
+        ingress("churn", "churn.example.com", "churn", None),
+    );
     input.set("i-swap", ingress("swap", "swap.example.com", "swap", None));
-    input.set("i-steady", ingress("steady", "steady.example.com", "steady", None));
+    input.set(
+        "i-steady",
+        ingress("steady", "steady.example.com", "steady", None),
+    );
     let (cert, key, mut cert_der) = certificate(&["secure.example.com"], false);
     input.set("secret", tls_secret("secure-tls", &cert, &key));
     input.set(
@@ -223,14 +235,17 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         ingress("secure", "secure.example.com", "steady", Some("secure-tls")),
     );
 
-    let mut config = ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
+    let mut config =
+        ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
     config.reload_window = Duration::ZERO;
     let window = config.debounce;
     let (status, _status_rx) = watch::channel(Default::default());
     let controller = tokio::spawn(controller::run(config, rx, status));
     input.publish();
     until(Instant::now(), "first apply", || async {
-        answered_by(http, "steady.example.com", None).await.is_some()
+        answered_by(http, "steady.example.com", None)
+            .await
+            .is_some()
     })
     .await?;
 
@@ -241,7 +256,11 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
     let mut clients = Vec::new();
     for index in 0..CLIENTS {
         let (stop, requests, failures) = (stop.clone(), requests.clone(), failures.clone());
-        let host = if index % 2 == 0 { "steady.example.com" } else { "churn.example.com" };
+        let host = if index % 2 == 0 {
+            "steady.example.com"
+        } else {
+            "churn.example.com"
+        };
         clients.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed)
                 && requests.fetch_add(1, Ordering::Relaxed) < MAX_LOAD_REQUESTS
@@ -288,7 +307,9 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         until(Instant::now(), "scale down", || async {
             let mut all = true;
             for _ in 0..5 {
-                all &= answered_by(http, "churn.example.com", Some(&only)).await.is_some();
+                all &= answered_by(http, "churn.example.com", Some(&only))
+                    .await
+                    .is_some();
             }
             all
         })
@@ -298,12 +319,17 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
     let mut replace = Samples::default();
     for round in 0..20 {
         let next = &swap[(round + 1) % 2];
-        input.set("swap", service_with_endpoints("swap", std::slice::from_ref(next)));
+        input.set(
+            "swap",
+            service_with_endpoints("swap", std::slice::from_ref(next)),
+        );
         let sent = input.publish();
         let wanted = next.addr.to_string();
         replace.push(
             until(sent, "pod replaced", || async {
-                answered_by(http, "swap.example.com", Some(&wanted)).await.is_some()
+                answered_by(http, "swap.example.com", Some(&wanted))
+                    .await
+                    .is_some()
             })
             .await?,
         );
@@ -313,7 +339,10 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
     let mut route_remove = Samples::default();
     for i in 0..200 {
         let host = format!("r{i}.example.com");
-        input.set(&format!("route-{i}"), ingress(&format!("r{i}"), &host, "steady", None));
+        input.set(
+            &format!("route-{i}"),
+            ingress(&format!("r{i}"), &host, "steady", None),
+        );
         let sent = input.publish();
         route_add.push(
             until(sent, "route added", || async {

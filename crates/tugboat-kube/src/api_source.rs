@@ -1,0 +1,471 @@
+//! The Kubernetes API as the source of objects: one reflector per kind (and per watched
+//! namespace), stores awaited before the first snapshot, changes coalesced.
+//!
+//! Ingresses are filtered by class here ([`crate::class`]), so the snapshot holds only
+//! the Ingresses this controller serves and only the Secrets those Ingresses name. A new
+//! snapshot is published only when its content differs from the last one: a re-list
+//! after `410 Gone`, a dropped watch or a restarted API server that brings back the same
+//! objects publishes nothing. Objects lose their `managedFields` and the
+//! `kubectl.kubernetes.io/last-applied-configuration` annotation as they arrive, and only
+//! TLS Secrets (`type=kubernetes.io/tls`) are watched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::{Notify, watch};
+use tugboat_model::{ObjectKey, Snapshot};
+
+use crate::class::{ClassFilter, ClassInfo};
+
+/// The annotation `kubectl apply` leaves behind; the controller never reads it.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What the API source watches and how it filters.
+#[derive(Debug, Clone)]
+pub struct ApiSourceConfig {
+    /// Namespaces to watch; empty: the whole cluster.
+    pub namespaces: Vec<String>,
+    pub class: ClassFilter,
+    /// The controller's own ConfigMap (`--configmap NAMESPACE/NAME`).
+    pub config_map: Option<ObjectKey>,
+    /// How long to gather more changes after the first one before publishing.
+    pub coalesce: Duration,
+}
+
+impl Default for ApiSourceConfig {
+    fn default() -> Self {
+        Self {
+            namespaces: Vec::new(),
+            class: ClassFilter::default(),
+            config_map: None,
+            coalesce: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Number of objects held in the stores, by kind (a metric).
+pub type ObjectCounts = BTreeMap<&'static str, usize>;
+
+/// The stores of every kind the source watches. Cheap to clone; the readers see the
+/// reflectors' latest state.
+#[derive(Clone)]
+pub struct ClusterStores {
+    pub ingresses: Vec<Store<Ingress>>,
+    pub ingress_classes: Store<IngressClass>,
+    pub services: Vec<Store<Service>>,
+    pub endpoint_slices: Vec<Store<EndpointSlice>>,
+    pub secrets: Vec<Store<Secret>>,
+    pub config_map: Option<Store<ConfigMap>>,
+}
+
+impl ClusterStores {
+    /// Every Ingress in the watched namespaces, served or not.
+    pub fn all_ingresses(&self) -> impl Iterator<Item = Arc<Ingress>> + '_ {
+        self.ingresses.iter().flat_map(Store::state)
+    }
+
+    /// Number of objects per kind.
+    pub fn counts(&self) -> ObjectCounts {
+        let mut counts = ObjectCounts::new();
+        counts.insert(
+            "Ingress",
+            self.ingresses.iter().map(|s| s.state().len()).sum(),
+        );
+        counts.insert("IngressClass", self.ingress_classes.state().len());
+        counts.insert(
+            "Service",
+            self.services.iter().map(|s| s.state().len()).sum(),
+        );
+        counts.insert(
+            "EndpointSlice",
+            self.endpoint_slices.iter().map(|s| s.state().len()).sum(),
+        );
+        counts.insert("Secret", self.secrets.iter().map(|s| s.state().len()).sum());
+        counts.insert(
+            "ConfigMap",
+            self.config_map.as_ref().map_or(0, |s| s.state().len()),
+        );
+        counts
+    }
+
+    /// The snapshot of what this controller serves.
+    pub fn snapshot(&self, config: &ApiSourceConfig) -> Snapshot {
+        let classes: Vec<ClassInfo> = self
+            .ingress_classes
+            .state()
+            .iter()
+            .map(|c| ClassInfo::from_ingress_class(c))
+            .collect();
+        let mut snapshot = Snapshot::default();
+        for ingress in self.all_ingresses() {
+            if config.class.serves_ingress(&ingress, &classes) {
+                snapshot.ingresses.insert(key_of(ingress.as_ref()), ingress);
+            }
+        }
+        let wanted_secrets: BTreeSet<ObjectKey> = snapshot
+            .ingresses
+            .iter()
+            .flat_map(|(key, ingress)| {
+                ingress
+                    .spec
+                    .iter()
+                    .flat_map(|spec| spec.tls.iter().flatten())
+                    .filter_map(|tls| tls.secret_name.as_ref())
+                    .map(|name| ObjectKey::new(&key.namespace, name))
+            })
+            .collect();
+        for store in &self.services {
+            snapshot
+                .services
+                .extend(store.state().into_iter().map(keyed));
+        }
+        for store in &self.endpoint_slices {
+            snapshot
+                .endpoint_slices
+                .extend(store.state().into_iter().map(keyed));
+        }
+        for store in &self.secrets {
+            snapshot.secrets.extend(
+                store
+                    .state()
+                    .into_iter()
+                    .map(keyed)
+                    .filter(|(key, _)| wanted_secrets.contains(key)),
+            );
+        }
+        if let Some(store) = &self.config_map {
+            snapshot
+                .config_maps
+                .extend(store.state().into_iter().map(keyed));
+        }
+        snapshot
+    }
+}
+
+fn key_of<K: Resource>(object: &K) -> ObjectKey {
+    ObjectKey::new(
+        object.meta().namespace.clone().unwrap_or_default(),
+        object.meta().name.clone().unwrap_or_default(),
+    )
+}
+
+fn keyed<K: Resource>(object: Arc<K>) -> (ObjectKey, Arc<K>) {
+    (key_of(object.as_ref()), object)
+}
+
+/// Whether two snapshots hold the same objects with the same content.
+pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
+    fn same<V: PartialEq>(
+        a: &BTreeMap<ObjectKey, Arc<V>>,
+        b: &BTreeMap<ObjectKey, Arc<V>>,
+    ) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || va == vb))
+    }
+    same(&a.ingresses, &b.ingresses)
+        && same(&a.services, &b.services)
+        && same(&a.endpoint_slices, &b.endpoint_slices)
+        && same(&a.secrets, &b.secrets)
+        && same(&a.config_maps, &b.config_maps)
+}
+
+/// Drops what the controller never reads, to keep the stores small.
+fn strip_metadata(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// Starts the reflectors and publishes snapshots on `snapshots` until the client is
+/// dropped or every receiver is gone. `counts` gets the store sizes after every change.
+pub struct ApiSource {
+    stores: ClusterStores,
+    config: ApiSourceConfig,
+    changed: Arc<Notify>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for ApiSource {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl ApiSource {
+    /// Starts one reflector per kind and watched namespace.
+    pub fn start(client: Client, config: ApiSourceConfig) -> Self {
+        let changed = Arc::new(Notify::new());
+        let mut tasks = Vec::new();
+        let namespaced = |client: &Client| -> Vec<(String, Client)> {
+            if config.namespaces.is_empty() {
+                vec![(String::new(), client.clone())]
+            } else {
+                config
+                    .namespaces
+                    .iter()
+                    .map(|ns| (ns.clone(), client.clone()))
+                    .collect()
+            }
+        };
+        let api_for = |ns: &str, client: Client| -> ApiScope {
+            if ns.is_empty() {
+                ApiScope::All(client)
+            } else {
+                ApiScope::Namespace(client, ns.to_string())
+            }
+        };
+        let mut ingresses = Vec::new();
+        let mut services = Vec::new();
+        let mut endpoint_slices = Vec::new();
+        let mut secrets = Vec::new();
+        for (ns, client) in namespaced(&client) {
+            let scope = api_for(&ns, client);
+            ingresses.push(spawn_reflector::<Ingress>(
+                scope.api(),
+                watcher::Config::default(),
+                &changed,
+                &mut tasks,
+            ));
+            services.push(spawn_reflector::<Service>(
+                scope.api(),
+                watcher::Config::default(),
+                &changed,
+                &mut tasks,
+            ));
+            endpoint_slices.push(spawn_reflector::<EndpointSlice>(
+                scope.api(),
+                watcher::Config::default(),
+                &changed,
+                &mut tasks,
+            ));
+            secrets.push(spawn_reflector::<Secret>(
+                scope.api(),
+                watcher::Config::default().fields("type=kubernetes.io/tls"),
+                &changed,
+                &mut tasks,
+            ));
+        }
+        let ingress_classes = spawn_reflector::<IngressClass>(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            &changed,
+            &mut tasks,
+        );
+        let config_map = config.config_map.as_ref().map(|key| {
+            spawn_reflector::<ConfigMap>(
+                Api::namespaced(client.clone(), &key.namespace),
+                watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
+                &changed,
+                &mut tasks,
+            )
+        });
+        Self {
+            stores: ClusterStores {
+                ingresses,
+                ingress_classes,
+                services,
+                endpoint_slices,
+                secrets,
+                config_map,
+            },
+            config,
+            changed,
+            tasks,
+        }
+    }
+
+    pub fn stores(&self) -> &ClusterStores {
+        &self.stores
+    }
+
+    /// Waits until every store has its first complete list.
+    pub async fn wait_until_synced(&self) {
+        let stores = &self.stores;
+        futures::join!(
+            futures::future::join_all(stores.ingresses.iter().map(synced)),
+            futures::future::join_all(stores.services.iter().map(synced)),
+            futures::future::join_all(stores.endpoint_slices.iter().map(synced)),
+            futures::future::join_all(stores.secrets.iter().map(synced)),
+            futures::future::join_all(stores.config_map.iter().map(synced)),
+            synced(&stores.ingress_classes),
+        );
+    }
+
+    /// Publishes the first snapshot once every store is synced, then a new one after
+    /// every change that alters the served objects. Returns when every receiver is gone.
+    pub async fn publish(
+        &self,
+        snapshots: watch::Sender<Arc<Snapshot>>,
+        counts: Option<watch::Sender<ObjectCounts>>,
+    ) {
+        self.wait_until_synced().await;
+        tracing::info!(
+            objects = ?self.stores.counts(),
+            "every watched kind is listed; building the first snapshot"
+        );
+        let mut last: Option<Arc<Snapshot>> = None;
+        loop {
+            let snapshot = self.stores.snapshot(&self.config);
+            if let Some(counts) = &counts {
+                counts.send_replace(self.stores.counts());
+            }
+            if last
+                .as_ref()
+                .is_none_or(|last| !same_content(last, &snapshot))
+            {
+                let snapshot = Arc::new(snapshot);
+                last = Some(snapshot.clone());
+                if snapshots.send(snapshot).is_err() {
+                    return;
+                }
+            } else {
+                tracing::debug!("cluster changed, served objects did not");
+            }
+            tokio::select! {
+                () = self.changed.notified() => {}
+                () = snapshots.closed() => return,
+            }
+            tokio::time::sleep(self.config.coalesce).await;
+        }
+    }
+}
+
+/// Resolves once the store has its first complete list (or its writer is gone, which
+/// only happens when the source shuts down).
+async fn synced<K>(store: &Store<K>)
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    if store.wait_until_ready().await.is_err() {
+        tracing::debug!("a reflector stopped before its first list");
+    }
+}
+
+/// Where an `Api` looks: the whole cluster or one namespace.
+enum ApiScope {
+    All(Client),
+    Namespace(Client, String),
+}
+
+impl ApiScope {
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        match self {
+            ApiScope::All(client) => Api::all(client.clone()),
+            ApiScope::Namespace(client, ns) => Api::namespaced(client.clone(), ns),
+        }
+    }
+}
+
+/// Starts a reflector for one kind in one scope; the returned store fills as the watch
+/// runs. Every event wakes the snapshot builder.
+fn spawn_reflector<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    changed: &Arc<Notify>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let (reader, writer) = reflector::store();
+    let kind = K::kind(&K::DynamicType::default()).into_owned();
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(|object: &mut K| strip_metadata(object.meta_mut()))
+        .reflect(writer);
+    let changed = changed.clone();
+    tasks.push(tokio::spawn(drive(kind, stream, changed)));
+    reader
+}
+
+async fn drive<S, K>(kind: String, stream: S, changed: Arc<Notify>)
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut failing = false;
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                if failing {
+                    tracing::info!(kind, "watch is back");
+                    failing = false;
+                }
+                // Init and InitApply only fill the reflector's buffer; the store changes
+                // with InitDone, Apply and Delete.
+                if !matches!(event, watcher::Event::Init | watcher::Event::InitApply(_)) {
+                    changed.notify_one();
+                }
+            }
+            Err(err) => {
+                if !failing {
+                    tracing::warn!(kind, "watch failed, retrying with backoff: {err}");
+                }
+                failing = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_what_is_never_read() {
+        let mut meta: ObjectMeta = serde_json::from_value(serde_json::json!({
+            "name": "x",
+            "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "me"},
+            "managedFields": [{"manager": "kubectl"}]
+        }))
+        .expect("valid metadata");
+        strip_metadata(&mut meta);
+        assert!(meta.managed_fields.is_none());
+        let annotations = meta.annotations.expect("annotations kept");
+        assert_eq!(annotations.len(), 1);
+        assert_eq!(annotations.get("keep").map(String::as_str), Some("me"));
+    }
+
+    #[test]
+    fn equal_objects_in_new_allocations_are_the_same_content() {
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"}
+        }))
+        .expect("valid Service");
+        let mut a = Snapshot::default();
+        a.services
+            .insert(ObjectKey::new("default", "web"), Arc::new(service.clone()));
+        let mut b = Snapshot::default();
+        b.services
+            .insert(ObjectKey::new("default", "web"), Arc::new(service.clone()));
+        assert!(same_content(&a, &b));
+        let mut changed = service;
+        changed.metadata.resource_version = Some("8".into());
+        b.services
+            .insert(ObjectKey::new("default", "web"), Arc::new(changed));
+        assert!(!same_content(&a, &b));
+    }
+}

@@ -1,0 +1,210 @@
+//! Wiring for the Kubernetes API source: reflectors feed the controller loop; the
+//! leader (a Lease) writes Ingress status and posts Events for object problems; every
+//! replica configures its own haproxy, leader or not.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use kube::Client;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::watch;
+use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, ObjectCounts};
+use tugboat_kube::events::ProblemEvents;
+use tugboat_kube::status::{PublishTarget, StatusWriter};
+use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
+
+use crate::controller::{self, ControllerConfig, ControllerStatus};
+
+/// Who takes part in the leader election, and how.
+#[derive(Debug, Clone)]
+pub struct Election {
+    /// The Lease's name (`--election-id`).
+    pub lease_name: String,
+    /// The controller's own namespace, where the Lease lives.
+    pub namespace: String,
+    /// This replica's identity (the pod name).
+    pub identity: String,
+    /// How long a Lease holds without renewal.
+    pub lease_duration: Duration,
+}
+
+/// Everything the Kubernetes side needs besides the client.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    pub source: ApiSourceConfig,
+    pub election: Election,
+    pub publish: PublishTarget,
+    /// How often the leader re-checks status (the publish Service may change).
+    pub status_interval: Duration,
+}
+
+/// Runs the controller on the objects of the cluster `client` talks to, until an error.
+pub async fn run_with_cluster(
+    config: ControllerConfig,
+    client: Client,
+    options: ClusterOptions,
+    status: watch::Sender<ControllerStatus>,
+) -> anyhow::Result<()> {
+    let source = ApiSource::start(client.clone(), options.source.clone());
+    let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
+    let (counts_tx, mut counts_rx) = watch::channel(ObjectCounts::new());
+    let leader = elect(client.clone(), &options.election).await?;
+    let metrics = config.metrics.clone();
+    let counts_metrics = metrics.clone();
+    let counts = async move {
+        while counts_rx.changed().await.is_ok() {
+            if let Some(metrics) = &counts_metrics {
+                metrics.set_objects(&counts_rx.borrow_and_update());
+            }
+        }
+    };
+    let leader_duties = lead(
+        client,
+        source.stores().clone(),
+        options,
+        leader,
+        status.subscribe(),
+        metrics,
+    );
+    tokio::select! {
+        result = controller::run(config, snapshots_rx, status) => result,
+        () = source.publish(snapshots_tx, Some(counts_tx)) => Ok(()),
+        () = counts => Ok(()),
+        () = leader_duties => Ok(()),
+    }
+}
+
+/// Starts the leader election; the receiver tells whether this replica leads.
+async fn elect(client: Client, election: &Election) -> anyhow::Result<watch::Receiver<bool>> {
+    let seconds = election.lease_duration.as_secs().max(2);
+    let manager = LeaseManagerBuilder::new(client, &election.lease_name)
+        .with_namespace(&election.namespace)
+        .with_identity(&election.identity)
+        .with_duration(seconds)
+        .with_grace((seconds / 3).max(1))
+        .build()
+        .await
+        .with_context(|| {
+            format!(
+                "cannot set up the leader Lease {}/{}",
+                election.namespace, election.lease_name
+            )
+        })?;
+    let (leader, task) = manager.watch().await;
+    // The task ends only when every receiver is gone, i.e. when the controller stops.
+    drop(task);
+    Ok(leader)
+}
+
+/// The leader's duties: Ingress status and Events. Runs forever.
+async fn lead(
+    client: Client,
+    stores: ClusterStores,
+    options: ClusterOptions,
+    mut leader: watch::Receiver<bool>,
+    mut status: watch::Receiver<ControllerStatus>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
+) {
+    let writer = StatusWriter::new(client.clone(), options.publish.clone());
+    let mut events = ProblemEvents::new(client, options.election.identity.clone());
+    let mut tick = tokio::time::interval(options.status_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut was_leader = false;
+    loop {
+        tokio::select! {
+            changed = leader.changed() => {
+                if changed.is_err() {
+                    tracing::error!("leader election stopped; this replica no longer writes status");
+                    std::future::pending::<()>().await;
+                }
+            }
+            changed = status.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tick.tick() => {}
+        }
+        let is_leader = *leader.borrow_and_update();
+        if is_leader != was_leader {
+            tracing::info!(
+                identity = %options.election.identity,
+                "{}",
+                if is_leader { "became the leader" } else { "no longer the leader" }
+            );
+            if let Some(metrics) = &metrics {
+                metrics.set_leader(is_leader);
+            }
+            events.forget();
+            was_leader = is_leader;
+        }
+        if !is_leader {
+            continue;
+        }
+        let current = status.borrow_and_update().clone();
+        if !current.ready {
+            continue;
+        }
+        match writer
+            .sync(stores.all_ingresses(), &current.served_ingresses)
+            .await
+        {
+            Ok(0) => {}
+            Ok(written) => {
+                tracing::info!(ingresses = written, "wrote Ingress status");
+                if let Some(metrics) = &metrics {
+                    metrics.add_status_writes(written);
+                }
+            }
+            Err(err) => tracing::warn!("{err}"),
+        }
+        let uids = ingress_uids(&stores, &current.problems);
+        let posted = events
+            .report(&current.problems, |object: &ObjectRef| {
+                uids.iter()
+                    .find(|(o, _)| o == object)
+                    .map(|(_, uid)| uid.clone())
+            })
+            .await;
+        if let Some(metrics) = &metrics {
+            metrics.add_events_posted(posted);
+        }
+    }
+}
+
+/// The uids of the Ingresses that have problems (Events name the object by uid).
+fn ingress_uids(
+    stores: &ClusterStores,
+    problems: &[tugboat_model::ObjectProblem],
+) -> Vec<(ObjectRef, String)> {
+    let wanted: BTreeSet<ObjectKey> = problems
+        .iter()
+        .filter(|p| p.object.kind == "Ingress")
+        .map(|p| ObjectKey::new(&p.object.namespace, &p.object.name))
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    stores
+        .all_ingresses()
+        .filter_map(|ingress| {
+            let key = ObjectKey::new(
+                ingress.metadata.namespace.clone()?,
+                ingress.metadata.name.clone()?,
+            );
+            let uid = ingress.metadata.uid.clone()?;
+            wanted.contains(&key).then_some({
+                (
+                    ObjectRef {
+                        kind: "Ingress",
+                        namespace: key.namespace,
+                        name: key.name,
+                    },
+                    uid,
+                )
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,639 @@
+//! End to end on the Kubernetes API: objects in the fake API server, controllers on the
+//! real kube-rs client, real haproxy, real HTTP. Create, update and delete of each kind,
+//! IngressClass filtering, namespace scoping, leader election with status and Events,
+//! and resilience to dropped watches, API server restarts and `410 Gone`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tugboat::admin::{self, AdminState};
+use tugboat::controller::ControllerStatus;
+use tugboat_kube::class::ClassFilter;
+use tugboat_model::ObjectKey;
+use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
+use tugboat_testkit::manifests::{endpoint_slice, start_backends};
+use tugboat_testkit::{
+    ClusterPod, EchoServer, FakeApiServer, HaproxyBinary, eventually, haproxy_tests,
+};
+
+haproxy_tests!(
+    routes_objects_created_updated_and_deleted_in_the_api,
+    serves_only_its_ingress_classes,
+    watches_only_the_given_namespaces,
+    only_the_leader_writes_status_and_events,
+    survives_dropped_watches_and_api_server_restarts,
+    relists_after_410_gone_without_reloading,
+    admin_server_reports_health_readiness_and_metrics,
+);
+
+fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
+    let class = class.map_or(String::new(), |c| format!("  ingressClassName: {c}\n"));
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+         spec:\n{class}  rules:\n  - host: {host}\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n\
+         \x20       backend: {{service: {{name: {service}, port: {{number: 80}}}}}}\n"
+    )
+}
+
+/// A Service and its EndpointSlice in `namespace`.
+fn service_in(namespace: &str, name: &str, servers: &[EchoServer]) -> String {
+    let addrs: Vec<_> = servers.iter().map(|s| s.addr).collect();
+    let text = format!(
+        "{}---\n{}",
+        tugboat_testkit::manifests::service(name, "http", 80),
+        endpoint_slice(name, "http", &addrs)
+    );
+    text.replace("namespace: default", &format!("namespace: {namespace}"))
+}
+
+async fn routes_objects_created_updated_and_deleted_in_the_api(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 21, 1).await;
+    let api_backend = start_backends("api", 22, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+
+    // Ingress update: another Service (created now).
+    server.apply_yaml(&service_in("default", "api", &api_backend));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "api",
+    ));
+    pod.wait_for_service("shop.example.com", "/", "api").await;
+
+    // EndpointSlice update: the api Service now points at the web backend's address.
+    let addrs: Vec<_> = web.iter().map(|s| s.addr).collect();
+    server.apply_yaml(&endpoint_slice("api", "http", &addrs));
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+
+    // EndpointSlice delete: no endpoints, 503.
+    assert!(server.delete("EndpointSlice", "default", "api-abc"));
+    pod.wait_for_status("shop.example.com", "/", 503).await;
+
+    // Service delete: the route's backend is gone.
+    assert!(server.delete("Service", "default", "api"));
+    eventually(
+        "a problem for the missing Service",
+        Duration::from_secs(10),
+        || async {
+            pod.status
+                .borrow()
+                .problems
+                .iter()
+                .any(|p| p.message.contains("api"))
+                .then_some(())
+        },
+    )
+    .await;
+
+    // Ingress delete: nothing routes, 404.
+    assert!(server.delete("Ingress", "default", "shop"));
+    pod.wait_for_status("shop.example.com", "/", 404).await;
+
+    // IngressClass delete: a new Ingress of that class is not served.
+    assert!(server.delete("IngressClass", "", "tugboat"));
+    server.apply_yaml(&ingress(
+        "default",
+        "late",
+        Some("tugboat"),
+        "late.example.com",
+        "web",
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        pod.get("late.example.com", "/")
+            .await
+            .expect("request")
+            .status,
+        404
+    );
+    // ... and is once the class is back.
+    server.apply_yaml(TUGBOAT_CLASS);
+    pod.wait_for_service("late.example.com", "/", "web").await;
+    assert!(pod.controller_running());
+}
+
+async fn serves_only_its_ingress_classes(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 23, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: nginx\n\
+         spec:\n  controller: k8s.io/ingress-nginx\n",
+    );
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "ours",
+        Some("tugboat"),
+        "ours.example.com",
+        "web",
+    ));
+    server.apply_yaml(&ingress(
+        "default",
+        "theirs",
+        Some("nginx"),
+        "theirs.example.com",
+        "web",
+    ));
+    // Another controller's Ingress pointing at a Service that does not exist: it must
+    // not give a problem, an Event or a status.
+    server.apply_yaml(&ingress(
+        "default",
+        "theirs-broken",
+        Some("nginx"),
+        "broken.example.com",
+        "nope",
+    ));
+    server.apply_yaml(&ingress(
+        "default",
+        "classless",
+        None,
+        "classless.example.com",
+        "web",
+    ));
+    let mut opts = options("pod-a");
+    opts.publish.addresses = vec!["127.0.0.10".into()];
+    let pod = ClusterPod::start(&haproxy, &server, opts).await;
+    pod.wait_for_service("ours.example.com", "/", "web").await;
+    assert_eq!(
+        pod.get("theirs.example.com", "/")
+            .await
+            .expect("request")
+            .status,
+        404
+    );
+    // No default class and no --watch-ingress-without-class: not ours.
+    assert_eq!(
+        pod.get("classless.example.com", "/")
+            .await
+            .expect("request")
+            .status,
+        404
+    );
+    // Our status lands on our Ingress only.
+    eventually("status on our Ingress", Duration::from_secs(10), || async {
+        let ours = server.get("Ingress", "default", "ours")?;
+        (ours["status"]["loadBalancer"]["ingress"] == json!([{"ip": "127.0.0.10"}])).then_some(())
+    })
+    .await;
+    for name in ["theirs", "theirs-broken", "classless"] {
+        let object = server.get("Ingress", "default", name).expect("Ingress");
+        assert!(object["status"].is_null(), "{name} got a status: {object}");
+    }
+    assert!(
+        pod.status.borrow().problems.is_empty(),
+        "{:?}",
+        pod.status.borrow().problems
+    );
+    assert!(
+        server.list("Event").is_empty(),
+        "{:?}",
+        server.list("Event")
+    );
+
+    // Our class becomes the default: the classless Ingress is served.
+    server.apply_yaml(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: tugboat\n  annotations:\n\
+         \x20   ingressclass.kubernetes.io/is-default-class: \"true\"\nspec:\n  controller: tugboat.dev/ingress\n",
+    );
+    pod.wait_for_service("classless.example.com", "/", "web")
+        .await;
+
+    // The legacy annotation names the class too.
+    server.apply_yaml(
+        &ingress("default", "legacy", None, "legacy.example.com", "web").replace(
+            "  namespace: default\n",
+            "  namespace: default\n  annotations:\n    kubernetes.io/ingress.class: tugboat\n",
+        ),
+    );
+    pod.wait_for_service("legacy.example.com", "/", "web").await;
+
+    // Our Ingress moves to another class: it stops routing and its status is cleared.
+    server.apply_yaml(&ingress(
+        "default",
+        "ours",
+        Some("nginx"),
+        "ours.example.com",
+        "web",
+    ));
+    pod.wait_for_status("ours.example.com", "/", 404).await;
+    eventually("status cleared", Duration::from_secs(10), || async {
+        let ours = server.get("Ingress", "default", "ours")?;
+        ours["status"]["loadBalancer"]["ingress"]
+            .is_null()
+            .then_some(())
+    })
+    .await;
+}
+
+async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 24, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    for ns in ["team-a", "team-b"] {
+        server.apply_yaml(&service_in(ns, "web", &web));
+        server.apply_yaml(&ingress(
+            ns,
+            "shop",
+            Some("tugboat"),
+            &format!("{ns}.example.com"),
+            "web",
+        ));
+    }
+    let mut opts = options("pod-a");
+    opts.source.namespaces = vec!["team-a".into()];
+    opts.source.class = ClassFilter::default();
+    let pod = ClusterPod::start(&haproxy, &server, opts).await;
+    pod.wait_for_service("team-a.example.com", "/", "web").await;
+    assert_eq!(
+        pod.get("team-b.example.com", "/")
+            .await
+            .expect("request")
+            .status,
+        404
+    );
+    let served = eventually("the served Ingresses", Duration::from_secs(5), || async {
+        let served = pod.status.borrow().served_ingresses.clone();
+        (!served.is_empty()).then_some(served)
+    })
+    .await;
+    assert_eq!(
+        served.into_iter().collect::<Vec<_>>(),
+        vec![ObjectKey::new("team-a", "shop")]
+    );
+    // A change in an unwatched namespace is not seen.
+    server.apply_yaml(&ingress(
+        "team-b",
+        "more",
+        Some("tugboat"),
+        "more-b.example.com",
+        "web",
+    ));
+    server.apply_yaml(&ingress(
+        "team-a",
+        "more",
+        Some("tugboat"),
+        "more-a.example.com",
+        "web",
+    ));
+    pod.wait_for_service("more-a.example.com", "/", "web").await;
+    assert_eq!(
+        pod.get("more-b.example.com", "/")
+            .await
+            .expect("request")
+            .status,
+        404
+    );
+}
+
+async fn only_the_leader_writes_status_and_events(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 25, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    server.apply_yaml(&ingress(
+        "default",
+        "broken",
+        Some("tugboat"),
+        "broken.example.com",
+        "missing",
+    ));
+    let mut options_a = options("pod-a");
+    options_a.publish.addresses = vec!["127.0.0.11".into()];
+    let mut options_b = options("pod-b");
+    options_b.publish.addresses = vec!["127.0.0.12".into()];
+    let a = ClusterPod::start(&haproxy, &server, options_a).await;
+    let b = ClusterPod::start(&haproxy, &server, options_b).await;
+    // Every replica configures its own haproxy.
+    a.wait_for_service("shop.example.com", "/", "web").await;
+    b.wait_for_service("shop.example.com", "/", "web").await;
+
+    let leader = eventually("a Lease holder", Duration::from_secs(15), || async {
+        let lease = server.get("Lease", "tugboat-system", "tugboat-leader")?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    })
+    .await;
+    let (leader_pod, leader_ip, other_ip) = if leader == "pod-a" {
+        (&a, "127.0.0.11", "127.0.0.12")
+    } else {
+        (&b, "127.0.0.12", "127.0.0.11")
+    };
+    eventually(
+        "status from the leader",
+        Duration::from_secs(10),
+        || async {
+            let shop = server.get("Ingress", "default", "shop")?;
+            (shop["status"]["loadBalancer"]["ingress"] == json!([{"ip": leader_ip}])).then_some(())
+        },
+    )
+    .await;
+    let events_for_broken = || {
+        server
+            .list("Event")
+            .into_iter()
+            .filter(|e| {
+                e["regarding"]["name"] == "broken" || e["involvedObject"]["name"] == "broken"
+            })
+            .collect::<Vec<Value>>()
+    };
+    eventually(
+        "a Warning Event on the broken Ingress",
+        Duration::from_secs(10),
+        || async { (!events_for_broken().is_empty()).then_some(()) },
+    )
+    .await;
+    // More updates (a new Ingress) do not post the same problem again.
+    server.apply_yaml(&ingress(
+        "default",
+        "more",
+        Some("tugboat"),
+        "more.example.com",
+        "web",
+    ));
+    leader_pod
+        .wait_for_service("more.example.com", "/", "web")
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let events = events_for_broken();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "Warning");
+    assert_eq!(events[0]["reason"], "ServiceNotFound");
+    // The other replica never wrote a status.
+    let status_writes: Vec<_> = server
+        .writes()
+        .into_iter()
+        .filter(|w| w.path.ends_with("/status") && w.path.contains("/ingresses/"))
+        .collect();
+    assert!(!status_writes.is_empty());
+    for write in &status_writes {
+        assert!(!write.body.to_string().contains(other_ip), "{write:?}");
+    }
+    // The broken Ingress is served too (its route answers 503), so it has a status.
+    let broken = server.get("Ingress", "default", "broken").expect("Ingress");
+    assert_eq!(
+        broken["status"]["loadBalancer"]["ingress"],
+        json!([{"ip": leader_ip}])
+    );
+    let leaders = [&a, &b]
+        .iter()
+        .filter(|pod| {
+            pod.metrics
+                .encode()
+                .lines()
+                .any(|line| line == "tugboat_leader 1")
+        })
+        .count();
+    assert_eq!(leaders, 1);
+}
+
+async fn survives_dropped_watches_and_api_server_restarts(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 26, 1).await;
+    let mut server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "one",
+        Some("tugboat"),
+        "one.example.com",
+        "web",
+    ));
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_for_service("one.example.com", "/", "web").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reloads = pod.reloads().await;
+
+    // Dropped watches resume; nothing changed, nothing reloads.
+    server.drop_watches();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(pod.reloads().await, reloads);
+    // A change after the drop is seen (a new host on the same backend: maps only).
+    server.apply_yaml(&ingress(
+        "default",
+        "two",
+        Some("tugboat"),
+        "two.example.com",
+        "web",
+    ));
+    pod.wait_for_service("two.example.com", "/", "web").await;
+
+    // The API server goes away: haproxy keeps serving.
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    pod.wait_for_service("one.example.com", "/", "web").await;
+    // A change made while it was away (as through another API server) is seen when it
+    // is back.
+    server.apply_yaml(&ingress(
+        "default",
+        "three",
+        Some("tugboat"),
+        "three.example.com",
+        "web",
+    ));
+    server.restart().await;
+    pod.wait_for_service("three.example.com", "/", "web").await;
+    assert!(pod.controller_running());
+}
+
+async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 27, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "one",
+        Some("tugboat"),
+        "one.example.com",
+        "web",
+    ));
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_for_service("one.example.com", "/", "web").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reloads = pod.reloads().await;
+    let lists = server.list_count("Ingress");
+
+    server.expire_watch_history();
+    eventually(
+        "a re-list after 410 Gone",
+        Duration::from_secs(10),
+        || async { (server.list_count("Ingress") > lists).then_some(()) },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        pod.reloads().await,
+        reloads,
+        "a re-list of the same objects reloaded haproxy"
+    );
+    // Watching goes on after the re-list.
+    server.apply_yaml(&ingress(
+        "default",
+        "two",
+        Some("tugboat"),
+        "two.example.com",
+        "web",
+    ));
+    pod.wait_for_service("two.example.com", "/", "web").await;
+}
+
+/// `kubectl` pointed at the fake API server creates an Ingress that routes. Skipped when
+/// there is no kubectl on the PATH. The fake serves no OpenAPI documents, so client-side
+/// validation is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_an_ingress_that_routes() {
+    let Some(haproxy) = HaproxyBinary::find("3.0").or_else(|| HaproxyBinary::find("2.6")) else {
+        return;
+    };
+    let kubectl_present = std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !kubectl_present {
+        eprintln!("kubectl not found: skipped");
+        return;
+    }
+    let web = start_backends("web", 28, 1).await;
+    let server = FakeApiServer::start().await;
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig);
+    let manifest = dir.path().join("objects.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "{TUGBOAT_CLASS}---\n{}---\n{}",
+            service_in("default", "web", &web),
+            ingress(
+                "default",
+                "shop",
+                Some("tugboat"),
+                "kubectl.example.com",
+                "web"
+            )
+        ),
+    )
+    .expect("write manifest");
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_until_ready().await;
+    let home = dir.path().to_path_buf();
+    let kubectl = move |args: &[&str]| {
+        let output = std::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HOME", &home)
+            .output()
+            .expect("run kubectl");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let manifest_arg = manifest.display().to_string();
+    let created = tokio::task::spawn_blocking(move || {
+        kubectl(&["create", "--validate=false", "-f", &manifest_arg])
+    })
+    .await
+    .expect("kubectl task");
+    assert!(
+        created.contains("ingress.networking.k8s.io/shop created"),
+        "{created}"
+    );
+    pod.wait_for_service("kubectl.example.com", "/", "web")
+        .await;
+}
+
+async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 29, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    server.apply_yaml(&ingress(
+        "default",
+        "broken",
+        Some("tugboat"),
+        "broken.example.com",
+        "missing",
+    ));
+    // Not ready until the first apply: the API source waits for its stores.
+    let (status_tx, status_rx) = tokio::sync::watch::channel(ControllerStatus::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let admin_addr = listener.local_addr().expect("address");
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    let admin = tokio::spawn(admin::serve(
+        listener,
+        AdminState {
+            metrics: pod.metrics.clone(),
+            status: status_rx,
+            master_socket: pod.haproxy.master_socket.clone(),
+        },
+    ));
+    let get = |path: &'static str| async move {
+        tugboat_testkit::get(admin_addr, "localhost", path)
+            .await
+            .expect("admin request")
+    };
+    assert_eq!(get("/healthz").await.status, 200);
+    assert_eq!(get("/readyz").await.status, 503);
+    pod.wait_until_ready().await;
+    status_tx.send_replace(pod.status.borrow().clone());
+    assert_eq!(get("/readyz").await.status, 200);
+    let metrics = eventually(
+        "metrics after the first apply",
+        Duration::from_secs(10),
+        || async {
+            let body = get("/metrics").await.body;
+            body.contains("tugboat_objects_watched{kind=\"Ingress\"} 2")
+                .then_some(body)
+        },
+    )
+    .await;
+    for expected in [
+        "tugboat_haproxy_reloads_total{result=\"ok\"} 1",
+        "tugboat_object_problems{reason=\"ServiceNotFound\"} 1",
+        "tugboat_apply_duration_seconds_count 1",
+        "tugboat_leader 1",
+        "process_resident_memory_bytes ",
+        "process_cpu_seconds ",
+    ] {
+        assert!(
+            metrics.lines().any(|line| line.starts_with(expected)),
+            "{expected} not in:\n{metrics}"
+        );
+    }
+    assert_eq!(get("/nope").await.status, 404);
+    admin.abort();
+}

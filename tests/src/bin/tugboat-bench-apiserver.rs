@@ -1,0 +1,218 @@
+//! `tugboat-bench-apiserver [--runs N] [--ingresses N]`: loads the fake API server with a
+//! large cluster (by default 10,000 Ingresses, 10,000 Services, 10,000 EndpointSlices of
+//! 5 endpoints, 1,000 TLS Secrets), starts the real `tugboat` binary against it and a
+//! real haproxy 3.0, and prints the time to the first successful apply (wall clock and
+//! the controller's CPU time) and the controller's peak RSS. A benchmark, not a test.
+//!
+//! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
+//! from next to this one, or from `TUGBOAT_BIN`).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+use tugboat::metrics::ProcessUsage;
+use tugboat_testkit::{FakeApiServer, Haproxy, HaproxyBinary};
+
+const NAMESPACE: &str = "bench";
+/// How long one run may take before it is called a failure.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+struct Figures {
+    wall: Duration,
+    cpu_seconds: f64,
+    peak_rss_bytes: u64,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let mut runs = 3usize;
+    let mut ingresses = 10_000usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().context("every option takes a value")?;
+        match arg.as_str() {
+            "--runs" => runs = value.parse().context("--runs N")?,
+            "--ingresses" => ingresses = value.parse().context("--ingresses N")?,
+            other => bail!("unknown option {other}; usage: [--runs N] [--ingresses N]"),
+        }
+    }
+    let tugboat = tugboat_binary()?;
+    let haproxy = HaproxyBinary::find("3.0")
+        .context("haproxy 3.0 not installed (scripts/get-haproxy.sh, or TUGBOAT_HAPROXY_DIR)")?;
+    let server = FakeApiServer::start().await;
+    let started = Instant::now();
+    load(&server, ingresses);
+    println!(
+        "loaded {ingresses} Ingresses, {ingresses} Services, {ingresses} EndpointSlices x 5 \
+         endpoints, {} TLS Secrets in {:.1} s",
+        ingresses / 10,
+        started.elapsed().as_secs_f64()
+    );
+    let mut figures = Vec::new();
+    for run in 1..=runs {
+        let result = run_once(&tugboat, &haproxy, &server).await?;
+        println!(
+            "run {run}: first apply after {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
+            result.wall.as_secs_f64(),
+            result.cpu_seconds,
+            result.peak_rss_bytes as f64 / 1e6
+        );
+        figures.push(result);
+    }
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!(
+        "median of {runs}: first apply {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
+        median(figures.iter().map(|f| f.wall.as_secs_f64()).collect()),
+        median(figures.iter().map(|f| f.cpu_seconds).collect()),
+        median(
+            figures
+                .iter()
+                .map(|f| f.peak_rss_bytes as f64 / 1e6)
+                .collect()
+        ),
+    );
+    Ok(())
+}
+
+fn tugboat_binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("TUGBOAT_BIN") {
+        return Ok(path.into());
+    }
+    let exe = std::env::current_exe().context("cannot find this program")?;
+    let path = exe.with_file_name("tugboat");
+    if !path.is_file() {
+        bail!(
+            "{} not found: build it first (cargo build --release -p tugboat) or set TUGBOAT_BIN",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Fills the API server. Endpoints are loopback addresses that nothing listens on;
+/// haproxy never contacts them (no health checks, no traffic).
+fn load(server: &FakeApiServer, count: usize) {
+    server.put(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "tugboat"}, "spec": {"controller": "tugboat.dev/ingress"}
+    }));
+    // A certificate and key of realistic size (the controller only carries them).
+    let pem = "A".repeat(1600);
+    for i in 0..count {
+        let name = format!("svc-{i}");
+        server.put(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": name}},
+            "spec": {"clusterIP": format!("10.96.{}.{}", i / 250, i % 250 + 1),
+                     "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}
+        }));
+        let endpoints: Vec<_> = (0..5)
+            .map(|e| {
+                let n = i * 5 + e;
+                json!({
+                    "addresses": [format!("127.{}.{}.{}", 1 + n / 65536, (n / 256) % 256, n % 256)],
+                    "conditions": {"ready": true},
+                    "targetRef": {"kind": "Pod", "namespace": NAMESPACE, "name": format!("{name}-pod-{e}")}
+                })
+            })
+            .collect();
+        server.put(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("{name}-abcde"), "namespace": NAMESPACE,
+                         "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints
+        }));
+        let tls = if i % 10 == 0 {
+            let secret = format!("tls-{i}");
+            server.put(json!({
+                "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": secret, "namespace": NAMESPACE},
+                "data": {"tls.crt": pem, "tls.key": pem}
+            }));
+            json!([{"hosts": [format!("host-{i}.example.com")], "secretName": secret}])
+        } else {
+            json!(null)
+        };
+        server.put(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": format!("ing-{i}"), "namespace": NAMESPACE,
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {
+                "ingressClassName": "tugboat",
+                "tls": tls,
+                "rules": [{"host": format!("host-{i}.example.com"), "http": {"paths": [
+                    {"path": "/", "pathType": "Prefix",
+                     "backend": {"service": {"name": name, "port": {"number": 80}}}}
+                ]}}]
+            }
+        }));
+    }
+}
+
+async fn run_once(
+    tugboat: &PathBuf,
+    haproxy_binary: &HaproxyBinary,
+    server: &FakeApiServer,
+) -> anyhow::Result<Figures> {
+    let haproxy = Haproxy::start(haproxy_binary).await;
+    let dir = tempfile::tempdir().context("temporary folder")?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig);
+    let admin_port = tugboat_testkit::free_port();
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(tugboat)
+        .arg("run")
+        .arg("--master-socket")
+        .arg(&haproxy.master_socket)
+        .arg("--config-dir")
+        .arg(&haproxy.config_dir)
+        .arg("--lib-dir")
+        .arg(&haproxy.lib_dir)
+        .args(["--bind-address", "127.0.0.1"])
+        .args(["--http-port", &haproxy.http_port.to_string()])
+        .args(["--https-port", &haproxy.https_port.to_string()])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--controller-address", "127.0.0.1"])
+        .args(["--controller-port", &admin_port.to_string()])
+        .env("POD_NAME", "bench")
+        .env("POD_NAMESPACE", "tugboat-system")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {}", tugboat.display()))?;
+    let pid = child.id().context("controller exited at once")?.to_string();
+    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin_port));
+    loop {
+        if started.elapsed() > RUN_LIMIT {
+            bail!("no successful apply within {RUN_LIMIT:?}");
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("the controller exited: {status}");
+        }
+        if let Ok(reply) = tugboat_testkit::get(admin, "localhost", "/readyz").await
+            && reply.status == 200
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let wall = started.elapsed();
+    let usage = ProcessUsage::read_pid(&pid).context("cannot read the controller's /proc")?;
+    child.kill().await.ok();
+    Ok(Figures {
+        wall,
+        cpu_seconds: usage.cpu_seconds,
+        peak_rss_bytes: usage.peak_resident_bytes,
+    })
+}

@@ -1,0 +1,133 @@
+//! haproxy and a controller on the Kubernetes API (the fake API server), as one replica
+//! of the controller Deployment: status and metrics are visible to the test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tugboat::cluster::{self, ClusterOptions, Election};
+use tugboat::controller::{ControllerConfig, ControllerStatus};
+use tugboat::metrics::Metrics;
+use tugboat_kube::api_source::ApiSourceConfig;
+use tugboat_kube::status::PublishTarget;
+
+use crate::{FakeApiServer, Haproxy, HaproxyBinary};
+
+/// The IngressClass Tugboat serves by default, as YAML.
+pub const TUGBOAT_CLASS: &str = "\
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: tugboat
+spec:
+  controller: tugboat.dev/ingress
+";
+
+/// Options for one replica called `identity`: all namespaces, default class, the
+/// Lease `tugboat-leader` in `tugboat-system`, short intervals for tests.
+pub fn options(identity: &str) -> ClusterOptions {
+    ClusterOptions {
+        source: ApiSourceConfig {
+            coalesce: Duration::from_millis(50),
+            ..ApiSourceConfig::default()
+        },
+        election: Election {
+            lease_name: "tugboat-leader".into(),
+            namespace: "tugboat-system".into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(3),
+        },
+        publish: PublishTarget::default(),
+        status_interval: Duration::from_millis(500),
+    }
+}
+
+/// One replica: its own haproxy and controller.
+pub struct ClusterPod {
+    pub haproxy: Haproxy,
+    pub status: watch::Receiver<ControllerStatus>,
+    pub metrics: Arc<Metrics>,
+    controller: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Drop for ClusterPod {
+    fn drop(&mut self) {
+        self.controller.abort();
+    }
+}
+
+impl ClusterPod {
+    /// Starts haproxy and a controller watching `api`.
+    pub async fn start(
+        binary: &HaproxyBinary,
+        api: &FakeApiServer,
+        options: ClusterOptions,
+    ) -> Self {
+        tugboat::logging::init(tugboat::logging::LogFormat::Text);
+        let haproxy = Haproxy::start(binary).await;
+        let metrics = Arc::new(Metrics::new());
+        let mut config =
+            ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
+        config.metrics = Some(metrics.clone());
+        let (status_tx, status) = watch::channel(ControllerStatus::default());
+        let controller = tokio::spawn(cluster::run_with_cluster(
+            config,
+            api.client(),
+            options,
+            status_tx,
+        ));
+        Self {
+            haproxy,
+            status,
+            metrics,
+            controller,
+        }
+    }
+
+    /// `GET path` with `Host: host` through haproxy.
+    pub async fn get(&self, host: &str, path: &str) -> std::io::Result<crate::Reply> {
+        crate::get(self.haproxy.http_addr(), host, path).await
+    }
+
+    /// Waits until `GET host path` is answered by `service` (with status 200).
+    pub async fn wait_for_service(&self, host: &str, path: &str, service: &str) {
+        crate::eventually(
+            &format!("{host}{path} answered by {service}"),
+            Duration::from_secs(15),
+            || async move {
+                let reply = self.get(host, path).await.ok()?;
+                (reply.status == 200 && reply.service() == Some(service)).then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Waits until `GET host path` gets `status`.
+    pub async fn wait_for_status(&self, host: &str, path: &str, status: u16) {
+        crate::eventually(
+            &format!("{host}{path} answered with {status}"),
+            Duration::from_secs(15),
+            || async move { (self.get(host, path).await.ok()?.status == status).then_some(()) },
+        )
+        .await;
+    }
+
+    /// Waits until the controller has applied its first configuration.
+    pub async fn wait_until_ready(&self) {
+        crate::eventually("the first apply", Duration::from_secs(15), || async move {
+            self.status.borrow().ready.then_some(())
+        })
+        .await;
+    }
+
+    /// haproxy's reload counter.
+    pub async fn reloads(&self) -> u64 {
+        self.haproxy.show_proc().await.reloads
+    }
+
+    /// Whether the controller task is still running.
+    pub fn controller_running(&self) -> bool {
+        !self.controller.is_finished()
+    }
+}
