@@ -164,10 +164,8 @@ impl Applier {
             self.initial_files = Some(files::read_current(plan.next.files.files.keys()));
         }
         let started = Instant::now();
+        // Published (renamed into place) now, flushed to disk once haproxy has them.
         report.files_written = files::publish(&plan.next.files, &plan.changed)?;
-        if plan.reload.is_some() {
-            files::sync(&plan.changed)?;
-        }
         report.write = started.elapsed();
 
         let mut reload = plan.reload;
@@ -177,10 +175,6 @@ impl Applier {
             let started = Instant::now();
             let result = self.run_steps(&steps).await;
             report.runtime = started.elapsed();
-            // The files are visible already; now they go to disk.
-            let synced = Instant::now();
-            files::sync(&plan.changed)?;
-            report.write += synced.elapsed();
             match result {
                 Ok(()) => report.delivery = Delivery::Runtime,
                 Err(problem) => {
@@ -217,6 +211,9 @@ impl Applier {
                 }
             }
         }
+        let synced = Instant::now();
+        files::sync(&plan.changed)?;
+        report.write += synced.elapsed();
         for path in &plan.removed {
             files::remove(path)?;
         }

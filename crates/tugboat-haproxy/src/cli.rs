@@ -206,7 +206,7 @@ impl MasterCli {
         // haproxy < 2.7: no answer; the reload counter tells when it is done.
         let deadline = Instant::now() + self.reload_timeout;
         loop {
-            sleep(Duration::from_millis(20)).await;
+            sleep(Duration::from_millis(5)).await;
             match self.show_proc().await {
                 Ok(after) if after.master_pid != before.master_pid => {
                     // A new master: haproxy was restarted and loaded the files from scratch.

@@ -5,11 +5,12 @@
 //! `.cfg`, since haproxy loads every `*.cfg` of its config folder), flushed to disk, then
 //! renamed over the old one, and the folder itself is synced.
 //!
-//! On the runtime path the order is publish, then sync ([`publish`], [`sync`]): the
-//! rename makes the new contents visible to haproxy at once (through the page cache), the
-//! runtime commands follow, and the flush to disk comes last, so that a disk's fsync
-//! latency (milliseconds) is not added to every runtime update. Durability only matters
-//! across a machine crash, which also ends the pod and its emptyDir volumes.
+//! The applier uses the order publish, act, sync ([`publish`], [`sync`]): the rename
+//! makes the complete new contents visible to haproxy at once (through the page cache),
+//! the runtime commands or the reload follow, and the flush to disk comes last, so that
+//! a disk's fsync latency (milliseconds per file) is not added to every update.
+//! Durability only matters across a machine crash, which also ends the pod and its
+//! emptyDir volumes.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

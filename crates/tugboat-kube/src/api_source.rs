@@ -322,6 +322,7 @@ impl ApiSource {
         );
         let mut last: Option<Arc<Snapshot>> = None;
         loop {
+            let built = tokio::time::Instant::now();
             let snapshot = self.stores.snapshot(&self.config);
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
@@ -342,7 +343,9 @@ impl ApiSource {
                 () = self.changed.notified() => {}
                 () = snapshots.closed() => return,
             }
-            tokio::time::sleep(self.config.coalesce).await;
+            // A change after a quiet spell goes at once; a burst is gathered into at
+            // most one snapshot per coalescing window.
+            tokio::time::sleep_until(built + self.config.coalesce).await;
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The controller loop: every new snapshot is built, rendered, planned and applied, one
 //! at a time, with one log line per update and its timings.
 //!
-//! Bursts of changes are coalesced (a short debounce). A configuration haproxy refuses
+//! Bursts of changes are coalesced (a change after a quiet spell goes at once; the rest of
+//! a burst waits for a short window). A configuration haproxy refuses
 //! is not retried until the desired state changes; a failure to reach haproxy is retried
 //! with backoff.
 
@@ -27,7 +28,8 @@ use crate::metrics::{ApplyOutcome, Metrics};
 pub struct ControllerConfig {
     pub master_socket: PathBuf,
     pub render: RenderSettings,
-    /// How long to wait for more changes before applying.
+    /// Updates are at least this far apart: a change after a quiet spell applies at
+    /// once, the changes of a burst are gathered.
     pub debounce: Duration,
     /// How long changes that need a reload are collected into one reload. Runtime
     /// changes never wait for it.
@@ -102,6 +104,7 @@ pub async fn run(
     let mut health = tokio::time::interval(config.haproxy_check_interval);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut synced = false;
+    let mut last_update = Instant::now();
     loop {
         let retry = sleep_or_never(retry_in.map(|d| Instant::now() + d));
         let reload_due = sleep_or_never(state.reload_due(config.reload_window));
@@ -111,7 +114,9 @@ pub async fn run(
                     return Ok(());
                 }
                 synced = true;
-                tokio::time::sleep(config.debounce).await;
+                // A change after a quiet spell applies at once; one that follows an
+                // update closely waits for the rest of the window, gathering a burst.
+                tokio::time::sleep_until(last_update + config.debounce).await;
             }
             () = retry => {}
             () = reload_due => {}
@@ -126,6 +131,7 @@ pub async fn run(
             continue;
         }
         let snapshot = snapshots.borrow_and_update().clone();
+        last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Ok(()) | Err(UpdateFailure::WaitForChange) => None,
             Err(UpdateFailure::Retry) => {

@@ -401,18 +401,18 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         extra.push(servers);
     }
     let reloads = haproxy.show_proc().await.reloads - reloads_before;
-
-    stop.store(true, Ordering::Relaxed);
-    for client in clients {
-        let _ = client.await;
-    }
     controller.abort();
 
+    // The reload floor, under the same load.
     let mut reload_floor = Samples::default();
     for _ in 0..5 {
         let started = Instant::now();
         cli.reload().await.context("bare reload")?;
         reload_floor.push(started.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        let _ = client.await;
     }
 
     Ok(Report {
