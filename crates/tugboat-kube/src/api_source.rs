@@ -186,8 +186,81 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
 /// Drops what the controller never reads, to keep the stores small.
 fn strip_metadata(meta: &mut ObjectMeta) {
     meta.managed_fields = None;
+    meta.owner_references = None;
+    meta.finalizers = None;
+    meta.generate_name = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// Per kind, drops the fields the controller never reads as objects arrive (a large
+/// cluster's stores are most of the controller's memory).
+pub trait Slim {
+    fn slim(&mut self);
+}
+
+impl Slim for Ingress {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+    }
+}
+
+impl Slim for Service {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+        self.metadata.labels = None;
+        // Ports, type and externalName are read; the publish Service is read with a GET.
+        if let Some(spec) = self.spec.as_mut() {
+            *spec = k8s_openapi::api::core::v1::ServiceSpec {
+                ports: spec.ports.take(),
+                type_: spec.type_.take(),
+                external_name: spec.external_name.take(),
+                ..Default::default()
+            };
+        }
+        self.status = None;
+    }
+}
+
+impl Slim for EndpointSlice {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+        self.metadata.annotations = None;
+        if let Some(labels) = self.metadata.labels.as_mut() {
+            labels.retain(|k, _| k == tugboat_model::build::SERVICE_NAME_LABEL);
+        }
+        // Addresses and conditions are read; where the pods run is not.
+        for endpoint in &mut self.endpoints {
+            endpoint.target_ref = None;
+            endpoint.node_name = None;
+            endpoint.zone = None;
+            endpoint.hints = None;
+            endpoint.hostname = None;
+            endpoint.deprecated_topology = None;
+        }
+    }
+}
+
+impl Slim for Secret {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+        self.metadata.labels = None;
+        self.metadata.annotations = None;
+        self.string_data = None;
+    }
+}
+
+impl Slim for IngressClass {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+    }
+}
+
+impl Slim for ConfigMap {
+    fn slim(&mut self) {
+        strip_metadata(&mut self.metadata);
+        self.binary_data = None;
     }
 }
 
@@ -390,14 +463,14 @@ fn spawn_reflector<K>(
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> Store<K>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource + Slim + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let (reader, writer) = reflector::store();
     let kind = K::kind(&K::DynamicType::default()).into_owned();
     let stream = watcher(api, config)
         .default_backoff()
-        .modify(|object: &mut K| strip_metadata(object.meta_mut()))
+        .modify(|object: &mut K| object.slim())
         .reflect(writer);
     let changed = changed.clone();
     tasks.push(tokio::spawn(drive(kind, stream, changed)));
