@@ -122,6 +122,10 @@ impl Applier {
     /// reload since, runs the files that are on disk now (a restarted controller). The
     /// server slots are read back from the config. Returns whether it adopted.
     pub async fn adopt(&mut self, desired: &Desired) -> bool {
+        // No marker (a fresh haproxy): nothing to adopt, nothing to render.
+        let Ok(marker) = std::fs::read_to_string(self.settings.config_dir.join(MARKER)) else {
+            return false;
+        };
         let Ok(info) = self.cli.show_proc().await else {
             return false;
         };
@@ -132,9 +136,8 @@ impl Applier {
             .into_keys()
             .collect();
         let on_disk = files::read_current(paths.iter());
-        let marker = std::fs::read_to_string(self.settings.config_dir.join(MARKER));
-        let adopted = on_disk.files.len() == paths.len()
-            && marker.is_ok_and(|m| m.trim() == marker_text(&info, &on_disk));
+        let adopted =
+            on_disk.files.len() == paths.len() && marker.trim() == marker_text(&info, &on_disk);
         if adopted {
             let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
             self.applied = Some(Applied {
@@ -273,7 +276,7 @@ fn marker_text(info: &ProcInfo, files: &RenderedFiles) -> String {
 }
 
 /// FNV-1a over paths and contents: stable across builds, enough to tell files apart.
-fn fingerprint(files: &RenderedFiles) -> u64 {
+pub fn fingerprint(files: &RenderedFiles) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |bytes: &[u8]| {
         for byte in bytes {

@@ -79,7 +79,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
     let config = settings.config_file();
-    if structure(files.get(&config)) != structure(applied.files.get(&config)) {
+    if !same_structure(files.get(&config), applied.files.get(&config)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     // Files with no runtime path (error pages) reload when they change.
@@ -210,14 +210,17 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The config without its slot `server` lines: what a runtime update cannot change.
-fn structure(config: Option<&str>) -> Option<String> {
-    config.map(|text| {
-        text.lines()
+/// Whether two configs are the same once their slot `server` lines (what runtime
+/// commands change) are left out. Compares line by line, without copying the configs.
+fn same_structure(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a
+            .lines()
             .filter(|line| !is_slot_line(line))
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
+            .eq(b.lines().filter(|line| !is_slot_line(line))),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 /// The part of `desired` that can be applied at runtime on top of `applied`: the

@@ -15,9 +15,9 @@ use tokio::time::Instant;
 
 use anyhow::Context;
 use tokio::sync::watch;
+use tugboat_haproxy::apply::fingerprint;
 use tugboat_haproxy::{
-    Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, RenderedFiles,
-    runtime_projection,
+    Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, runtime_projection,
 };
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
 
@@ -166,8 +166,8 @@ async fn check_haproxy(applier: &mut Applier) -> bool {
 #[derive(Default)]
 struct LoopState {
     problems: BTreeSet<ObjectProblem>,
-    /// Files haproxy refused; not tried again until the desired files change.
-    refused: Option<RenderedFiles>,
+    /// Fingerprint of the files haproxy refused; not tried again until they change.
+    refused: Option<u64>,
     /// When the first change still waiting for a reload arrived.
     reload_pending_since: Option<Instant>,
     /// Whether adopting a running haproxy was tried (once, at the first update).
@@ -225,7 +225,7 @@ async fn update(
         mark_ready(status, &output.desired);
         return Ok(());
     }
-    if state.refused.as_ref() == Some(&plan.next.files) {
+    if state.refused == Some(fingerprint(&plan.next.files)) {
         tracing::debug!("desired state is the one haproxy refused; waiting for a change");
         return Err(UpdateFailure::WaitForChange);
     }
@@ -246,7 +246,7 @@ async fn update(
         }
     }
 
-    let refused_files = plan.next.files.clone();
+    let files_fingerprint = fingerprint(&plan.next.files);
     let reload = plan.reload.is_some();
     let result = applier.apply(plan).await;
     if let Some(metrics) = &config.metrics {
@@ -295,7 +295,7 @@ async fn update(
                 "haproxy refused the new configuration; it keeps serving the previous one \
                  and the previous files are back in place. haproxy said:\n{message}"
             );
-            state.refused = Some(refused_files);
+            state.refused = Some(files_fingerprint);
             state.reload_pending_since = None;
             Err(UpdateFailure::WaitForChange)
         }
