@@ -33,6 +33,8 @@ pub enum Command {
     /// Print the haproxy config and maps the controller would write for a folder of
     /// manifests; exit non-zero when an object has a problem.
     Render(RenderArgs),
+    /// Print the reference of the annotation and ConfigMap keys (docs/annotations.md).
+    AnnotationsReference,
 }
 
 /// What haproxy's files look like and where they go.
@@ -74,6 +76,10 @@ pub struct ModelArgs {
     /// (HTML, or a full HTTP response).
     #[arg(long, value_parser = parse_object_key)]
     pub configmap_errorfiles: Option<ObjectKey>,
+    /// The controller's ConfigMap (NAMESPACE/NAME): defaults for every annotation key
+    /// (see docs/annotations.md).
+    #[arg(long, value_parser = parse_object_key)]
+    pub configmap: Option<ObjectKey>,
     /// Allow Ingresses to use ExternalName Services (they can send traffic to any host).
     #[arg(long)]
     pub allow_external_name: bool,
@@ -88,6 +94,7 @@ impl ModelArgs {
             default_backend_service: self.default_backend_service.clone(),
             default_certificate: self.default_ssl_certificate.clone(),
             error_pages: self.configmap_errorfiles.clone(),
+            config_map: self.configmap.clone(),
             allow_external_name: self.allow_external_name,
             ssl_redirect: self.ssl_redirect,
             now,
@@ -192,6 +199,10 @@ pub fn main(cli: Cli) -> ExitCode {
             run(args)
         }
         Command::Render(args) => render(&args),
+        Command::AnnotationsReference => {
+            print!("{}", tugboat_model::annotations::reference_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
