@@ -648,20 +648,22 @@ impl<'a> Resolver<'a> {
 pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, Option<Option<String>>) {
     let mut features = RouteFeatures::default();
     let above_config_map = [Scope::Service, Scope::Ingress];
-    let overrides_redirect = ["ssl-redirect", "ssl-redirect-code", "ssl-redirect-port"]
-        .iter()
-        .any(|k| resolver.is_set_in(k, &above_config_map));
-    if overrides_redirect {
-        let when = match resolver.get_in("ssl-redirect", &above_config_map, parse_bool) {
-            Some(true) => RedirectWhen::Always,
-            Some(false) => RedirectWhen::Never,
-            None => RedirectWhen::TlsHostsOnly,
-        };
-        let code = resolver
-            .get("ssl-redirect-code", parse_redirect_code)
-            .unwrap_or(308);
-        let port = resolver.get("ssl-redirect-port", parse_port);
-        features.https_redirect = Some(HttpsRedirect { when, code, port });
+    let when = resolver.get_in("ssl-redirect", &above_config_map, parse_bool);
+    let code = resolver.get_in("ssl-redirect-code", &above_config_map, parse_redirect_code);
+    let port = resolver.get_in("ssl-redirect-port", &above_config_map, parse_port);
+    if when.is_some() || code.is_some() || port.is_some() {
+        let config_map = [Scope::ConfigMap];
+        features.https_redirect = Some(HttpsRedirect {
+            when: match when {
+                Some(true) => RedirectWhen::Always,
+                Some(false) => RedirectWhen::Never,
+                None => RedirectWhen::TlsHostsOnly,
+            },
+            code: code
+                .or_else(|| resolver.get_in("ssl-redirect-code", &config_map, parse_redirect_code))
+                .unwrap_or(308),
+            port: port.or_else(|| resolver.get_in("ssl-redirect-port", &config_map, parse_port)),
+        });
     }
     if resolver.get("hsts", parse_bool) == Some(true) {
         features.hsts = Some(Hsts {
@@ -850,14 +852,16 @@ fn is_token(value: &str) -> bool {
         && value.len() <= 64
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!*+-.^_`|~".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"*+-.^_`~".contains(&b))
+        // Words that mean something in an haproxy rule are not header names here.
+        && !["if", "unless", "or"].contains(&value.to_ascii_lowercase().as_str())
 }
 
 fn parse_header_name(value: &str) -> Result<String, String> {
     if is_token(value) {
         Ok(value.to_string())
     } else {
-        Err("a header name (letters, digits and - _ . ! * + ^ ` | ~)".into())
+        Err("a header name (letters, digits and - _ . * + ^ ` ~; not if, unless or or)".into())
     }
 }
 
