@@ -24,6 +24,7 @@ haproxy_tests!(
     backend_proxy_protocol_and_balance,
     precedence_and_invalid_values,
     a_route_joining_an_existing_feature_set_needs_no_reload,
+    syslog_log_format_and_strict_sni,
 );
 
 /// An Ingress `name` with annotations `tugboat.dev/<key>: <value>`, routing `host` +
@@ -734,5 +735,61 @@ async fn a_route_joining_an_existing_feature_set_needs_no_reload(haproxy: Haprox
             .expect("req")
             .header("x-feature"),
         None
+    );
+}
+
+async fn syslog_log_format_and_strict_sni(haproxy: HaproxyBinary) {
+    let (_web, web) = backends("web", 132).await;
+    let syslog = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("bind syslog");
+    let syslog_addr = syslog.local_addr().expect("address");
+    let (cert, key, der) = certificate(&[HOST], false);
+    let config_map = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tugboat\n  namespace: ops\n\
+         data:\n  syslog-server: \"{syslog_addr}\"\n  log-format: \"tugboat-log %ST %HU\"\n  \
+         client-strict-sni: \"true\"\n  ssl-redirect: \"false\"\n"
+    );
+    let files = vec![
+        web,
+        ("config.yaml".into(), config_map),
+        ("tls.yaml".into(), tls_secret("shop-tls", &cert, &key)),
+        (
+            "site.yaml".into(),
+            ingress("site", &[], HOST, &[("/", "web")], Some("shop-tls")),
+        ),
+    ];
+    let pod = Pod::start_with(&haproxy, &refs(&files), |config| {
+        config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
+    })
+    .await;
+    // ssl-redirect false in the ConfigMap: the TLS host is served over plain HTTP.
+    pod.wait_for_service(HOST, "/logged", "web").await;
+    let mut buffer = vec![0u8; 2048];
+    let mut line = String::new();
+    for _attempt in 0..20 {
+        let _ = pod.get(HOST, "/logged").await;
+        let received =
+            tokio::time::timeout(Duration::from_millis(500), syslog.recv(&mut buffer)).await;
+        if let Ok(Ok(size)) = received {
+            line = String::from_utf8_lossy(&buffer[..size]).to_string();
+            if line.contains("tugboat-log") {
+                break;
+            }
+        }
+    }
+    assert!(line.contains("tugboat-log 200 /logged"), "{line}");
+
+    // Strict SNI: a known name gets its certificate, an unknown one no handshake.
+    let https = pod.haproxy.https_addr();
+    let known = exchange(https, HOST, "/", &[b"http/1.1"])
+        .await
+        .expect("TLS");
+    assert_eq!(known.certificate, der);
+    assert!(
+        exchange(https, "unknown.example.com", "/", &[b"http/1.1"])
+            .await
+            .is_err(),
+        "an unknown SNI must be refused"
     );
 }
