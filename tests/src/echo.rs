@@ -51,11 +51,18 @@ impl EchoServer {
                             .unwrap_or("")
                             .to_string();
                         let body = echo_body(&service, addr, &host, request.uri().path());
+                        // Request headers named x-* come back as x-echo-req-*.
+                        let mut response = Response::builder()
+                            .header("content-type", "text/plain")
+                            .header("x-echo-service", service_header(&body));
+                        for (name, value) in request.headers() {
+                            if let Some(rest) = name.as_str().strip_prefix("x-") {
+                                response = response.header(format!("x-echo-req-{rest}"), value);
+                            }
+                        }
                         async move {
                             Ok::<_, Infallible>(
-                                Response::builder()
-                                    .header("content-type", "text/plain")
-                                    .header("x-echo-service", service_header(&body))
+                                response
                                     .body(Full::new(Bytes::from(body)))
                                     .unwrap_or_default(),
                             )

@@ -42,7 +42,23 @@ impl Reply {
 
 /// `GET path` with `Host: host` to `addr`, on a new connection, within 5 s.
 pub async fn get(addr: SocketAddr, host: &str, path: &str) -> std::io::Result<Reply> {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    request(addr, "GET", host, path, &[]).await
+}
+
+/// `method path` with `Host: host` and more `headers` to `addr`, on a new connection,
+/// within 5 s.
+pub async fn request(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Reply> {
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await?;
         stream.write_all(request.as_bytes()).await?;

@@ -181,6 +181,7 @@ mod tests {
             endpoints: endpoints.iter().map(|e| endpoint(*e)).collect(),
             draining: Vec::new(),
             external: None,
+            options: Default::default(),
         };
         let desired = Desired {
             backends: [(name.clone(), backend)].into(),

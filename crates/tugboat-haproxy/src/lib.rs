@@ -10,6 +10,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod features;
 pub mod files;
 pub mod layout;
 pub mod plan;

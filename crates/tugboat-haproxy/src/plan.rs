@@ -95,17 +95,32 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     if changed.iter().chain(&removed).any(|p| !runtime_file(p)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
-    let mut runtime: Vec<RuntimeChange> = slot_changes
-        .into_iter()
-        .flat_map(|(backend, changes)| {
-            changes
-                .into_iter()
-                .map(move |change| RuntimeChange::Server {
-                    backend: backend.clone(),
-                    change,
-                })
-        })
-        .collect();
+    // Hash-based balancing refuses servers added at runtime: those need a reload.
+    let refuses_added_servers = slot_changes.iter().any(|(backend, changes)| {
+        changes.iter().any(|c| c.added)
+            && desired
+                .backends
+                .get(backend)
+                .is_some_and(|b| !b.options.allows_dynamic_servers())
+    });
+    if refuses_added_servers {
+        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+    }
+    let mut runtime: Vec<RuntimeChange> = Vec::new();
+    for (backend, changes) in slot_changes {
+        let server_options = desired
+            .backends
+            .get(&backend)
+            .map(|b| b.options.server_options())
+            .unwrap_or_default();
+        for change in changes {
+            runtime.push(RuntimeChange::Server {
+                backend: backend.clone(),
+                change,
+                server_options: server_options.clone(),
+            });
+        }
+    }
     let certificates = |files: &RenderedFiles| -> BTreeMap<PathBuf, String> {
         files
             .files
@@ -161,6 +176,24 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
             || desired.default_backend.as_ref() == Some(name);
         if !used && !desired.backends.contains_key(name) {
             desired.backends.insert(name.clone(), backend.clone());
+        }
+    }
+    // Feature sets too, with their userlists: their rules match no request.
+    for (id, features) in &applied.desired.feature_sets {
+        let used = desired
+            .routes
+            .iter()
+            .any(|r| r.features.as_ref() == Some(id));
+        if !used && !desired.feature_sets.contains_key(id) {
+            desired.feature_sets.insert(id.clone(), features.clone());
+            if let Some(auth) = &features.basic_auth
+                && !desired.userlists.contains_key(&auth.userlist)
+                && let Some(users) = applied.desired.userlists.get(&auth.userlist)
+            {
+                desired
+                    .userlists
+                    .insert(auth.userlist.clone(), users.clone());
+            }
         }
     }
     desired
@@ -232,17 +265,26 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         .backends
         .iter()
         .map(|(name, backend)| {
-            let backend = desired.backends.get(name).unwrap_or(backend).clone();
-            (name.clone(), backend)
+            // New endpoints now, new options at the reload.
+            let mut next = desired.backends.get(name).unwrap_or(backend).clone();
+            next.options = backend.options.clone();
+            (name.clone(), next)
         })
         .collect();
     let known: BTreeSet<&BackendName> = applied.backends.keys().collect();
     // A route that moves to a new backend keeps its old one until the reload.
+    // So does a route that moves to a feature set haproxy does not have yet.
+    let known_features = |route: &tugboat_model::Route| {
+        route
+            .features
+            .as_ref()
+            .is_none_or(|id| applied.feature_sets.get(id) == desired.feature_sets.get(id))
+    };
     let routes = desired
         .routes
         .iter()
         .filter_map(|route| {
-            if known.contains(&route.backend) {
+            if known.contains(&route.backend) && known_features(route) {
                 return Some(route.clone());
             }
             applied
@@ -259,6 +301,9 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         default_backend_owner: applied.default_backend_owner.clone(),
         error_pages: applied.error_pages.clone(),
         ssl_redirect: applied.ssl_redirect,
+        feature_sets: applied.feature_sets.clone(),
+        userlists: applied.userlists.clone(),
+        global: applied.global.clone(),
         ..desired.clone()
     }
 }
@@ -303,6 +348,7 @@ mod tests {
                 endpoints,
                 draining: Vec::new(),
                 external: None,
+                options: Default::default(),
             },
         )
     }
@@ -313,6 +359,7 @@ mod tests {
             path: PathMatch::Prefix("/".into()),
             backend: backend.clone(),
             ingress: ObjectKey::new("ns", "ing"),
+            features: None,
         }
     }
 

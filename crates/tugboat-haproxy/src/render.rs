@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use tugboat_model::tls::Pem;
 use tugboat_model::{Desired, HostMatch, PathMatch, Route};
 
+use crate::features::{FEATURE_SEPARATOR, feature_rules};
 use crate::layout::{Layout, fresh_slots};
 use crate::runtime::server_line;
 
@@ -183,13 +184,18 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
     let default_cert = settings.default_certificate();
     let crt_list = settings.crt_list();
     let mut out = String::with_capacity(4096 + desired.backends.len() * 256);
+    let global = &desired.global;
+    let log_target = match &global.syslog_server {
+        None => "stdout format raw".to_string(),
+        Some(server) => server.clone(),
+    };
     // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
         "\
 # Written by tugboat. Every change here is overwritten by the next update.
 global
-    log stdout format raw local0
+    log {log_target} local0
     ssl-default-bind-options ssl-min-ver TLSv1.2
 
 defaults
@@ -200,13 +206,27 @@ defaults
     option forwardfor
     option redispatch
     retries 3
-    timeout connect 5s
-    timeout client 50s
-    timeout server 50s
-    timeout http-request 10s
-    timeout tunnel 1h
 "
     );
+    let mut timeouts: BTreeMap<&str, &str> = [
+        ("connect", "5s"),
+        ("client", "50s"),
+        ("server", "50s"),
+        ("http-request", "10s"),
+        ("tunnel", "1h"),
+    ]
+    .into();
+    for (name, value) in &global.timeouts {
+        timeouts.insert(name, value);
+    }
+    for (name, value) in timeouts {
+        let _ = writeln!(out, "    timeout {name} {value}");
+    }
+    if let Some(format) = &global.log_format {
+        let _ = writeln!(out, "    log-format \"{format}\"");
+    }
+    let features = feature_rules(desired);
+    let strict_sni = if global.strict_sni { " strict-sni" } else { "" };
     for code in desired.error_pages.keys() {
         let _ = writeln!(
             out,
@@ -219,32 +239,42 @@ defaults
         "
 frontend http
     bind {http}
-    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1
+    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}
     http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
-",
+    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
+    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
+    http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
+    http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
+    http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
+{feature_request}",
+        feature_request = features.request,
         default_cert = default_cert.display(),
         crt_list = crt_list.display(),
     );
     if desired.ssl_redirect {
-        let _ = write!(
+        let target = match global.ssl_redirect_port {
+            None => "scheme https".to_string(),
+            Some(port) => format!("location https://%[var(txn.host)]:{port}%[capture.req.uri]"),
+        };
+        let _ = writeln!(
             out,
-            "    http-request redirect scheme https code 308 if !{{ ssl_fc }} {{ var(txn.host),map_str({tls_hosts}) -m found }}
-    http-request redirect scheme https code 308 if !{{ ssl_fc }} {{ var(txn.wild),map_str({tls_hosts}) -m found }}
-"
+            "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{}",
+            global.ssl_redirect_code, features.default_redirect_exception
         );
     }
+    out.push_str(&features.late_request);
+    out.push_str(&features.response);
     let _ = write!(
         out,
         "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-    http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_str({exact})
-    http-request set-var(txn.backend) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
-    http-request set-var(txn.backend) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.backend) -m found }}
-    http-request set-var(txn.backend) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
-    http-request set-var(txn.backend) var(txn.path),map_str({exact}) if !{{ var(txn.backend) -m found }}
-    http-request set-var(txn.backend) var(txn.path),map_beg({prefix}) if !{{ var(txn.backend) -m found }}
     use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
@@ -281,12 +311,28 @@ frontend stats
             address(settings.bind_address, settings.stats_port)
         );
     }
+    out.push_str(&features.sections);
     for (name, backend) in &desired.backends {
+        let options = &backend.options;
+        let balance = options
+            .balance
+            .as_ref()
+            .map_or_else(|| "roundrobin".to_string(), |b| b.directive());
         let _ = write!(
             out,
-            "\n# Service {} port {}\nbackend {name}\n    balance roundrobin\n",
+            "\n# Service {} port {}\nbackend {name}\n    balance {balance}\n",
             backend.service, backend.port
         );
+        if let Some(timeout) = &options.timeout_server {
+            let _ = writeln!(out, "    timeout server {timeout}");
+        }
+        if let Some(timeout) = &options.timeout_connect {
+            let _ = writeln!(out, "    timeout connect {timeout}");
+        }
+        let server_options = options.server_options();
+        if !server_options.is_empty() {
+            let _ = writeln!(out, "    default-server {server_options}");
+        }
         if let Some((host, port)) = &backend.external {
             // Resolved when haproxy loads the config; a name that does not resolve
             // leaves the server down instead of failing the whole config.
@@ -311,28 +357,30 @@ frontend stats
 
 /// The two route maps, as file contents.
 fn route_maps(routes: &[Route]) -> (String, String) {
-    let mut exact: BTreeMap<String, &str> = BTreeMap::new();
-    let mut prefix: Vec<(String, &str)> = Vec::new();
+    let mut exact: BTreeMap<String, String> = BTreeMap::new();
+    let mut prefix: Vec<(String, String)> = Vec::new();
     // Exact rules first, so that a Prefix rule on the same path never takes their key.
     for route in routes {
         if let PathMatch::Exact(path) = &route.path {
-            exact.insert(key(&route.host, path), route.backend.as_str());
+            exact.insert(key(&route.host, path), map_value(route));
         }
     }
     for route in routes {
         if let PathMatch::Prefix(path) = &route.path {
-            let backend = route.backend.as_str();
+            let value = map_value(route);
             if path == "/" {
-                prefix.push((key(&route.host, "/"), backend));
+                prefix.push((key(&route.host, "/"), value));
             } else {
-                exact.entry(key(&route.host, path)).or_insert(backend);
-                prefix.push((key(&route.host, &format!("{path}/")), backend));
+                exact
+                    .entry(key(&route.host, path))
+                    .or_insert_with(|| value.clone());
+                prefix.push((key(&route.host, &format!("{path}/")), value));
             }
         }
     }
     // map_beg takes the first match in file order: longest key first.
     prefix.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    let lines = |entries: &mut dyn Iterator<Item = (&String, &&str)>| {
+    let lines = |entries: &mut dyn Iterator<Item = (&String, &String)>| {
         entries.fold(String::new(), |mut out, (k, v)| {
             let _ = writeln!(out, "{k} {v}");
             out
@@ -342,6 +390,14 @@ fn route_maps(routes: &[Route]) -> (String, String) {
         lines(&mut exact.iter()),
         lines(&mut prefix.iter().map(|(k, v)| (k, v))),
     )
+}
+
+/// The map value of a route: its backend, and its feature set when it has one.
+fn map_value(route: &Route) -> String {
+    match &route.features {
+        None => route.backend.to_string(),
+        Some(features) => format!("{}{FEATURE_SEPARATOR}{features}", route.backend),
+    }
 }
 
 /// The map key of a host and a path.
@@ -395,6 +451,7 @@ mod tests {
                 endpoints,
                 draining: Vec::new(),
                 external: None,
+                options: Default::default(),
             },
         )
     }
@@ -405,6 +462,7 @@ mod tests {
             path,
             backend: backend.clone(),
             ingress: ObjectKey::new("shop", "ing"),
+            features: None,
         }
     }
 

@@ -30,6 +30,9 @@ pub enum RuntimeChange {
     Server {
         backend: BackendName,
         change: SlotChange,
+        /// The options of the backend's `default-server` line, given to `add server` so
+        /// that an added server is the same as one loaded from the file.
+        server_options: String,
     },
     /// New keys in a map.
     MapAdd {
@@ -70,10 +73,15 @@ struct CertPayload<'a>(&'a str);
 impl fmt::Debug for RuntimeChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RuntimeChange::Server { backend, change } => f
+            RuntimeChange::Server {
+                backend,
+                change,
+                server_options,
+            } => f
                 .debug_struct("Server")
                 .field("backend", backend)
                 .field("change", change)
+                .field("server_options", server_options)
                 .finish(),
             RuntimeChange::MapAdd { map, entries } => f
                 .debug_struct("MapAdd")
@@ -152,12 +160,20 @@ impl RuntimeChange {
     pub fn steps(&self) -> Vec<CliStep> {
         let step = |command: String, expect| CliStep { command, expect };
         match self {
-            RuntimeChange::Server { backend, change } => {
+            RuntimeChange::Server {
+                backend,
+                change,
+                server_options,
+            } => {
                 let server = format!("{backend}/{}", server_name(change.slot));
                 let weight = |s: &Server| if s.draining { 0 } else { 1 };
                 match (change.before, change.after) {
                     (_, Some(after)) if change.added => {
                         let mut add = format!("@1 add server {server} {}", after.endpoint);
+                        if !server_options.is_empty() {
+                            add.push(' ');
+                            add.push_str(server_options);
+                        }
                         if after.draining {
                             add.push_str(" weight 0");
                         }

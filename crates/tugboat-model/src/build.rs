@@ -13,10 +13,12 @@ use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
+use crate::annotations::{self, Layer, Resolver, Scope};
 use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
-    TlsCertificate,
+    TlsCertificate, UserHash,
 };
+use crate::features::{BackendOptions, BasicAuth, FeatureSetId, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
 use crate::tls::{Pem, check_tls_secret};
@@ -35,6 +37,9 @@ pub struct Settings {
     pub default_certificate: Option<ObjectKey>,
     /// `--configmap-errorfiles`: status code -> page.
     pub error_pages: Option<ObjectKey>,
+    /// `--configmap`: the controller's ConfigMap, the default of every key
+    /// (see [`annotations`]).
+    pub config_map: Option<ObjectKey>,
     /// ExternalName Services let an Ingress author send traffic to any host: off unless
     /// the operator enables them.
     pub allow_external_name: bool,
@@ -51,6 +56,7 @@ impl Settings {
             default_backend_service: None,
             default_certificate: None,
             error_pages: None,
+            config_map: None,
             allow_external_name: false,
             ssl_redirect: true,
             now,
@@ -72,9 +78,26 @@ pub struct BuildOutput {
     pub problems: Vec<ObjectProblem>,
 }
 
+/// The userlist of routes whose `auth-secret` cannot be used: it has no users, so
+/// every request gets 401 (an authentication that cannot work fails closed).
+pub const NO_USERS: &str = "tugboat_no_users";
+
 /// Builds the desired proxy state from a snapshot. Pure and deterministic.
 pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
+    let mut problems = Vec::new();
+    let config_map_layer = config_map_layer(snapshot, settings, &mut problems);
+    let mut global_resolver = Resolver::new(vec![&config_map_layer]);
+    let global = annotations::global_options(&mut global_resolver);
+    let config_map_redirect = global_resolver
+        .get_in("ssl-redirect", &[Scope::ConfigMap], annotations::parse_bool)
+        .unwrap_or(true);
+    problems.append(&mut global_resolver.problems);
     let mut builder = Builder {
+        config_map_layer: &config_map_layer,
+        service_layers: HashMap::new(),
+        feature_sets: BTreeMap::new(),
+        userlists: BTreeMap::new(),
+        backend_options_owner: HashMap::new(),
         snapshot,
         settings,
         slices_by_service: index_slices(snapshot),
@@ -86,7 +109,7 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
         checked_secrets: HashMap::new(),
         certificate_of_host: BTreeMap::new(),
         tls_hosts: BTreeSet::new(),
-        problems: Vec::new(),
+        problems,
     };
     let mut ingresses: Vec<(&ObjectKey, &Ingress)> = snapshot
         .ingresses
@@ -118,10 +141,48 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
             certificates: builder.certificates,
             tls_hosts: builder.tls_hosts.into_iter().collect(),
             default_certificate,
-            ssl_redirect: settings.ssl_redirect,
+            ssl_redirect: settings.ssl_redirect && config_map_redirect,
             error_pages,
+            feature_sets: builder.feature_sets,
+            userlists: builder.userlists,
+            global,
         },
         problems: builder.problems,
+    }
+}
+
+/// The keys of the `--configmap` ConfigMap (an empty layer when not set or missing).
+fn config_map_layer(
+    snapshot: &Snapshot,
+    settings: &Settings,
+    problems: &mut Vec<ObjectProblem>,
+) -> Layer {
+    let Some(key) = &settings.config_map else {
+        return Layer::empty(
+            ObjectRef {
+                kind: "ConfigMap",
+                namespace: String::new(),
+                name: String::new(),
+            },
+            Scope::ConfigMap,
+        );
+    };
+    let object = ObjectRef {
+        kind: "ConfigMap",
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    };
+    match snapshot.config_maps.get(key) {
+        Some(config_map) => Layer::from_config_map(object, config_map.data.as_ref(), problems),
+        None => {
+            problems.push(ObjectProblem {
+                object: object.clone(),
+                field: "metadata.name".into(),
+                reason: ProblemReason::InvalidField,
+                message: "the --configmap ConfigMap does not exist: built-in defaults apply".into(),
+            });
+            Layer::empty(object, Scope::ConfigMap)
+        }
     }
 }
 
@@ -158,6 +219,13 @@ struct ResolutionError {
 }
 
 struct Builder<'a> {
+    config_map_layer: &'a Layer,
+    /// The keys of each Service, read once.
+    service_layers: HashMap<ObjectKey, Layer>,
+    feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
+    userlists: BTreeMap<String, Vec<UserHash>>,
+    /// The Ingress whose keys set a backend's options (the oldest that uses it).
+    backend_options_owner: HashMap<BackendName, ObjectKey>,
     snapshot: &'a Snapshot,
     settings: &'a Settings,
     slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
@@ -183,8 +251,16 @@ impl Builder<'_> {
         let Some(spec) = &ingress.spec else {
             return;
         };
+        let ingress_layer = Layer::from_annotations(
+            object.clone(),
+            Scope::Ingress,
+            ingress.metadata.annotations.as_ref(),
+            &mut self.problems,
+        );
+        let ingress_layer = &ingress_layer;
+        let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
         if let Some(default) = &spec.default_backend {
-            let backend = self.backend(&object, key, default, "spec.defaultBackend");
+            let backend = self.backend(&object, key, default, "spec.defaultBackend", ingress_layer);
             if self.default_backend.is_none() && backend.is_some() {
                 self.default_backend = backend.map(|b| (b, key.clone()));
             }
@@ -213,12 +289,37 @@ impl Builder<'_> {
                         continue;
                     }
                 };
-                let Some(backend) =
-                    self.backend(&object, key, &path.backend, &format!("{field}.backend"))
-                else {
+                let Some(backend) = self.backend(
+                    &object,
+                    key,
+                    &path.backend,
+                    &format!("{field}.backend"),
+                    ingress_layer,
+                ) else {
                     continue;
                 };
-                self.add_route(&object, &field, key, host.clone(), path_match, backend);
+                let service = self
+                    .backends
+                    .get(&backend)
+                    .map(|b| b.service.clone())
+                    .unwrap_or_else(|| key.clone());
+                let features = match features_by_service.get(&service) {
+                    Some(features) => features.clone(),
+                    None => {
+                        let features = self.route_features(&service, ingress_layer);
+                        features_by_service.insert(service, features.clone());
+                        features
+                    }
+                };
+                self.add_route(
+                    &object,
+                    &field,
+                    key,
+                    host.clone(),
+                    path_match,
+                    backend,
+                    features,
+                );
             }
         }
         for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
@@ -436,6 +537,145 @@ impl Builder<'_> {
         pages
     }
 
+    /// The keys of a Service, read once.
+    fn service_layer(&mut self, service: &ObjectKey) -> &Layer {
+        if !self.service_layers.contains_key(service) {
+            let object = ObjectRef {
+                kind: "Service",
+                namespace: service.namespace.clone(),
+                name: service.name.clone(),
+            };
+            let annotations = self
+                .snapshot
+                .services
+                .get(service)
+                .and_then(|s| s.metadata.annotations.as_ref());
+            let layer =
+                Layer::from_annotations(object, Scope::Service, annotations, &mut self.problems);
+            self.service_layers.insert(service.clone(), layer);
+        }
+        match self.service_layers.get(service) {
+            Some(layer) => layer,
+            None => self.config_map_layer,
+        }
+    }
+
+    /// The features of the routes of one Ingress to one Service: Service keys, then the
+    /// Ingress', then the ConfigMap's. `None` when there are none.
+    fn route_features(
+        &mut self,
+        service: &ObjectKey,
+        ingress_layer: &Layer,
+    ) -> Option<FeatureSetId> {
+        let service_layer = self.service_layer(service).clone();
+        let config_map_layer = self.config_map_layer;
+        let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
+        let (mut features, auth) = annotations::route_features(&mut resolver);
+        if let Some(auth_secret) = auth {
+            let realm = annotations::auth_realm(&mut resolver);
+            let userlist = match auth_secret {
+                Some(secret) => self.userlist(&ingress_layer.object, &service.namespace, &secret),
+                None => {
+                    resolver.problems.push(ObjectProblem {
+                        object: ingress_layer.object.clone(),
+                        field: "metadata.annotations".into(),
+                        reason: ProblemReason::InvalidField,
+                        message: "auth-type basic-auth needs a valid auth-secret: every request \
+                                  is refused (401) until it has one"
+                            .into(),
+                    });
+                    self.userlists.entry(NO_USERS.into()).or_default();
+                    NO_USERS.to_string()
+                }
+            };
+            features.basic_auth = Some(BasicAuth { userlist, realm });
+        }
+        self.problems.append(&mut resolver.problems);
+        if features.is_empty() {
+            return None;
+        }
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        Some(id)
+    }
+
+    /// The userlist of a basic-auth Secret, named `<namespace>_<secret>`; the empty
+    /// [`NO_USERS`] list when the Secret cannot be used.
+    fn userlist(&mut self, object: &ObjectRef, namespace: &str, secret: &str) -> String {
+        let key = ObjectKey::new(namespace, secret);
+        let name = format!("{namespace}_{secret}");
+        if self.userlists.contains_key(&name) {
+            return name;
+        }
+        let users = match self.snapshot.secrets.get(&key) {
+            None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
+            Some(found) => crate::auth::users_from_secret(found)
+                .map_err(|message| (ProblemReason::InvalidField, message)),
+        };
+        match users {
+            Ok(users) => {
+                let users = users
+                    .into_iter()
+                    .map(|(user, hash)| UserHash { user, hash })
+                    .collect();
+                self.userlists.insert(name.clone(), users);
+                name
+            }
+            Err((reason, message)) => {
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: "metadata.annotations.auth-secret".into(),
+                    reason,
+                    message: format!(
+                        "auth-secret {key}: {message}; every request is refused (401) until \
+                         it can be used"
+                    ),
+                });
+                self.userlists.entry(NO_USERS.into()).or_default();
+                NO_USERS.to_string()
+            }
+        }
+    }
+
+    /// The options of a backend: Service keys, then the Ingress', then the ConfigMap's.
+    /// The oldest Ingress using a backend sets them; another that disagrees is told.
+    fn backend_options(
+        &mut self,
+        name: &BackendName,
+        service: &ObjectKey,
+        ingress: &ObjectKey,
+        ingress_layer: &Layer,
+    ) -> Option<BackendOptions> {
+        let service_layer = self.service_layer(service).clone();
+        let config_map_layer = self.config_map_layer;
+        let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
+        let options = annotations::backend_options(&mut resolver);
+        self.problems.append(&mut resolver.problems);
+        match self.backend_options_owner.get(name) {
+            None => {
+                self.backend_options_owner
+                    .insert(name.clone(), ingress.clone());
+                Some(options)
+            }
+            Some(owner) => {
+                let current = self.backends.get(name).map(|b| &b.options);
+                if current != Some(&options) && owner != ingress {
+                    self.problems.push(ObjectProblem {
+                        object: ingress_layer.object.clone(),
+                        field: "metadata.annotations".into(),
+                        reason: ProblemReason::RouteConflict,
+                        message: format!(
+                            "the backend keys of Service {service} are already set differently \
+                             by the older Ingress {owner}; set them on the Service to share them"
+                        ),
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn add_route(
         &mut self,
         object: &ObjectRef,
@@ -444,6 +684,7 @@ impl Builder<'_> {
         host: HostMatch,
         path: PathMatch,
         backend: BackendName,
+        features: Option<FeatureSetId>,
     ) {
         let slot = (host.clone(), path.clone());
         if let Some(existing) = self.routes.get(&slot) {
@@ -468,6 +709,7 @@ impl Builder<'_> {
                 path,
                 backend,
                 ingress: ingress.clone(),
+                features,
             },
         );
     }
@@ -480,6 +722,7 @@ impl Builder<'_> {
         ingress: &ObjectKey,
         backend: &IngressBackend,
         field: &str,
+        ingress_layer: &Layer,
     ) -> Option<BackendName> {
         let Some(service) = &backend.service else {
             let message = if backend.resource.is_some() {
@@ -514,11 +757,18 @@ impl Builder<'_> {
                 Ok(resolved) => (resolved, None),
                 Err(error) => (Resolved::default(), Some(error)),
             };
-            self.backends
-                .insert(name.clone(), resolved.into_backend(service_key, port));
+            self.backends.insert(
+                name.clone(),
+                resolved.into_backend(service_key.clone(), port),
+            );
             if let Some(error) = error {
                 self.resolution_errors.insert(name.clone(), error);
             }
+        }
+        if let Some(options) = self.backend_options(&name, &service_key, ingress, ingress_layer)
+            && let Some(backend) = self.backends.get_mut(&name)
+        {
+            backend.options = options;
         }
         if let Some(error) = self.resolution_errors.get(&name).cloned() {
             self.problems.push(ObjectProblem {
@@ -687,6 +937,7 @@ impl Resolved {
             endpoints: self.ready.into_iter().collect(),
             draining: self.draining.into_iter().collect(),
             external: self.external,
+            options: BackendOptions::default(),
         }
     }
 }

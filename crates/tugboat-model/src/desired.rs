@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+use crate::features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 use crate::snapshot::ObjectKey;
 use crate::tls::Pem;
 use crate::validate;
@@ -102,6 +103,8 @@ pub struct Backend {
     pub draining: Vec<Endpoint>,
     /// For an ExternalName Service: the DNS name and port to send requests to.
     pub external: Option<(String, u16)>,
+    /// How haproxy talks to the servers (annotations and ConfigMap keys).
+    pub options: BackendOptions,
 }
 
 /// A TLS certificate served for some hosts (by SNI).
@@ -162,6 +165,8 @@ pub struct Route {
     pub backend: BackendName,
     /// The Ingress the rule comes from.
     pub ingress: ObjectKey,
+    /// The features of the route (a key of [`Desired::feature_sets`]); `None`: none.
+    pub features: Option<FeatureSetId>,
 }
 
 /// Everything haproxy should do, as data.
@@ -185,4 +190,23 @@ pub struct Desired {
     pub ssl_redirect: bool,
     /// Error pages by status code: the full HTTP response haproxy sends.
     pub error_pages: BTreeMap<u16, String>,
+    /// Every distinct set of route features in use, by id.
+    pub feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
+    /// Users for basic authentication, by userlist name.
+    pub userlists: BTreeMap<String, Vec<UserHash>>,
+    /// The ConfigMap's process-wide settings.
+    pub global: GlobalOptions,
+}
+
+/// A user and its password hash; the hash never shows in debug output.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UserHash {
+    pub user: String,
+    pub hash: String,
+}
+
+impl fmt::Debug for UserHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:<hash>", self.user)
+    }
 }

@@ -6,8 +6,11 @@
 //! tables. Every value that comes from a user is validated here (see [`validate`]) before it
 //! can reach the desired state.
 
+pub mod annotations;
+pub mod auth;
 pub mod build;
 pub mod desired;
+pub mod features;
 pub mod problem;
 pub mod snapshot;
 pub mod tls;
@@ -15,7 +18,8 @@ pub mod validate;
 
 pub use build::{BuildOutput, Settings, build};
 pub use desired::{
-    Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, TlsCertificate,
+    Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
 };
+pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use snapshot::{ObjectKey, Snapshot};

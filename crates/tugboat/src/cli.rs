@@ -42,6 +42,8 @@ pub enum Command {
     /// Print the haproxy config and maps the controller would write for a folder of
     /// manifests; exit non-zero when an object has a problem.
     Render(Box<RenderArgs>),
+    /// Print the reference of the annotation and ConfigMap keys (docs/annotations.md).
+    AnnotationsReference,
 }
 
 /// What haproxy's files look like and where they go.
@@ -83,6 +85,10 @@ pub struct ModelArgs {
     /// (HTML, or a full HTTP response).
     #[arg(long, value_parser = parse_object_key)]
     pub configmap_errorfiles: Option<ObjectKey>,
+    /// The controller's ConfigMap (NAMESPACE/NAME): defaults for every annotation key
+    /// (see docs/annotations.md).
+    #[arg(long, value_parser = parse_object_key)]
+    pub configmap: Option<ObjectKey>,
     /// Allow Ingresses to use ExternalName Services (they can send traffic to any host).
     #[arg(long)]
     pub allow_external_name: bool,
@@ -97,6 +103,7 @@ impl ModelArgs {
             default_backend_service: self.default_backend_service.clone(),
             default_certificate: self.default_ssl_certificate.clone(),
             error_pages: self.configmap_errorfiles.clone(),
+            config_map: self.configmap.clone(),
             allow_external_name: self.allow_external_name,
             ssl_redirect: self.ssl_redirect,
             now,
@@ -151,9 +158,6 @@ pub struct ClusterArgs {
     /// in-cluster service account.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// The controller's own ConfigMap, NAMESPACE/NAME.
-    #[arg(long, value_parser = parse_object_key)]
-    pub configmap: Option<ObjectKey>,
     /// Serve the IngressClasses whose spec.controller is this.
     #[arg(long, default_value = tugboat_kube::class::DEFAULT_CONTROLLER_CLASS)]
     pub controller_class: String,
@@ -176,6 +180,22 @@ pub struct ClusterArgs {
     /// comma list).
     #[arg(long, value_delimiter = ',')]
     pub publish_address: Vec<String>,
+}
+
+/// The config with the hashes of userlist passwords replaced: they come from Secrets.
+fn hide_password_hashes(config: &str) -> String {
+    config
+        .lines()
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["user", name, "password", _] => {
+                    format!("    user {name} password <hidden: from a Secret>\n")
+                }
+                _ => format!("{line}\n"),
+            }
+        })
+        .collect()
 }
 
 /// Parses `250ms`, `2s`, `1m` or a plain number of seconds.
@@ -243,6 +263,10 @@ pub fn main(cli: Cli) -> ExitCode {
             run(*args)
         }
         Command::Render(args) => render(&args),
+        Command::AnnotationsReference => {
+            print!("{}", tugboat_model::annotations::reference_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -293,7 +317,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
-                    let options = cluster_options(&args.cluster, &client)?;
+                    let options =
+                        cluster_options(&args.cluster, args.model.configmap.clone(), &client)?;
                     tracing::info!(
                         namespaces = ?options.source.namespaces,
                         controller_class = %options.source.class.controller,
@@ -336,7 +361,11 @@ async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> 
 /// File holding the pod's namespace in a service-account mount.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
-fn cluster_options(args: &ClusterArgs, client: &kube::Client) -> anyhow::Result<ClusterOptions> {
+fn cluster_options(
+    args: &ClusterArgs,
+    config_map: Option<ObjectKey>,
+    client: &kube::Client,
+) -> anyhow::Result<ClusterOptions> {
     let namespace = std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|ns| !ns.is_empty())
@@ -369,7 +398,7 @@ fn cluster_options(args: &ClusterArgs, client: &kube::Client) -> anyhow::Result<
                 only_class: args.ingress_class.clone(),
                 watch_without_class: args.watch_ingress_without_class,
             },
-            config_map: args.configmap.clone(),
+            config_map,
             ..ApiSourceConfig::default()
         },
         election: Election {
@@ -418,7 +447,7 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
                 text.len()
             );
         } else {
-            print!("{text}");
+            print!("{}", hide_password_hashes(text));
         }
     }
     let problems: Vec<String> = contents
@@ -446,6 +475,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn render_hides_password_hashes() {
+        let config = "userlist u1\n    user alice password $6$salt$hash\nbackend b\n";
+        let shown = hide_password_hashes(config);
+        assert!(!shown.contains("$6$"), "{shown}");
+        assert!(shown.contains("user alice password <hidden"));
+        assert!(shown.contains("backend b\n"));
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
@@ -464,7 +502,7 @@ mod tests {
         .expect("valid command line");
         match cli.command {
             Command::Run(args) => *args,
-            Command::Render(_) => panic!("expected run"),
+            Command::Render(_) | Command::AnnotationsReference => panic!("expected run"),
         }
     }
 
@@ -494,7 +532,7 @@ mod tests {
         let cluster = &args.cluster;
         assert_eq!(cluster.kubeconfig.as_deref(), Some(Path::new("/k")));
         assert_eq!(
-            cluster.configmap,
+            args.model.configmap,
             Some(ObjectKey::new("tugboat", "settings"))
         );
         assert_eq!(cluster.controller_class, "example.com/x");

@@ -1,0 +1,285 @@
+//! The haproxy rules of the route features: one rule per distinct setting, guarded by
+//! the feature sets that have it.
+//!
+//! The route maps' values are `<backend>.<feature set id>` (or just the backend), so the
+//! frontend knows, after the route lookup, which set applies (`txn.fs`). Each rule here
+//! tests that variable against the ids of the sets that share one value of one
+//! feature: the config grows with distinct settings, and a route that moves to another
+//! existing set changes only a map entry. Values come validated from the model and are
+//! written as they are.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tugboat_model::Desired;
+use tugboat_model::features::{CorsOrigins, FeatureSetId, RedirectWhen, RouteFeatures};
+
+/// The separator between a route's backend and its feature set in the maps' values.
+pub const FEATURE_SEPARATOR: char = '.';
+
+/// The rules of the features, by where they go in the frontend.
+#[derive(Debug, Default)]
+pub struct FeatureRules {
+    /// `http-request` rules after the route lookup, before the HTTPS redirect for TLS
+    /// hosts.
+    pub request: String,
+    /// The condition that leaves the default HTTPS redirect to the feature sets that
+    /// decide it themselves (empty when none).
+    pub default_redirect_exception: String,
+    /// `http-request` rules after the HTTPS redirect.
+    pub late_request: String,
+    /// `http-response` rules.
+    pub response: String,
+    /// Sections: userlists and stick tables.
+    pub sections: String,
+}
+
+/// `{ var(txn.fs) -m str f1 f2 }`: true for the requests of these sets.
+fn sets_acl(ids: &[&FeatureSetId]) -> String {
+    let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
+    format!("{{ var(txn.fs) -m str {} }}", ids.join(" "))
+}
+
+/// The sets grouped by the value `pick` gives them (sets where it gives `None` are left
+/// out).
+fn group<'a, T: Ord + 'a>(
+    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
+    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
+) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
+    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
+    for (id, features) in sets {
+        if let Some(value) = pick(features) {
+            groups.entry(value).or_default().push(id);
+        }
+    }
+    groups
+}
+
+/// The stick table of a rate-limited set.
+pub fn rate_table(id: &FeatureSetId) -> String {
+    format!("tugboat_rate_{id}")
+}
+
+pub fn feature_rules(desired: &Desired) -> FeatureRules {
+    let sets = &desired.feature_sets;
+    let mut rules = FeatureRules::default();
+    let request = &mut rules.request;
+
+    // The client address for access lists and rate limits.
+    let needs_address = sets
+        .values()
+        .any(|f| !f.allow_list.is_empty() || !f.deny_list.is_empty() || f.rate_limit.is_some());
+    if needs_address {
+        request.push_str("    http-request set-var(txn.src) src\n");
+        for (header, ids) in group(sets, |f| f.src_ip_header.as_deref()) {
+            let _ = writeln!(
+                request,
+                "    http-request set-var(txn.src) req.hdr_ip({header},-1) if {}",
+                sets_acl(&ids)
+            );
+        }
+    }
+    for (list, ids) in group(sets, |f| (!f.deny_list.is_empty()).then_some(&f.deny_list)) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip {} }}",
+            sets_acl(&ids),
+            list.join(" ")
+        );
+    }
+    for (list, ids) in group(sets, |f| {
+        (!f.allow_list.is_empty()).then_some(&f.allow_list)
+    }) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip {} }}",
+            sets_acl(&ids),
+            list.join(" ")
+        );
+    }
+
+    // HTTPS redirects of the sets that decide them.
+    for (redirect, ids) in group(sets, |f| f.https_redirect) {
+        let condition = match redirect.when {
+            RedirectWhen::Never => continue,
+            RedirectWhen::Always => String::new(),
+            RedirectWhen::TlsHostsOnly => " { var(txn.tls_host) -m found }".to_string(),
+        };
+        let target = match redirect.port {
+            None => "scheme https".to_string(),
+            Some(port) => {
+                format!("location https://%[var(txn.host)]:{port}%[capture.req.uri]")
+            }
+        };
+        let _ = writeln!(
+            request,
+            "    http-request redirect {target} code {} if !{{ ssl_fc }} {}{condition}",
+            redirect.code,
+            sets_acl(&ids)
+        );
+    }
+    let deciding: Vec<&FeatureSetId> = sets
+        .iter()
+        .filter(|(_, f)| f.https_redirect.is_some())
+        .map(|(id, _)| id)
+        .collect();
+    if !deciding.is_empty() {
+        rules.default_redirect_exception = format!(" !{}", sets_acl(&deciding));
+    }
+
+    let late = &mut rules.late_request;
+    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
+        let _ = writeln!(
+            late,
+            "    http-request redirect location {} code {} if {}",
+            redirect.location,
+            redirect.code,
+            sets_acl(&ids)
+        );
+    }
+    // Rate limits, before authentication so that guessing passwords is limited too.
+    for (id, features) in sets {
+        if let Some(limit) = &features.rate_limit {
+            let acl = sets_acl(&[id]);
+            let _ = writeln!(
+                late,
+                "    http-request track-sc0 var(txn.src) table {} if {acl}\n    \
+                 http-request deny deny_status {} if {acl} {{ sc_http_req_rate(0) gt {} }}",
+                rate_table(id),
+                limit.status,
+                limit.requests
+            );
+            let _ = write!(
+                rules.sections,
+                "\n# Request rates per client address of feature set {id}.\nbackend {}\n    \
+                 stick-table type ipv6 size 100k expire {period} store http_req_rate({period})\n",
+                rate_table(id),
+                period = limit.period
+            );
+        }
+    }
+    // CORS: preflight answers (before authentication: browsers send no credentials).
+    for (cors, ids) in group(sets, |f| f.cors.as_ref()) {
+        let acl = sets_acl(&ids);
+        let _ = writeln!(
+            late,
+            "    http-request set-var(txn.origin) req.hdr(origin) if {acl}"
+        );
+        let (origin, origin_condition) = match &cors.origins {
+            CorsOrigins::Any => ("*".to_string(), String::new()),
+            CorsOrigins::List(list) => (
+                "%[var(txn.origin)]".to_string(),
+                format!(" {{ var(txn.origin) -m str {} }}", list.join(" ")),
+            ),
+        };
+        let credentials = if cors.credentials {
+            " hdr Access-Control-Allow-Credentials true"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            late,
+            "    http-request return status 204 hdr Access-Control-Allow-Origin \"{origin}\" \
+             hdr Access-Control-Allow-Methods \"{}\" hdr Access-Control-Allow-Headers \"{}\" \
+             hdr Access-Control-Max-Age {}{credentials} hdr Vary Origin if {acl} METH_OPTIONS \
+             {{ req.hdr(access-control-request-method) -m found }}{origin_condition}",
+            cors.methods, cors.headers, cors.max_age
+        );
+        let response = &mut rules.response;
+        let _ = writeln!(
+            response,
+            "    http-response set-header Access-Control-Allow-Origin \"{origin}\" if {acl}{origin_condition}"
+        );
+        let _ = writeln!(
+            response,
+            "    http-response set-header Access-Control-Allow-Methods \"{}\" if {acl}",
+            cors.methods
+        );
+        let _ = writeln!(
+            response,
+            "    http-response set-header Access-Control-Allow-Headers \"{}\" if {acl}",
+            cors.headers
+        );
+        if cors.credentials {
+            let _ = writeln!(
+                response,
+                "    http-response set-header Access-Control-Allow-Credentials true if {acl}"
+            );
+        }
+        if matches!(cors.origins, CorsOrigins::List(_)) {
+            let _ = writeln!(
+                response,
+                "    http-response add-header Vary Origin if {acl}"
+            );
+        }
+    }
+    for (auth, ids) in group(sets, |f| f.basic_auth.as_ref()) {
+        let _ = writeln!(
+            late,
+            "    http-request auth realm \"{}\" if {} !{{ http_auth({}) }}",
+            auth.realm,
+            sets_acl(&ids),
+            auth.userlist
+        );
+    }
+    for (rewrite, ids) in group(sets, |f| f.path_rewrite.as_ref()) {
+        let _ = writeln!(
+            late,
+            "    http-request replace-path '{}' '{}' if {}",
+            rewrite.pattern,
+            rewrite.replacement,
+            sets_acl(&ids)
+        );
+    }
+    for (host, ids) in group(sets, |f| f.set_host.as_deref()) {
+        let _ = writeln!(
+            late,
+            "    http-request set-header Host {host} if {}",
+            sets_acl(&ids)
+        );
+    }
+    for (headers, ids) in group(sets, |f| {
+        (!f.request_headers.is_empty()).then_some(&f.request_headers)
+    }) {
+        for (name, value) in headers {
+            let _ = writeln!(
+                late,
+                "    http-request set-header {name} \"{value}\" if {}",
+                sets_acl(&ids)
+            );
+        }
+    }
+
+    let response = &mut rules.response;
+    for (hsts, ids) in group(sets, |f| f.hsts.as_ref()) {
+        let _ = writeln!(
+            response,
+            "    http-response set-header Strict-Transport-Security \"{}\" if {{ ssl_fc }} {}",
+            hsts.value(),
+            sets_acl(&ids)
+        );
+    }
+    for (headers, ids) in group(sets, |f| {
+        (!f.response_headers.is_empty()).then_some(&f.response_headers)
+    }) {
+        for (name, value) in headers {
+            let _ = writeln!(
+                response,
+                "    http-response set-header {name} \"{value}\" if {}",
+                sets_acl(&ids)
+            );
+        }
+    }
+
+    for (name, users) in &desired.userlists {
+        let _ = writeln!(rules.sections, "\nuserlist {name}");
+        for user in users {
+            let _ = writeln!(
+                rules.sections,
+                "    user {} password {}",
+                user.user, user.hash
+            );
+        }
+    }
+    rules
+}

@@ -1,0 +1,333 @@
+//! No annotation or ConfigMap value can inject haproxy configuration: arbitrary strings
+//! are fed to every key, and the rendered files must hold exactly the directives the
+//! model intends. Every line is either one that renders without the key or with a
+//! known-good value, or a line of the same directive as one the key owns with the same
+//! structure (its `if`, `!`, `{`, `}` tokens); no new sections, no control characters.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use proptest::prelude::*;
+use tugboat_haproxy::{RenderSettings, plan};
+use tugboat_model::annotations::{KEYS, KeySpec, Scope};
+use tugboat_model::{ObjectKey, Settings, Snapshot, build};
+
+/// Keys that other keys need, and their values when the key under test is not them.
+const COMPANIONS: &[(&str, &str)] = &[
+    ("hsts", "true"),
+    ("cors-enable", "true"),
+    ("request-redirect", "https://moved.example.com/"),
+    ("rate-limit-requests", "5"),
+    ("deny-list", "192.0.2.1"),
+    ("auth-type", "basic-auth"),
+    ("auth-secret", "shop-users"),
+];
+
+fn meta(name: &str, annotations: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("shop".into()),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The rendered config and maps for `key` set to `value` (`None`: not set), on an
+/// Ingress when the key can be set there, else in the ConfigMap; companions on the
+/// Ingress.
+fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
+    let mut annotations: BTreeMap<String, String> = COMPANIONS
+        .iter()
+        .filter(|(k, _)| *k != key.name)
+        .map(|(k, v)| (format!("tugboat.dev/{k}"), v.to_string()))
+        .collect();
+    let mut data = BTreeMap::new();
+    if let Some(value) = value {
+        if key.scopes.contains(&Scope::Ingress) {
+            annotations.insert(format!("tugboat.dev/{}", key.name), value.to_string());
+        } else {
+            data.insert(key.name.to_string(), value.to_string());
+        }
+    }
+    let backend = IngressBackend {
+        service: Some(IngressServiceBackend {
+            name: "web".into(),
+            port: Some(ServiceBackendPort {
+                number: Some(80),
+                name: None,
+            }),
+        }),
+        resource: None,
+    };
+    let ingress = Ingress {
+        metadata: meta("ing", annotations),
+        spec: Some(IngressSpec {
+            rules: Some(vec![IngressRule {
+                host: Some("shop.example.com".into()),
+                http: Some(HTTPIngressRuleValue {
+                    paths: vec![HTTPIngressPath {
+                        path: Some("/api".into()),
+                        path_type: "Prefix".into(),
+                        backend,
+                    }],
+                }),
+            }]),
+            ..IngressSpec::default()
+        }),
+        status: None,
+    };
+    let service = Service {
+        metadata: meta("web", BTreeMap::new()),
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                port: 80,
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    };
+    let secret = Secret {
+        metadata: meta("shop-users", BTreeMap::new()),
+        data: Some(
+            [(
+                "ann".to_string(),
+                ByteString(b"$6$salt$0123456789abcdef".to_vec()),
+            )]
+            .into(),
+        ),
+        ..Secret::default()
+    };
+    let config_map = ConfigMap {
+        metadata: meta("tugboat", BTreeMap::new()),
+        data: Some(data),
+        ..ConfigMap::default()
+    };
+    let mut snapshot = Snapshot::default();
+    snapshot
+        .ingresses
+        .insert(ObjectKey::new("shop", "ing"), Arc::new(ingress));
+    snapshot
+        .services
+        .insert(ObjectKey::new("shop", "web"), Arc::new(service));
+    snapshot
+        .secrets
+        .insert(ObjectKey::new("shop", "shop-users"), Arc::new(secret));
+    snapshot
+        .config_maps
+        .insert(ObjectKey::new("shop", "tugboat"), Arc::new(config_map));
+    let mut settings = Settings::new(1_700_000_000);
+    settings.config_map = Some(ObjectKey::new("shop", "tugboat"));
+    let desired = build(&snapshot, &settings).desired;
+    let render_settings = RenderSettings {
+        config_dir: "/etc/haproxy".into(),
+        lib_dir: "/var/lib/haproxy".into(),
+        bind_address: Ipv4Addr::UNSPECIFIED.into(),
+        http_port: 8080,
+        https_port: 8443,
+        stats_port: 1024,
+        fallback_certificate: tugboat_model::tls::Pem::from_checked("PEM\n".into()),
+    };
+    plan(None, desired, &render_settings)
+        .next
+        .files
+        .files
+        .into_iter()
+        .filter(|(path, _)| path.extension().is_some_and(|e| e == "cfg" || e == "map"))
+        .map(|(path, text)| (path.display().to_string(), text))
+        .collect()
+}
+
+/// Feature set ids change with any value: compare lines without them.
+fn normalise(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('f') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let id = from.get(1..17);
+        if id.is_some_and(|id| id.bytes().all(|b| b.is_ascii_hexdigit())) {
+            out.push_str("fID");
+            rest = &from[17..];
+        } else {
+            out.push('f');
+            rest = &from[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Tokens as haproxy splits them: whitespace, except inside quotes.
+fn tokens(line: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    let mut current = String::new();
+    let mut quote = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => {
+                if !current.is_empty() {
+                    tokens.push(std::mem::take(&mut current));
+                }
+            }
+            (_, c) => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        tokens.push(current);
+    }
+    tokens
+}
+
+/// The directive (its keyword, and its action for the keywords that have one) and the
+/// structure tokens of a line.
+fn shape(line: &str) -> (String, Vec<String>) {
+    let tokens = tokens(line);
+    let with_action = ["http-request", "http-response", "timeout", "option"];
+    let words = if tokens
+        .first()
+        .is_some_and(|t| with_action.contains(&t.as_str()))
+    {
+        2
+    } else {
+        1
+    };
+    let directive = tokens
+        .iter()
+        .take(words)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let structure = tokens
+        .iter()
+        .filter(|t| ["if", "unless", "!", "{", "}", "or", "||"].contains(&t.as_str()))
+        .cloned()
+        .collect();
+    (directive, structure)
+}
+
+fn lines(files: &BTreeMap<String, String>) -> BTreeSet<(String, String)> {
+    files
+        .iter()
+        .flat_map(|(path, text)| text.lines().map(move |l| (path.clone(), normalise(l))))
+        .collect()
+}
+
+fn sections(files: &BTreeMap<String, String>) -> usize {
+    files
+        .values()
+        .flat_map(|text| text.lines())
+        .filter(|l| !l.is_empty() && !l.starts_with(' ') && !l.starts_with('#'))
+        .count()
+}
+
+fn check(key: &KeySpec, value: &str) -> Result<(), TestCaseError> {
+    let none = render_with(key, None);
+    let good = render_with(key, Some(key.example));
+    let tried = render_with(key, Some(value));
+    let (none_lines, good_lines) = (lines(&none), lines(&good));
+    let owned: BTreeSet<(String, Vec<String>)> = good_lines
+        .difference(&none_lines)
+        .map(|(_, l)| shape(l))
+        .collect();
+    for (path, line) in lines(&tried) {
+        prop_assert!(
+            !line.chars().any(char::is_control),
+            "{}: control character in {path}: {line:?}",
+            key.name
+        );
+        let entry = (path.clone(), line.clone());
+        let known = none_lines.contains(&entry) || good_lines.contains(&entry);
+        prop_assert!(
+            known || owned.contains(&shape(&line)),
+            "{} = {value:?} put a line the key does not own into {path}: {line:?}",
+            key.name
+        );
+    }
+    prop_assert!(
+        sections(&tried) <= sections(&none).max(sections(&good)),
+        "{} = {value:?} added a section",
+        key.name
+    );
+    Ok(())
+}
+
+const INJECTIONS: &[&str] = &[
+    "\nuse_backend x",
+    "\r\nglobal",
+    "\" if TRUE",
+    "' if TRUE",
+    " if TRUE",
+    " }",
+    " { always_true }",
+    "%[env(HOME)]",
+    "${HOME}",
+    " #",
+    "\\",
+    "\0",
+    "\nbackend evil\n    server s 10.0.0.1:80",
+];
+
+fn value_for(key: &'static KeySpec) -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[ -~\t\n]{0,40}",
+        (0..INJECTIONS.len(), 0..=key.example.len()).prop_map(move |(i, at)| {
+            let at = (0..=at)
+                .rev()
+                .find(|a| key.example.is_char_boundary(*a))
+                .unwrap_or(0);
+            format!(
+                "{}{}{}",
+                &key.example[..at],
+                INJECTIONS[i],
+                &key.example[at..]
+            )
+        }),
+    ]
+}
+
+#[test]
+fn good_values_render_the_lines_the_key_owns() {
+    for key in KEYS {
+        let none = lines(&render_with(key, None));
+        let good = lines(&render_with(key, Some(key.example)));
+        assert_ne!(none, good, "{}'s example changes nothing", key.name);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn no_value_of_any_key_injects_configuration(
+        (index, value) in (0..KEYS.len()).prop_flat_map(|i| (Just(i), value_for(&KEYS[i])))
+    ) {
+        check(&KEYS[index], &value)?;
+    }
+}
+
+#[test]
+fn every_injection_into_every_key_is_refused_or_harmless() {
+    for key in KEYS {
+        for injection in INJECTIONS {
+            for value in [
+                format!("{}{injection}", key.example),
+                format!("{injection}{}", key.example),
+            ] {
+                if let Err(err) = check(key, &value) {
+                    panic!("{err}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1156 @@
+//! The keys users configure: their reference table, where each may be set, how values
+//! are read and validated, and the precedence between scopes.
+//!
+//! A key can be set in the controller's ConfigMap (plain key), on an Ingress (its
+//! routes) and, where it makes sense, on a Service (its backends and the routes to it),
+//! as an annotation `tugboat.dev/<key>` (or the alias prefix `ingress.kubernetes.io/`).
+//! Service beats Ingress beats ConfigMap beats the built-in default. A value that does
+//! not parse is ignored for that object only (the next scope down applies) and becomes a
+//! problem naming the key, the value and what was expected.
+//!
+//! Validation here is the door for these values: every parser accepts only the syntax
+//! it documents and refuses everything else (newlines, quotes, `%`, `$`, `\`, ...), so a
+//! value that passes can be written into haproxy's config as it is.
+//!
+//! [`KEYS`] is the single reference: `docs/annotations.md` is generated from it
+//! ([`reference_markdown`]) and a test fails when the file is out of date.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use crate::features::{
+    BackendOptions, Balance, Cors, CorsOrigins, GlobalOptions, Hsts, HttpsRedirect, PathRewrite,
+    ProxyProtocol, RateLimit, Redirect, RedirectWhen, RouteFeatures,
+};
+use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+use crate::validate::{self, printable};
+
+/// The annotation prefix of Tugboat's keys.
+pub const PREFIX: &str = "tugboat.dev/";
+/// The prefix accepted as an alias (other controllers' users have it).
+pub const ALIAS_PREFIX: &str = "ingress.kubernetes.io/";
+
+/// Where a key can be set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    ConfigMap,
+    Ingress,
+    Service,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::ConfigMap => "ConfigMap",
+            Scope::Ingress => "Ingress",
+            Scope::Service => "Service",
+        }
+    }
+}
+
+/// One key of the reference.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    pub name: &'static str,
+    /// Other names accepted for the same key.
+    pub aliases: &'static [&'static str],
+    pub scopes: &'static [Scope],
+    /// What values are accepted.
+    pub values: &'static str,
+    pub default: &'static str,
+    /// A valid value.
+    pub example: &'static str,
+    pub help: &'static str,
+}
+
+const ALL: &[Scope] = &[Scope::ConfigMap, Scope::Ingress, Scope::Service];
+const ROUTE: &[Scope] = &[Scope::ConfigMap, Scope::Ingress];
+const GLOBAL: &[Scope] = &[Scope::ConfigMap];
+
+const fn key(
+    name: &'static str,
+    scopes: &'static [Scope],
+    values: &'static str,
+    default: &'static str,
+    example: &'static str,
+    help: &'static str,
+) -> KeySpec {
+    KeySpec {
+        name,
+        aliases: &[],
+        scopes,
+        values,
+        default,
+        example,
+        help,
+    }
+}
+
+/// Every key, in the order of the reference.
+pub const KEYS: &[KeySpec] = &[
+    key(
+        "ssl-redirect",
+        ROUTE,
+        "`true` or `false`",
+        "`true` for hosts in a `spec.tls` (`--ssl-redirect`)",
+        "true",
+        "Redirect plain HTTP to HTTPS. On an Ingress, `true` redirects its routes even without `spec.tls`, `false` never.",
+    ),
+    key(
+        "ssl-redirect-code",
+        ROUTE,
+        "301, 302, 303, 307 or 308",
+        "308",
+        "301",
+        "Status code of the HTTPS redirect.",
+    ),
+    key(
+        "ssl-redirect-port",
+        ROUTE,
+        "a port, 1 to 65535",
+        "none: the request's host is kept",
+        "443",
+        "HTTPS port written in the redirect's location.",
+    ),
+    key(
+        "client-strict-sni",
+        GLOBAL,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Refuse TLS handshakes whose SNI matches no certificate instead of serving the default certificate.",
+    ),
+    key(
+        "hsts",
+        ROUTE,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Send `Strict-Transport-Security` on HTTPS answers.",
+    ),
+    key(
+        "hsts-max-age",
+        ROUTE,
+        "seconds, 0 to 315360000",
+        "15768000",
+        "31536000",
+        "`max-age` of the HSTS header.",
+    ),
+    key(
+        "hsts-include-subdomains",
+        ROUTE,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Add `includeSubDomains` to the HSTS header.",
+    ),
+    key(
+        "hsts-preload",
+        ROUTE,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Add `preload` to the HSTS header.",
+    ),
+    key(
+        "request-redirect",
+        ROUTE,
+        "an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
+        "none",
+        "https://www.example.com/new",
+        "Redirect every request of the routes to this URL.",
+    ),
+    key(
+        "request-redirect-code",
+        ROUTE,
+        "301, 302, 303, 307 or 308",
+        "302",
+        "301",
+        "Status code of `request-redirect`.",
+    ),
+    key(
+        "path-rewrite",
+        ALL,
+        "`REGEX REPLACEMENT`: a regular expression on the path and its replacement (`\\1` for a group); no quotes, `%`, `#` or control characters",
+        "none",
+        "^/api/(.*) /\\1",
+        "Rewrite the path before the request goes to the backend.",
+    ),
+    key(
+        "set-host",
+        ALL,
+        "a host name, with an optional `:port`",
+        "none",
+        "internal.example.com",
+        "Replace the `Host` header sent to the backend.",
+    ),
+    key(
+        "request-set-header",
+        ALL,
+        "one `Name value` per line; names are header tokens, values printable ASCII without `\"`, `\\`, `$` or `%`",
+        "none",
+        "X-Team shop",
+        "Set request headers before the request goes to the backend.",
+    ),
+    key(
+        "response-set-header",
+        ALL,
+        "one `Name value` per line, as `request-set-header`",
+        "none",
+        "X-Frame-Options DENY",
+        "Set response headers before the answer goes to the client.",
+    ),
+    key(
+        "cors-enable",
+        ALL,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Add CORS headers to answers and answer preflight requests (OPTIONS with `Origin` and `Access-Control-Request-Method`) with 204.",
+    ),
+    key(
+        "cors-allow-origin",
+        ALL,
+        "`*`, or origins (`https://app.example.com`) separated by commas",
+        "`*`",
+        "https://app.example.com",
+        "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
+    ),
+    key(
+        "cors-allow-methods",
+        ALL,
+        "HTTP methods separated by commas",
+        "GET, PUT, POST, DELETE, PATCH, OPTIONS",
+        "GET, POST",
+        "`Access-Control-Allow-Methods`.",
+    ),
+    key(
+        "cors-allow-headers",
+        ALL,
+        "header names separated by commas",
+        "DNT, Keep-Alive, User-Agent, X-Requested-With, If-Modified-Since, Cache-Control, Content-Type, Range, Authorization",
+        "Content-Type, Authorization",
+        "`Access-Control-Allow-Headers`.",
+    ),
+    key(
+        "cors-allow-credentials",
+        ALL,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Send `Access-Control-Allow-Credentials: true`.",
+    ),
+    key(
+        "cors-max-age",
+        ALL,
+        "seconds, 0 to 86400",
+        "86400",
+        "600",
+        "`Access-Control-Max-Age` of preflight answers.",
+    ),
+    KeySpec {
+        aliases: &["whitelist"],
+        ..key(
+            "allow-list",
+            ALL,
+            "IP addresses and CIDR networks separated by commas or spaces",
+            "none: every address",
+            "10.0.0.0/8, 192.168.1.7",
+            "Only these client addresses are served; others get 403.",
+        )
+    },
+    KeySpec {
+        aliases: &["blacklist"],
+        ..key(
+            "deny-list",
+            ALL,
+            "IP addresses and CIDR networks separated by commas or spaces",
+            "none",
+            "203.0.113.0/24",
+            "These client addresses get 403.",
+        )
+    },
+    key(
+        "src-ip-header",
+        ALL,
+        "a header name",
+        "none: the connection's source address",
+        "X-Forwarded-For",
+        "Take the client address for access lists and rate limits from the last value of this header (set it only behind a trusted load balancer).",
+    ),
+    key(
+        "auth-type",
+        ALL,
+        "`basic-auth`",
+        "none",
+        "basic-auth",
+        "Require HTTP basic authentication (with `auth-secret`).",
+    ),
+    key(
+        "auth-secret",
+        ALL,
+        "the name of a Secret in the object's namespace",
+        "none",
+        "shop-users",
+        "The users: an `auth` key in htpasswd format, or one key per user whose value is the password hash. Hashes: `$1$` (MD5-crypt), `$2b$`/`$2y$` (bcrypt), `$5$` (SHA-256-crypt), `$6$` (SHA-512-crypt); `$apr1$` is refused (haproxy cannot verify it).",
+    ),
+    key(
+        "auth-realm",
+        ALL,
+        "printable ASCII without `\"`, `\\`, `$` or `%`, at most 64 characters",
+        "Restricted",
+        "Shop staff",
+        "The realm shown by browsers.",
+    ),
+    key(
+        "rate-limit-requests",
+        ALL,
+        "requests, 1 to 1000000",
+        "none: no limit",
+        "100",
+        "Requests allowed per client address and `rate-limit-period`; more get `rate-limit-status-code`.",
+    ),
+    key(
+        "rate-limit-period",
+        ALL,
+        "a duration: a number and `ms`, `s`, `m` or `h`",
+        "1s",
+        "1m",
+        "The period of `rate-limit-requests`.",
+    ),
+    key(
+        "rate-limit-status-code",
+        ALL,
+        "400 to 599",
+        "429",
+        "503",
+        "Status answered over the limit.",
+    ),
+    key(
+        "load-balance",
+        ALL,
+        "`roundrobin`, `leastconn`, `source`, `uri`, `random` or `hdr(Name)`",
+        "roundrobin",
+        "leastconn",
+        "How requests are spread over the endpoints. `source`, `uri` and `hdr` make every new endpoint a reload.",
+    ),
+    key(
+        "timeout-server",
+        ALL,
+        "a duration: a number and `ms`, `s`, `m` or `h`",
+        "50s",
+        "2m",
+        "How long to wait for the backend's answer.",
+    ),
+    key(
+        "timeout-connect",
+        ALL,
+        "a duration",
+        "5s",
+        "2s",
+        "How long to wait for a connection to the backend.",
+    ),
+    key(
+        "timeout-client",
+        GLOBAL,
+        "a duration",
+        "50s",
+        "1m",
+        "How long a client may stay silent.",
+    ),
+    key(
+        "timeout-http-request",
+        GLOBAL,
+        "a duration",
+        "10s",
+        "5s",
+        "How long a client may take to send a request's headers.",
+    ),
+    key(
+        "timeout-http-keep-alive",
+        GLOBAL,
+        "a duration",
+        "none (`timeout http-request` applies)",
+        "30s",
+        "How long an idle keep-alive connection stays open.",
+    ),
+    key(
+        "timeout-queue",
+        GLOBAL,
+        "a duration",
+        "none (`timeout connect` applies)",
+        "10s",
+        "How long a request may wait for a free server.",
+    ),
+    key(
+        "timeout-tunnel",
+        GLOBAL,
+        "a duration",
+        "1h",
+        "2h",
+        "How long an idle tunnel (WebSocket) stays open.",
+    ),
+    key(
+        "send-proxy-protocol",
+        ALL,
+        "`v1` or `v2`",
+        "none",
+        "v2",
+        "Send a PROXY protocol header to the backend's servers.",
+    ),
+    key(
+        "syslog-server",
+        GLOBAL,
+        "`stdout`, or `ADDRESS:PORT` of a syslog server (UDP)",
+        "stdout",
+        "127.0.0.1:514",
+        "Where haproxy sends its logs.",
+    ),
+    key(
+        "log-format",
+        GLOBAL,
+        "an haproxy log-format string: printable ASCII without `\"`, `\\` or `$`",
+        "haproxy's HTTP log format",
+        "%ci:%cp [%tr] %ft %b/%s %ST %B %HM %HU",
+        "The format of the request log lines.",
+    ),
+];
+
+/// The key called `name` (or with this alias).
+pub fn find_key(name: &str) -> Option<&'static KeySpec> {
+    KEYS.iter()
+        .find(|k| k.name == name || k.aliases.contains(&name))
+}
+
+/// The reference of every key, as the Markdown of `docs/annotations.md`.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "<!-- Generated from crates/tugboat-model/src/annotations.rs (KEYS). Do not edit: \
+         regenerate with `cargo run -p tugboat -- annotations-reference > docs/annotations.md`. -->\n\n\
+         # Annotations and ConfigMap keys\n\n\
+         Set a key in the controller's ConfigMap (`--configmap NAMESPACE/NAME`, plain key: a \
+         default for everything), on an Ingress (its routes) or on a Service (its backends and \
+         the routes to it) as the annotation `tugboat.dev/<key>`; `ingress.kubernetes.io/<key>` \
+         is accepted as an alias. Service beats Ingress beats ConfigMap beats the default. A value \
+         that does not parse is ignored for that object only, with a warning naming the key, the \
+         value and what was expected.\n\n\
+         | key | scopes | values | default | example | what it does |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for key in KEYS {
+        let mut name = format!("`{}`", key.name);
+        for alias in key.aliases {
+            let _ = write!(name, " (alias `{alias}`)");
+        }
+        let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | `{}` | {} |",
+            scopes.join(", "),
+            key.values.replace('|', "\\|"),
+            key.default.replace('|', "\\|"),
+            key.example.replace('|', "\\|"),
+            key.help.replace('|', "\\|"),
+        );
+    }
+    out
+}
+
+/// The keys one object sets: key name -> (field, value).
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub object: ObjectRef,
+    pub scope: Scope,
+    values: BTreeMap<&'static str, (String, String)>,
+}
+
+impl Layer {
+    /// The keys of an Ingress' or Service's annotations. Unknown `tugboat.dev/` keys and
+    /// keys that cannot be set on this kind of object become problems.
+    pub fn from_annotations(
+        object: ObjectRef,
+        scope: Scope,
+        annotations: Option<&BTreeMap<String, String>>,
+        problems: &mut Vec<ObjectProblem>,
+    ) -> Self {
+        let mut values = BTreeMap::new();
+        let mut from_primary = BTreeMap::new();
+        for (name, value) in annotations.into_iter().flatten() {
+            let (rest, primary) = if let Some(rest) = name.strip_prefix(PREFIX) {
+                (rest, true)
+            } else if let Some(rest) = name.strip_prefix(ALIAS_PREFIX) {
+                (rest, false)
+            } else {
+                continue;
+            };
+            let field = format!("metadata.annotations.{name}");
+            let Some(spec) = find_key(rest) else {
+                if primary {
+                    problems.push(ObjectProblem {
+                        object: object.clone(),
+                        field,
+                        reason: ProblemReason::InvalidField,
+                        message: format!(
+                            "unknown key '{}': see docs/annotations.md for the keys Tugboat reads",
+                            printable(rest)
+                        ),
+                    });
+                }
+                continue;
+            };
+            if !spec.scopes.contains(&scope) {
+                problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field,
+                    reason: ProblemReason::InvalidField,
+                    message: format!(
+                        "key '{}' cannot be set on {}: it belongs in the controller's ConfigMap",
+                        spec.name,
+                        object_kind_plural(scope)
+                    ),
+                });
+                continue;
+            }
+            // The primary prefix wins over the alias prefix.
+            if from_primary.get(spec.name) == Some(&true) && !primary {
+                continue;
+            }
+            from_primary.insert(spec.name, primary);
+            values.insert(spec.name, (field, value.clone()));
+        }
+        Self {
+            object,
+            scope,
+            values,
+        }
+    }
+
+    /// The keys of the controller's ConfigMap (`data`); unknown keys become problems.
+    pub fn from_config_map(
+        object: ObjectRef,
+        data: Option<&BTreeMap<String, String>>,
+        problems: &mut Vec<ObjectProblem>,
+    ) -> Self {
+        let mut values = BTreeMap::new();
+        for (name, value) in data.into_iter().flatten() {
+            let field = format!("data.{name}");
+            match find_key(name) {
+                Some(spec) => {
+                    values.insert(spec.name, (field, value.clone()));
+                }
+                None => problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field,
+                    reason: ProblemReason::InvalidField,
+                    message: format!(
+                        "unknown key '{}': see docs/annotations.md for the keys Tugboat reads",
+                        printable(name)
+                    ),
+                }),
+            }
+        }
+        Self {
+            object,
+            scope: Scope::ConfigMap,
+            values,
+        }
+    }
+
+    /// An empty layer (an object without keys).
+    pub fn empty(object: ObjectRef, scope: Scope) -> Self {
+        Self {
+            object,
+            scope,
+            values: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+fn object_kind_plural(scope: Scope) -> &'static str {
+    match scope {
+        Scope::ConfigMap => "ConfigMaps",
+        Scope::Ingress => "Ingresses",
+        Scope::Service => "Services",
+    }
+}
+
+/// Reads keys through the layers of one route or backend, highest precedence first.
+pub struct Resolver<'a> {
+    layers: Vec<&'a Layer>,
+    pub problems: Vec<ObjectProblem>,
+}
+
+impl<'a> Resolver<'a> {
+    /// `layers` from the highest precedence (Service) to the lowest (ConfigMap).
+    pub fn new(layers: Vec<&'a Layer>) -> Self {
+        Self {
+            layers,
+            problems: Vec::new(),
+        }
+    }
+
+    /// The value of `key` from the highest layer where it is set and valid. A value that
+    /// does not parse is a problem of its object, and the next layer down applies.
+    pub fn get<T>(&mut self, key: &str, parse: impl Fn(&str) -> Result<T, String>) -> Option<T> {
+        self.get_in(
+            key,
+            &[Scope::Service, Scope::Ingress, Scope::ConfigMap],
+            parse,
+        )
+    }
+
+    /// As [`Resolver::get`], looking only at layers of the given scopes.
+    pub fn get_in<T>(
+        &mut self,
+        key: &str,
+        scopes: &[Scope],
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        for layer in &self.layers {
+            if !scopes.contains(&layer.scope) {
+                continue;
+            }
+            let Some((field, value)) = layer.values.get(key) else {
+                continue;
+            };
+            match parse(value) {
+                Ok(parsed) => return Some(parsed),
+                Err(expected) => self.problems.push(ObjectProblem {
+                    object: layer.object.clone(),
+                    field: field.clone(),
+                    reason: ProblemReason::InvalidField,
+                    message: format!(
+                        "key '{key}': '{}' is not valid, expected {expected}; the key is ignored here",
+                        printable(value)
+                    ),
+                }),
+            }
+        }
+        None
+    }
+
+    /// Whether some layer of these scopes sets `key` (valid or not).
+    pub fn is_set_in(&self, key: &str, scopes: &[Scope]) -> bool {
+        self.layers
+            .iter()
+            .any(|l| scopes.contains(&l.scope) && l.values.contains_key(key))
+    }
+}
+
+/// What the route keys say, except the Secret of `auth-secret`, which the builder looks
+/// up: the features, and when basic authentication is on, the name of that Secret (if
+/// valid).
+pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, Option<Option<String>>) {
+    let mut features = RouteFeatures::default();
+    let above_config_map = [Scope::Service, Scope::Ingress];
+    let when = resolver.get_in("ssl-redirect", &above_config_map, parse_bool);
+    let code = resolver.get_in("ssl-redirect-code", &above_config_map, parse_redirect_code);
+    let port = resolver.get_in("ssl-redirect-port", &above_config_map, parse_port);
+    if when.is_some() || code.is_some() || port.is_some() {
+        let config_map = [Scope::ConfigMap];
+        features.https_redirect = Some(HttpsRedirect {
+            when: match when {
+                Some(true) => RedirectWhen::Always,
+                Some(false) => RedirectWhen::Never,
+                None => RedirectWhen::TlsHostsOnly,
+            },
+            code: code
+                .or_else(|| resolver.get_in("ssl-redirect-code", &config_map, parse_redirect_code))
+                .unwrap_or(308),
+            port: port.or_else(|| resolver.get_in("ssl-redirect-port", &config_map, parse_port)),
+        });
+    }
+    if resolver.get("hsts", parse_bool) == Some(true) {
+        features.hsts = Some(Hsts {
+            max_age: resolver
+                .get("hsts-max-age", |v| parse_number(v, 0, 315_360_000))
+                .unwrap_or(15_768_000),
+            include_subdomains: resolver
+                .get("hsts-include-subdomains", parse_bool)
+                .unwrap_or(false),
+            preload: resolver.get("hsts-preload", parse_bool).unwrap_or(false),
+        });
+    }
+    if let Some(location) = resolver.get("request-redirect", parse_url) {
+        let code = resolver
+            .get("request-redirect-code", parse_redirect_code)
+            .unwrap_or(302);
+        features.redirect = Some(Redirect { location, code });
+    }
+    features.path_rewrite = resolver.get("path-rewrite", parse_path_rewrite);
+    features.set_host = resolver.get("set-host", parse_host_port);
+    features.request_headers = resolver
+        .get("request-set-header", parse_header_lines)
+        .unwrap_or_default();
+    features.response_headers = resolver
+        .get("response-set-header", parse_header_lines)
+        .unwrap_or_default();
+    if resolver.get("cors-enable", parse_bool) == Some(true) {
+        features.cors = Some(Cors {
+            origins: resolver
+                .get("cors-allow-origin", parse_origins)
+                .unwrap_or(CorsOrigins::Any),
+            methods: resolver
+                .get("cors-allow-methods", parse_methods)
+                .unwrap_or_else(|| "GET, PUT, POST, DELETE, PATCH, OPTIONS".into()),
+            headers: resolver
+                .get("cors-allow-headers", parse_header_names)
+                .unwrap_or_else(|| {
+                    "DNT, Keep-Alive, User-Agent, X-Requested-With, If-Modified-Since, \
+                     Cache-Control, Content-Type, Range, Authorization"
+                        .into()
+                }),
+            credentials: resolver
+                .get("cors-allow-credentials", parse_bool)
+                .unwrap_or(false),
+            max_age: resolver
+                .get("cors-max-age", |v| parse_number(v, 0, 86_400))
+                .unwrap_or(86_400),
+        });
+    }
+    features.allow_list = resolver
+        .get("allow-list", parse_networks)
+        .unwrap_or_default();
+    features.deny_list = resolver
+        .get("deny-list", parse_networks)
+        .unwrap_or_default();
+    if let Some(requests) = resolver.get("rate-limit-requests", |v| parse_number(v, 1, 1_000_000)) {
+        features.rate_limit = Some(RateLimit {
+            requests,
+            period: resolver
+                .get("rate-limit-period", parse_duration)
+                .unwrap_or_else(|| "1s".into()),
+            status: resolver
+                .get("rate-limit-status-code", |v| {
+                    parse_number(v, 400, 599).map(|n| n as u16)
+                })
+                .unwrap_or(429),
+        });
+    }
+    let needs_client_address = !features.allow_list.is_empty()
+        || !features.deny_list.is_empty()
+        || features.rate_limit.is_some();
+    if needs_client_address {
+        features.src_ip_header = resolver.get("src-ip-header", parse_header_name);
+    }
+    let mut auth = None;
+    if resolver.get("auth-type", parse_auth_type).is_some() {
+        auth = Some(resolver.get("auth-secret", |v| {
+            validate::dns_subdomain(v)
+                .map(|()| v.to_string())
+                .map_err(|_| "the name of a Secret (lower-case letters, digits, '-', '.')".into())
+        }));
+    }
+    (features, auth)
+}
+
+/// The realm of basic authentication.
+pub fn auth_realm(resolver: &mut Resolver<'_>) -> String {
+    resolver
+        .get("auth-realm", parse_realm)
+        .unwrap_or_else(|| "Restricted".into())
+}
+
+/// What the backend keys say.
+pub fn backend_options(resolver: &mut Resolver<'_>) -> BackendOptions {
+    BackendOptions {
+        balance: resolver.get("load-balance", parse_balance),
+        send_proxy: resolver.get("send-proxy-protocol", |v| match v {
+            "v1" => Ok(ProxyProtocol::V1),
+            "v2" => Ok(ProxyProtocol::V2),
+            _ => Err("v1 or v2".into()),
+        }),
+        timeout_server: resolver.get("timeout-server", parse_duration),
+        timeout_connect: resolver.get("timeout-connect", parse_duration),
+    }
+}
+
+/// What the ConfigMap-only keys say.
+pub fn global_options(resolver: &mut Resolver<'_>) -> GlobalOptions {
+    let mut timeouts = BTreeMap::new();
+    for name in [
+        "client",
+        "connect",
+        "server",
+        "http-request",
+        "http-keep-alive",
+        "queue",
+        "tunnel",
+    ] {
+        let key = format!("timeout-{name}");
+        if let Some(value) = resolver.get_in(&key, &[Scope::ConfigMap], parse_duration) {
+            timeouts.insert(name.to_string(), value);
+        }
+    }
+    let cm = [Scope::ConfigMap];
+    GlobalOptions {
+        timeouts,
+        syslog_server: resolver
+            .get_in("syslog-server", &cm, parse_syslog_server)
+            .flatten(),
+        log_format: resolver.get_in("log-format", &cm, parse_log_format),
+        strict_sni: resolver
+            .get_in("client-strict-sni", &cm, parse_bool)
+            .unwrap_or(false),
+        ssl_redirect_code: resolver
+            .get_in("ssl-redirect-code", &cm, parse_redirect_code)
+            .unwrap_or(308),
+        ssl_redirect_port: resolver.get_in("ssl-redirect-port", &cm, parse_port),
+    }
+}
+
+// ---- Parsers: each accepts only its documented syntax. ----
+
+pub fn parse_bool(value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("true or false".into()),
+    }
+}
+
+fn parse_number(value: &str, min: u64, max: u64) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n) && value.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| format!("a whole number from {min} to {max}"))
+}
+
+fn parse_redirect_code(value: &str) -> Result<u16, String> {
+    match value {
+        "301" | "302" | "303" | "307" | "308" => value.parse().map_err(|_| String::new()),
+        _ => Err("301, 302, 303, 307 or 308".into()),
+    }
+}
+
+fn parse_port(value: &str) -> Result<u16, String> {
+    parse_number(value, 1, 65_535)
+        .map(|n| n as u16)
+        .map_err(|_| "a port from 1 to 65535".into())
+}
+
+/// An haproxy duration: digits and a unit.
+pub fn parse_duration(value: &str) -> Result<String, String> {
+    let expected = || "a duration: a number and ms, s, m or h (e.g. 500ms, 30s, 5m)".to_string();
+    let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = value.split_at(digits);
+    if digits == 0 || digits > 9 || !["ms", "s", "m", "h"].contains(&unit) {
+        return Err(expected());
+    }
+    let _ = number;
+    Ok(value.to_string())
+}
+
+fn is_token(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"*+-.^_`~".contains(&b))
+        // Words that mean something in an haproxy rule are not header names here.
+        && !["if", "unless", "or"].contains(&value.to_ascii_lowercase().as_str())
+}
+
+fn parse_header_name(value: &str) -> Result<String, String> {
+    if is_token(value) {
+        Ok(value.to_string())
+    } else {
+        Err("a header name (letters, digits and - _ . * + ^ ` ~; not if, unless or or)".into())
+    }
+}
+
+/// Text that can go between double quotes in haproxy's config: printable ASCII
+/// without the characters haproxy interprets there (`"`, `\`, `$`) nor `%` (log-format).
+fn is_quotable(value: &str, max: usize) -> bool {
+    value.len() <= max
+        && value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b"\"\\$%".contains(&b))
+}
+
+fn parse_header_lines(value: &str) -> Result<Vec<(String, String)>, String> {
+    let expected = || {
+        "one 'Name value' per line: a header name, a space and printable ASCII without \
+         \", \\, $ or %"
+            .to_string()
+    };
+    let mut headers = Vec::new();
+    for line in value.split('\n').filter(|l| !l.trim().is_empty()) {
+        let (name, header_value) = line.trim().split_once(' ').ok_or_else(expected)?;
+        let header_value = header_value.trim();
+        if parse_header_name(name).is_err()
+            || header_value.is_empty()
+            || !is_quotable(header_value, 1024)
+        {
+            return Err(expected());
+        }
+        headers.push((name.to_string(), header_value.to_string()));
+    }
+    if headers.is_empty() || headers.len() > 32 {
+        return Err(expected());
+    }
+    Ok(headers)
+}
+
+fn is_url_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~:/?[]@!&()*+,;=".contains(&b)
+}
+
+fn parse_url(value: &str) -> Result<String, String> {
+    let expected = || {
+        "an absolute http:// or https:// URL of letters, digits and - . _ ~ : / ? [ ] @ ! & ( ) * + , ; ="
+            .to_string()
+    };
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or_else(expected)?;
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    if host.is_empty() || value.len() > 2048 || !value.bytes().all(is_url_char) {
+        return Err(expected());
+    }
+    Ok(value.to_string())
+}
+
+fn parse_host_port(value: &str) -> Result<String, String> {
+    let (host, port) = match value.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (value, None),
+    };
+    let host_ok = validate::dns_subdomain(host).is_ok();
+    let port_ok = port.is_none_or(|p| parse_port(p).is_ok());
+    if host_ok && port_ok {
+        Ok(value.to_string())
+    } else {
+        Err("a lower-case host name with an optional :port".into())
+    }
+}
+
+fn parse_path_rewrite(value: &str) -> Result<PathRewrite, String> {
+    let expected = |why: &str| {
+        format!(
+            "'REGEX REPLACEMENT' (a regular expression on the path and its replacement, \
+             printable ASCII without quotes, % or #){why}"
+        )
+    };
+    let mut words = value.split(' ').filter(|w| !w.is_empty());
+    let (Some(pattern), Some(replacement), None) = (words.next(), words.next(), words.next())
+    else {
+        return Err(expected(""));
+    };
+    let allowed = |w: &str| {
+        w.len() <= 512
+            && w.bytes()
+                .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'%#$".contains(&b))
+    };
+    if !allowed(pattern) || !allowed(replacement) {
+        return Err(expected(""));
+    }
+    if let Err(err) = regex_syntax::Parser::new().parse(pattern) {
+        let first = err.to_string().lines().last().unwrap_or("").to_string();
+        return Err(expected(&format!(
+            "; the expression does not parse: {first}"
+        )));
+    }
+    // In the replacement, `\` only introduces a group number.
+    let bytes = replacement.as_bytes();
+    let groups_ok = bytes
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b != b'\\' || bytes.get(i + 1).is_some_and(u8::is_ascii_digit));
+    if !groups_ok || !replacement.starts_with('/') && !replacement.starts_with('\\') {
+        return Err(expected(
+            "; the replacement starts with / and uses \\ only as \\1 to \\9",
+        ));
+    }
+    Ok(PathRewrite {
+        pattern: pattern.to_string(),
+        replacement: replacement.to_string(),
+    })
+}
+
+fn parse_origins(value: &str) -> Result<CorsOrigins, String> {
+    if value.trim() == "*" {
+        return Ok(CorsOrigins::Any);
+    }
+    let expected = || "* or origins such as https://app.example.com separated by commas".into();
+    let mut origins = Vec::new();
+    for origin in value.split(',').map(str::trim) {
+        let rest = origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://"))
+            .ok_or_else(expected)?;
+        parse_host_port(rest).map_err(|_| expected())?;
+        origins.push(origin.to_string());
+    }
+    if origins.is_empty() || origins.len() > 64 {
+        return Err(expected());
+    }
+    Ok(CorsOrigins::List(origins))
+}
+
+fn parse_methods(value: &str) -> Result<String, String> {
+    let methods: Vec<&str> = value.split(',').map(str::trim).collect();
+    let ok = methods.len() <= 16
+        && methods
+            .iter()
+            .all(|m| !m.is_empty() && m.len() <= 16 && m.bytes().all(|b| b.is_ascii_uppercase()));
+    if ok {
+        Ok(methods.join(", "))
+    } else {
+        Err("upper-case HTTP methods separated by commas".into())
+    }
+}
+
+fn parse_header_names(value: &str) -> Result<String, String> {
+    let names: Vec<&str> = value.split(',').map(str::trim).collect();
+    let ok = names.len() <= 64 && names.iter().all(|n| parse_header_name(n).is_ok());
+    if ok {
+        Ok(names.join(", "))
+    } else {
+        Err("header names separated by commas".into())
+    }
+}
+
+fn parse_networks(value: &str) -> Result<Vec<String>, String> {
+    let mut networks = Vec::new();
+    for item in value.split([',', ' ', '\n']).filter(|i| !i.is_empty()) {
+        let (address, prefix) = match item.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (item, None),
+        };
+        let address: IpAddr = address.parse().map_err(|_| {
+            format!(
+                "IP addresses or CIDR networks; '{}' is neither",
+                printable(item)
+            )
+        })?;
+        let max = if address.is_ipv4() { 32 } else { 128 };
+        let text = match prefix {
+            None => address.to_string(),
+            Some(prefix) => {
+                let bits = parse_number(prefix, 0, max).map_err(|_| {
+                    format!("a prefix length from 0 to {max} in '{}'", printable(item))
+                })?;
+                format!("{address}/{bits}")
+            }
+        };
+        networks.push(text);
+    }
+    if networks.is_empty() || networks.len() > 1000 {
+        return Err("1 to 1000 IP addresses or CIDR networks".into());
+    }
+    networks.sort();
+    networks.dedup();
+    Ok(networks)
+}
+
+fn parse_auth_type(value: &str) -> Result<(), String> {
+    if value == "basic-auth" {
+        Ok(())
+    } else {
+        Err("basic-auth".into())
+    }
+}
+
+fn parse_realm(value: &str) -> Result<String, String> {
+    if !value.is_empty() && is_quotable(value, 64) {
+        Ok(value.to_string())
+    } else {
+        Err("at most 64 printable ASCII characters without \", \\, $ or %".into())
+    }
+}
+
+fn parse_balance(value: &str) -> Result<Balance, String> {
+    let balance = match value {
+        "roundrobin" => Balance::RoundRobin,
+        "leastconn" => Balance::LeastConn,
+        "source" => Balance::Source,
+        "uri" => Balance::Uri,
+        "random" => Balance::Random,
+        _ => match value
+            .strip_prefix("hdr(")
+            .and_then(|r| r.strip_suffix(')'))
+            .and_then(|name| parse_header_name(name).ok())
+        {
+            Some(name) => Balance::Header(name),
+            None => {
+                return Err("roundrobin, leastconn, source, uri, random or hdr(Name)".into());
+            }
+        },
+    };
+    Ok(balance)
+}
+
+fn parse_syslog_server(value: &str) -> Result<Option<String>, String> {
+    if value == "stdout" {
+        return Ok(None);
+    }
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(|a| Some(a.to_string()))
+        .map_err(|_| "stdout or ADDRESS:PORT (an IP address and a port)".into())
+}
+
+fn parse_log_format(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 1024
+        && value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b"\"\\$".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("an haproxy log-format of printable ASCII without \", \\ or $".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_parses_and_keys_are_unique() {
+        let mut names: Vec<&str> = KEYS
+            .iter()
+            .flat_map(|k| std::iter::once(k.name).chain(k.aliases.iter().copied()))
+            .collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "duplicate key names");
+    }
+
+    #[test]
+    fn parsers_refuse_what_could_reach_the_config() {
+        assert!(parse_url("https://a.example.com/x\nuse_backend y").is_err());
+        assert!(parse_url("https://a.example.com/%[env(X)]").is_err());
+        assert!(parse_header_lines("X-A \"b\"").is_err());
+        assert!(parse_header_lines("X-A ${HOME}").is_err());
+        assert_eq!(
+            parse_header_lines("X-A one two\nX-B three"),
+            Ok(vec![
+                ("X-A".into(), "one two".into()),
+                ("X-B".into(), "three".into())
+            ])
+        );
+        assert!(parse_path_rewrite("^/api/(.*) /\\1").is_ok());
+        assert!(parse_path_rewrite("^/api/(.* /\\1").is_err());
+        assert!(parse_path_rewrite("^/a /b if TRUE").is_err());
+        assert!(parse_path_rewrite("^/a /%[env(X)]").is_err());
+        assert_eq!(
+            parse_networks("10.0.0.0/8, 127.0.0.1"),
+            Ok(vec!["10.0.0.0/8".into(), "127.0.0.1".into()])
+        );
+        assert!(parse_networks("10.0.0.0/33").is_err());
+        assert!(parse_duration("10s").is_ok());
+        assert!(parse_duration("10 s").is_err());
+        assert!(parse_realm("a\"b").is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! The features users switch on with annotations and ConfigMap keys, as validated data.
+//!
+//! Three levels, matching where haproxy applies them:
+//! - [`RouteFeatures`]: what happens to the requests of some routes (redirects, headers,
+//!   CORS, access lists, authentication, rate limits). Identical sets are shared: every
+//!   distinct set gets one [`FeatureSetId`], the route maps carry that id next to the
+//!   backend, and haproxy's rules test the id. Rules therefore grow with the distinct
+//!   settings in use, not with the routes, and a route that joins an existing set is a
+//!   map update, not a reload.
+//! - [`BackendOptions`]: how haproxy talks to one Service port (balancing, timeouts,
+//!   PROXY protocol).
+//! - [`GlobalOptions`]: the ConfigMap's process-wide settings (timeouts, logging).
+//!
+//! Every string in here has passed [`crate::annotations`]' validation: it can be written
+//! into haproxy's config as it is.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The identifier of one distinct [`RouteFeatures`]: `f` and 16 hex digits of a stable
+/// hash of its contents, so an unchanged set keeps its id whatever else changes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FeatureSetId(String);
+
+impl FeatureSetId {
+    /// The id of a feature set: a hash of its canonical (debug) text.
+    pub fn of(features: &RouteFeatures) -> Self {
+        // FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
+        let text = format!("{features:?}");
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        Self(format!("f{hash:016x}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FeatureSetId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// When plain HTTP is redirected to HTTPS for a route that sets the `ssl-redirect` keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RedirectWhen {
+    /// Always (`ssl-redirect: "true"`).
+    Always,
+    /// Only when the host is listed in a `spec.tls` (the default, with another code or
+    /// port).
+    TlsHostsOnly,
+    /// Never (`ssl-redirect: "false"`).
+    Never,
+}
+
+/// The HTTP to HTTPS redirect of a route that overrides the controller's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HttpsRedirect {
+    pub when: RedirectWhen,
+    pub code: u16,
+    /// The HTTPS port in the location; `None` keeps the request's host as it is.
+    pub port: Option<u16>,
+}
+
+/// `Strict-Transport-Security` on HTTPS answers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Hsts {
+    pub max_age: u64,
+    pub include_subdomains: bool,
+    pub preload: bool,
+}
+
+impl Hsts {
+    /// The header value.
+    pub fn value(&self) -> String {
+        let mut value = format!("max-age={}", self.max_age);
+        if self.include_subdomains {
+            value.push_str("; includeSubDomains");
+        }
+        if self.preload {
+            value.push_str("; preload");
+        }
+        value
+    }
+}
+
+/// `request-redirect`: every request of the route is redirected to a fixed URL.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Redirect {
+    pub location: String,
+    pub code: u16,
+}
+
+/// `path-rewrite`: a regular expression on the path and its replacement (`\1` refers
+/// to a group).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathRewrite {
+    pub pattern: String,
+    pub replacement: String,
+}
+
+/// Which origins CORS allows.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CorsOrigins {
+    /// `*`.
+    Any,
+    /// These origins only: the request's `Origin` is echoed when it is one of them.
+    List(Vec<String>),
+}
+
+/// Cross-origin resource sharing: the answers' headers and the answer to preflights.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cors {
+    pub origins: CorsOrigins,
+    pub methods: String,
+    pub headers: String,
+    pub credentials: bool,
+    pub max_age: u64,
+}
+
+/// `auth-type: basic-auth`: requests need a user of `userlist`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BasicAuth {
+    /// The name of the userlist (`<namespace>_<secret>`), a key of [`Desired::userlists`].
+    ///
+    /// [`Desired::userlists`]: crate::Desired::userlists
+    pub userlist: String,
+    pub realm: String,
+}
+
+/// Requests per client address and period; over the limit, `status`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RateLimit {
+    pub requests: u64,
+    /// An haproxy duration (`1s`, `10m`).
+    pub period: String,
+    pub status: u16,
+}
+
+/// What happens to the requests of the routes that share this set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RouteFeatures {
+    pub https_redirect: Option<HttpsRedirect>,
+    pub hsts: Option<Hsts>,
+    pub redirect: Option<Redirect>,
+    pub path_rewrite: Option<PathRewrite>,
+    pub set_host: Option<String>,
+    /// Request headers set before the request goes to the backend: (name, value).
+    pub request_headers: Vec<(String, String)>,
+    /// Response headers set before the answer goes to the client: (name, value).
+    pub response_headers: Vec<(String, String)>,
+    pub cors: Option<Cors>,
+    /// Addresses and networks allowed (empty: all).
+    pub allow_list: Vec<String>,
+    /// Addresses and networks denied.
+    pub deny_list: Vec<String>,
+    /// The header the client address is taken from (else the connection's source).
+    pub src_ip_header: Option<String>,
+    pub basic_auth: Option<BasicAuth>,
+    pub rate_limit: Option<RateLimit>,
+}
+
+impl RouteFeatures {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The PROXY protocol header sent to a backend's servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProxyProtocol {
+    V1,
+    V2,
+}
+
+/// How haproxy spreads requests over a backend's servers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Balance {
+    RoundRobin,
+    LeastConn,
+    Source,
+    Uri,
+    /// A request header's value (its name, validated).
+    Header(String),
+    Random,
+}
+
+impl Balance {
+    /// The `balance` line's arguments.
+    pub fn directive(&self) -> String {
+        match self {
+            Balance::RoundRobin => "roundrobin".into(),
+            Balance::LeastConn => "leastconn".into(),
+            Balance::Source => "source".into(),
+            Balance::Uri => "uri".into(),
+            Balance::Header(name) => format!("hdr({name})"),
+            Balance::Random => "random".into(),
+        }
+    }
+
+    /// Hash-based algorithms with haproxy's default (map-based) hashing do not accept
+    /// servers added at runtime: a new server then needs a reload.
+    pub fn allows_dynamic_servers(&self) -> bool {
+        !matches!(self, Balance::Source | Balance::Uri | Balance::Header(_))
+    }
+}
+
+/// How haproxy talks to one backend.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BackendOptions {
+    pub balance: Option<Balance>,
+    pub send_proxy: Option<ProxyProtocol>,
+    pub timeout_server: Option<String>,
+    pub timeout_connect: Option<String>,
+}
+
+impl BackendOptions {
+    /// The options every server of the backend gets, on the `default-server` line and on
+    /// every server added at runtime, so both are the same.
+    pub fn server_options(&self) -> String {
+        match self.send_proxy {
+            None => String::new(),
+            Some(ProxyProtocol::V1) => "send-proxy".into(),
+            Some(ProxyProtocol::V2) => "send-proxy-v2".into(),
+        }
+    }
+
+    pub fn allows_dynamic_servers(&self) -> bool {
+        self.balance
+            .as_ref()
+            .is_none_or(Balance::allows_dynamic_servers)
+    }
+}
+
+/// Process-wide settings from the controller's ConfigMap.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GlobalOptions {
+    /// `defaults` timeouts by haproxy name (`client`, `connect`, `server`,
+    /// `http-request`, `http-keep-alive`, `queue`, `tunnel`) -> duration.
+    pub timeouts: BTreeMap<String, String>,
+    /// Where haproxy logs: `None` is stdout.
+    pub syslog_server: Option<String>,
+    pub log_format: Option<String>,
+    /// Refuse TLS handshakes whose SNI has no certificate.
+    pub strict_sni: bool,
+    /// The default HTTP to HTTPS redirect code and port.
+    pub ssl_redirect_code: u16,
+    pub ssl_redirect_port: Option<u16>,
+}

@@ -1,0 +1,49 @@
+//! The key reference in docs/annotations.md is generated from the key table: this test
+//! fails when the file is out of date and says how to regenerate it.
+
+#[test]
+fn docs_annotations_md_is_up_to_date() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/annotations.md");
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = tugboat_model::annotations::reference_markdown();
+    assert!(
+        current == generated,
+        "docs/annotations.md is out of date with crates/tugboat-model/src/annotations.rs; \
+         regenerate it with:\n    cargo run -p tugboat -- annotations-reference > docs/annotations.md"
+    );
+}
+
+#[test]
+fn every_key_is_documented_with_an_example_that_parses() {
+    use tugboat_model::annotations::{KEYS, Layer, Resolver, Scope};
+    use tugboat_model::problem::ObjectRef;
+    for key in KEYS {
+        assert!(
+            !key.help.is_empty() && !key.values.is_empty(),
+            "{}",
+            key.name
+        );
+        let object = ObjectRef {
+            kind: "ConfigMap",
+            namespace: "ops".into(),
+            name: "tugboat".into(),
+        };
+        let data = [(key.name.to_string(), key.example.to_string())].into();
+        let mut problems = Vec::new();
+        let layer = Layer::from_config_map(object, Some(&data), &mut problems);
+        assert!(problems.is_empty(), "{}: {problems:?}", key.name);
+        let mut resolver = Resolver::new(vec![&layer]);
+        // Reading every kind of key through every reader reports only real problems.
+        let _ = tugboat_model::annotations::global_options(&mut resolver);
+        let _ = tugboat_model::annotations::backend_options(&mut resolver);
+        let _ = tugboat_model::annotations::route_features(&mut resolver);
+        let _ = tugboat_model::annotations::auth_realm(&mut resolver);
+        assert!(
+            resolver.problems.is_empty(),
+            "the example of {} does not parse: {:?}",
+            key.name,
+            resolver.problems
+        );
+        assert!(key.scopes.contains(&Scope::ConfigMap), "{}", key.name);
+    }
+}
