@@ -24,6 +24,7 @@ haproxy_tests!(
     survives_dropped_watches_and_api_server_restarts,
     relists_after_410_gone_without_reloading,
     admin_server_reports_health_readiness_and_metrics,
+    tls_and_basic_auth_secrets_come_from_the_api,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -636,4 +637,91 @@ async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinar
     }
     assert_eq!(get("/nope").await.status, 404);
     admin.abort();
+}
+
+/// A Secret with base64 `data`, as the API server stores it.
+fn secret_with_data(name: &str, type_: &str, data: &[(&str, &[u8])]) -> String {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(key, value)| {
+            let encoded =
+                serde_json::to_value(k8s_openapi::ByteString(value.to_vec())).expect("base64");
+            (key.to_string(), encoded)
+        })
+        .collect();
+    json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": "default"},
+        "type": type_, "data": data,
+    })
+    .to_string()
+}
+
+async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 29, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    // `openssl passwd -6 -salt tugboatsalt s3cret`, in an Opaque Secret.
+    let hash = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
+    server.apply_yaml(&secret_with_data(
+        "users",
+        "Opaque",
+        &[("ann", hash.as_bytes())],
+    ));
+    let (cert, key, der) = tugboat_testkit::tls::certificate(&["secure.example.com"], false);
+    server.apply_yaml(&secret_with_data(
+        "site-tls",
+        "kubernetes.io/tls",
+        &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
+    ));
+    let private = ingress(
+        "default",
+        "private",
+        Some("tugboat"),
+        "private.example.com",
+        "web",
+    )
+    .replace(
+        "  namespace: default\n",
+        "  namespace: default\n  annotations:\n    tugboat.dev/auth-type: basic-auth\n    \
+             tugboat.dev/auth-secret: users\n",
+    );
+    server.apply_yaml(&private);
+    let secure = ingress(
+        "default",
+        "secure",
+        Some("tugboat"),
+        "secure.example.com",
+        "web",
+    )
+    .replace(
+        "  rules:\n",
+        "  tls:\n  - hosts: [secure.example.com]\n    secretName: site-tls\n  rules:\n",
+    );
+    server.apply_yaml(&secure);
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_for_status("private.example.com", "/", 401).await;
+    let authorized = tugboat_testkit::http::request(
+        pod.haproxy.http_addr(),
+        "GET",
+        "private.example.com",
+        "/",
+        &[("Authorization", "Basic YW5uOnMzY3JldA==")],
+    )
+    .await
+    .expect("GET");
+    assert_eq!(authorized.status, 200, "{authorized:?}");
+    let tls = tugboat_testkit::tls::exchange(
+        pod.haproxy.https_addr(),
+        "secure.example.com",
+        "/",
+        &[b"http/1.1"],
+    )
+    .await
+    .expect("TLS");
+    assert_eq!(
+        tls.certificate, der,
+        "the TLS Secret from the API is served"
+    );
 }

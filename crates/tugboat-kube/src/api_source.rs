@@ -6,8 +6,10 @@
 //! snapshot is published only when its content differs from the last one: a re-list
 //! after `410 Gone`, a dropped watch or a restarted API server that brings back the same
 //! objects publishes nothing. Objects lose their `managedFields` and the
-//! `kubectl.kubernetes.io/last-applied-configuration` annotation as they arrive, and only
-//! TLS Secrets (`type=kubernetes.io/tls`) are watched.
+//! `kubectl.kubernetes.io/last-applied-configuration` annotation (and, per kind, the
+//! fields the controller never reads) as they arrive. Secrets are watched except the
+//! types no Ingress uses (tokens, image pull secrets, Helm releases); only the ones
+//! Ingresses reference (TLS, basic auth) and the default certificate reach the snapshot.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -31,6 +33,16 @@ use crate::class::{ClassFilter, ClassInfo};
 
 /// The annotation `kubectl apply` leaves behind; the controller never reads it.
 const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The annotations that name a basic-auth Secret.
+const AUTH_SECRET_ANNOTATIONS: [&str; 2] = [
+    "tugboat.dev/auth-secret",
+    "ingress.kubernetes.io/auth-secret",
+];
+/// Secrets are watched except the kinds no Ingress can use (and that can be large or
+/// many): service-account and bootstrap tokens, image pull secrets, Helm releases.
+const SECRET_TYPES_NOT_READ: &str = "type!=kubernetes.io/service-account-token,\
+type!=bootstrap.kubernetes.io/token,type!=kubernetes.io/dockerconfigjson,\
+type!=kubernetes.io/dockercfg,type!=helm.sh/release.v1";
 
 /// What the API source watches and how it filters.
 #[derive(Debug, Clone)]
@@ -40,6 +52,10 @@ pub struct ApiSourceConfig {
     pub class: ClassFilter,
     /// The controller's own ConfigMap (`--configmap NAMESPACE/NAME`).
     pub config_map: Option<ObjectKey>,
+    /// Other ConfigMaps the model reads (`--configmap-errorfiles`).
+    pub extra_config_maps: Vec<ObjectKey>,
+    /// Secrets the model reads whatever the Ingresses say (`--default-ssl-certificate`).
+    pub extra_secrets: Vec<ObjectKey>,
     /// How long to gather more changes after the first one before publishing.
     pub coalesce: Duration,
 }
@@ -50,6 +66,8 @@ impl Default for ApiSourceConfig {
             namespaces: Vec::new(),
             class: ClassFilter::default(),
             config_map: None,
+            extra_config_maps: Vec::new(),
+            extra_secrets: Vec::new(),
             coalesce: Duration::from_millis(100),
         }
     }
@@ -67,7 +85,7 @@ pub struct ClusterStores {
     pub services: Vec<Store<Service>>,
     pub endpoint_slices: Vec<Store<EndpointSlice>>,
     pub secrets: Vec<Store<Secret>>,
-    pub config_map: Option<Store<ConfigMap>>,
+    pub config_maps: Vec<Store<ConfigMap>>,
 }
 
 impl ClusterStores {
@@ -95,7 +113,7 @@ impl ClusterStores {
         counts.insert("Secret", self.secrets.iter().map(|s| s.state().len()).sum());
         counts.insert(
             "ConfigMap",
-            self.config_map.as_ref().map_or(0, |s| s.state().len()),
+            self.config_maps.iter().map(|s| s.state().len()).sum(),
         );
         counts
     }
@@ -118,13 +136,23 @@ impl ClusterStores {
             .ingresses
             .iter()
             .flat_map(|(key, ingress)| {
-                ingress
+                let tls = ingress
                     .spec
                     .iter()
                     .flat_map(|spec| spec.tls.iter().flatten())
-                    .filter_map(|tls| tls.secret_name.as_ref())
+                    .filter_map(|tls| tls.secret_name.clone());
+                let auth = ingress
+                    .metadata
+                    .annotations
+                    .iter()
+                    .flatten()
+                    .filter(|(name, _)| AUTH_SECRET_ANNOTATIONS.contains(&name.as_str()))
+                    .map(|(_, value)| value.clone());
+                tls.chain(auth)
                     .map(|name| ObjectKey::new(&key.namespace, name))
+                    .collect::<Vec<_>>()
             })
+            .chain(config.extra_secrets.iter().cloned())
             .collect();
         for store in &self.services {
             snapshot
@@ -145,7 +173,7 @@ impl ClusterStores {
                     .filter(|(key, _)| wanted_secrets.contains(key)),
             );
         }
-        if let Some(store) = &self.config_map {
+        for store in &self.config_maps {
             snapshot
                 .config_maps
                 .extend(store.state().into_iter().map(keyed));
@@ -330,7 +358,7 @@ impl ApiSource {
             ));
             secrets.push(spawn_reflector::<Secret>(
                 scope.api(),
-                watcher::Config::default().fields("type=kubernetes.io/tls"),
+                watcher::Config::default().fields(SECRET_TYPES_NOT_READ),
                 &changed,
                 &mut tasks,
             ));
@@ -341,14 +369,19 @@ impl ApiSource {
             &changed,
             &mut tasks,
         );
-        let config_map = config.config_map.as_ref().map(|key| {
-            spawn_reflector::<ConfigMap>(
-                Api::namespaced(client.clone(), &key.namespace),
-                watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
-                &changed,
-                &mut tasks,
-            )
-        });
+        let config_maps = config
+            .config_map
+            .iter()
+            .chain(&config.extra_config_maps)
+            .map(|key| {
+                spawn_reflector::<ConfigMap>(
+                    Api::namespaced(client.clone(), &key.namespace),
+                    watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
+                    &changed,
+                    &mut tasks,
+                )
+            })
+            .collect();
         Self {
             stores: ClusterStores {
                 ingresses,
@@ -356,7 +389,7 @@ impl ApiSource {
                 services,
                 endpoint_slices,
                 secrets,
-                config_map,
+                config_maps,
             },
             config,
             changed,
@@ -376,7 +409,7 @@ impl ApiSource {
             futures::future::join_all(stores.services.iter().map(synced)),
             futures::future::join_all(stores.endpoint_slices.iter().map(synced)),
             futures::future::join_all(stores.secrets.iter().map(synced)),
-            futures::future::join_all(stores.config_map.iter().map(synced)),
+            futures::future::join_all(stores.config_maps.iter().map(synced)),
             synced(&stores.ingress_classes),
         );
     }

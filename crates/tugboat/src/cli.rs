@@ -317,8 +317,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
-                    let options =
-                        cluster_options(&args.cluster, args.model.configmap.clone(), &client)?;
+                    let options = cluster_options(&args.cluster, &args.model, &client)?;
                     tracing::info!(
                         namespaces = ?options.source.namespaces,
                         controller_class = %options.source.class.controller,
@@ -363,9 +362,10 @@ const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/servicea
 
 fn cluster_options(
     args: &ClusterArgs,
-    config_map: Option<ObjectKey>,
+    model: &ModelArgs,
     client: &kube::Client,
 ) -> anyhow::Result<ClusterOptions> {
+    let config_map = model.configmap.clone();
     let namespace = std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|ns| !ns.is_empty())
@@ -399,6 +399,8 @@ fn cluster_options(
                 watch_without_class: args.watch_ingress_without_class,
             },
             config_map,
+            extra_config_maps: model.configmap_errorfiles.iter().cloned().collect(),
+            extra_secrets: model.default_ssl_certificate.iter().cloned().collect(),
             ..ApiSourceConfig::default()
         },
         election: Election {
