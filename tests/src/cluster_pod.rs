@@ -51,6 +51,15 @@ pub struct ClusterPod {
     controller: JoinHandle<anyhow::Result<()>>,
 }
 
+/// Requests go through the replica's haproxy (`pod.get`, `pod.wait_for_service`, ...).
+impl std::ops::Deref for ClusterPod {
+    type Target = Haproxy;
+
+    fn deref(&self) -> &Haproxy {
+        &self.haproxy
+    }
+}
+
 impl Drop for ClusterPod {
     fn drop(&mut self) {
         self.controller.abort();
@@ -83,34 +92,6 @@ impl ClusterPod {
             metrics,
             controller,
         }
-    }
-
-    /// `GET path` with `Host: host` through haproxy.
-    pub async fn get(&self, host: &str, path: &str) -> std::io::Result<crate::Reply> {
-        crate::get(self.haproxy.http_addr(), host, path).await
-    }
-
-    /// Waits until `GET host path` is answered by `service` (with status 200).
-    pub async fn wait_for_service(&self, host: &str, path: &str, service: &str) {
-        crate::eventually(
-            &format!("{host}{path} answered by {service}"),
-            Duration::from_secs(15),
-            || async move {
-                let reply = self.get(host, path).await.ok()?;
-                (reply.status == 200 && reply.service() == Some(service)).then_some(())
-            },
-        )
-        .await;
-    }
-
-    /// Waits until `GET host path` gets `status`.
-    pub async fn wait_for_status(&self, host: &str, path: &str, status: u16) {
-        crate::eventually(
-            &format!("{host}{path} answered with {status}"),
-            Duration::from_secs(15),
-            || async move { (self.get(host, path).await.ok()?.status == status).then_some(()) },
-        )
-        .await;
     }
 
     /// Waits until the controller has applied its first configuration.

@@ -165,6 +165,34 @@ impl Haproxy {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.https_port))
     }
 
+    /// `GET path` with `Host: host` through haproxy.
+    pub async fn get(&self, host: &str, path: &str) -> std::io::Result<crate::Reply> {
+        crate::get(self.http_addr(), host, path).await
+    }
+
+    /// Waits (15 s at most) until `GET host path` is answered by `service` with 200.
+    pub async fn wait_for_service(&self, host: &str, path: &str, service: &str) {
+        crate::eventually(
+            &format!("{host}{path} answered by {service}"),
+            Duration::from_secs(15),
+            || async move {
+                let reply = self.get(host, path).await.ok()?;
+                (reply.status == 200 && reply.service() == Some(service)).then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// Waits (15 s at most) until `GET host path` gets `status`.
+    pub async fn wait_for_status(&self, host: &str, path: &str, status: u16) {
+        crate::eventually(
+            &format!("{host}{path} answered with {status}"),
+            Duration::from_secs(15),
+            || async move { (self.get(host, path).await.ok()?.status == status).then_some(()) },
+        )
+        .await;
+    }
+
     /// Whether the haproxy process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -199,6 +227,15 @@ pub struct Pod {
     /// What the controller reports after every update (problems, readiness).
     pub status: tokio::sync::watch::Receiver<ControllerStatus>,
     controller: JoinHandle<anyhow::Result<()>>,
+}
+
+/// Requests go through the pod's haproxy (`pod.get`, `pod.wait_for_service`, ...).
+impl std::ops::Deref for Pod {
+    type Target = Haproxy;
+
+    fn deref(&self) -> &Haproxy {
+        &self.haproxy
+    }
 }
 
 impl Drop for Pod {
@@ -256,34 +293,6 @@ impl Pod {
 
     pub fn manifests_dir(&self) -> &Path {
         self.manifests.path()
-    }
-
-    /// `GET path` with `Host: host` through haproxy.
-    pub async fn get(&self, host: &str, path: &str) -> std::io::Result<crate::Reply> {
-        crate::get(self.haproxy.http_addr(), host, path).await
-    }
-
-    /// Waits until `GET host path` is answered by `service` (with status 200).
-    pub async fn wait_for_service(&self, host: &str, path: &str, service: &str) {
-        crate::eventually(
-            &format!("{host}{path} answered by {service}"),
-            Duration::from_secs(10),
-            || async move {
-                let reply = self.get(host, path).await.ok()?;
-                (reply.status == 200 && reply.service() == Some(service)).then_some(())
-            },
-        )
-        .await;
-    }
-
-    /// Waits until `GET host path` gets `status`.
-    pub async fn wait_for_status(&self, host: &str, path: &str, status: u16) {
-        crate::eventually(
-            &format!("{host}{path} answered with {status}"),
-            Duration::from_secs(10),
-            || async move { (self.get(host, path).await.ok()?.status == status).then_some(()) },
-        )
-        .await;
     }
 
     /// Whether the controller task is still running.

@@ -318,15 +318,7 @@ mod tests {
     use super::*;
 
     fn settings() -> RenderSettings {
-        RenderSettings {
-            config_dir: "/etc/haproxy".into(),
-            lib_dir: "/var/lib/haproxy".into(),
-            bind_address: Ipv4Addr::UNSPECIFIED.into(),
-            http_port: 8080,
-            https_port: 8443,
-            stats_port: 1024,
-            fallback_certificate: tugboat_model::tls::Pem::from_checked("PEM\n".into()),
-        }
+        RenderSettings::example()
     }
 
     fn backend(service: &str, endpoints: &[u8]) -> (BackendName, Backend) {

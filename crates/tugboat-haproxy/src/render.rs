@@ -44,6 +44,20 @@ pub struct RenderSettings {
 }
 
 impl RenderSettings {
+    /// Settings with the pod's default folders and ports and a placeholder certificate:
+    /// for tests and examples, where no haproxy reads the files.
+    pub fn example() -> Self {
+        Self {
+            config_dir: "/etc/haproxy".into(),
+            lib_dir: "/var/lib/haproxy".into(),
+            bind_address: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            http_port: 8080,
+            https_port: 8443,
+            stats_port: 1024,
+            fallback_certificate: Pem::from_checked("FALLBACK PEM\n".into()),
+        }
+    }
+
     pub fn config_file(&self) -> PathBuf {
         self.config_dir.join(CONFIG_FILE)
     }
@@ -410,7 +424,6 @@ fn key(host: &HostMatch, path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
 
     use tugboat_model::desired::ServicePortRef;
     use tugboat_model::{Backend, BackendName, Endpoint, ObjectKey};
@@ -418,15 +431,7 @@ mod tests {
     use super::*;
 
     fn settings() -> RenderSettings {
-        RenderSettings {
-            config_dir: "/etc/haproxy".into(),
-            lib_dir: "/var/lib/haproxy".into(),
-            bind_address: Ipv4Addr::UNSPECIFIED.into(),
-            http_port: 8080,
-            https_port: 8443,
-            stats_port: 1024,
-            fallback_certificate: Pem::from_checked("FALLBACK PEM\n".into()),
-        }
+        RenderSettings::example()
     }
 
     fn backend(service: &str, port: u16, endpoints: &[&str]) -> (BackendName, Backend) {

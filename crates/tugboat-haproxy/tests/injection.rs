@@ -5,7 +5,6 @@
 //! structure (its `if`, `!`, `{`, `}` tokens); no new sections, no control characters.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use k8s_openapi::ByteString;
@@ -127,15 +126,7 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
     let mut settings = Settings::new(1_700_000_000);
     settings.config_map = Some(ObjectKey::new("shop", "tugboat"));
     let desired = build(&snapshot, &settings).desired;
-    let render_settings = RenderSettings {
-        config_dir: "/etc/haproxy".into(),
-        lib_dir: "/var/lib/haproxy".into(),
-        bind_address: Ipv4Addr::UNSPECIFIED.into(),
-        http_port: 8080,
-        https_port: 8443,
-        stats_port: 1024,
-        fallback_certificate: tugboat_model::tls::Pem::from_checked("PEM\n".into()),
-    };
+    let render_settings = RenderSettings::example();
     plan(None, desired, &render_settings)
         .next
         .files
