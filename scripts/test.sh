@@ -16,6 +16,11 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+step "helm and kubectl (for the chart tests and the kubectl end-to-end test)"
+tools=$(dirname "$(scripts/get-helm.sh)")
+export PATH="$tools:$PATH"
+export TUGBOAT_REQUIRE_KUBECTL=${TUGBOAT_REQUIRE_KUBECTL:-1}
+
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast

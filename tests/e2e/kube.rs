@@ -499,7 +499,8 @@ async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
 }
 
 /// `kubectl` pointed at the fake API server creates an Ingress that routes. Skipped when
-/// there is no kubectl on the PATH. The fake serves no OpenAPI documents, so client-side
+/// there is no kubectl on the PATH, unless `TUGBOAT_REQUIRE_KUBECTL=1` (CI) makes that a
+/// failure. The fake serves no OpenAPI documents, so client-side
 /// validation is off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_an_ingress_that_routes() {
@@ -512,6 +513,11 @@ async fn kubectl_creates_an_ingress_that_routes() {
         .output()
         .is_ok_and(|out| out.status.success());
     if !kubectl_present {
+        assert!(
+            std::env::var("TUGBOAT_REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "kubectl is required (TUGBOAT_REQUIRE_KUBECTL=1) but not on the PATH: \
+             scripts/get-helm.sh puts one beside helm"
+        );
         eprintln!("kubectl not found: skipped");
         return;
     }
