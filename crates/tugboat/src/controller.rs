@@ -216,13 +216,15 @@ async fn update(
         }
     }
 
+    let (backends, routes) = (output.desired.backends.len(), output.desired.routes.len());
     let render_started = Instant::now();
-    let mut plan = applier.plan(output.desired.clone());
+    // The desired state moves into the plan (a large cluster's state is not copied).
+    let mut plan = applier.plan(output.desired);
     let render = render_started.elapsed();
     if plan.is_empty() {
         tracing::debug!("no change");
         state.reload_pending_since = None;
-        mark_ready(status, &output.desired);
+        mark_ready(status, &plan.next.desired);
         return Ok(());
     }
     if state.refused == Some(fingerprint(&plan.next.files)) {
@@ -238,7 +240,8 @@ async fn update(
             let Some(applied) = applier.applied() else {
                 return Ok(());
             };
-            plan = applier.plan(runtime_projection(&applied.desired, &output.desired));
+            let projected = runtime_projection(&applied.desired, &plan.next.desired);
+            plan = applier.plan(projected);
             if plan.reload.is_some() || plan.is_empty() {
                 return Ok(());
             }
@@ -273,8 +276,8 @@ async fn update(
             }
             tracing::info!(
                 objects = snapshot.len(),
-                backends = output.desired.backends.len(),
-                routes = output.desired.routes.len(),
+                backends,
+                routes,
                 delivery = report.delivery.as_str(),
                 reload_pending,
                 files_written = report.files_written,
