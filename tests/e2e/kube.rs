@@ -25,6 +25,7 @@ haproxy_tests!(
     relists_after_410_gone_without_reloading,
     admin_server_reports_health_readiness_and_metrics,
     tls_and_basic_auth_secrets_come_from_the_api,
+    leadership_moves_when_the_leader_stops,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -730,4 +731,71 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
         tls.certificate, der,
         "the TLS Secret from the API is served"
     );
+}
+
+async fn leadership_moves_when_the_leader_stops(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 30, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    let mut options_a = options("pod-a");
+    options_a.publish.addresses = vec!["127.0.0.11".into()];
+    let mut options_b = options("pod-b");
+    options_b.publish.addresses = vec!["127.0.0.12".into()];
+    let a = ClusterPod::start(&haproxy, &server, options_a).await;
+    let b = ClusterPod::start(&haproxy, &server, options_b).await;
+    a.wait_for_service("shop.example.com", "/", "web").await;
+    b.wait_for_service("shop.example.com", "/", "web").await;
+    let holder = || async {
+        let lease = server.get("Lease", "tugboat-system", "tugboat-leader")?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    };
+    let status_ip = || async {
+        let shop = server.get("Ingress", "default", "shop")?;
+        shop["status"]["loadBalancer"]["ingress"][0]["ip"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let leader = eventually("a Lease holder", Duration::from_secs(15), holder).await;
+    let (stopped, survivor, survivor_ip) = if leader == "pod-a" {
+        (a, b, "127.0.0.12")
+    } else {
+        (b, a, "127.0.0.11")
+    };
+    eventually(
+        "status from the first leader",
+        Duration::from_secs(10),
+        || async { status_ip().await.filter(|ip| ip != survivor_ip) },
+    )
+    .await;
+    // The leader stops (its Lease is no longer renewed): the other replica takes the
+    // Lease once it expires and writes its own address.
+    drop(stopped);
+    let survivor_name = if survivor_ip == "127.0.0.12" {
+        "pod-b"
+    } else {
+        "pod-a"
+    };
+    eventually(
+        "the other replica holds the Lease",
+        Duration::from_secs(20),
+        || async { (holder().await.as_deref() == Some(survivor_name)).then_some(()) },
+    )
+    .await;
+    eventually(
+        "status from the new leader",
+        Duration::from_secs(10),
+        || async { (status_ip().await.as_deref() == Some(survivor_ip)).then_some(()) },
+    )
+    .await;
+    survivor
+        .wait_for_service("shop.example.com", "/", "web")
+        .await;
 }
