@@ -26,6 +26,7 @@ haproxy_tests!(
     admin_server_reports_health_readiness_and_metrics,
     tls_and_basic_auth_secrets_come_from_the_api,
     leadership_moves_when_the_leader_stops,
+    waits_for_an_api_server_that_is_not_up_yet,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -798,4 +799,28 @@ async fn leadership_moves_when_the_leader_stops(haproxy: HaproxyBinary) {
     survivor
         .wait_for_service("shop.example.com", "/", "web")
         .await;
+}
+
+async fn waits_for_an_api_server_that_is_not_up_yet(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 31, 1).await;
+    let mut server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    // The API server is down when the controller starts.
+    server.stop();
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        pod.controller_running(),
+        "the controller waits instead of exiting"
+    );
+    server.restart().await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
 }

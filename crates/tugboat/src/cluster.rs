@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use kube::Client;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
@@ -50,7 +49,7 @@ pub async fn run_with_cluster(
     let source = ApiSource::start(client.clone(), options.source.clone());
     let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (counts_tx, mut counts_rx) = watch::channel(ObjectCounts::new());
-    let leader = elect(client.clone(), &options.election).await?;
+    let leader = elect(client.clone(), &options.election).await;
     let metrics = config.metrics.clone();
     let counts_metrics = metrics.clone();
     let counts = async move {
@@ -76,26 +75,38 @@ pub async fn run_with_cluster(
     }
 }
 
-/// Starts the leader election; the receiver tells whether this replica leads.
-async fn elect(client: Client, election: &Election) -> anyhow::Result<watch::Receiver<bool>> {
+/// Starts the leader election; the receiver tells whether this replica leads. An API
+/// server that cannot be reached yet is waited for, with backoff and a log line each
+/// try, as haproxy's socket is: the pod does not crash-loop while the cluster starts.
+async fn elect(client: Client, election: &Election) -> watch::Receiver<bool> {
     let seconds = election.lease_duration.as_secs().max(2);
-    let manager = LeaseManagerBuilder::new(client, &election.lease_name)
-        .with_namespace(&election.namespace)
-        .with_identity(&election.identity)
-        .with_duration(seconds)
-        .with_grace((seconds / 3).max(1))
-        .build()
-        .await
-        .with_context(|| {
-            format!(
-                "cannot set up the leader Lease {}/{}",
-                election.namespace, election.lease_name
-            )
-        })?;
+    let mut delay = Duration::from_millis(500);
+    let manager = loop {
+        let built = LeaseManagerBuilder::new(client.clone(), &election.lease_name)
+            .with_namespace(&election.namespace)
+            .with_identity(&election.identity)
+            .with_duration(seconds)
+            .with_grace((seconds / 3).max(1))
+            .build()
+            .await;
+        match built {
+            Ok(manager) => break manager,
+            Err(err) => {
+                tracing::warn!(
+                    retry_in_s = delay.as_secs_f32(),
+                    "cannot set up the leader Lease {}/{} yet: {err}",
+                    election.namespace,
+                    election.lease_name
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    };
     let (leader, task) = manager.watch().await;
     // The task ends only when every receiver is gone, i.e. when the controller stops.
     drop(task);
-    Ok(leader)
+    leader
 }
 
 /// The leader's duties: Ingress status and Events. Runs forever.
