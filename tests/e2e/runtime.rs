@@ -18,6 +18,7 @@ haproxy_tests!(
     restarted_controller_adopts_without_reload,
     prefix_map_matches_longest_key_in_any_order,
     thousands_of_routes_at_once_are_split_not_dropped,
+    refused_config_is_retried_only_when_the_desired_state_changes,
 );
 
 fn ingress(name: &str, host: &str, service: &str) -> String {
@@ -344,4 +345,50 @@ async fn thousands_of_routes_at_once_are_split_not_dropped(haproxy: HaproxyBinar
         assert_eq!(reply.service(), Some("web"), "host-{i}: {reply:?}");
     }
     assert_no_reload(&before, &pod.haproxy.show_proc().await);
+}
+
+async fn refused_config_is_retried_only_when_the_desired_state_changes(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 33, 1).await;
+    // Something else holds the port the controller asks haproxy to bind.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let taken_port = taken.local_addr().expect("address").port();
+    let pod = Pod::start_with(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+        ],
+        |config| config.render.stats_port = taken_port,
+    )
+    .await;
+    let refused = eventually(
+        "haproxy refuses the config",
+        Duration::from_secs(20),
+        || async {
+            let proc = pod.haproxy.show_proc().await;
+            (proc.failed_reloads == 1).then_some(proc)
+        },
+    )
+    .await;
+    // haproxy keeps running what it had; the files it loaded come back in place.
+    let config_file = pod.haproxy.config_dir.join("haproxy.cfg");
+    eventually(
+        "the previous files back",
+        Duration::from_secs(10),
+        || async {
+            let config = std::fs::read_to_string(&config_file).ok()?;
+            (config == tugboat_testkit::haproxy::INIT_CONFIG).then_some(())
+        },
+    )
+    .await;
+    // No retry while nothing changes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(pod.haproxy.show_proc().await.reloads, refused.reloads);
+    assert!(!pod.status.borrow().ready);
+    // A change of the desired state is tried again, and loads once the port is free.
+    drop(taken);
+    pod.write_manifest("b.yaml", &ingress("b", "b.example.com", "web"));
+    pod.wait_for_service("b.example.com", "/", "web").await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    assert_eq!(pod.haproxy.show_proc().await.failed_reloads, 0);
 }
