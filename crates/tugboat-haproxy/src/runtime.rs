@@ -506,6 +506,42 @@ mod tests {
     }
 
     #[test]
+    fn added_servers_get_their_cookie_and_their_health_check() {
+        let endpoint = tugboat_model::Endpoint {
+            address: std::net::Ipv4Addr::new(10, 0, 0, 9).into(),
+            port: 8080,
+        };
+        let change = RuntimeChange::Server {
+            backend: tugboat_model::BackendName::parse("ns_web_80").expect("name"),
+            change: SlotChange {
+                slot: 8,
+                before: None,
+                after: Some(Server {
+                    endpoint,
+                    draining: false,
+                }),
+                added: true,
+            },
+            server_options: "check inter 1s".into(),
+            cookie: true,
+            check: true,
+        };
+        let commands: Vec<String> = change.steps().into_iter().map(|s| s.command).collect();
+        assert_eq!(
+            commands,
+            vec![
+                "@1 add server ns_web_80/s9 10.0.0.9:8080 check inter 1s cookie s9",
+                "@1 enable server ns_web_80/s9",
+                "@1 enable health ns_web_80/s9",
+            ]
+        );
+        assert_eq!(
+            server_line(8, None, true),
+            "    server s9 127.0.0.1:1 cookie s9 disabled\n"
+        );
+    }
+
+    #[test]
     fn expectations() {
         assert!(Expect::Nothing.accepts("\n"));
         assert!(!Expect::Nothing.accepts("No such server.\n"));

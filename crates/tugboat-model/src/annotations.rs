@@ -1612,4 +1612,71 @@ mod tests {
         assert!(parse_duration("10 s").is_err());
         assert!(parse_realm("a\"b").is_err());
     }
+
+    #[test]
+    fn snippets_refuse_what_reads_files_loads_code_or_runs_programs() {
+        let allowed = "http-response set-header X-Profile shop\n\n# a comment\ntimeout check 5s";
+        assert_eq!(
+            parse_snippet(allowed),
+            Ok(vec![
+                "http-response set-header X-Profile shop".to_string(),
+                "timeout check 5s".to_string()
+            ])
+        );
+        for (snippet, named) in [
+            ("lua-load /x.lua", "lua-load"),
+            ("http-request lua.act", "lua.act"),
+            ("http-request use-service lua.svc", "lua.svc"),
+            ("external-check command /bin/sh", "external-check"),
+            ("errorfile 503 /etc/shadow", "errorfile"),
+            ("acl a src -f /etc/passwd", "-f"),
+            ("http-request return status 200 file /etc/passwd", "file"),
+            (
+                "http-request set-var(txn.a) req.hdr(host),map_str(/etc/x)",
+                "req.hdr(host),map_str",
+            ),
+            ("http-request set-header X %[env(SECRET)]", "%["),
+            ("acl a env(SECRET) -m str x", "env("),
+            ("http-request set-header X \"$HOME\"", "\\\"$HOME"),
+            ("setenv A B", "setenv"),
+            ("stats socket /tmp/s level admin", "stats socket"),
+            ("server s1 10.0.0.1:80", "server"),
+            ("frontend evil", "frontend"),
+            (".if defined(HOME)", ".if"),
+            ("ssl-engine rdrand", "ssl-engine"),
+            ("chroot /", "chroot"),
+            ("filter spoe engine x config /x.conf", "filter"),
+            (
+                "load-server-state-from-file global",
+                "load-server-state-from-file",
+            ),
+            ("server-state-file /x", "server-state-file"),
+            ("51degrees-data-file /x", "51degrees-data-file"),
+            ("ca-base /etc", "ca-base"),
+        ] {
+            let err = parse_snippet(snippet).expect_err(snippet);
+            assert!(err.contains(&format!("'{named}")), "{snippet}: {err}");
+        }
+        assert!(parse_snippet("timeout check 5s\rtimeout server 1s").is_err());
+        assert!(parse_snippet("").is_err());
+    }
+
+    #[test]
+    fn access_lists_inline_or_from_a_configmap_key() {
+        assert_eq!(
+            parse_access_list("configmap:office-ips/list.txt"),
+            Ok(AccessList::ConfigMap(ConfigMapKeyRef {
+                name: "office-ips".into(),
+                key: "list.txt".into()
+            }))
+        );
+        assert!(parse_access_list("configmap:office-ips").is_err());
+        assert!(parse_access_list("configmap:../x/y").is_err());
+        assert!(parse_access_list("configmap:a/../b").is_err());
+        assert_eq!(
+            parse_pattern_list("10.0.0.0/8 # office\n\n127.0.0.1\n"),
+            Ok(vec!["10.0.0.0/8".into(), "127.0.0.1".into()])
+        );
+        assert!(parse_pattern_list("10.0.0.1\nnope\n").is_err_and(|e| e.contains("line 2")));
+    }
 }
