@@ -14,6 +14,8 @@ use std::fmt::Write as _;
 use tugboat_model::Desired;
 use tugboat_model::features::{CorsOrigins, FeatureSetId, RedirectWhen, RouteFeatures};
 
+use crate::render::RenderSettings;
+
 /// The separator between a route's backend and its feature set in the maps' values.
 pub const FEATURE_SEPARATOR: char = '.';
 
@@ -60,15 +62,19 @@ pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
 }
 
-pub fn feature_rules(desired: &Desired) -> FeatureRules {
+pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRules {
     let sets = &desired.feature_sets;
     let mut rules = FeatureRules::default();
     let request = &mut rules.request;
 
     // The client address for access lists and rate limits.
-    let needs_address = sets
-        .values()
-        .any(|f| !f.allow_list.is_empty() || !f.deny_list.is_empty() || f.rate_limit.is_some());
+    let needs_address = sets.values().any(|f| {
+        !f.allow_list.is_empty()
+            || !f.deny_list.is_empty()
+            || f.allow_file.is_some()
+            || f.deny_file.is_some()
+            || f.rate_limit.is_some()
+    });
     if needs_address {
         request.push_str("    http-request set-var(txn.src) src\n");
         for (header, ids) in group(sets, |f| f.src_ip_header.as_deref()) {
@@ -95,6 +101,24 @@ pub fn feature_rules(desired: &Desired) -> FeatureRules {
             "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip {} }}",
             sets_acl(&ids),
             list.join(" ")
+        );
+    }
+
+    // Long lists, from pattern files.
+    for (file, ids) in group(sets, |f| f.deny_file.as_deref()) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip -f {} }}",
+            sets_acl(&ids),
+            settings.pattern_file(file).display()
+        );
+    }
+    for (file, ids) in group(sets, |f| f.allow_file.as_deref()) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip -f {} }}",
+            sets_acl(&ids),
+            settings.pattern_file(file).display()
         );
     }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use tugboat_model::{BackendName, Desired};
 
 use crate::layout::Layout;
-use crate::render::{RenderSettings, RenderedFiles, render};
+use crate::render::{RenderSettings, RenderedFiles, render, server_options};
 use crate::runtime::{
     MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, map_changes,
 };
@@ -108,16 +108,19 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
-        let server_options = desired
-            .backends
-            .get(&backend)
-            .map(|b| b.options.server_options())
+        let options = desired.backends.get(&backend).map(|b| &b.options);
+        let server_options = options
+            .map(|o| server_options(o, settings))
             .unwrap_or_default();
+        let cookie = options.is_some_and(|o| o.cookie.is_some());
+        let check = options.is_some_and(|o| o.health_check.is_some());
         for change in changes {
             runtime.push(RuntimeChange::Server {
                 backend: backend.clone(),
                 change,
                 server_options: server_options.clone(),
+                cookie,
+                check,
             });
         }
     }
@@ -176,6 +179,7 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
             || desired.default_backend.as_ref() == Some(name);
         if !used && !desired.backends.contains_key(name) {
             desired.backends.insert(name.clone(), backend.clone());
+            keep_backend_files(applied, &mut desired, backend);
         }
     }
     // Feature sets too, with their userlists: their rules match no request.
@@ -186,6 +190,14 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
             .any(|r| r.features.as_ref() == Some(id));
         if !used && !desired.feature_sets.contains_key(id) {
             desired.feature_sets.insert(id.clone(), features.clone());
+            for file in features.allow_file.iter().chain(&features.deny_file) {
+                if let Some(contents) = applied.desired.pattern_files.get(file) {
+                    desired
+                        .pattern_files
+                        .entry(file.clone())
+                        .or_insert_with(|| contents.clone());
+                }
+            }
             if let Some(auth) = &features.basic_auth
                 && !desired.userlists.contains_key(&auth.userlist)
                 && let Some(users) = applied.desired.userlists.get(&auth.userlist)
@@ -197,6 +209,21 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
         }
     }
     desired
+}
+
+/// The TLS files a backend kept from the applied state refers to.
+fn keep_backend_files(applied: &Applied, desired: &mut Desired, backend: &tugboat_model::Backend) {
+    let Some(tls) = &backend.options.tls else {
+        return;
+    };
+    for file in tls.ca_file.iter().chain(&tls.client_certificate) {
+        if let Some(pem) = applied.desired.backend_files.get(file) {
+            desired
+                .backend_files
+                .entry(file.clone())
+                .or_insert_with(|| pem.clone());
+        }
+    }
 }
 
 fn reload_plan(
@@ -304,6 +331,8 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         feature_sets: applied.feature_sets.clone(),
         userlists: applied.userlists.clone(),
         global: applied.global.clone(),
+        backend_files: applied.backend_files.clone(),
+        pattern_files: applied.pattern_files.clone(),
         ..desired.clone()
     }
 }

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
 use tugboat_model::tls::Pem;
 use tugboat_model::{Desired, HostMatch, PathMatch, Route};
 
@@ -99,6 +100,16 @@ impl RenderSettings {
                 && path.extension().is_some_and(|e| e == "pem"))
     }
 
+    /// A file of the backends' TLS (CA bundle, client certificate), by its name.
+    pub fn backend_file(&self, name: &str) -> PathBuf {
+        self.lib_dir.join(BACKEND_TLS_DIR).join(name)
+    }
+
+    /// A pattern file of an access list, by its name.
+    pub fn pattern_file(&self, name: &str) -> PathBuf {
+        self.config_dir.join(PATTERNS_DIR).join(name)
+    }
+
     fn error_page(&self, code: u16) -> PathBuf {
         self.config_dir
             .join(ERRORFILES_DIR)
@@ -116,6 +127,10 @@ pub const CRT_LIST: &str = "crt-list.txt";
 pub const DEFAULT_CERTIFICATE: &str = "default.pem";
 pub const CERTS_DIR: &str = "certs";
 pub const ERRORFILES_DIR: &str = "errorfiles";
+/// CA bundles and client certificates for TLS to backends (under the lib folder).
+pub const BACKEND_TLS_DIR: &str = "backend-tls";
+/// Pattern files of long access lists (under the config folder).
+pub const PATTERNS_DIR: &str = "patterns";
 /// The backend that answers requests no route matches, when no Ingress sets one.
 pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 
@@ -165,7 +180,49 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     for (code, page) in &desired.error_pages {
         files.insert(settings.error_page(*code), page.clone());
     }
+    for (name, pem) in &desired.backend_files {
+        files.insert(settings.backend_file(name), pem.as_str().to_string());
+    }
+    for (name, entries) in &desired.pattern_files {
+        files.insert(settings.pattern_file(name), entries.clone());
+    }
     RenderedFiles { files }
+}
+
+/// The options every server of a backend gets, on the `default-server` line and on
+/// every server added at runtime, so both are the same.
+pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> String {
+    let mut words: Vec<String> = Vec::new();
+    match options.send_proxy {
+        None => {}
+        Some(ProxyProtocol::V1) => words.push("send-proxy".into()),
+        Some(ProxyProtocol::V2) => words.push("send-proxy-v2".into()),
+    }
+    if let Some(tls) = &options.tls {
+        words.push("ssl".into());
+        match &tls.ca_file {
+            Some(file) => words.push(format!(
+                "verify required ca-file {}",
+                settings.backend_file(file).display()
+            )),
+            None => words.push("verify none".into()),
+        }
+        if let Some(file) = &tls.client_certificate {
+            words.push(format!("crt {}", settings.backend_file(file).display()));
+        }
+        if options.h2 {
+            words.push("alpn h2".into());
+        }
+    } else if options.h2 {
+        words.push("proto h2".into());
+    }
+    if let Some(check) = &options.health_check {
+        words.push("check".into());
+        if let Some(interval) = &check.interval {
+            words.push(format!("inter {interval}"));
+        }
+    }
+    words.join(" ")
 }
 
 fn tls_hosts_map(desired: &Desired) -> String {
@@ -203,6 +260,7 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
         None => "stdout format raw".to_string(),
         Some(server) => server.clone(),
     };
+    let global_snippet = snippet_lines(global.snippet.as_ref());
     // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
@@ -211,7 +269,7 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
 global
     log {log_target} local0
     ssl-default-bind-options ssl-min-ver TLSv1.2
-
+{global_snippet}
 defaults
     mode http
     log global
@@ -239,7 +297,7 @@ defaults
     if let Some(format) = &global.log_format {
         let _ = writeln!(out, "    log-format \"{format}\"");
     }
-    let features = feature_rules(desired);
+    let features = feature_rules(desired, settings);
     let strict_sni = if global.strict_sni { " strict-sni" } else { "" };
     for code in desired.error_pages.keys() {
         let _ = writeln!(
@@ -343,7 +401,21 @@ frontend stats
         if let Some(timeout) = &options.timeout_connect {
             let _ = writeln!(out, "    timeout connect {timeout}");
         }
-        let server_options = options.server_options();
+        if let Some(path) = options
+            .health_check
+            .as_ref()
+            .and_then(|c| c.http_path.as_ref())
+        {
+            let _ = writeln!(out, "    option httpchk GET {path}");
+        }
+        if let Some(cookie) = &options.cookie {
+            let _ = writeln!(out, "    cookie {cookie} insert indirect nocache");
+        }
+        if options.blocked {
+            // A Secret the backend's TLS needs is missing: no request goes out without it.
+            out.push_str("    http-request deny deny_status 503\n");
+        }
+        let server_options = server_options(options, settings);
         if !server_options.is_empty() {
             let _ = writeln!(out, "    default-server {server_options}");
         }
@@ -351,6 +423,7 @@ frontend stats
             // Resolved when haproxy loads the config; a name that does not resolve
             // leaves the server down instead of failing the whole config.
             let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
+            out.push_str(&snippet_lines(options.snippet.as_ref()));
             continue;
         }
         let fresh;
@@ -362,9 +435,24 @@ frontend stats
                 &fresh
             }
         };
+        let cookie = options.cookie.is_some();
         for (slot, server) in slots.iter().enumerate() {
-            out.push_str(&server_line(slot, server.as_ref()));
+            out.push_str(&server_line(slot, server.as_ref(), cookie));
         }
+        out.push_str(&snippet_lines(options.snippet.as_ref()));
+    }
+    out
+}
+
+/// The lines of an operator's snippet, indented, after a comment saying where they
+/// come from.
+fn snippet_lines(snippet: Option<&Snippet>) -> String {
+    let Some(snippet) = snippet else {
+        return String::new();
+    };
+    let mut out = format!("    # snippet of {}\n", snippet.source);
+    for line in &snippet.lines {
+        let _ = writeln!(out, "    {line}");
     }
     out
 }

@@ -33,6 +33,11 @@ pub enum RuntimeChange {
         /// The options of the backend's `default-server` line, given to `add server` so
         /// that an added server is the same as one loaded from the file.
         server_options: String,
+        /// The backend's servers carry their slot name as persistence cookie.
+        cookie: bool,
+        /// The backend's servers are health-checked: an added server's check is
+        /// switched on too (`add server` leaves it off).
+        check: bool,
     },
     /// New keys in a map.
     MapAdd {
@@ -77,11 +82,15 @@ impl fmt::Debug for RuntimeChange {
                 backend,
                 change,
                 server_options,
+                cookie,
+                check,
             } => f
                 .debug_struct("Server")
                 .field("backend", backend)
                 .field("change", change)
                 .field("server_options", server_options)
+                .field("cookie", cookie)
+                .field("check", check)
                 .finish(),
             RuntimeChange::MapAdd { map, entries } => f
                 .debug_struct("MapAdd")
@@ -164,8 +173,11 @@ impl RuntimeChange {
                 backend,
                 change,
                 server_options,
+                cookie,
+                check,
             } => {
-                let server = format!("{backend}/{}", server_name(change.slot));
+                let name = server_name(change.slot);
+                let server = format!("{backend}/{name}");
                 let weight = |s: &Server| if s.draining { 0 } else { 1 };
                 match (change.before, change.after) {
                     (_, Some(after)) if change.added => {
@@ -174,13 +186,20 @@ impl RuntimeChange {
                             add.push(' ');
                             add.push_str(server_options);
                         }
+                        if *cookie {
+                            add.push_str(&format!(" cookie {name}"));
+                        }
                         if after.draining {
                             add.push_str(" weight 0");
                         }
-                        vec![
+                        let mut steps = vec![
                             step(add, Expect::Contains("New server registered.")),
                             step(format!("@1 enable server {server}"), Expect::Nothing),
-                        ]
+                        ];
+                        if *check {
+                            steps.push(step(format!("@1 enable health {server}"), Expect::Nothing));
+                        }
+                        steps
                     }
                     (Some(before), Some(after)) if before.endpoint == after.endpoint => vec![step(
                         format!("@1 set weight {server} {}", weight(&after)),
@@ -337,21 +356,25 @@ pub fn map_changes(map: &Path, old: &str, new: &str) -> Vec<RuntimeChange> {
     changes
 }
 
-/// The text of a server line for a slot, as the config file has it.
-pub fn server_line(slot: usize, server: Option<&Server>) -> String {
+/// The text of a server line for a slot, as the config file has it; with `cookie`, the
+/// slot name is the server's persistence cookie.
+pub fn server_line(slot: usize, server: Option<&Server>, cookie: bool) -> String {
+    let name = server_name(slot);
+    let cookie = if cookie {
+        format!(" cookie {name}")
+    } else {
+        String::new()
+    };
     match server {
         Some(Server {
             endpoint,
             draining: false,
-        }) => format!("    server {} {endpoint}\n", server_name(slot)),
+        }) => format!("    server {name} {endpoint}{cookie}\n"),
         Some(Server {
             endpoint,
             draining: true,
-        }) => format!("    server {} {endpoint} weight 0\n", server_name(slot)),
-        None => format!(
-            "    server {} {PARKED_ADDRESS}:{PARKED_PORT} disabled\n",
-            server_name(slot)
-        ),
+        }) => format!("    server {name} {endpoint}{cookie} weight 0\n"),
+        None => format!("    server {name} {PARKED_ADDRESS}:{PARKED_PORT}{cookie} disabled\n"),
     }
 }
 
@@ -480,6 +503,42 @@ mod tests {
             key: "a.com/x;y=1".into(),
         };
         assert_eq!(change.steps()[0].command, "@1 del map /m.map a.com/x\\;y=1");
+    }
+
+    #[test]
+    fn added_servers_get_their_cookie_and_their_health_check() {
+        let endpoint = tugboat_model::Endpoint {
+            address: std::net::Ipv4Addr::new(10, 0, 0, 9).into(),
+            port: 8080,
+        };
+        let change = RuntimeChange::Server {
+            backend: tugboat_model::BackendName::parse("ns_web_80").expect("name"),
+            change: SlotChange {
+                slot: 8,
+                before: None,
+                after: Some(Server {
+                    endpoint,
+                    draining: false,
+                }),
+                added: true,
+            },
+            server_options: "check inter 1s".into(),
+            cookie: true,
+            check: true,
+        };
+        let commands: Vec<String> = change.steps().into_iter().map(|s| s.command).collect();
+        assert_eq!(
+            commands,
+            vec![
+                "@1 add server ns_web_80/s9 10.0.0.9:8080 check inter 1s cookie s9",
+                "@1 enable server ns_web_80/s9",
+                "@1 enable health ns_web_80/s9",
+            ]
+        );
+        assert_eq!(
+            server_line(8, None, true),
+            "    server s9 127.0.0.1:1 cookie s9 disabled\n"
+        );
     }
 
     #[test]

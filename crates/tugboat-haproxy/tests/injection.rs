@@ -3,6 +3,8 @@
 //! model intends. Every line is either one that renders without the key or with a
 //! known-good value, or a line of the same directive as one the key owns with the same
 //! structure (its `if`, `!`, `{`, `}` tokens); no new sections, no control characters.
+//! Raw snippets are configuration by design: for them, what must hold is that nothing
+//! they add opens a section, reads a file, loads code or reads the environment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -28,7 +30,46 @@ const COMPANIONS: &[(&str, &str)] = &[
     ("deny-list", "192.0.2.1"),
     ("auth-type", "basic-auth"),
     ("auth-secret", "shop-users"),
+    ("server-ssl", "true"),
+    ("check", "true"),
 ];
+
+/// A CA certificate and a client certificate with its key, made once.
+fn certificates() -> &'static (String, String, String) {
+    static CERTS: std::sync::OnceLock<(String, String, String)> = std::sync::OnceLock::new();
+    CERTS.get_or_init(|| {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&ca_key).expect("CA");
+        let client_key = rcgen::KeyPair::generate().expect("key");
+        let client = rcgen::CertificateParams::new(vec!["haproxy".to_string()])
+            .expect("params")
+            .self_signed(&client_key)
+            .expect("client certificate");
+        (ca.pem(), client.pem(), client_key.serialize_pem())
+    })
+}
+
+fn secret_of(name: &str, data: &[(&str, &str)]) -> (ObjectKey, Arc<Secret>) {
+    (
+        ObjectKey::new("shop", name),
+        Arc::new(Secret {
+            metadata: meta(name, BTreeMap::new()),
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        }),
+    )
+}
+
+/// Whether a key takes raw configuration lines.
+fn is_snippet(key: &KeySpec) -> bool {
+    key.name.ends_with("-config-snippet")
+}
 
 fn meta(name: &str, annotations: BTreeMap<String, String>) -> ObjectMeta {
     ObjectMeta {
@@ -123,8 +164,17 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
     snapshot
         .config_maps
         .insert(ObjectKey::new("shop", "tugboat"), Arc::new(config_map));
-    let mut settings = Settings::new(1_700_000_000);
+    let (ca, client, client_key) = certificates();
+    snapshot.secrets.extend([
+        secret_of("backend-ca", &[("ca.crt", ca)]),
+        secret_of(
+            "haproxy-client",
+            &[("tls.crt", client), ("tls.key", client_key)],
+        ),
+    ]);
+    let mut settings = Settings::new(now());
     settings.config_map = Some(ObjectKey::new("shop", "tugboat"));
+    settings.allow_snippets = true;
     let desired = build(&snapshot, &settings).desired;
     let render_settings = RenderSettings::example();
     plan(None, desired, &render_settings)
@@ -135,6 +185,12 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         .filter(|(path, _)| path.extension().is_some_and(|e| e == "cfg" || e == "map"))
         .map(|(path, text)| (path.display().to_string(), text))
         .collect()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Feature set ids change with any value: compare lines without them.
@@ -222,7 +278,73 @@ fn sections(files: &BTreeMap<String, String>) -> usize {
         .count()
 }
 
+/// What no snippet line may hold: file names, code, the environment, sections.
+fn snippet_line_is_harmless(line: &str) -> bool {
+    let lower = line.trim().to_ascii_lowercase();
+    let first = lower.split(' ').next().unwrap_or("");
+    let forbidden_first = [
+        "lua-load",
+        "lua-prepend-path",
+        "setenv",
+        "external-check",
+        "server",
+        "default-server",
+        "chroot",
+        "user",
+        "errorfile",
+        "ssl-engine",
+        "stats",
+    ];
+    !forbidden_first.contains(&first)
+        && !first.starts_with('.')
+        && !lower.contains("%[")
+        && !lower.contains('$')
+        && !lower.contains("env(")
+        && !lower.contains("map(")
+        && !lower.contains("lua.")
+        && !lower.split(' ').any(|t| {
+            t == "-f" || t == "file" || t.ends_with("-file") || t == "crt" || t.starts_with("crt-")
+        })
+}
+
+/// A snippet's value: whatever it adds stays inside the sections Tugboat writes and is
+/// harmless.
+fn check_snippet(key: &KeySpec, value: &str) -> Result<(), TestCaseError> {
+    let none = render_with(key, None);
+    let tried = render_with(key, Some(value));
+    let none_lines = lines(&none);
+    for (path, line) in lines(&tried) {
+        prop_assert!(
+            !line.chars().any(char::is_control),
+            "{}: control character in {path}: {line:?}",
+            key.name
+        );
+        if none_lines.contains(&(path.clone(), line.clone())) {
+            continue;
+        }
+        prop_assert!(
+            line.is_empty() || line.starts_with("    "),
+            "{} = {value:?} put a line outside a section into {path}: {line:?}",
+            key.name
+        );
+        prop_assert!(
+            snippet_line_is_harmless(&line),
+            "{} = {value:?} put a harmful line into {path}: {line:?}",
+            key.name
+        );
+    }
+    prop_assert!(
+        sections(&tried) == sections(&none),
+        "{} = {value:?} added a section",
+        key.name
+    );
+    Ok(())
+}
+
 fn check(key: &KeySpec, value: &str) -> Result<(), TestCaseError> {
+    if is_snippet(key) {
+        return check_snippet(key, value);
+    }
     let none = render_with(key, None);
     let good = render_with(key, Some(key.example));
     let tried = render_with(key, Some(value));
@@ -267,6 +389,15 @@ const INJECTIONS: &[&str] = &[
     "\\",
     "\0",
     "\nbackend evil\n    server s 10.0.0.1:80",
+    "\nlua-load /tmp/x.lua",
+    "\nhttp-request set-header X %[env(SECRET)]",
+    "\nacl bad src -f /etc/passwd",
+    "\nerrorfile 503 /etc/shadow",
+    "\nsetenv A B",
+    "\n.if defined(HOME)",
+    "\nserver s9 10.0.0.1:80",
+    "\nhttp-request set-var(txn.x) req.hdr(host),map(/etc/passwd)",
+    "\nstats socket /tmp/admin.sock level admin",
 ];
 
 fn value_for(key: &'static KeySpec) -> impl Strategy<Value = String> {

@@ -20,8 +20,9 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use crate::features::{
-    BackendOptions, Balance, Cors, CorsOrigins, GlobalOptions, Hsts, HttpsRedirect, PathRewrite,
-    ProxyProtocol, RateLimit, Redirect, RedirectWhen, RouteFeatures,
+    BackendOptions, Balance, Cors, CorsOrigins, GlobalOptions, HealthCheck, Hsts, HttpsRedirect,
+    PathRewrite, ProxyProtocol, RateLimit, Redirect, RedirectWhen, RouteFeatures, ServerTls,
+    Snippet,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate::{self, printable};
@@ -254,10 +255,10 @@ pub const KEYS: &[KeySpec] = &[
         ..key(
             "allow-list",
             ALL,
-            "IP addresses and CIDR networks separated by commas or spaces",
+            "IP addresses and CIDR networks separated by commas or spaces (at most 1000), or `configmap:NAME/KEY`: a key of a ConfigMap in the object's namespace holding one address or network per line (at most 100000; `#` comments allowed)",
             "none: every address",
             "10.0.0.0/8, 192.168.1.7",
-            "Only these client addresses are served; others get 403.",
+            "Only these client addresses are served; others get 403. A `configmap:` list is written as a pattern file (`-f`); when the ConfigMap or key is missing or holds something else than addresses, every client gets 403 (fail closed).",
         )
     },
     KeySpec {
@@ -265,10 +266,10 @@ pub const KEYS: &[KeySpec] = &[
         ..key(
             "deny-list",
             ALL,
-            "IP addresses and CIDR networks separated by commas or spaces",
+            "as `allow-list`: addresses and networks, or `configmap:NAME/KEY`",
             "none",
             "203.0.113.0/24",
-            "These client addresses get 403.",
+            "These client addresses get 403. When a `configmap:` list cannot be used, every client gets 403 (fail closed).",
         )
     },
     key(
@@ -398,6 +399,86 @@ pub const KEYS: &[KeySpec] = &[
         "none",
         "v2",
         "Send a PROXY protocol header to the backend's servers.",
+    ),
+    key(
+        "server-ssl",
+        ALL,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
+    ),
+    key(
+        "server-ca",
+        ALL,
+        "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
+        "none: server certificates are not verified",
+        "backend-ca",
+        "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+    ),
+    key(
+        "server-crt",
+        ALL,
+        "the name of a TLS Secret (`tls.crt`, `tls.key`) in the object's namespace",
+        "none",
+        "haproxy-client",
+        "With `server-ssl`: present this client certificate to the servers (mutual TLS). When the Secret cannot be used, the backend answers 503.",
+    ),
+    key(
+        "server-proto",
+        ALL,
+        "`h2` or `h1`",
+        "h1",
+        "h2",
+        "The HTTP version spoken to the servers: `h2` is HTTP/2 (`proto h2` in clear text, ALPN `h2` with `server-ssl`).",
+    ),
+    key(
+        "check",
+        ALL,
+        "`true` or `false`",
+        "false",
+        "true",
+        "Health-check the servers (a TCP connection, or `check-http`); servers that fail are taken out until they pass again. Servers added at runtime are checked too.",
+    ),
+    key(
+        "check-http",
+        ALL,
+        "a path: `/` then letters, digits and `-._~/?=&`",
+        "none: a TCP connection",
+        "/healthz",
+        "Health-check with `GET <path>` (`option httpchk`): 2xx and 3xx pass. Turns checks on.",
+    ),
+    key(
+        "check-interval",
+        ALL,
+        "a duration",
+        "2s",
+        "5s",
+        "Time between two checks of a server (with `check` or `check-http`).",
+    ),
+    key(
+        "cookie-persistence",
+        ALL,
+        "a cookie name: letters, digits, `-` and `_`, at most 64",
+        "none",
+        "SERVERID",
+        "Keep each client on one server with a cookie (`cookie <name> insert indirect nocache`); the value is the server's slot name (`s1`, `s2`, ...). A slot keeps its endpoint while the endpoint lives. When an endpoint goes away its clients are sent to another server and get a new cookie; a slot given to a new endpoint later sends the old cookie's clients there. A reload numbers the slots afresh, so clients may move once after a reload.",
+    ),
+    key(
+        "global-config-snippet",
+        GLOBAL,
+        "haproxy `global` directives, one per line (at most 64 lines, 8 KB); see `backend-config-snippet` for what is refused",
+        "none",
+        "tune.bufsize 32768",
+        "Raw lines for the `global` section. Only with the controller's `--allow-snippets`.",
+    ),
+    key(
+        "backend-config-snippet",
+        ALL,
+        "haproxy backend directives, one per line (at most 64 lines, 8 KB)",
+        "none",
+        "http-response set-header X-Backend shop",
+        "Raw lines for the backend section, after Tugboat's own. Only with the controller's `--allow-snippets`. Refused (with a problem naming the directive): section keywords (`frontend`, `backend`, `global`, ...), `server`/`default-server`/`server-template` (Tugboat owns the servers), lines starting with `.` (conditional blocks), what reads files (`-f`, `*-file` and `file` arguments, `errorfile*`, `crt*`, `ca-base`, `key-base`, `server-state-*`, `load-server-state-from-file`, `default-path`, map and ACL file functions such as `map_str(...)`, `set-map(...)`, `add-acl(...)`), loads code (`lua*`, `ssl-engine`, `ssl-provider*`, `51degrees-*`, `deviceatlas-*`, `wurfl-*`, `filter`, `spoe`), runs programs or changes the process (`external-check`, `insecure-*`, `setenv`, `presetenv`, `resetenv`, `unsetenv`, `stats socket`, `master-worker`, `user`, `group`, `uid`, `gid`, `chroot`, `daemon`, `pidfile`, `set-dumpable`, `expose-experimental-directives`), reads the environment (`$`, `env(`) and runtime expressions (`%[`). Control characters other than the line breaks are refused. When haproxy refuses the resulting configuration, the snippet is left out, the rest is applied and the object gets a problem.",
     ),
     key(
         "syslog-server",
@@ -634,6 +715,50 @@ impl<'a> Resolver<'a> {
         None
     }
 
+    /// As [`Resolver::get`], with the object the value comes from.
+    pub fn get_sourced<T>(
+        &mut self,
+        key: &str,
+        scopes: &[Scope],
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Option<(T, ObjectRef)> {
+        let source = self
+            .layers
+            .iter()
+            .find(|l| scopes.contains(&l.scope) && l.values.contains_key(key))
+            .map(|l| l.object.clone())?;
+        let before = self.problems.len();
+        let value = self.get_in(key, scopes, parse)?;
+        // A lower layer answered when the first one was refused.
+        let source = if self.problems.len() > before {
+            self.layers
+                .iter()
+                .filter(|l| scopes.contains(&l.scope) && l.values.contains_key(key))
+                .nth(self.problems.len() - before)
+                .map_or(source, |l| l.object.clone())
+        } else {
+            source
+        };
+        Some((value, source))
+    }
+
+    /// A problem on every object of these scopes that sets `key`: it cannot apply here.
+    pub fn refuse(&mut self, key: &str, scopes: &[Scope], reason: ProblemReason, why: &str) {
+        for layer in &self.layers {
+            if !scopes.contains(&layer.scope) {
+                continue;
+            }
+            if let Some((field, _)) = layer.values.get(key) {
+                self.problems.push(ObjectProblem {
+                    object: layer.object.clone(),
+                    field: field.clone(),
+                    reason,
+                    message: format!("key '{key}' is ignored: {why}"),
+                });
+            }
+        }
+    }
+
     /// Whether some layer of these scopes sets `key` (valid or not).
     pub fn is_set_in(&self, key: &str, scopes: &[Scope]) -> bool {
         self.layers
@@ -642,10 +767,33 @@ impl<'a> Resolver<'a> {
     }
 }
 
-/// What the route keys say, except the Secret of `auth-secret`, which the builder looks
-/// up: the features, and when basic authentication is on, the name of that Secret (if
-/// valid).
-pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, Option<Option<String>>) {
+/// A key of a ConfigMap in the object's namespace: `configmap:NAME/KEY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigMapKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+/// An access list as a key gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessList {
+    Inline(Vec<String>),
+    ConfigMap(ConfigMapKeyRef),
+}
+
+/// What the route keys say, besides the features: what the builder must look up.
+#[derive(Debug, Clone, Default)]
+pub struct RouteLookups {
+    /// When basic authentication is on: the name of its Secret (if valid).
+    pub auth_secret: Option<Option<String>>,
+    /// Access lists kept in ConfigMaps.
+    pub allow_ref: Option<ConfigMapKeyRef>,
+    pub deny_ref: Option<ConfigMapKeyRef>,
+}
+
+/// What the route keys say, except what lives in other objects (the Secret of
+/// `auth-secret`, `configmap:` access lists), which the builder looks up.
+pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLookups) {
     let mut features = RouteFeatures::default();
     let above_config_map = [Scope::Service, Scope::Ingress];
     let when = resolver.get_in("ssl-redirect", &above_config_map, parse_bool);
@@ -713,12 +861,17 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, Option<Opt
                 .unwrap_or(86_400),
         });
     }
-    features.allow_list = resolver
-        .get("allow-list", parse_networks)
-        .unwrap_or_default();
-    features.deny_list = resolver
-        .get("deny-list", parse_networks)
-        .unwrap_or_default();
+    let mut lookups = RouteLookups::default();
+    match resolver.get("allow-list", parse_access_list) {
+        Some(AccessList::Inline(list)) => features.allow_list = list,
+        Some(AccessList::ConfigMap(reference)) => lookups.allow_ref = Some(reference),
+        None => {}
+    }
+    match resolver.get("deny-list", parse_access_list) {
+        Some(AccessList::Inline(list)) => features.deny_list = list,
+        Some(AccessList::ConfigMap(reference)) => lookups.deny_ref = Some(reference),
+        None => {}
+    }
     if let Some(requests) = resolver.get("rate-limit-requests", |v| parse_number(v, 1, 1_000_000)) {
         features.rate_limit = Some(RateLimit {
             requests,
@@ -734,19 +887,22 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, Option<Opt
     }
     let needs_client_address = !features.allow_list.is_empty()
         || !features.deny_list.is_empty()
+        || lookups.allow_ref.is_some()
+        || lookups.deny_ref.is_some()
         || features.rate_limit.is_some();
     if needs_client_address {
         features.src_ip_header = resolver.get("src-ip-header", parse_header_name);
     }
-    let mut auth = None;
     if resolver.get("auth-type", parse_auth_type).is_some() {
-        auth = Some(resolver.get("auth-secret", |v| {
-            validate::dns_subdomain(v)
-                .map(|()| v.to_string())
-                .map_err(|_| "the name of a Secret (lower-case letters, digits, '-', '.')".into())
-        }));
+        lookups.auth_secret = Some(resolver.get("auth-secret", parse_secret_name));
     }
-    (features, auth)
+    (features, lookups)
+}
+
+fn parse_secret_name(value: &str) -> Result<String, String> {
+    validate::dns_subdomain(value)
+        .map(|()| value.to_string())
+        .map_err(|_| "the name of a Secret (lower-case letters, digits, '-', '.')".into())
 }
 
 /// The realm of basic authentication.
@@ -756,9 +912,66 @@ pub fn auth_realm(resolver: &mut Resolver<'_>) -> String {
         .unwrap_or_else(|| "Restricted".into())
 }
 
-/// What the backend keys say.
-pub fn backend_options(resolver: &mut Resolver<'_>) -> BackendOptions {
-    BackendOptions {
+/// What the backend keys say, besides the options: the Secrets the builder must look up.
+#[derive(Debug, Clone, Default)]
+pub struct BackendLookups {
+    /// `server-ca`: a Secret with `ca.crt`.
+    pub server_ca: Option<String>,
+    /// `server-crt`: a TLS Secret.
+    pub server_crt: Option<String>,
+}
+
+/// What the backend keys say. Snippets only when `allow_snippets`.
+pub fn backend_options(
+    resolver: &mut Resolver<'_>,
+    allow_snippets: bool,
+) -> (BackendOptions, BackendLookups) {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    let mut lookups = BackendLookups::default();
+    let tls = resolver.get("server-ssl", parse_bool) == Some(true);
+    if tls {
+        lookups.server_ca = resolver.get("server-ca", parse_secret_name);
+        lookups.server_crt = resolver.get("server-crt", parse_secret_name);
+    } else {
+        for key in ["server-ca", "server-crt"] {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "it needs server-ssl: \"true\"",
+            );
+        }
+    }
+    let check_path = resolver.get("check-http", parse_check_path);
+    let check = resolver.get("check", parse_bool) == Some(true) || check_path.is_some();
+    let health_check = check.then(|| HealthCheck {
+        http_path: check_path,
+        interval: resolver.get("check-interval", parse_duration),
+    });
+    let snippet = if allow_snippets {
+        resolver
+            .get_sourced("backend-config-snippet", &all, parse_snippet)
+            .map(|(lines, source)| Snippet { lines, source })
+    } else {
+        resolver.refuse(
+            "backend-config-snippet",
+            &all,
+            ProblemReason::NotAllowed,
+            "raw snippets are off; the operator can allow them with --allow-snippets",
+        );
+        None
+    };
+    let options = BackendOptions {
+        tls: tls.then(ServerTls::default),
+        h2: resolver.get("server-proto", |v| match v {
+            "h2" => Ok(true),
+            "h1" => Ok(false),
+            _ => Err("h2 or h1".into()),
+        }) == Some(true),
+        health_check,
+        cookie: resolver.get("cookie-persistence", parse_cookie_name),
+        blocked: false,
+        snippet,
         balance: resolver.get("load-balance", parse_balance),
         send_proxy: resolver.get("send-proxy-protocol", |v| match v {
             "v1" => Ok(ProxyProtocol::V1),
@@ -767,11 +980,12 @@ pub fn backend_options(resolver: &mut Resolver<'_>) -> BackendOptions {
         }),
         timeout_server: resolver.get("timeout-server", parse_duration),
         timeout_connect: resolver.get("timeout-connect", parse_duration),
-    }
+    };
+    (options, lookups)
 }
 
-/// What the ConfigMap-only keys say.
-pub fn global_options(resolver: &mut Resolver<'_>) -> GlobalOptions {
+/// What the ConfigMap-only keys say. Snippets only when `allow_snippets`.
+pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> GlobalOptions {
     let mut timeouts = BTreeMap::new();
     for name in [
         "client",
@@ -788,6 +1002,19 @@ pub fn global_options(resolver: &mut Resolver<'_>) -> GlobalOptions {
         }
     }
     let cm = [Scope::ConfigMap];
+    let snippet = if allow_snippets {
+        resolver
+            .get_sourced("global-config-snippet", &cm, parse_snippet)
+            .map(|(lines, source)| Snippet { lines, source })
+    } else {
+        resolver.refuse(
+            "global-config-snippet",
+            &cm,
+            ProblemReason::NotAllowed,
+            "raw snippets are off; the operator can allow them with --allow-snippets",
+        );
+        None
+    };
     GlobalOptions {
         timeouts,
         syslog_server: resolver
@@ -801,6 +1028,7 @@ pub fn global_options(resolver: &mut Resolver<'_>) -> GlobalOptions {
             .get_in("ssl-redirect-code", &cm, parse_redirect_code)
             .unwrap_or(308),
         ssl_redirect_port: resolver.get_in("ssl-redirect-port", &cm, parse_port),
+        snippet,
     }
 }
 
@@ -1018,30 +1246,32 @@ fn parse_header_names(value: &str) -> Result<String, String> {
     }
 }
 
+fn parse_network(item: &str) -> Result<String, String> {
+    let (address, prefix) = match item.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (item, None),
+    };
+    let address: IpAddr = address.parse().map_err(|_| {
+        format!(
+            "IP addresses or CIDR networks; '{}' is neither",
+            printable(item)
+        )
+    })?;
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    Ok(match prefix {
+        None => address.to_string(),
+        Some(prefix) => {
+            let bits = parse_number(prefix, 0, max)
+                .map_err(|_| format!("a prefix length from 0 to {max} in '{}'", printable(item)))?;
+            format!("{address}/{bits}")
+        }
+    })
+}
+
 fn parse_networks(value: &str) -> Result<Vec<String>, String> {
     let mut networks = Vec::new();
     for item in value.split([',', ' ', '\n']).filter(|i| !i.is_empty()) {
-        let (address, prefix) = match item.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (item, None),
-        };
-        let address: IpAddr = address.parse().map_err(|_| {
-            format!(
-                "IP addresses or CIDR networks; '{}' is neither",
-                printable(item)
-            )
-        })?;
-        let max = if address.is_ipv4() { 32 } else { 128 };
-        let text = match prefix {
-            None => address.to_string(),
-            Some(prefix) => {
-                let bits = parse_number(prefix, 0, max).map_err(|_| {
-                    format!("a prefix length from 0 to {max} in '{}'", printable(item))
-                })?;
-                format!("{address}/{bits}")
-            }
-        };
-        networks.push(text);
+        networks.push(parse_network(item)?);
     }
     if networks.is_empty() || networks.len() > 1000 {
         return Err("1 to 1000 IP addresses or CIDR networks".into());
@@ -1049,6 +1279,235 @@ fn parse_networks(value: &str) -> Result<Vec<String>, String> {
     networks.sort();
     networks.dedup();
     Ok(networks)
+}
+
+/// `configmap:NAME/KEY`, or inline addresses and networks.
+fn parse_access_list(value: &str) -> Result<AccessList, String> {
+    let Some(reference) = value.trim().strip_prefix("configmap:") else {
+        return parse_networks(value).map(AccessList::Inline);
+    };
+    let expected = || {
+        "configmap:NAME/KEY: a ConfigMap name and one of its keys (letters, digits, '-', '_', '.')"
+            .to_string()
+    };
+    let (name, key) = reference.split_once('/').ok_or_else(expected)?;
+    let key_ok = !key.is_empty()
+        && key.len() <= 253
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && key != "."
+        && key != "..";
+    if validate::dns_subdomain(name).is_err() || !key_ok {
+        return Err(expected());
+    }
+    Ok(AccessList::ConfigMap(ConfigMapKeyRef {
+        name: name.to_string(),
+        key: key.to_string(),
+    }))
+}
+
+/// The entries of an access list kept in a ConfigMap: one address or network per line,
+/// `#` starts a comment. Normalised, sorted, without duplicates.
+pub fn parse_pattern_list(text: &str) -> Result<Vec<String>, String> {
+    let mut networks = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let entry = parse_network(line).map_err(|e| format!("line {}: {e}", number + 1))?;
+        networks.push(entry);
+    }
+    if networks.is_empty() || networks.len() > 100_000 {
+        return Err("1 to 100000 IP addresses or CIDR networks, one per line".into());
+    }
+    networks.sort();
+    networks.dedup();
+    Ok(networks)
+}
+
+fn parse_check_path(value: &str) -> Result<String, String> {
+    let ok = value.starts_with('/')
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/?=&".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("a path: / then letters, digits and - . _ ~ / ? = &".into())
+    }
+}
+
+fn parse_cookie_name(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("a cookie name: letters, digits, '-' and '_', at most 64".into())
+    }
+}
+
+/// Section keywords: a snippet line starting with one would open a new section.
+const SECTION_KEYWORDS: &[&str] = &[
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "userlist",
+    "peers",
+    "resolvers",
+    "program",
+    "ring",
+    "cache",
+    "mailers",
+    "http-errors",
+    "crt-store",
+    "traces",
+    "log-forward",
+    "fcgi-app",
+    "acme",
+];
+
+/// Directives a snippet may not start with, and why.
+const REFUSED_DIRECTIVES: &[(&str, &str)] = &[
+    ("server", "Tugboat owns the servers"),
+    ("default-server", "Tugboat owns the servers"),
+    ("server-template", "Tugboat owns the servers"),
+    ("external-check", "runs programs"),
+    ("setenv", "changes the environment"),
+    ("presetenv", "changes the environment"),
+    ("resetenv", "changes the environment"),
+    ("unsetenv", "changes the environment"),
+    ("ssl-engine", "loads code"),
+    ("master-worker", "changes the process"),
+    ("user", "changes the process"),
+    ("group", "changes the process"),
+    ("uid", "changes the process"),
+    ("gid", "changes the process"),
+    ("chroot", "changes the process"),
+    ("daemon", "changes the process"),
+    ("pidfile", "writes a file"),
+    ("set-dumpable", "changes the process"),
+    (
+        "expose-experimental-directives",
+        "enables experimental directives",
+    ),
+    ("filter", "loads filters (SPOE reads files)"),
+    ("ca-base", "reads files"),
+    ("crt-base", "reads files"),
+    ("key-base", "reads files"),
+    ("server-state-base", "reads files"),
+    ("default-path", "reads files"),
+];
+
+/// Prefixes of directives a snippet may not start with.
+const REFUSED_PREFIXES: &[(&str, &str)] = &[
+    ("lua", "loads code"),
+    ("tune.lua", "loads code"),
+    ("ssl-provider", "loads code"),
+    ("51degrees", "loads code and reads files"),
+    ("deviceatlas", "loads code and reads files"),
+    ("wurfl", "loads code and reads files"),
+    ("insecure-", "lets haproxy run programs"),
+    ("errorfile", "reads files"),
+    ("crt", "reads files"),
+    ("server-state", "reads files"),
+];
+
+/// Why one token of a snippet is refused (`None`: fine).
+fn refused_token(token: &str) -> Option<&'static str> {
+    let lower = token.to_ascii_lowercase();
+    let t = lower.as_str();
+    if t.contains("%[") {
+        return Some("is a runtime expression");
+    }
+    if t.contains('$') || t.contains("env(") {
+        return Some("reads the environment");
+    }
+    if t == "-f" || t == "file" || t.ends_with("-file") || t.contains("file(") {
+        return Some("reads a file");
+    }
+    if t.starts_with("errorfile") || t == "crt" || t.starts_with("crt-") {
+        return Some("reads files");
+    }
+    if t.contains("map(") || t.contains("map_") || t.contains("-acl(") || t.contains("-map(") {
+        return Some("uses a map or ACL file");
+    }
+    if t.starts_with("lua") || t.contains("lua.") || t.contains("lua-") || t.contains("spoe") {
+        return Some("loads code");
+    }
+    None
+}
+
+/// A raw snippet: directives one per line, none that reads files, loads code, runs
+/// programs, changes the process or opens a section. Empty lines and comments are
+/// dropped; the error names the line and the directive.
+pub fn parse_snippet(value: &str) -> Result<Vec<String>, String> {
+    if value.len() > 8192 {
+        return Err("at most 8 KB of directives".into());
+    }
+    if value
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err("directives separated by line breaks, without other control characters".into());
+    }
+    let mut lines = Vec::new();
+    for (number, line) in value.split('\n').enumerate() {
+        let line = line.replace('\t', " ");
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let refuse = |what: &str, why: &str| {
+            Err(format!(
+                "directives Tugboat allows in snippets; line {} uses '{}', which {why}",
+                number + 1,
+                printable(what)
+            ))
+        };
+        if !line.is_ascii() {
+            return refuse(line, "is not ASCII");
+        }
+        let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+        let first = words.first().copied().unwrap_or("").to_ascii_lowercase();
+        if first.starts_with('.') {
+            return refuse(&first, "is a conditional block");
+        }
+        if SECTION_KEYWORDS.contains(&first.as_str()) {
+            return refuse(&first, "opens a section");
+        }
+        if let Some((_, why)) = REFUSED_DIRECTIVES.iter().find(|(d, _)| *d == first) {
+            return refuse(&first, why);
+        }
+        if let Some((_, why)) = REFUSED_PREFIXES.iter().find(|(p, _)| first.starts_with(p)) {
+            return refuse(&first, why);
+        }
+        if first == "stats"
+            && words
+                .get(1)
+                .is_some_and(|w| w.eq_ignore_ascii_case("socket"))
+        {
+            return refuse("stats socket", "opens an admin socket");
+        }
+        for word in &words {
+            if let Some(why) = refused_token(word) {
+                return refuse(word, why);
+            }
+        }
+        lines.push(words.join(" "));
+    }
+    if lines.is_empty() || lines.len() > 64 {
+        return Err("1 to 64 directives".into());
+    }
+    Ok(lines)
 }
 
 fn parse_auth_type(value: &str) -> Result<(), String> {
@@ -1152,5 +1611,72 @@ mod tests {
         assert!(parse_duration("10s").is_ok());
         assert!(parse_duration("10 s").is_err());
         assert!(parse_realm("a\"b").is_err());
+    }
+
+    #[test]
+    fn snippets_refuse_what_reads_files_loads_code_or_runs_programs() {
+        let allowed = "http-response set-header X-Profile shop\n\n# a comment\ntimeout check 5s";
+        assert_eq!(
+            parse_snippet(allowed),
+            Ok(vec![
+                "http-response set-header X-Profile shop".to_string(),
+                "timeout check 5s".to_string()
+            ])
+        );
+        for (snippet, named) in [
+            ("lua-load /x.lua", "lua-load"),
+            ("http-request lua.act", "lua.act"),
+            ("http-request use-service lua.svc", "lua.svc"),
+            ("external-check command /bin/sh", "external-check"),
+            ("errorfile 503 /etc/shadow", "errorfile"),
+            ("acl a src -f /etc/passwd", "-f"),
+            ("http-request return status 200 file /etc/passwd", "file"),
+            (
+                "http-request set-var(txn.a) req.hdr(host),map_str(/etc/x)",
+                "req.hdr(host),map_str",
+            ),
+            ("http-request set-header X %[env(SECRET)]", "%["),
+            ("acl a env(SECRET) -m str x", "env("),
+            ("http-request set-header X \"$HOME\"", "\\\"$HOME"),
+            ("setenv A B", "setenv"),
+            ("stats socket /tmp/s level admin", "stats socket"),
+            ("server s1 10.0.0.1:80", "server"),
+            ("frontend evil", "frontend"),
+            (".if defined(HOME)", ".if"),
+            ("ssl-engine rdrand", "ssl-engine"),
+            ("chroot /", "chroot"),
+            ("filter spoe engine x config /x.conf", "filter"),
+            (
+                "load-server-state-from-file global",
+                "load-server-state-from-file",
+            ),
+            ("server-state-file /x", "server-state-file"),
+            ("51degrees-data-file /x", "51degrees-data-file"),
+            ("ca-base /etc", "ca-base"),
+        ] {
+            let err = parse_snippet(snippet).expect_err(snippet);
+            assert!(err.contains(&format!("'{named}")), "{snippet}: {err}");
+        }
+        assert!(parse_snippet("timeout check 5s\rtimeout server 1s").is_err());
+        assert!(parse_snippet("").is_err());
+    }
+
+    #[test]
+    fn access_lists_inline_or_from_a_configmap_key() {
+        assert_eq!(
+            parse_access_list("configmap:office-ips/list.txt"),
+            Ok(AccessList::ConfigMap(ConfigMapKeyRef {
+                name: "office-ips".into(),
+                key: "list.txt".into()
+            }))
+        );
+        assert!(parse_access_list("configmap:office-ips").is_err());
+        assert!(parse_access_list("configmap:../x/y").is_err());
+        assert!(parse_access_list("configmap:a/../b").is_err());
+        assert_eq!(
+            parse_pattern_list("10.0.0.0/8 # office\n\n127.0.0.1\n"),
+            Ok(vec!["10.0.0.0/8".into(), "127.0.0.1".into()])
+        );
+        assert!(parse_pattern_list("10.0.0.1\nnope\n").is_err_and(|e| e.contains("line 2")));
     }
 }

@@ -45,6 +45,9 @@ pub struct Settings {
     pub allow_external_name: bool,
     /// Redirect plain HTTP to HTTPS for hosts listed in a `spec.tls`.
     pub ssl_redirect: bool,
+    /// Raw configuration snippets (`*-config-snippet` keys): off unless the operator
+    /// enables them (`--allow-snippets`).
+    pub allow_snippets: bool,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -59,6 +62,7 @@ impl Settings {
             config_map: None,
             allow_external_name: false,
             ssl_redirect: true,
+            allow_snippets: false,
             now,
         }
     }
@@ -87,7 +91,7 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
     let mut problems = Vec::new();
     let config_map_layer = config_map_layer(snapshot, settings, &mut problems);
     let mut global_resolver = Resolver::new(vec![&config_map_layer]);
-    let global = annotations::global_options(&mut global_resolver);
+    let global = annotations::global_options(&mut global_resolver, settings.allow_snippets);
     let config_map_redirect = global_resolver
         .get_in("ssl-redirect", &[Scope::ConfigMap], annotations::parse_bool)
         .unwrap_or(true);
@@ -97,6 +101,8 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
         service_layers: HashMap::new(),
         feature_sets: BTreeMap::new(),
         userlists: BTreeMap::new(),
+        backend_files: BTreeMap::new(),
+        pattern_files: BTreeMap::new(),
         backend_options_owner: HashMap::new(),
         snapshot,
         settings,
@@ -146,6 +152,8 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
             feature_sets: builder.feature_sets,
             userlists: builder.userlists,
             global,
+            backend_files: builder.backend_files,
+            pattern_files: builder.pattern_files,
         },
         problems: builder.problems,
     }
@@ -226,6 +234,10 @@ struct Builder<'a> {
     userlists: BTreeMap<String, Vec<UserHash>>,
     /// The Ingress whose keys set a backend's options (the oldest that uses it).
     backend_options_owner: HashMap<BackendName, ObjectKey>,
+    /// Files of the backends' TLS, by file name.
+    backend_files: BTreeMap<String, Pem>,
+    /// Pattern files of access lists, by file name.
+    pattern_files: BTreeMap<String, String>,
     snapshot: &'a Snapshot,
     settings: &'a Settings,
     slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
@@ -570,8 +582,32 @@ impl Builder<'_> {
         let service_layer = self.service_layer(service).clone();
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
-        let (mut features, auth) = annotations::route_features(&mut resolver);
-        if let Some(auth_secret) = auth {
+        let (mut features, lookups) = annotations::route_features(&mut resolver);
+        if let Some(reference) = &lookups.allow_ref {
+            match self.pattern_file(
+                &ingress_layer.object,
+                &service.namespace,
+                reference,
+                "allow-list",
+            ) {
+                Some(file) => features.allow_file = Some(file),
+                // Fail closed: an allow list that cannot be read allows nobody.
+                None => features.allow_file = Some(self.empty_pattern_file()),
+            }
+        }
+        if let Some(reference) = &lookups.deny_ref {
+            match self.pattern_file(
+                &ingress_layer.object,
+                &service.namespace,
+                reference,
+                "deny-list",
+            ) {
+                Some(file) => features.deny_file = Some(file),
+                // Fail closed: a deny list that cannot be read denies everybody.
+                None => features.deny_list = vec!["0.0.0.0/0".into(), "::/0".into()],
+            }
+        }
+        if let Some(auth_secret) = lookups.auth_secret {
             let realm = annotations::auth_realm(&mut resolver);
             let userlist = match auth_secret {
                 Some(secret) => self.userlist(&ingress_layer.object, &service.namespace, &secret),
@@ -597,6 +633,119 @@ impl Builder<'_> {
         let id = FeatureSetId::of(&features);
         self.feature_sets.insert(id.clone(), features);
         Some(id)
+    }
+
+    /// The pattern file of an access list kept in a ConfigMap key; `None` (and a
+    /// problem) when it cannot be used.
+    fn pattern_file(
+        &mut self,
+        object: &ObjectRef,
+        namespace: &str,
+        reference: &annotations::ConfigMapKeyRef,
+        key_name: &str,
+    ) -> Option<String> {
+        let file = format!("{namespace}_{}_{}.lst", reference.name, reference.key);
+        if self.pattern_files.contains_key(&file) {
+            return Some(file);
+        }
+        let config_map = ObjectKey::new(namespace, &reference.name);
+        let text = self
+            .snapshot
+            .config_maps
+            .get(&config_map)
+            .ok_or_else(|| {
+                (
+                    ProblemReason::InvalidField,
+                    "the ConfigMap does not exist".to_string(),
+                )
+            })
+            .and_then(|cm| {
+                cm.data
+                    .as_ref()
+                    .and_then(|d| d.get(&reference.key))
+                    .ok_or_else(|| {
+                        (
+                            ProblemReason::InvalidField,
+                            format!("the ConfigMap has no key '{}'", reference.key),
+                        )
+                    })
+            })
+            .and_then(|text| {
+                annotations::parse_pattern_list(text).map_err(|e| (ProblemReason::InvalidField, e))
+            });
+        match text {
+            Ok(entries) => {
+                let mut contents = entries.join("\n");
+                contents.push('\n');
+                self.pattern_files.insert(file.clone(), contents);
+                Some(file)
+            }
+            Err((reason, message)) => {
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: format!("metadata.annotations.{key_name}"),
+                    reason,
+                    message: format!(
+                        "{key_name} ConfigMap {config_map} key '{}': {message}; every client \
+                         gets 403 until it can be used",
+                        reference.key
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    /// An empty pattern file: an allow list that allows nobody.
+    fn empty_pattern_file(&mut self) -> String {
+        let file = "tugboat_nobody.lst".to_string();
+        self.pattern_files.entry(file.clone()).or_default();
+        file
+    }
+
+    /// A Secret file a backend's TLS needs (`ca.crt` for `server-ca`, a TLS pair for
+    /// `server-crt`); `None` (and a problem) when it cannot be used.
+    fn backend_file(
+        &mut self,
+        object: &ObjectRef,
+        namespace: &str,
+        secret: &str,
+        ca: bool,
+    ) -> Option<String> {
+        let (prefix, key_name) = if ca {
+            ("ca", "server-ca")
+        } else {
+            ("client", "server-crt")
+        };
+        let file = format!("{prefix}_{namespace}_{secret}.pem");
+        if self.backend_files.contains_key(&file) {
+            return Some(file);
+        }
+        let key = ObjectKey::new(namespace, secret);
+        let checked = match self.snapshot.secrets.get(&key) {
+            None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
+            Some(found) if ca => crate::tls::check_ca_secret(found)
+                .map_err(|m| (ProblemReason::InvalidCertificate, m)),
+            Some(_) => self.checked_secret(&key),
+        };
+        match checked {
+            Ok(pem) => {
+                self.backend_files.insert(file.clone(), pem);
+                Some(file)
+            }
+            Err((reason, message)) => {
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: format!("metadata.annotations.{key_name}"),
+                    reason,
+                    message: format!(
+                        "{key_name} Secret {key}: {message}; the backend answers 503 until it \
+                         can be used"
+                    ),
+                });
+                None
+            }
+        }
     }
 
     /// The userlist of a basic-auth Secret, named `<namespace>_<secret>`; the empty
@@ -649,8 +798,21 @@ impl Builder<'_> {
         let service_layer = self.service_layer(service).clone();
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
-        let options = annotations::backend_options(&mut resolver);
+        let (mut options, lookups) =
+            annotations::backend_options(&mut resolver, self.settings.allow_snippets);
         self.problems.append(&mut resolver.problems);
+        let object = ingress_layer.object.clone();
+        if let Some(tls) = options.tls.as_mut() {
+            if let Some(secret) = &lookups.server_ca {
+                tls.ca_file = self.backend_file(&object, &service.namespace, secret, true);
+                options.blocked |= tls.ca_file.is_none();
+            }
+            if let Some(secret) = &lookups.server_crt {
+                tls.client_certificate =
+                    self.backend_file(&object, &service.namespace, secret, false);
+                options.blocked |= tls.client_certificate.is_none();
+            }
+        }
         match self.backend_options_owner.get(name) {
             None => {
                 self.backend_options_owner

@@ -196,6 +196,12 @@ pub struct Desired {
     pub userlists: BTreeMap<String, Vec<UserHash>>,
     /// The ConfigMap's process-wide settings.
     pub global: GlobalOptions,
+    /// Files the backends' TLS needs (CA bundles, client certificates and their keys),
+    /// by file name (`ca_<namespace>_<secret>.pem`, `client_<namespace>_<secret>.pem`).
+    pub backend_files: BTreeMap<String, Pem>,
+    /// Pattern files of long access lists, by file name (`<namespace>_<configmap>_<key>.lst`):
+    /// one address or network per line.
+    pub pattern_files: BTreeMap<String, String>,
 }
 
 /// A user and its password hash; the hash never shows in debug output.

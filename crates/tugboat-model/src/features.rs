@@ -8,7 +8,8 @@
 //!   settings in use, not with the routes, and a route that joins an existing set is a
 //!   map update, not a reload.
 //! - [`BackendOptions`]: how haproxy talks to one Service port (balancing, timeouts,
-//!   PROXY protocol).
+//!   PROXY protocol, TLS and HTTP/2 to the servers, health checks, cookie persistence,
+//!   the operator's raw snippet).
 //! - [`GlobalOptions`]: the ConfigMap's process-wide settings (timeouts, logging).
 //!
 //! Every string in here has passed [`crate::annotations`]' validation: it can be written
@@ -16,6 +17,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+use crate::problem::ObjectRef;
 
 /// The identifier of one distinct [`RouteFeatures`]: `f` and 16 hex digits of a stable
 /// hash of its contents, so an unchanged set keeps its id whatever else changes.
@@ -159,6 +162,14 @@ pub struct RouteFeatures {
     pub allow_list: Vec<String>,
     /// Addresses and networks denied.
     pub deny_list: Vec<String>,
+    /// Long allow list in a pattern file (a key of [`Desired::pattern_files`]).
+    ///
+    /// [`Desired::pattern_files`]: crate::Desired::pattern_files
+    pub allow_file: Option<String>,
+    /// Long deny list in a pattern file (a key of [`Desired::pattern_files`]).
+    ///
+    /// [`Desired::pattern_files`]: crate::Desired::pattern_files
+    pub deny_file: Option<String>,
     /// The header the client address is taken from (else the connection's source).
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
@@ -210,6 +221,41 @@ impl Balance {
     }
 }
 
+/// TLS from haproxy to a backend's servers (`server-ssl`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerTls {
+    /// The CA bundle that verifies the servers' certificates (a key of
+    /// [`Desired::backend_files`]); `None`: not verified.
+    ///
+    /// [`Desired::backend_files`]: crate::Desired::backend_files
+    pub ca_file: Option<String>,
+    /// The client certificate and key presented to the servers (a key of
+    /// [`Desired::backend_files`]).
+    ///
+    /// [`Desired::backend_files`]: crate::Desired::backend_files
+    pub client_certificate: Option<String>,
+}
+
+/// Health checks of a backend's servers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HealthCheck {
+    /// `GET <path>` must answer 2xx or 3xx; `None`: a TCP connection is enough.
+    pub http_path: Option<String>,
+    /// Time between checks (an haproxy duration); `None`: haproxy's 2s.
+    pub interval: Option<String>,
+}
+
+/// Raw configuration lines from the operator (`*-config-snippet`), checked by
+/// [`crate::annotations`]: no directive that reads files, loads code or runs
+/// programs, no section keyword, one directive per line.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Snippet {
+    /// The lines, without empty ones.
+    pub lines: Vec<String>,
+    /// The object it comes from, told when haproxy refuses it.
+    pub source: ObjectRef,
+}
+
 /// How haproxy talks to one backend.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BackendOptions {
@@ -217,19 +263,20 @@ pub struct BackendOptions {
     pub send_proxy: Option<ProxyProtocol>,
     pub timeout_server: Option<String>,
     pub timeout_connect: Option<String>,
+    /// TLS to the servers.
+    pub tls: Option<ServerTls>,
+    /// HTTP/2 to the servers (`proto h2`, or `alpn h2` with TLS).
+    pub h2: bool,
+    pub health_check: Option<HealthCheck>,
+    /// The name of the persistence cookie; each server's value is its slot name.
+    pub cookie: Option<String>,
+    /// A Secret the backend needs cannot be used: it answers 503 rather than talk to
+    /// its servers without it.
+    pub blocked: bool,
+    pub snippet: Option<Snippet>,
 }
 
 impl BackendOptions {
-    /// The options every server of the backend gets, on the `default-server` line and on
-    /// every server added at runtime, so both are the same.
-    pub fn server_options(&self) -> String {
-        match self.send_proxy {
-            None => String::new(),
-            Some(ProxyProtocol::V1) => "send-proxy".into(),
-            Some(ProxyProtocol::V2) => "send-proxy-v2".into(),
-        }
-    }
-
     pub fn allows_dynamic_servers(&self) -> bool {
         self.balance
             .as_ref()
@@ -251,4 +298,6 @@ pub struct GlobalOptions {
     /// The default HTTP to HTTPS redirect code and port.
     pub ssl_redirect_code: u16,
     pub ssl_redirect_port: Option<u16>,
+    /// The operator's raw lines for the `global` section.
+    pub snippet: Option<Snippet>,
 }

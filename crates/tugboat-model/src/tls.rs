@@ -105,6 +105,41 @@ pub fn check_pair(cert_pem: &str, key_pem: &str, now: i64) -> Result<CheckedCert
     })
 }
 
+/// Checks the CA bundle of a Secret (`ca.crt`): PEM certificates only, each a valid
+/// X.509 certificate. Returns the bundle as it will be written for haproxy.
+pub fn check_ca_secret(secret: &Secret) -> Result<Pem, String> {
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("ca.crt"))
+        .ok_or("the Secret has no 'ca.crt' key")?;
+    let text = std::str::from_utf8(&bytes.0).map_err(|_| "'ca.crt' is not PEM text")?;
+    check_ca_bundle(text)
+}
+
+/// Checks PEM text holding CA certificates, and nothing else.
+pub fn check_ca_bundle(text: &str) -> Result<Pem, String> {
+    let blocks = pem_blocks(text);
+    if blocks.is_empty() {
+        return Err("'ca.crt' holds no PEM certificate".into());
+    }
+    let mut pem = String::with_capacity(text.len());
+    for (label, der_bytes) in &blocks {
+        if label != "CERTIFICATE" {
+            return Err(format!(
+                "'ca.crt' must hold certificates only, not '{label}'"
+            ));
+        }
+        x509_cert::Certificate::from_der(der_bytes)
+            .map_err(|_| "'ca.crt' holds something that is not an X.509 certificate")?;
+        // Written again from the parsed bytes: nothing but the certificates reaches haproxy.
+        let block = der::pem::encode_string("CERTIFICATE", der::pem::LineEnding::LF, der_bytes)
+            .map_err(|_| "'ca.crt' holds a certificate that cannot be encoded")?;
+        pem.push_str(&block);
+    }
+    Ok(Pem(pem))
+}
+
 enum KeyPublic {
     Rsa(Vec<u8>),
     Raw(Vec<u8>),

@@ -28,14 +28,19 @@ fn every_key_is_documented_with_an_example_that_parses() {
             namespace: "ops".into(),
             name: "tugboat".into(),
         };
-        let data = [(key.name.to_string(), key.example.to_string())].into();
+        let mut data: std::collections::BTreeMap<String, String> =
+            [(key.name.to_string(), key.example.to_string())].into();
+        // Keys that only apply with another one.
+        if key.name.starts_with("server-") && key.name != "server-ssl" {
+            data.insert("server-ssl".into(), "true".into());
+        }
         let mut problems = Vec::new();
         let layer = Layer::from_config_map(object, Some(&data), &mut problems);
         assert!(problems.is_empty(), "{}: {problems:?}", key.name);
         let mut resolver = Resolver::new(vec![&layer]);
         // Reading every kind of key through every reader reports only real problems.
-        let _ = tugboat_model::annotations::global_options(&mut resolver);
-        let _ = tugboat_model::annotations::backend_options(&mut resolver);
+        let _ = tugboat_model::annotations::global_options(&mut resolver, true);
+        let _ = tugboat_model::annotations::backend_options(&mut resolver, true);
         let _ = tugboat_model::annotations::route_features(&mut resolver);
         let _ = tugboat_model::annotations::auth_realm(&mut resolver);
         assert!(

@@ -92,6 +92,11 @@ pub struct ModelArgs {
     /// Allow Ingresses to use ExternalName Services (they can send traffic to any host).
     #[arg(long)]
     pub allow_external_name: bool,
+    /// Allow raw haproxy configuration snippets (`global-config-snippet`,
+    /// `backend-config-snippet`). Even then, directives that read files, load code or run
+    /// programs are refused (see docs/annotations.md).
+    #[arg(long)]
+    pub allow_snippets: bool,
     /// Redirect plain HTTP to HTTPS (308) for hosts listed in an Ingress' spec.tls.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ssl_redirect: bool,
@@ -106,6 +111,7 @@ impl ModelArgs {
             config_map: self.configmap.clone(),
             allow_external_name: self.allow_external_name,
             ssl_redirect: self.ssl_redirect,
+            allow_snippets: self.allow_snippets,
             now,
         }
     }

@@ -6,7 +6,7 @@
 //! is not retried until the desired state changes; a failure to reach haproxy is retried
 //! with backoff.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,8 @@ use tugboat_haproxy::apply::fingerprint;
 use tugboat_haproxy::{
     Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, runtime_projection,
 };
+use tugboat_model::features::Snippet;
+use tugboat_model::problem::ProblemReason;
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
 
 use crate::metrics::{ApplyOutcome, Metrics};
@@ -134,6 +136,7 @@ pub async fn run(
         last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Ok(()) | Err(UpdateFailure::WaitForChange) => None,
+            Err(UpdateFailure::Again) => Some(Duration::ZERO),
             Err(UpdateFailure::Retry) => {
                 Some(retry_in.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX)))
             }
@@ -172,6 +175,9 @@ struct LoopState {
     reload_pending_since: Option<Instant>,
     /// Whether adopting a running haproxy was tried (once, at the first update).
     adoption_tried: bool,
+    /// Snippets haproxy refused (where, lines) and what it said: left out while they
+    /// stay the same.
+    refused_snippets: BTreeMap<(String, Vec<String>), String>,
 }
 
 impl LoopState {
@@ -183,6 +189,8 @@ impl LoopState {
 enum UpdateFailure {
     Retry,
     WaitForChange,
+    /// Try again at once (without the snippets haproxy refused).
+    Again,
 }
 
 async fn update(
@@ -197,7 +205,12 @@ async fn update(
         now: crate::tls::now(),
         ..config.model.clone()
     };
-    let output = tugboat_model::build(snapshot, &settings);
+    let mut output = tugboat_model::build(snapshot, &settings);
+    leave_out_refused_snippets(
+        &mut output.desired,
+        &mut output.problems,
+        &mut state.refused_snippets,
+    );
     let build = started.elapsed();
     report_problems(&mut state.problems, &output.problems);
     if let Some(metrics) = &config.metrics {
@@ -250,6 +263,14 @@ async fn update(
     }
 
     let files_fingerprint = fingerprint(&plan.next.files);
+    let applied_snippets = applier
+        .applied()
+        .map(|a| snippets(&a.desired))
+        .unwrap_or_default();
+    let new_snippets: Vec<(String, Vec<String>)> = snippets(&plan.next.desired)
+        .into_keys()
+        .filter(|place| !applied_snippets.contains_key(place))
+        .collect();
     let reload = plan.reload.is_some();
     let result = applier.apply(plan).await;
     if let Some(metrics) = &config.metrics {
@@ -292,6 +313,21 @@ async fn update(
             );
             Ok(())
         }
+        Err(ApplyError::Refused { message }) if !new_snippets.is_empty() => {
+            // Snippets are the likely cause: leave the new ones out and apply the rest.
+            tracing::error!(
+                total_ms = ms(started.elapsed()),
+                snippets = new_snippets.len(),
+                "haproxy refused the new configuration, which has new snippets; the previous \
+                 files are back in place, and the rest is applied again without them. \
+                 haproxy said:\n{message}"
+            );
+            let said = refusal_summary(&message);
+            for place in new_snippets {
+                state.refused_snippets.insert(place, said.clone());
+            }
+            Err(UpdateFailure::Again)
+        }
         Err(ApplyError::Refused { message }) => {
             tracing::error!(
                 total_ms = ms(started.elapsed()),
@@ -310,6 +346,82 @@ async fn update(
             Err(UpdateFailure::Retry)
         }
     }
+}
+
+/// Every snippet of a desired state, by (where, lines): `global` or the backend.
+fn snippets(desired: &Desired) -> BTreeMap<(String, Vec<String>), &Snippet> {
+    let mut found = BTreeMap::new();
+    if let Some(snippet) = &desired.global.snippet {
+        found.insert(("global".to_string(), snippet.lines.clone()), snippet);
+    }
+    for (name, backend) in &desired.backends {
+        if let Some(snippet) = &backend.options.snippet {
+            found.insert((name.to_string(), snippet.lines.clone()), snippet);
+        }
+    }
+    found
+}
+
+/// Takes the snippets haproxy refused out of `desired`, with a problem on the object
+/// each comes from; forgets refusals whose snippet is gone or changed.
+fn leave_out_refused_snippets(
+    desired: &mut Desired,
+    problems: &mut Vec<ObjectProblem>,
+    refused: &mut BTreeMap<(String, Vec<String>), String>,
+) {
+    let present: BTreeSet<(String, Vec<String>)> = snippets(desired).into_keys().collect();
+    refused.retain(|place, _| present.contains(place));
+    if refused.is_empty() {
+        return;
+    }
+    let mut problem = |snippet: &Snippet, field: &str, said: &str| {
+        problems.push(ObjectProblem {
+            object: snippet.source.clone(),
+            field: field.to_string(),
+            reason: ProblemReason::InvalidField,
+            message: format!(
+                "haproxy refused the configuration with this snippet, so it is left out until \
+                 it changes; haproxy said: {said}"
+            ),
+        });
+    };
+    if let Some(snippet) = &desired.global.snippet
+        && let Some(said) = refused.get(&("global".to_string(), snippet.lines.clone()))
+    {
+        problem(snippet, "data.global-config-snippet", said);
+        desired.global.snippet = None;
+    }
+    for (name, backend) in desired.backends.iter_mut() {
+        if let Some(snippet) = &backend.options.snippet
+            && let Some(said) = refused.get(&(name.to_string(), snippet.lines.clone()))
+        {
+            let field = if snippet.source.kind == "ConfigMap" {
+                "data.backend-config-snippet"
+            } else {
+                "metadata.annotations.tugboat.dev/backend-config-snippet"
+            };
+            problem(snippet, field, said);
+            backend.options.snippet = None;
+        }
+    }
+    problems.sort();
+    problems.dedup();
+}
+
+/// The lines of haproxy's refusal that say what is wrong (its alerts), shortened.
+fn refusal_summary(message: &str) -> String {
+    let alerts: Vec<&str> = message
+        .lines()
+        .filter(|l| l.contains("ALERT"))
+        .map(|l| l.split_once(" : ").map_or(l, |(_, rest)| rest).trim())
+        .take(3)
+        .collect();
+    let text = if alerts.is_empty() {
+        message.lines().next().unwrap_or("").trim().to_string()
+    } else {
+        alerts.join("; ")
+    };
+    text.chars().take(400).collect()
 }
 
 fn mark_ready(status: &watch::Sender<ControllerStatus>, applied: &Desired) {

@@ -1,0 +1,1109 @@
+//! The backend keys of issue 7, end to end on real haproxy: TLS to the servers (a
+//! verified certificate, a wrong CA, a client certificate, HTTP/2 with and without TLS),
+//! health checks (a server that stops answering and servers added at runtime are taken
+//! out), cookie persistence, raw snippets (off by default, checked, and a snippet haproxy
+//! refuses is left out while the rest applies) and access lists kept in ConfigMaps.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use der::Decode;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tugboat_model::problem::ProblemReason;
+use tugboat_testkit::http::request;
+use tugboat_testkit::manifests::{endpoint_slice, service};
+use tugboat_testkit::{HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
+
+haproxy_tests!(
+    backend_tls_verification_client_certificates_and_h2,
+    health_checks_take_failing_servers_out,
+    health_checks_cover_servers_added_at_runtime,
+    cookie_persistence_keeps_a_client_on_its_server,
+    snippets_are_off_by_default_and_checked,
+    a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies,
+    access_lists_from_configmaps,
+);
+
+/// A YAML double-quoted string.
+fn yaml_string(value: &str) -> String {
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn annotations_block(annotations: &[(&str, &str)]) -> String {
+    let mut block = String::new();
+    if !annotations.is_empty() {
+        block.push_str("  annotations:\n");
+        for (key, value) in annotations {
+            block.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
+        }
+    }
+    block
+}
+
+/// A Service `name` with annotations, port 80 named http, and endpoints `addrs`.
+fn annotated_service(name: &str, annotations: &[(&str, &str)], addrs: &[SocketAddr]) -> String {
+    let text = service(name, "http", 80).replacen(
+        "  namespace: default\n",
+        &format!("  namespace: default\n{}", annotations_block(annotations)),
+        1,
+    );
+    format!("{text}---\n{}", endpoint_slice(name, "http", addrs))
+}
+
+/// An Ingress routing `host` `/` to `service` port 80.
+fn ingress(name: &str, annotations: &[(&str, &str)], host: &str, service: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  \
+         namespace: default\n{}spec:\n  rules:\n  - host: \"{host}\"\n    http:\n      paths:\n      \
+         - path: /\n        pathType: Prefix\n        backend:\n          \
+         service: {{name: {service}, port: {{number: 80}}}}\n",
+        annotations_block(annotations)
+    )
+}
+
+/// A Secret with `stringData`.
+fn secret(name: &str, data: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\nstringData:\n"
+    );
+    for (key, value) in data {
+        out.push_str(&format!("  {key}: |\n"));
+        for line in value.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    out
+}
+
+fn refs(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect()
+}
+
+/// `key=value` of a backend's body.
+fn field<'a>(reply: &'a Reply, name: &str) -> Option<&'a str> {
+    reply
+        .body
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+async fn try_get(pod: &Pod, host: &str) -> Option<Reply> {
+    request(pod.haproxy.http_addr(), "GET", host, "/", &[])
+        .await
+        .ok()
+}
+
+async fn get(pod: &Pod, host: &str) -> Reply {
+    request(pod.haproxy.http_addr(), "GET", host, "/", &[])
+        .await
+        .expect("request through haproxy")
+}
+
+// ---- Certificates ----
+
+/// A certificate authority that signs server and client certificates.
+struct Authority {
+    pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("CA certificate");
+        Self {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// (certificate PEM, key PEM, certificate DER, key DER) for `cn`.
+    fn sign(&self, cn: &str) -> (String, String, Vec<u8>, Vec<u8>) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec![cn.to_string(), "127.0.0.1".to_string()])
+                .expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        (
+            cert.pem(),
+            key.serialize_pem(),
+            cert.der().to_vec(),
+            key.serialize_der(),
+        )
+    }
+
+    fn der(&self) -> Vec<u8> {
+        let (_, der) = der::pem::decode_vec(self.pem.as_bytes()).expect("CA PEM");
+        der
+    }
+}
+
+/// A TLS server config with this certificate; client certificates signed by `clients`
+/// are asked for, and required when `require`.
+fn tls_config(
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+    clients: &Authority,
+    require: bool,
+) -> ServerConfig {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(clients.der()))
+        .expect("client CA");
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone());
+    let verifier = if require {
+        verifier.build()
+    } else {
+        verifier.allow_unauthenticated().build()
+    }
+    .expect("client verifier");
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from(cert_der)],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_der)),
+        )
+        .expect("server certificate");
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config
+}
+
+// ---- Backends ----
+
+/// A backend that says what it saw: `service=NAME proto=h1|h2 tls=yes|no client=SUBJECT`.
+/// With `tls`, it speaks TLS; it answers HTTP/1.1 or HTTP/2 (prior knowledge or ALPN).
+struct ProtoBackend {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for ProtoBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn proto_backend(name: &str, tls: Option<ServerConfig>) -> ProtoBackend {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let acceptor = tls.map(|c| TlsAcceptor::from(Arc::new(c)));
+    let name = name.to_string();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let (acceptor, name) = (acceptor.clone(), name.clone());
+            tokio::spawn(async move {
+                let work = async {
+                    match acceptor {
+                        None => answer(stream, &name, "no", "none", false).await,
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            let (_, session) = stream.get_ref();
+                            let client = session
+                                .peer_certificates()
+                                .and_then(|c| c.first())
+                                .and_then(|c| x509_cert::Certificate::from_der(c).ok())
+                                .map_or("none".to_string(), |c| {
+                                    c.tbs_certificate().subject().to_string()
+                                });
+                            let h2 = session.alpn_protocol() == Some(b"h2");
+                            answer(stream, &name, "yes", &client, h2).await;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(10), work).await;
+            });
+        }
+    });
+    ProtoBackend { addr, task }
+}
+
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Answers one request on `stream`: HTTP/2 when ALPN said so or the client sends the
+/// HTTP/2 preface, else HTTP/1.1.
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    name: &str,
+    tls: &str,
+    client: &str,
+    alpn_h2: bool,
+) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    // Enough to tell the preface from a request line, or a whole request head.
+    while head.len() < H2_PREFACE.len()
+        || (!head.starts_with(H2_PREFACE) && !head.windows(4).any(|w| w == b"\r\n\r\n"))
+    {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+        if head.len() > 64 * 1024 {
+            return;
+        }
+    }
+    let h2 = head.starts_with(H2_PREFACE);
+    let proto = if h2 { "h2" } else { "h1" };
+    let body =
+        format!("service={name} proto={proto} tls={tls} alpn_h2={alpn_h2} client={client}\n");
+    if h2 {
+        let _ = h2_answer(&mut stream, head.split_off(H2_PREFACE.len()), &body).await;
+    } else {
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+}
+
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut frame = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    frame.extend_from_slice(&stream.to_be_bytes());
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// The smallest HTTP/2 server that answers one request: settings, the ack of the
+/// client's settings, and on the first HEADERS frame a 200 with `body`.
+async fn h2_answer<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut pending: Vec<u8>,
+    body: &str,
+) -> std::io::Result<()> {
+    stream.write_all(&h2_frame(0x4, 0, 0, &[])).await?;
+    let mut buf = [0u8; 4096];
+    for _ in 0..64 {
+        while pending.len() >= 9 {
+            let len = (usize::from(pending[0]) << 16)
+                | (usize::from(pending[1]) << 8)
+                | usize::from(pending[2]);
+            if pending.len() < 9 + len {
+                break;
+            }
+            let (kind, flags) = (pending[3], pending[4]);
+            let stream_id =
+                u32::from_be_bytes([pending[5], pending[6], pending[7], pending[8]]) & 0x7fff_ffff;
+            pending.drain(..9 + len);
+            if kind == 0x4 && flags & 0x1 == 0 {
+                stream.write_all(&h2_frame(0x4, 0x1, 0, &[])).await?;
+            }
+            if kind == 0x1 {
+                // :status 200 is entry 8 of HPACK's static table.
+                stream
+                    .write_all(&h2_frame(0x1, 0x4, stream_id, &[0x88]))
+                    .await?;
+                stream
+                    .write_all(&h2_frame(0x0, 0x1, stream_id, body.as_bytes()))
+                    .await?;
+                stream.flush().await?;
+                // Let the client read it before the connection goes.
+                let _ = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut buf)).await;
+                return Ok(());
+            }
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        pending.extend_from_slice(&buf[..n]);
+    }
+    Ok(())
+}
+
+async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBinary) {
+    let servers_ca = Authority::new("servers-ca");
+    let other_ca = Authority::new("other-ca");
+    let clients_ca = Authority::new("clients-ca");
+    let (_, _, server_der, server_key) = servers_ca.sign("backend.local");
+    let (client_pem, client_key_pem, _, _) = clients_ca.sign("tugboat-client");
+    let mtls = proto_backend(
+        "mtls",
+        Some(tls_config(
+            server_der.clone(),
+            server_key.clone(),
+            &clients_ca,
+            true,
+        )),
+    )
+    .await;
+    let optional = proto_backend(
+        "optional",
+        Some(tls_config(server_der, server_key, &clients_ca, false)),
+    )
+    .await;
+    let cleartext = proto_backend("cleartext", None).await;
+    let files: Vec<(String, String)> = vec![
+        (
+            "ca.yaml".into(),
+            secret("servers-ca", &[("ca.crt", &servers_ca.pem)]),
+        ),
+        (
+            "other.yaml".into(),
+            secret("other-ca", &[("ca.crt", &other_ca.pem)]),
+        ),
+        (
+            "client.yaml".into(),
+            secret(
+                "client",
+                &[("tls.crt", &client_pem), ("tls.key", &client_key_pem)],
+            ),
+        ),
+        (
+            "mtls.yaml".into(),
+            annotated_service(
+                "mtls",
+                &[
+                    ("server-ssl", "true"),
+                    ("server-ca", "servers-ca"),
+                    ("server-crt", "client"),
+                ],
+                &[mtls.addr],
+            ),
+        ),
+        // The same server without a client certificate: its handshake fails.
+        (
+            "mtls-anonymous.yaml".into(),
+            annotated_service(
+                "mtls-anonymous",
+                &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+                &[mtls.addr],
+            ),
+        ),
+        (
+            "wrong-ca.yaml".into(),
+            annotated_service(
+                "wrong-ca",
+                &[("server-ssl", "true"), ("server-ca", "other-ca")],
+                &[optional.addr],
+            ),
+        ),
+        (
+            "unverified.yaml".into(),
+            annotated_service("unverified", &[("server-ssl", "true")], &[optional.addr]),
+        ),
+        (
+            "missing-ca.yaml".into(),
+            annotated_service(
+                "missing-ca",
+                &[("server-ssl", "true"), ("server-ca", "no-such-secret")],
+                &[optional.addr],
+            ),
+        ),
+        (
+            "h2-tls.yaml".into(),
+            annotated_service(
+                "h2-tls",
+                &[
+                    ("server-ssl", "true"),
+                    ("server-ca", "servers-ca"),
+                    ("server-proto", "h2"),
+                ],
+                &[optional.addr],
+            ),
+        ),
+        (
+            "h2c.yaml".into(),
+            annotated_service("h2c", &[("server-proto", "h2")], &[cleartext.addr]),
+        ),
+        (
+            "h1.yaml".into(),
+            annotated_service("h1", &[], &[cleartext.addr]),
+        ),
+    ];
+    let mut files = files;
+    for name in [
+        "mtls",
+        "mtls-anonymous",
+        "wrong-ca",
+        "unverified",
+        "missing-ca",
+        "h2-tls",
+        "h2c",
+        "h1",
+    ] {
+        files.push((
+            format!("ing-{name}.yaml"),
+            ingress(name, &[], &format!("{name}.example.com"), name),
+        ));
+    }
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("h1.example.com", "/", 200).await;
+
+    // Verified with the right CA, client certificate presented.
+    let reply = get(&pod, "mtls.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(field(&reply, "tls"), Some("yes"), "{reply:?}");
+    assert_eq!(
+        field(&reply, "client"),
+        Some("CN=tugboat-client"),
+        "{reply:?}"
+    );
+    assert_eq!(field(&reply, "proto"), Some("h1"), "{reply:?}");
+    // The backend requires a client certificate: without one, no answer (TLS 1.3 fails
+    // the handshake after haproxy sent its request: 502).
+    let status = get(&pod, "mtls-anonymous.example.com").await.status;
+    assert!(matches!(status, 502 | 503), "{status}");
+    // A CA that did not sign the backend's certificate: refused.
+    assert_eq!(get(&pod, "wrong-ca.example.com").await.status, 503);
+    // Without server-ca: TLS, not verified.
+    let reply = get(&pod, "unverified.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(field(&reply, "tls"), Some("yes"));
+    assert_eq!(field(&reply, "client"), Some("none"));
+    // A CA Secret that does not exist: 503 and a problem, never unverified traffic.
+    assert_eq!(get(&pod, "missing-ca.example.com").await.status, 503);
+    let problems = pod.status.borrow().problems.clone();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.reason == ProblemReason::SecretNotFound
+                && p.message.contains("no-such-secret")),
+        "{problems:?}"
+    );
+    // HTTP/2 over TLS (ALPN) and in clear text (prior knowledge).
+    let reply = get(&pod, "h2-tls.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(field(&reply, "proto"), Some("h2"), "{reply:?}");
+    assert_eq!(field(&reply, "alpn_h2"), Some("true"), "{reply:?}");
+    let reply = get(&pod, "h2c.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(field(&reply, "proto"), Some("h2"), "{reply:?}");
+    assert_eq!(field(&reply, "tls"), Some("no"), "{reply:?}");
+    assert_eq!(
+        field(&get(&pod, "h1.example.com").await, "proto"),
+        Some("h1")
+    );
+
+    // The key files are private.
+    let client_file = pod
+        .haproxy
+        .lib_dir
+        .join("backend-tls/client_default_client.pem");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&client_file)
+            .expect("client certificate file")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+// ---- Health checks ----
+
+/// An HTTP backend that answers 200 (`service=NAME endpoint=ADDR`) while healthy and
+/// 500 once made sick, health checks included.
+struct SwitchBackend {
+    addr: SocketAddr,
+    healthy: Arc<AtomicBool>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for SwitchBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn switch_backend(name: &str, addr: SocketAddr, healthy: bool) -> SwitchBackend {
+    let listener = TcpListener::bind(addr).await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let flag = Arc::new(AtomicBool::new(healthy));
+    let (state, name) = (flag.clone(), name.to_string());
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let (state, name) = (state.clone(), name.clone());
+            tokio::spawn(async move {
+                let work = async {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 2048];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let (status, body) = if state.load(Ordering::SeqCst) {
+                        ("200 OK", format!("service={name} endpoint={addr}\n"))
+                    } else {
+                        (
+                            "500 Internal Server Error",
+                            format!("sick endpoint={addr}\n"),
+                        )
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(5), work).await;
+            });
+        }
+    });
+    SwitchBackend {
+        addr,
+        healthy: flag,
+        task,
+    }
+}
+
+/// Server name -> (address, operational state: 0 down, 2 up) of a backend.
+async fn server_states(pod: &Pod, backend: &str) -> BTreeMap<String, (String, u8)> {
+    let answer = pod
+        .haproxy
+        .cli()
+        .command(&format!("@1 show servers state {backend}"))
+        .await
+        .expect("show servers state");
+    answer
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let state = f.get(5)?.parse().ok()?;
+            Some((f.get(3)?.to_string(), (f.get(4)?.to_string(), state)))
+        })
+        .collect()
+}
+
+/// Waits until the server at `ip` of `backend` has operational state `state`.
+async fn wait_server_state(pod: &Pod, backend: &str, ip: &str, state: u8) {
+    eventually(
+        &format!("{backend} server at {ip} in state {state}"),
+        Duration::from_secs(15),
+        || async move {
+            server_states(pod, backend)
+                .await
+                .values()
+                .any(|(addr, s)| addr == ip && *s == state)
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+const CHECKS: &[(&str, &str)] = &[("check-http", "/healthz"), ("check-interval", "200ms")];
+
+async fn health_checks_take_failing_servers_out(haproxy: HaproxyBinary) {
+    let port = tugboat_testkit::free_port();
+    let one = switch_backend("web", ([127, 0, 140, 1], port).into(), true).await;
+    let two = switch_backend("web", ([127, 0, 140, 2], port).into(), true).await;
+    let files: Vec<(String, String)> = vec![
+        (
+            "web.yaml".into(),
+            annotated_service("web", CHECKS, &[one.addr, two.addr]),
+        ),
+        (
+            "ing.yaml".into(),
+            ingress("web", &[], "web.example.com", "web"),
+        ),
+    ];
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("web.example.com", "/", 200).await;
+    wait_server_state(&pod, "default_web_80", "127.0.140.2", 2).await;
+    // Both serve.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        let reply = get(&pod, "web.example.com").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        seen.insert(field(&reply, "endpoint").map(str::to_string));
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // One stops answering well: its checks fail and it is taken out.
+    two.healthy.store(false, Ordering::SeqCst);
+    wait_server_state(&pod, "default_web_80", "127.0.140.2", 0).await;
+    for _ in 0..20 {
+        let reply = get(&pod, "web.example.com").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            field(&reply, "endpoint"),
+            Some(one.addr.to_string().as_str())
+        );
+    }
+    // Healthy again: back in.
+    two.healthy.store(true, Ordering::SeqCst);
+    wait_server_state(&pod, "default_web_80", "127.0.140.2", 2).await;
+    assert_parked_in_maintenance(&pod, "default_web_80").await;
+    // An endpoint gone at runtime: its slot is parked in maintenance too.
+    pod.write_manifest("web.yaml", &annotated_service("web", CHECKS, &[one.addr]));
+    eventually("the slot parked", Duration::from_secs(10), || async {
+        (!server_states(&pod, "default_web_80")
+            .await
+            .values()
+            .any(|(addr, _)| addr == "127.0.140.2"))
+        .then_some(())
+    })
+    .await;
+    assert_parked_in_maintenance(&pod, "default_web_80").await;
+}
+
+async fn health_checks_cover_servers_added_at_runtime(haproxy: HaproxyBinary) {
+    let port = tugboat_testkit::free_port();
+    let good = switch_backend("web", ([127, 0, 141, 1], port).into(), true).await;
+    let files: Vec<(String, String)> = vec![
+        (
+            "web.yaml".into(),
+            annotated_service("web", CHECKS, &[good.addr]),
+        ),
+        (
+            "ing.yaml".into(),
+            ingress("web", &[], "web.example.com", "web"),
+        ),
+    ];
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("web.example.com", "/", 200).await;
+    let reloads = pod.haproxy.show_proc().await.reloads;
+    // A sick endpoint into a free slot, and enough more to need `add server` (a fresh
+    // backend of one endpoint has 8 slots): all sick.
+    let mut sick = Vec::new();
+    for host in 2..=10u8 {
+        sick.push(switch_backend("web", ([127, 0, 141, host], port).into(), false).await);
+    }
+    let mut addrs = vec![good.addr];
+    addrs.extend(sick.iter().map(|s| s.addr));
+    pod.write_manifest("web.yaml", &annotated_service("web", CHECKS, &addrs));
+    let backend = "default_web_80";
+    eventually("the new servers", Duration::from_secs(10), || async {
+        (server_states(&pod, backend).await.len() >= 10).then_some(())
+    })
+    .await;
+    assert_eq!(
+        pod.haproxy.show_proc().await.reloads,
+        reloads,
+        "the endpoints were added at runtime"
+    );
+    // Every sick one is checked, in a reused slot or an added server.
+    for host in 2..=10u8 {
+        wait_server_state(&pod, backend, &format!("127.0.141.{host}"), 0).await;
+    }
+    for _ in 0..20 {
+        let reply = get(&pod, "web.example.com").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            field(&reply, "endpoint"),
+            Some(good.addr.to_string().as_str())
+        );
+    }
+}
+
+/// Free slots (parked on 127.0.0.1) are in maintenance (admin state), not merely down,
+/// health checks or not.
+async fn assert_parked_in_maintenance(pod: &Pod, backend: &str) {
+    let answer = pod
+        .haproxy
+        .cli()
+        .command(&format!("@1 show servers state {backend}"))
+        .await
+        .expect("show servers state");
+    let parked: Vec<&str> = answer
+        .lines()
+        .filter(|l| l.split_whitespace().nth(4) == Some("127.0.0.1"))
+        .collect();
+    assert!(!parked.is_empty(), "{answer}");
+    assert!(
+        parked
+            .iter()
+            .all(|l| l.split_whitespace().nth(6).is_some_and(|a| a != "0")),
+        "{answer}"
+    );
+}
+
+// ---- Cookie persistence ----
+
+async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary) {
+    let servers = tugboat_testkit::manifests::start_backends("web", 142, 3).await;
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    let keys = [("cookie-persistence", "TUGBOAT")];
+    let files: Vec<(String, String)> = vec![
+        ("web.yaml".into(), annotated_service("web", &keys, &addrs)),
+        (
+            "ing.yaml".into(),
+            ingress("web", &[], "web.example.com", "web"),
+        ),
+    ];
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("web.example.com", "/", 200).await;
+    let first = get(&pod, "web.example.com").await;
+    let cookie = first
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("a persistence cookie")
+        .to_string();
+    assert!(cookie.starts_with("TUGBOAT=s"), "{cookie}");
+    let endpoint = first.endpoint().expect("endpoint").to_string();
+    for _ in 0..10 {
+        let reply = request(
+            pod.haproxy.http_addr(),
+            "GET",
+            "web.example.com",
+            "/",
+            &[("Cookie", &cookie)],
+        )
+        .await
+        .expect("request");
+        assert_eq!(reply.endpoint(), Some(endpoint.as_str()), "{reply:?}");
+    }
+    // Without the cookie, requests spread.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        seen.insert(
+            get(&pod, "web.example.com")
+                .await
+                .endpoint()
+                .map(str::to_string),
+        );
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    // The client's endpoint goes away: the next request goes elsewhere, with a new cookie.
+    let rest: Vec<SocketAddr> = addrs
+        .iter()
+        .copied()
+        .filter(|a| a.to_string() != endpoint)
+        .collect();
+    pod.write_manifest("web.yaml", &annotated_service("web", &keys, &rest));
+    eventually(
+        "the gone endpoint's clients moved",
+        Duration::from_secs(10),
+        || {
+            let cookie = cookie.clone();
+            let endpoint = endpoint.clone();
+            let pod = &pod;
+            async move {
+                let reply = request(
+                    pod.haproxy.http_addr(),
+                    "GET",
+                    "web.example.com",
+                    "/",
+                    &[("Cookie", &cookie)],
+                )
+                .await
+                .ok()?;
+                let moved = reply.status == 200 && reply.endpoint() != Some(endpoint.as_str());
+                let new_cookie = reply
+                    .header("set-cookie")
+                    .is_some_and(|c| !c.starts_with(&cookie));
+                (moved && new_cookie).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+// ---- Snippets ----
+
+async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary) {
+    let servers = tugboat_testkit::manifests::start_backends("web", 143, 1).await;
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    let files: Vec<(String, String)> = vec![
+        (
+            "web.yaml".into(),
+            annotated_service(
+                "web",
+                &[(
+                    "backend-config-snippet",
+                    "http-response set-header X-Snippet yes",
+                )],
+                &addrs,
+            ),
+        ),
+        (
+            "ing.yaml".into(),
+            ingress("web", &[], "web.example.com", "web"),
+        ),
+    ];
+    // Off: not applied, and the Service is told.
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("web.example.com", "/", 200).await;
+    assert_eq!(get(&pod, "web.example.com").await.header("x-snippet"), None);
+    let problems = pod.status.borrow().problems.clone();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.reason == ProblemReason::NotAllowed
+                && p.object.name == "web"
+                && p.message.contains("--allow-snippets")),
+        "{problems:?}"
+    );
+    drop(pod);
+
+    // On: applied; a snippet that loads code is refused, naming the directive.
+    let mut files = files;
+    files.push((
+        "lua.yaml".into(),
+        annotated_service(
+            "lua",
+            &[(
+                "backend-config-snippet",
+                "http-response set-header X-A b\nlua-load /tmp/x.lua",
+            )],
+            &addrs,
+        ),
+    ));
+    files.push((
+        "ing-lua.yaml".into(),
+        ingress("lua", &[], "lua.example.com", "lua"),
+    ));
+    let pod = Pod::start_with(&haproxy, &refs(&files), |c| c.model.allow_snippets = true).await;
+    eventually("the snippet's header", Duration::from_secs(10), || async {
+        let reply = try_get(&pod, "web.example.com").await?;
+        (reply.header("x-snippet") == Some("yes")).then_some(())
+    })
+    .await;
+    let reply = get(&pod, "lua.example.com").await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.header("x-a"),
+        None,
+        "a refused snippet is left out whole"
+    );
+    let problems = pod.status.borrow().problems.clone();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.object.name == "lua" && p.message.contains("'lua-load'")),
+        "{problems:?}"
+    );
+}
+
+async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: HaproxyBinary) {
+    let servers = tugboat_testkit::manifests::start_backends("web", 144, 1).await;
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    let files: Vec<(String, String)> = vec![
+        (
+            "web.yaml".into(),
+            annotated_service(
+                "web",
+                &[(
+                    "backend-config-snippet",
+                    "http-response set-header X-Snippet good",
+                )],
+                &addrs,
+            ),
+        ),
+        (
+            "ing.yaml".into(),
+            ingress("web", &[], "web.example.com", "web"),
+        ),
+    ];
+    let pod = Pod::start_with(&haproxy, &refs(&files), |c| c.model.allow_snippets = true).await;
+    eventually("the good snippet", Duration::from_secs(10), || async {
+        (try_get(&pod, "web.example.com").await?.header("x-snippet") == Some("good")).then_some(())
+    })
+    .await;
+    let config = pod.haproxy.config_dir.join("haproxy.cfg");
+    let good_config = std::fs::read_to_string(&config).expect("config");
+
+    // A snippet haproxy does not understand, and a new route in the same update.
+    let bad = annotated_service(
+        "bad",
+        &[("backend-config-snippet", "no-such-directive 1")],
+        &addrs,
+    );
+    pod.write_manifest("bad.yaml", &bad);
+    pod.write_manifest(
+        "ing-bad.yaml",
+        &ingress("bad", &[], "bad.example.com", "bad"),
+    );
+    // The refusal is reported on the Service (with haproxy's words where its master
+    // socket gives them: 2.7 on)...
+    let cause = if haproxy.series == "2.6" {
+        "see the haproxy container's log"
+    } else {
+        "no-such-directive"
+    };
+    eventually(
+        "the refusal as a problem",
+        Duration::from_secs(15),
+        || async {
+            pod.status
+                .borrow()
+                .problems
+                .iter()
+                .any(|p| {
+                    p.object.name == "bad"
+                        && p.message.contains("haproxy refused")
+                        && p.message.contains(cause)
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    // ...and the rest is applied: the new route works, without the snippet.
+    pod.wait_for_status("bad.example.com", "/", 200).await;
+    assert_eq!(
+        get(&pod, "web.example.com").await.header("x-snippet"),
+        Some("good")
+    );
+    let now = std::fs::read_to_string(&config).expect("config");
+    assert!(!now.contains("no-such-directive"), "{now}");
+    assert_ne!(now, good_config);
+    assert_eq!(pod.haproxy.show_proc().await.failed_reloads, 0);
+
+    // Fixed: applied, and the problem is gone.
+    pod.write_manifest(
+        "bad.yaml",
+        &annotated_service(
+            "bad",
+            &[(
+                "backend-config-snippet",
+                "http-response set-header X-Snippet fixed",
+            )],
+            &addrs,
+        ),
+    );
+    eventually("the fixed snippet", Duration::from_secs(10), || async {
+        (try_get(&pod, "bad.example.com").await?.header("x-snippet") == Some("fixed")).then_some(())
+    })
+    .await;
+    let problems = pod.status.borrow().problems.clone();
+    assert!(
+        !problems.iter().any(|p| p.object.name == "bad"),
+        "{problems:?}"
+    );
+}
+
+// ---- Access lists in ConfigMaps ----
+
+fn config_map(name: &str, key: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata:\n  {key}: {}\n",
+        yaml_string(value)
+    )
+}
+
+async fn access_lists_from_configmaps(haproxy: HaproxyBinary) {
+    let servers = tugboat_testkit::manifests::start_backends("web", 145, 1).await;
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    // 300 networks and addresses; the test client is 127.0.0.1.
+    let mut others = String::from("# documentation networks\n");
+    for i in 0..300u32 {
+        others.push_str(&format!("198.{}.{}.0/24\n", 18 + i / 256, i % 256));
+    }
+    let with_loopback = format!("{others}127.0.0.0/8 # the tests\n");
+    let files: Vec<(String, String)> = vec![
+        ("web.yaml".into(), annotated_service("web", &[], &addrs)),
+        ("others.yaml".into(), config_map("others", "list", &others)),
+        (
+            "loopback.yaml".into(),
+            config_map("loopback", "list", &with_loopback),
+        ),
+        (
+            "broken.yaml".into(),
+            config_map("broken", "list", "10.0.0.1\nnot-an-address\n"),
+        ),
+        (
+            "allowed.yaml".into(),
+            ingress(
+                "allowed",
+                &[("allow-list", "configmap:loopback/list")],
+                "allowed.example.com",
+                "web",
+            ),
+        ),
+        (
+            "not-allowed.yaml".into(),
+            ingress(
+                "not-allowed",
+                &[("allow-list", "configmap:others/list")],
+                "not-allowed.example.com",
+                "web",
+            ),
+        ),
+        (
+            "denied.yaml".into(),
+            ingress(
+                "denied",
+                &[("deny-list", "configmap:loopback/list")],
+                "denied.example.com",
+                "web",
+            ),
+        ),
+        (
+            "not-denied.yaml".into(),
+            ingress(
+                "not-denied",
+                &[("deny-list", "configmap:others/list")],
+                "not-denied.example.com",
+                "web",
+            ),
+        ),
+        (
+            "broken-ing.yaml".into(),
+            ingress(
+                "broken",
+                &[("deny-list", "configmap:broken/list")],
+                "broken.example.com",
+                "web",
+            ),
+        ),
+    ];
+    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    pod.wait_for_status("allowed.example.com", "/", 200).await;
+    assert_eq!(get(&pod, "not-allowed.example.com").await.status, 403);
+    assert_eq!(get(&pod, "denied.example.com").await.status, 403);
+    assert_eq!(get(&pod, "not-denied.example.com").await.status, 200);
+    // A list that does not parse fails closed, with a problem naming the line.
+    assert_eq!(get(&pod, "broken.example.com").await.status, 403);
+    let problems = pod.status.borrow().problems.clone();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.object.name == "broken" && p.message.contains("line 2")),
+        "{problems:?}"
+    );
+    // Written as a pattern file with every entry.
+    let file = pod
+        .haproxy
+        .config_dir
+        .join("patterns/default_others_list.lst");
+    let text = std::fs::read_to_string(&file).expect("pattern file");
+    assert_eq!(text.lines().count(), 300);
+    // The list changes: the file follows (the client is now allowed).
+    pod.write_manifest("others.yaml", &config_map("others", "list", &with_loopback));
+    pod.wait_for_status("not-allowed.example.com", "/", 200)
+        .await;
+}
