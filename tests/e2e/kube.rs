@@ -27,6 +27,7 @@ haproxy_tests!(
     tls_and_basic_auth_secrets_come_from_the_api,
     leadership_moves_when_the_leader_stops,
     waits_for_an_api_server_that_is_not_up_yet,
+    access_lists_from_config_maps_are_watched,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -823,4 +824,31 @@ async fn waits_for_an_api_server_that_is_not_up_yet(haproxy: HaproxyBinary) {
     );
     server.restart().await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
+}
+
+async fn access_lists_from_config_maps_are_watched(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 32, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    let list = |networks: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: blocked, namespace: default}}\n\
+             data: {{networks: \"{networks}\"}}\n"
+        )
+    };
+    server.apply_yaml(&list("127.0.0.0/8"));
+    let guarded = ingress("default", "guarded", Some("tugboat"), "guarded.example.com", "web")
+        .replace(
+            "  namespace: default\n",
+            "  namespace: default\n  annotations:\n    tugboat.dev/deny-list: configmap:blocked/networks\n",
+        );
+    server.apply_yaml(&guarded);
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    // The ConfigMap the Ingress names is watched: loopback clients are denied...
+    pod.wait_for_status("guarded.example.com", "/", 403).await;
+    // ...and a change of the list is followed.
+    server.apply_yaml(&list("192.0.2.0/24"));
+    pod.wait_for_service("guarded.example.com", "/", "web")
+        .await;
 }

@@ -182,6 +182,55 @@ impl ClusterStores {
     }
 }
 
+/// The keys that take an access list, and the value prefix that names a ConfigMap.
+const ACCESS_LIST_KEYS: [&str; 4] = ["allow-list", "deny-list", "whitelist", "blacklist"];
+const CONFIG_MAP_LIST_PREFIX: &str = "configmap:";
+
+/// The ConfigMaps (`configmap:NAME/KEY`) that the access lists of the snapshot's
+/// Ingresses and Services, and of the controller's ConfigMap, name.
+pub fn access_list_config_maps(
+    snapshot: &Snapshot,
+    controller_config_map: Option<&ObjectKey>,
+) -> BTreeSet<ObjectKey> {
+    let named = |namespace: &str, value: &str| {
+        let name = value
+            .trim()
+            .strip_prefix(CONFIG_MAP_LIST_PREFIX)?
+            .split_once('/')?
+            .0;
+        (!name.is_empty()).then(|| ObjectKey::new(namespace, name))
+    };
+    let from_annotations = |namespace: &str, meta: &ObjectMeta| -> Vec<ObjectKey> {
+        meta.annotations
+            .iter()
+            .flatten()
+            .filter(|(key, _)| {
+                let key = key
+                    .strip_prefix(tugboat_model::annotations::PREFIX)
+                    .or_else(|| key.strip_prefix(tugboat_model::annotations::ALIAS_PREFIX));
+                key.is_some_and(|k| ACCESS_LIST_KEYS.contains(&k))
+            })
+            .filter_map(|(_, value)| named(namespace, value))
+            .collect()
+    };
+    let mut wanted = BTreeSet::new();
+    for (key, ingress) in &snapshot.ingresses {
+        wanted.extend(from_annotations(&key.namespace, &ingress.metadata));
+    }
+    for (key, service) in &snapshot.services {
+        wanted.extend(from_annotations(&key.namespace, &service.metadata));
+    }
+    if let Some(own) = controller_config_map.and_then(|key| snapshot.config_maps.get(key)) {
+        let namespace = controller_config_map.map_or("", |k| k.namespace.as_str());
+        for (key, value) in own.data.iter().flatten() {
+            if ACCESS_LIST_KEYS.contains(&key.as_str()) {
+                wanted.extend(named(namespace, value));
+            }
+        }
+    }
+    wanted
+}
+
 fn key_of<K: Resource>(object: &K) -> ObjectKey {
     ObjectKey::new(
         object.meta().namespace.clone().unwrap_or_default(),
@@ -299,12 +348,21 @@ pub struct ApiSource {
     config: ApiSourceConfig,
     changed: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    client: Client,
+    /// ConfigMaps that access lists name (`configmap:NAME/KEY`), watched by name from the
+    /// moment an object names them.
+    listed: std::sync::Mutex<BTreeMap<ObjectKey, (Store<ConfigMap>, tokio::task::JoinHandle<()>)>>,
 }
 
 impl Drop for ApiSource {
     fn drop(&mut self) {
         for task in &self.tasks {
             task.abort();
+        }
+        if let Ok(listed) = self.listed.lock() {
+            for (_, task) in listed.values() {
+                task.abort();
+            }
         }
     }
 }
@@ -383,6 +441,8 @@ impl ApiSource {
             })
             .collect();
         Self {
+            client: client.clone(),
+            listed: std::sync::Mutex::new(BTreeMap::new()),
             stores: ClusterStores {
                 ingresses,
                 ingress_classes,
@@ -416,6 +476,35 @@ impl ApiSource {
 
     /// Publishes the first snapshot once every store is synced, then a new one after
     /// every change that alters the served objects. Returns when every receiver is gone.
+    /// Watches the ConfigMaps the snapshot's access lists name (starting a watch for a
+    /// newly named one; its content joins a later snapshot once listed) and adds those
+    /// already listed to the snapshot.
+    fn add_listed_config_maps(&self, snapshot: &mut Snapshot) {
+        let wanted = access_list_config_maps(snapshot, self.config.config_map.as_ref());
+        let Ok(mut listed) = self.listed.lock() else {
+            return;
+        };
+        for key in wanted {
+            if !listed.contains_key(&key) {
+                let mut tasks = Vec::new();
+                let store = spawn_reflector::<ConfigMap>(
+                    Api::namespaced(self.client.clone(), &key.namespace),
+                    watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
+                    &self.changed,
+                    &mut tasks,
+                );
+                if let Some(task) = tasks.pop() {
+                    listed.insert(key.clone(), (store, task));
+                }
+            }
+        }
+        for (store, _) in listed.values() {
+            snapshot
+                .config_maps
+                .extend(store.state().into_iter().map(keyed));
+        }
+    }
+
     pub async fn publish(
         &self,
         snapshots: watch::Sender<Arc<Snapshot>>,
@@ -429,7 +518,8 @@ impl ApiSource {
         let mut last: Option<Arc<Snapshot>> = None;
         loop {
             let built = tokio::time::Instant::now();
-            let snapshot = self.stores.snapshot(&self.config);
+            let mut snapshot = self.stores.snapshot(&self.config);
+            self.add_listed_config_maps(&mut snapshot);
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
             }
@@ -541,6 +631,35 @@ where
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn finds_the_config_maps_access_lists_name() {
+        let mut snapshot = Snapshot::default();
+        let ingress: Ingress = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "shop", "annotations": {
+                "tugboat.dev/allow-list": "configmap:office/ips",
+                "ingress.kubernetes.io/blacklist": " configmap:bad/list",
+                "tugboat.dev/deny-list-other": "configmap:ignored/x",
+                "tugboat.dev/set-host": "configmap:not-a-list/x",
+            }}
+        }))
+        .expect("Ingress");
+        snapshot
+            .ingresses
+            .insert(ObjectKey::new("shop", "a"), Arc::new(ingress));
+        let own: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "tugboat", "namespace": "ops"},
+            "data": {"deny-list": "configmap:global/deny", "allow-list": "10.0.0.0/8"}
+        }))
+        .expect("ConfigMap");
+        let own_key = ObjectKey::new("ops", "tugboat");
+        snapshot.config_maps.insert(own_key.clone(), Arc::new(own));
+        let wanted: Vec<String> = access_list_config_maps(&snapshot, Some(&own_key))
+            .into_iter()
+            .map(|k| k.to_string())
+            .collect();
+        assert_eq!(wanted, ["ops/global", "shop/bad", "shop/office"]);
+    }
     use super::*;
 
     #[test]
