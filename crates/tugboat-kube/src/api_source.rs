@@ -343,6 +343,9 @@ impl Slim for ConfigMap {
 
 /// Starts the reflectors and publishes snapshots on `snapshots` until the client is
 /// dropped or every receiver is gone. `counts` gets the store sizes after every change.
+/// The ConfigMaps watched because an access list names them, with their watch tasks.
+type ListedConfigMaps = BTreeMap<ObjectKey, (Store<ConfigMap>, tokio::task::JoinHandle<()>)>;
+
 pub struct ApiSource {
     stores: ClusterStores,
     config: ApiSourceConfig,
@@ -351,7 +354,7 @@ pub struct ApiSource {
     client: Client,
     /// ConfigMaps that access lists name (`configmap:NAME/KEY`), watched by name from the
     /// moment an object names them.
-    listed: std::sync::Mutex<BTreeMap<ObjectKey, (Store<ConfigMap>, tokio::task::JoinHandle<()>)>>,
+    listed: std::sync::Mutex<ListedConfigMaps>,
 }
 
 impl Drop for ApiSource {
