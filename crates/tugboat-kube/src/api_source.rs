@@ -341,11 +341,11 @@ impl Slim for ConfigMap {
     }
 }
 
-/// Starts the reflectors and publishes snapshots on `snapshots` until the client is
-/// dropped or every receiver is gone. `counts` gets the store sizes after every change.
 /// The ConfigMaps watched because an access list names them, with their watch tasks.
 type ListedConfigMaps = BTreeMap<ObjectKey, (Store<ConfigMap>, tokio::task::JoinHandle<()>)>;
 
+/// Starts the reflectors and publishes snapshots on `snapshots` until the client is
+/// dropped or every receiver is gone. `counts` gets the store sizes after every change.
 pub struct ApiSource {
     stores: ClusterStores,
     config: ApiSourceConfig,
