@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tugboat_model::ObjectKey;
 use tugboat_testkit::http::request;
+use tugboat_testkit::manifests::yaml_string;
 use tugboat_testkit::manifests::{endpoint_slice, service, service_with_endpoints, start_backends};
 use tugboat_testkit::tls::{certificate, exchange, tls_secret};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
@@ -61,21 +62,6 @@ fn ingress(
              service: {{name: {service}, port: {{number: 80}}}}\n"
         ));
     }
-    out
-}
-
-/// A YAML double-quoted string.
-fn yaml_string(value: &str) -> String {
-    let mut out = String::from("\"");
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tugboat_model::problem::ProblemReason;
 use tugboat_testkit::http::request;
+use tugboat_testkit::manifests::yaml_string;
 use tugboat_testkit::manifests::{endpoint_slice, service};
 use tugboat_testkit::{HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
 
@@ -32,21 +33,6 @@ haproxy_tests!(
     a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies,
     access_lists_from_configmaps,
 );
-
-/// A YAML double-quoted string.
-fn yaml_string(value: &str) -> String {
-    let mut out = String::from("\"");
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 fn annotations_block(annotations: &[(&str, &str)]) -> String {
     let mut block = String::new();

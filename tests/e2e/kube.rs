@@ -39,6 +39,23 @@ fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service
     )
 }
 
+/// A fake API server with Tugboat's IngressClass, a Service `web` (one echo backend on
+/// 127.0.`net`.1) and an Ingress `shop` routing shop.example.com to it.
+async fn shop_cluster(net: u8) -> (Vec<EchoServer>, FakeApiServer) {
+    let web = start_backends("web", net, 1).await;
+    let server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    server.apply_yaml(&service_in("default", "web", &web));
+    server.apply_yaml(&ingress(
+        "default",
+        "shop",
+        Some("tugboat"),
+        "shop.example.com",
+        "web",
+    ));
+    (web, server)
+}
+
 /// A Service and its EndpointSlice in `namespace`.
 fn service_in(namespace: &str, name: &str, servers: &[EchoServer]) -> String {
     let addrs: Vec<_> = servers.iter().map(|s| s.addr).collect();
@@ -304,17 +321,7 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
 }
 
 async fn only_the_leader_writes_status_and_events(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 25, 1).await;
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
+    let (_web, server) = shop_cluster(25).await;
     server.apply_yaml(&ingress(
         "default",
         "broken",
@@ -578,17 +585,7 @@ async fn kubectl_creates_an_ingress_that_routes() {
 }
 
 async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 29, 1).await;
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
+    let (_web, server) = shop_cluster(29).await;
     server.apply_yaml(&ingress(
         "default",
         "broken",
@@ -736,17 +733,7 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
 }
 
 async fn leadership_moves_when_the_leader_stops(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 30, 1).await;
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
+    let (_web, server) = shop_cluster(30).await;
     let mut options_a = options("pod-a");
     options_a.publish.addresses = vec!["127.0.0.11".into()];
     let mut options_b = options("pod-b");

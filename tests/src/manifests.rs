@@ -62,3 +62,19 @@ pub fn service_with_endpoints(name: &str, servers: &[EchoServer]) -> String {
         endpoint_slice(name, "http", &addrs)
     )
 }
+
+/// A YAML double-quoted string holding `value` (quotes, backslashes and newlines escaped),
+/// for annotation values that must reach the controller exactly as written.
+pub fn yaml_string(value: &str) -> String {
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
