@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
     IngressServiceBackend, IngressSpec, ServiceBackendPort,
@@ -19,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use tugboat_haproxy::{RenderSettings, plan};
 use tugboat_model::annotations::{KEYS, KeySpec, Scope};
+use tugboat_model::objects::{Service, ServicePort, ServiceSpec};
 use tugboat_model::{ObjectKey, Settings, Snapshot, build};
 
 /// Keys that other keys need, and their values when the key under test is not them.
@@ -133,7 +134,6 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             }]),
             ..ServiceSpec::default()
         }),
-        status: None,
     };
     let secret = Secret {
         metadata: meta("shop-users", BTreeMap::new()),

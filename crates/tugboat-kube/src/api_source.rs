@@ -18,8 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{self, Store};
@@ -27,6 +26,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, watch};
+use tugboat_model::objects::{EndpointSlice, Service};
 use tugboat_model::{ObjectKey, Snapshot};
 
 use crate::class::{ClassFilter, ClassInfo};
@@ -287,16 +287,8 @@ impl Slim for Service {
     fn slim(&mut self) {
         strip_metadata(&mut self.metadata);
         self.metadata.labels = None;
-        // Ports, type and externalName are read; the publish Service is read with a GET.
-        if let Some(spec) = self.spec.as_mut() {
-            *spec = k8s_openapi::api::core::v1::ServiceSpec {
-                ports: spec.ports.take(),
-                type_: spec.type_.take(),
-                external_name: spec.external_name.take(),
-                ..Default::default()
-            };
-        }
-        self.status = None;
+        // The spec is lean already (tugboat_model::objects); the publish Service is read
+        // with a GET.
     }
 }
 
@@ -307,15 +299,7 @@ impl Slim for EndpointSlice {
         if let Some(labels) = self.metadata.labels.as_mut() {
             labels.retain(|k, _| k == tugboat_model::build::SERVICE_NAME_LABEL);
         }
-        // Addresses and conditions are read; where the pods run is not.
-        for endpoint in &mut self.endpoints {
-            endpoint.target_ref = None;
-            endpoint.node_name = None;
-            endpoint.zone = None;
-            endpoint.hints = None;
-            endpoint.hostname = None;
-            endpoint.deprecated_topology = None;
-        }
+        // The endpoints themselves are lean already (tugboat_model::objects).
     }
 }
 

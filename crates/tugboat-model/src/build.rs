@@ -9,8 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use crate::objects::{EndpointSlice, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
 use crate::annotations::{self, Layer, Resolver, Scope};
@@ -985,7 +984,7 @@ impl Builder<'_> {
     fn external_name(
         &self,
         service_key: &ObjectKey,
-        spec: Option<&k8s_openapi::api::core::v1::ServiceSpec>,
+        spec: Option<&ServiceSpec>,
         port: i32,
     ) -> Result<Resolved, ResolutionError> {
         if !self.settings.allow_external_name {

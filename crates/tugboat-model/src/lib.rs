@@ -11,6 +11,7 @@ pub mod auth;
 pub mod build;
 pub mod desired;
 pub mod features;
+pub mod objects;
 pub mod problem;
 pub mod snapshot;
 pub mod tls;

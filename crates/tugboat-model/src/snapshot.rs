@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use crate::objects::{EndpointSlice, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
 
 /// Namespace and name of a namespaced object.

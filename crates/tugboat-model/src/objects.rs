@@ -1,0 +1,178 @@
+//! Lean versions of the Kubernetes kinds a large cluster has many of.
+//!
+//! The controller holds every Service and EndpointSlice of the cluster. The full
+//! `k8s-openapi` types keep room for fields the controller never reads (a Service spec's
+//! thirty-odd fields, an endpoint's target reference, node name, zone and hints: hundreds
+//! of bytes per object even when empty); these types declare only what the model reads,
+//! so the rest is skipped while the JSON is decoded and never allocated. They implement `k8s_openapi::Resource` and `Metadata`, so kube's watchers
+//! and stores take them like the generated types.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+/// `discovery.k8s.io/v1` EndpointSlice: addresses, conditions and ports only.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub address_type: String,
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<EndpointPort>>,
+}
+
+/// One endpoint of a slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<EndpointConditions>,
+}
+
+/// Readiness of an endpoint, as Kubernetes reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointConditions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminating: Option<bool>,
+}
+
+/// A port of a slice: its name (the Service port's) and number (the target port).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointPort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+}
+
+impl k8s_openapi::Resource for EndpointSlice {
+    const API_VERSION: &'static str = "discovery.k8s.io/v1";
+    const GROUP: &'static str = "discovery.k8s.io";
+    const KIND: &'static str = "EndpointSlice";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "endpointslices";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for EndpointSlice {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// `v1` Service: its ports, type and ExternalName only.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Service {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<ServiceSpec>,
+}
+
+/// What the model reads of a Service's spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Vec<ServicePort>>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_name: Option<String>,
+}
+
+/// A Service port: its name and number.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ServicePort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub port: i32,
+}
+
+impl k8s_openapi::Resource for Service {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Service";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "services";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for Service {
+    type Ty = ObjectMeta;
+
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_the_model_needs_and_skips_the_rest() {
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-1", "namespace": "shop",
+                         "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": [{
+                "addresses": ["10.0.0.1"],
+                "conditions": {"ready": true, "serving": true, "terminating": false},
+                "nodeName": "node-a", "zone": "z1",
+                "targetRef": {"kind": "Pod", "name": "web-abc", "namespace": "shop"}
+            }],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+        }))
+        .expect("EndpointSlice");
+        assert_eq!(slice.address_type, "IPv4");
+        assert_eq!(slice.endpoints[0].addresses, ["10.0.0.1"]);
+        assert_eq!(
+            slice.endpoints[0].conditions.and_then(|c| c.ready),
+            Some(true)
+        );
+        assert_eq!(slice.ports.as_ref().map(|p| p[0].port), Some(Some(8080)));
+    }
+
+    #[test]
+    fn services_keep_ports_type_and_external_name() {
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"type": "ExternalName", "externalName": "db.example.com",
+                     "clusterIP": "10.96.0.10", "selector": {"app": "web"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        }))
+        .expect("Service");
+        let spec = service.spec.expect("spec");
+        assert_eq!(spec.type_.as_deref(), Some("ExternalName"));
+        assert_eq!(spec.external_name.as_deref(), Some("db.example.com"));
+        let ports = spec.ports.expect("ports");
+        assert_eq!(
+            (ports[0].name.as_deref(), ports[0].port),
+            (Some("http"), 80)
+        );
+    }
+}
