@@ -254,7 +254,10 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
     let https = address(settings.bind_address, settings.https_port);
     let default_cert = settings.default_certificate();
     let crt_list = settings.crt_list();
-    let mut out = String::with_capacity(4096 + desired.backends.len() * 256);
+    // Sized for the whole config up front: on a large cluster, growing by doubling would
+    // copy megabytes and hold twice the config for a moment.
+    let slots: usize = layout.backends.values().map(Vec::len).sum();
+    let mut out = String::with_capacity(8192 + desired.backends.len() * 200 + slots * 48);
     let global = &desired.global;
     let log_target = match &global.syslog_server {
         None => "stdout format raw".to_string(),

@@ -11,14 +11,15 @@ use std::fmt;
 use der::Decode;
 use k8s_openapi::api::core::v1::Secret;
 
-/// PEM text holding a certificate chain and its private key. Its `Debug` hides it.
+/// PEM text holding a certificate chain and its private key, shared (not copied) by the
+/// states that hold it. Its `Debug` hides it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Pem(String);
+pub struct Pem(std::sync::Arc<str>);
 
 impl Pem {
     /// Wraps PEM text that was checked (or made) by the caller.
     pub fn from_checked(text: String) -> Self {
-        Self(text)
+        Self(text.into())
     }
 
     pub fn as_str(&self) -> &str {
@@ -100,7 +101,7 @@ pub fn check_pair(cert_pem: &str, key_pem: &str, now: i64) -> Result<CheckedCert
     pem.push_str(key_pem.trim_end());
     pem.push('\n');
     Ok(CheckedCertificate {
-        pem: Pem(pem),
+        pem: Pem(pem.into()),
         not_after,
     })
 }
@@ -137,7 +138,7 @@ pub fn check_ca_bundle(text: &str) -> Result<Pem, String> {
             .map_err(|_| "'ca.crt' holds a certificate that cannot be encoded")?;
         pem.push_str(&block);
     }
-    Ok(Pem(pem))
+    Ok(Pem(pem.into()))
 }
 
 enum KeyPublic {
