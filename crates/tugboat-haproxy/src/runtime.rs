@@ -24,7 +24,7 @@ const MAX_PAYLOAD: usize = 12 * 1024;
 pub const MAX_CERTIFICATE: usize = 15 * 1024;
 
 /// One change haproxy can take without a reload.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RuntimeChange {
     /// A server slot gets an endpoint, is parked, or is added.
     Server {
@@ -55,7 +55,7 @@ pub enum RuntimeChange {
     /// A certificate file's contents go to haproxy (created first when `new`).
     CertUpload {
         path: PathBuf,
-        pem: String,
+        pem: CertText,
         new: bool,
     },
     /// A certificate leaves haproxy (after its crt-list entry).
@@ -66,68 +66,14 @@ pub enum RuntimeChange {
     CrtListDel { list: PathBuf, cert: PathBuf },
 }
 
-impl fmt::Debug for CertPayload<'_> {
+/// Certificate and key text for `set ssl cert`: its `Debug` shows only its size, so a
+/// logged plan never carries a private key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertText(pub String);
+
+impl fmt::Debug for CertText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<{} bytes>", self.0.len())
-    }
-}
-
-/// Hides certificate payloads in debug output.
-struct CertPayload<'a>(&'a str);
-
-impl fmt::Debug for RuntimeChange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuntimeChange::Server {
-                backend,
-                change,
-                server_options,
-                cookie,
-                check,
-            } => f
-                .debug_struct("Server")
-                .field("backend", backend)
-                .field("change", change)
-                .field("server_options", server_options)
-                .field("cookie", cookie)
-                .field("check", check)
-                .finish(),
-            RuntimeChange::MapAdd { map, entries } => f
-                .debug_struct("MapAdd")
-                .field("map", map)
-                .field("entries", entries)
-                .finish(),
-            RuntimeChange::MapSet { map, key, value } => f
-                .debug_struct("MapSet")
-                .field("map", map)
-                .field("key", key)
-                .field("value", value)
-                .finish(),
-            RuntimeChange::MapDel { map, key } => f
-                .debug_struct("MapDel")
-                .field("map", map)
-                .field("key", key)
-                .finish(),
-            RuntimeChange::CertUpload { path, pem, new } => f
-                .debug_struct("CertUpload")
-                .field("path", path)
-                .field("pem", &CertPayload(pem))
-                .field("new", new)
-                .finish(),
-            RuntimeChange::CertDel { path } => {
-                f.debug_struct("CertDel").field("path", path).finish()
-            }
-            RuntimeChange::CrtListAdd { list, line } => f
-                .debug_struct("CrtListAdd")
-                .field("list", list)
-                .field("line", line)
-                .finish(),
-            RuntimeChange::CrtListDel { list, cert } => f
-                .debug_struct("CrtListDel")
-                .field("list", list)
-                .field("cert", cert)
-                .finish(),
-        }
     }
 }
 
@@ -277,7 +223,7 @@ impl RuntimeChange {
                     ));
                 }
                 steps.push(step(
-                    format!("@1 set ssl cert {path} <<\n{}\n\n", pem.trim_end()),
+                    format!("@1 set ssl cert {path} <<\n{}\n\n", pem.0.trim_end()),
                     Expect::Contains("Transaction "),
                 ));
                 steps.push(step(
@@ -407,12 +353,12 @@ pub fn certificate_changes(
         match old_certs.get(path) {
             None => changes.push(RuntimeChange::CertUpload {
                 path: path.to_path_buf(),
-                pem: pem.to_string(),
+                pem: CertText(pem.to_string()),
                 new: true,
             }),
             Some(old) if old != pem => changes.push(RuntimeChange::CertUpload {
                 path: path.to_path_buf(),
-                pem: pem.to_string(),
+                pem: CertText(pem.to_string()),
                 new: false,
             }),
             Some(_) => {}
@@ -539,6 +485,21 @@ mod tests {
             server_line(8, None, true),
             "    server s9 127.0.0.1:1 cookie s9 disabled\n"
         );
+    }
+
+    #[test]
+    fn certificate_text_never_shows_in_debug_output() {
+        let change = RuntimeChange::CertUpload {
+            path: "/var/lib/haproxy/certs/a.pem".into(),
+            pem: CertText("-----BEGIN PRIVATE KEY-----\nsecret\n".into()),
+            new: true,
+        };
+        let shown = format!("{change:?}");
+        assert!(
+            !shown.contains("PRIVATE KEY") && !shown.contains("secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("a.pem"));
     }
 
     #[test]
