@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use tugboat_haproxy::{RenderSettings, plan};
 use tugboat_model::annotations::{KEYS, KeySpec, Scope};
-use tugboat_model::objects::{Service, ServicePort, ServiceSpec};
+use tugboat_model::objects::{LeanMeta, Service, ServicePort, ServiceSpec};
 use tugboat_model::{ObjectKey, Settings, Snapshot, build};
 
 /// Keys that other keys need, and their values when the key under test is not them.
@@ -126,7 +126,11 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         status: None,
     };
     let service = Service {
-        metadata: meta("web", BTreeMap::new()),
+        metadata: LeanMeta {
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            ..LeanMeta::default()
+        },
         spec: Some(ServiceSpec {
             ports: Some(vec![ServicePort {
                 port: 80,

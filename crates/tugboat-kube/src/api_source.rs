@@ -1,5 +1,6 @@
-//! The Kubernetes API as the source of objects: one reflector per kind (and per watched
-//! namespace), stores awaited before the first snapshot, changes coalesced.
+//! The Kubernetes API as the source of objects: one watch per kind (and per watched
+//! namespace) filling a [`crate::store`], stores awaited before the first snapshot,
+//! changes coalesced.
 //!
 //! Ingresses are filtered by class here ([`crate::class`]), so the snapshot holds only
 //! the Ingresses this controller serves and only the Secrets those Ingresses name. A new
@@ -13,26 +14,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, watch};
 use tugboat_model::objects::{EndpointSlice, Service};
-use tugboat_model::{ObjectKey, Snapshot};
+use tugboat_model::{ObjectKey, Objects, Snapshot};
 
 use crate::class::{ClassFilter, ClassInfo};
+use crate::store::{ObjectStore, StoreWriter, object_store};
+use crate::watched::Watched;
 
-/// The annotation `kubectl apply` leaves behind; the controller never reads it.
-const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// The annotations that name a basic-auth Secret.
 const AUTH_SECRET_ANNOTATIONS: [&str; 2] = [
     "tugboat.dev/auth-secret",
@@ -77,61 +74,69 @@ impl Default for ApiSourceConfig {
 pub type ObjectCounts = BTreeMap<&'static str, usize>;
 
 /// The stores of every kind the source watches. Cheap to clone; the readers see the
-/// reflectors' latest state.
+/// watches' latest state.
 #[derive(Clone)]
 pub struct ClusterStores {
-    pub ingresses: Vec<Store<Ingress>>,
-    pub ingress_classes: Store<IngressClass>,
-    pub services: Vec<Store<Service>>,
-    pub endpoint_slices: Vec<Store<EndpointSlice>>,
-    pub secrets: Vec<Store<Secret>>,
-    pub config_maps: Vec<Store<ConfigMap>>,
+    pub ingresses: Vec<ObjectStore<Ingress>>,
+    pub ingress_classes: ObjectStore<IngressClass>,
+    pub services: Vec<ObjectStore<Service>>,
+    pub endpoint_slices: Vec<ObjectStore<EndpointSlice>>,
+    pub secrets: Vec<ObjectStore<Secret>>,
+    pub config_maps: Vec<ObjectStore<ConfigMap>>,
+}
+
+/// The objects of one kind from the stores of every watched namespace, as one map
+/// (with one store, the store's own map, shared).
+fn merged<K>(stores: &[ObjectStore<K>]) -> Objects<K> {
+    Objects::unions(stores.iter().map(ObjectStore::objects))
+}
+
+fn total<K>(stores: &[ObjectStore<K>]) -> usize {
+    stores.iter().map(ObjectStore::len).sum()
 }
 
 impl ClusterStores {
     /// Every Ingress in the watched namespaces, served or not.
-    pub fn all_ingresses(&self) -> impl Iterator<Item = Arc<Ingress>> + '_ {
-        self.ingresses.iter().flat_map(Store::state)
+    pub fn all_ingresses(&self) -> Objects<Ingress> {
+        merged(&self.ingresses)
     }
 
     /// Number of objects per kind.
     pub fn counts(&self) -> ObjectCounts {
-        let mut counts = ObjectCounts::new();
-        counts.insert(
-            "Ingress",
-            self.ingresses.iter().map(|s| s.state().len()).sum(),
-        );
-        counts.insert("IngressClass", self.ingress_classes.state().len());
-        counts.insert(
-            "Service",
-            self.services.iter().map(|s| s.state().len()).sum(),
-        );
-        counts.insert(
-            "EndpointSlice",
-            self.endpoint_slices.iter().map(|s| s.state().len()).sum(),
-        );
-        counts.insert("Secret", self.secrets.iter().map(|s| s.state().len()).sum());
-        counts.insert(
-            "ConfigMap",
-            self.config_maps.iter().map(|s| s.state().len()).sum(),
-        );
-        counts
+        ObjectCounts::from([
+            ("Ingress", total(&self.ingresses)),
+            ("IngressClass", self.ingress_classes.len()),
+            ("Service", total(&self.services)),
+            ("EndpointSlice", total(&self.endpoint_slices)),
+            ("Secret", total(&self.secrets)),
+            ("ConfigMap", total(&self.config_maps)),
+        ])
     }
 
     /// The snapshot of what this controller serves.
     pub fn snapshot(&self, config: &ApiSourceConfig) -> Snapshot {
         let classes: Vec<ClassInfo> = self
             .ingress_classes
-            .state()
-            .iter()
+            .objects()
+            .values()
             .map(|c| ClassInfo::from_ingress_class(c))
             .collect();
-        let mut snapshot = Snapshot::default();
-        for ingress in self.all_ingresses() {
-            if config.class.serves_ingress(&ingress, &classes) {
-                snapshot.ingresses.insert(key_of(ingress.as_ref()), ingress);
-            }
+        let mut ingresses = self.all_ingresses();
+        let not_served: Vec<ObjectKey> = ingresses
+            .iter()
+            .filter(|(_, ingress)| !config.class.serves_ingress(ingress, &classes))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &not_served {
+            ingresses.remove(key);
         }
+        let mut snapshot = Snapshot {
+            ingresses,
+            services: merged(&self.services),
+            endpoint_slices: merged(&self.endpoint_slices),
+            config_maps: merged(&self.config_maps),
+            ..Snapshot::default()
+        };
         let wanted_secrets: BTreeSet<ObjectKey> = snapshot
             .ingresses
             .iter()
@@ -154,30 +159,11 @@ impl ClusterStores {
             })
             .chain(config.extra_secrets.iter().cloned())
             .collect();
-        for store in &self.services {
-            snapshot
-                .services
-                .extend(store.state().into_iter().map(keyed));
-        }
-        for store in &self.endpoint_slices {
-            snapshot
-                .endpoint_slices
-                .extend(store.state().into_iter().map(keyed));
-        }
-        for store in &self.secrets {
-            snapshot.secrets.extend(
-                store
-                    .state()
-                    .into_iter()
-                    .map(keyed)
-                    .filter(|(key, _)| wanted_secrets.contains(key)),
-            );
-        }
-        for store in &self.config_maps {
-            snapshot
-                .config_maps
-                .extend(store.state().into_iter().map(keyed));
-        }
+        let secrets = merged(&self.secrets);
+        snapshot.secrets = wanted_secrets
+            .into_iter()
+            .filter_map(|key| Some((key.clone(), secrets.get(&key)?.clone())))
+            .collect();
         snapshot
     }
 }
@@ -200,25 +186,32 @@ pub fn access_list_config_maps(
             .0;
         (!name.is_empty()).then(|| ObjectKey::new(namespace, name))
     };
-    let from_annotations = |namespace: &str, meta: &ObjectMeta| -> Vec<ObjectKey> {
-        meta.annotations
-            .iter()
-            .flatten()
-            .filter(|(key, _)| {
-                let key = key
-                    .strip_prefix(tugboat_model::annotations::PREFIX)
-                    .or_else(|| key.strip_prefix(tugboat_model::annotations::ALIAS_PREFIX));
-                key.is_some_and(|k| ACCESS_LIST_KEYS.contains(&k))
-            })
-            .filter_map(|(_, value)| named(namespace, value))
-            .collect()
-    };
+    let from_annotations =
+        |namespace: &str, annotations: Option<&BTreeMap<String, String>>| -> Vec<ObjectKey> {
+            annotations
+                .into_iter()
+                .flatten()
+                .filter(|(key, _)| {
+                    let key = key
+                        .strip_prefix(tugboat_model::annotations::PREFIX)
+                        .or_else(|| key.strip_prefix(tugboat_model::annotations::ALIAS_PREFIX));
+                    key.is_some_and(|k| ACCESS_LIST_KEYS.contains(&k))
+                })
+                .filter_map(|(_, value)| named(namespace, value))
+                .collect()
+        };
     let mut wanted = BTreeSet::new();
     for (key, ingress) in &snapshot.ingresses {
-        wanted.extend(from_annotations(&key.namespace, &ingress.metadata));
+        wanted.extend(from_annotations(
+            &key.namespace,
+            ingress.metadata.annotations.as_ref(),
+        ));
     }
     for (key, service) in &snapshot.services {
-        wanted.extend(from_annotations(&key.namespace, &service.metadata));
+        wanted.extend(from_annotations(
+            &key.namespace,
+            service.metadata.annotations.as_ref(),
+        ));
     }
     if let Some(own) = controller_config_map.and_then(|key| snapshot.config_maps.get(key)) {
         let namespace = controller_config_map.map_or("", |k| k.namespace.as_str());
@@ -231,27 +224,14 @@ pub fn access_list_config_maps(
     wanted
 }
 
-fn key_of<K: Resource>(object: &K) -> ObjectKey {
-    ObjectKey::new(
-        object.meta().namespace.clone().unwrap_or_default(),
-        object.meta().name.clone().unwrap_or_default(),
-    )
-}
-
-fn keyed<K: Resource>(object: Arc<K>) -> (ObjectKey, Arc<K>) {
-    (key_of(object.as_ref()), object)
-}
-
 /// Whether two snapshots hold the same objects with the same content.
 pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
-    fn same<V: PartialEq>(
-        a: &BTreeMap<ObjectKey, Arc<V>>,
-        b: &BTreeMap<ObjectKey, Arc<V>>,
-    ) -> bool {
-        a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || va == vb))
+    fn same<V: PartialEq>(a: &Objects<V>, b: &Objects<V>) -> bool {
+        a.ptr_eq(b)
+            || a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || va == vb))
     }
     same(&a.ingresses, &b.ingresses)
         && same(&a.services, &b.services)
@@ -260,73 +240,8 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.config_maps, &b.config_maps)
 }
 
-/// Drops what the controller never reads, to keep the stores small.
-fn strip_metadata(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    meta.owner_references = None;
-    meta.finalizers = None;
-    meta.generate_name = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
-    }
-}
-
-/// Per kind, drops the fields the controller never reads as objects arrive (a large
-/// cluster's stores are most of the controller's memory).
-pub trait Slim {
-    fn slim(&mut self);
-}
-
-impl Slim for Ingress {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-    }
-}
-
-impl Slim for Service {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-        self.metadata.labels = None;
-        // The spec is lean already (tugboat_model::objects); the publish Service is read
-        // with a GET.
-    }
-}
-
-impl Slim for EndpointSlice {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-        self.metadata.annotations = None;
-        if let Some(labels) = self.metadata.labels.as_mut() {
-            labels.retain(|k, _| k == tugboat_model::build::SERVICE_NAME_LABEL);
-        }
-        // The endpoints themselves are lean already (tugboat_model::objects).
-    }
-}
-
-impl Slim for Secret {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-        self.metadata.labels = None;
-        self.metadata.annotations = None;
-        self.string_data = None;
-    }
-}
-
-impl Slim for IngressClass {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-    }
-}
-
-impl Slim for ConfigMap {
-    fn slim(&mut self) {
-        strip_metadata(&mut self.metadata);
-        self.binary_data = None;
-    }
-}
-
 /// The ConfigMaps watched because an access list names them, with their watch tasks.
-type ListedConfigMaps = BTreeMap<ObjectKey, (Store<ConfigMap>, tokio::task::JoinHandle<()>)>;
+type ListedConfigMaps = BTreeMap<ObjectKey, (ObjectStore<ConfigMap>, tokio::task::JoinHandle<()>)>;
 
 /// Starts the reflectors and publishes snapshots on `snapshots` until the client is
 /// dropped or every receiver is gone. `counts` gets the store sizes after every change.
@@ -355,7 +270,7 @@ impl Drop for ApiSource {
 }
 
 impl ApiSource {
-    /// Starts one reflector per kind and watched namespace.
+    /// Starts one watch per kind and watched namespace.
     pub fn start(client: Client, config: ApiSourceConfig) -> Self {
         let changed = Arc::new(Notify::new());
         let mut tasks = Vec::new();
@@ -383,32 +298,32 @@ impl ApiSource {
         let mut secrets = Vec::new();
         for (ns, client) in namespaced(&client) {
             let scope = api_for(&ns, client);
-            ingresses.push(spawn_reflector::<Ingress>(
+            ingresses.push(spawn_watch::<Ingress>(
                 scope.api(),
                 watcher::Config::default(),
                 &changed,
                 &mut tasks,
             ));
-            services.push(spawn_reflector::<Service>(
+            services.push(spawn_watch::<Service>(
                 scope.api(),
                 watcher::Config::default(),
                 &changed,
                 &mut tasks,
             ));
-            endpoint_slices.push(spawn_reflector::<EndpointSlice>(
+            endpoint_slices.push(spawn_watch::<EndpointSlice>(
                 scope.api(),
                 watcher::Config::default(),
                 &changed,
                 &mut tasks,
             ));
-            secrets.push(spawn_reflector::<Secret>(
+            secrets.push(spawn_watch::<Secret>(
                 scope.api(),
                 watcher::Config::default().fields(SECRET_TYPES_NOT_READ),
                 &changed,
                 &mut tasks,
             ));
         }
-        let ingress_classes = spawn_reflector::<IngressClass>(
+        let ingress_classes = spawn_watch::<IngressClass>(
             Api::all(client.clone()),
             watcher::Config::default(),
             &changed,
@@ -419,7 +334,7 @@ impl ApiSource {
             .iter()
             .chain(&config.extra_config_maps)
             .map(|key| {
-                spawn_reflector::<ConfigMap>(
+                spawn_watch::<ConfigMap>(
                     Api::namespaced(client.clone(), &key.namespace),
                     watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
                     &changed,
@@ -452,12 +367,22 @@ impl ApiSource {
     pub async fn wait_until_synced(&self) {
         let stores = &self.stores;
         futures::join!(
-            futures::future::join_all(stores.ingresses.iter().map(synced)),
-            futures::future::join_all(stores.services.iter().map(synced)),
-            futures::future::join_all(stores.endpoint_slices.iter().map(synced)),
-            futures::future::join_all(stores.secrets.iter().map(synced)),
-            futures::future::join_all(stores.config_maps.iter().map(synced)),
-            synced(&stores.ingress_classes),
+            futures::future::join_all(stores.ingresses.iter().map(ObjectStore::wait_until_listed)),
+            futures::future::join_all(stores.services.iter().map(ObjectStore::wait_until_listed)),
+            futures::future::join_all(
+                stores
+                    .endpoint_slices
+                    .iter()
+                    .map(ObjectStore::wait_until_listed)
+            ),
+            futures::future::join_all(stores.secrets.iter().map(ObjectStore::wait_until_listed)),
+            futures::future::join_all(
+                stores
+                    .config_maps
+                    .iter()
+                    .map(ObjectStore::wait_until_listed)
+            ),
+            stores.ingress_classes.wait_until_listed(),
         );
     }
 
@@ -474,7 +399,7 @@ impl ApiSource {
         for key in wanted {
             if !listed.contains_key(&key) {
                 let mut tasks = Vec::new();
-                let store = spawn_reflector::<ConfigMap>(
+                let store = spawn_watch::<ConfigMap>(
                     Api::namespaced(self.client.clone(), &key.namespace),
                     watcher::Config::default().fields(&format!("metadata.name={}", key.name)),
                     &self.changed,
@@ -486,9 +411,8 @@ impl ApiSource {
             }
         }
         for (store, _) in listed.values() {
-            snapshot
-                .config_maps
-                .extend(store.state().into_iter().map(keyed));
+            let config_maps = std::mem::take(&mut snapshot.config_maps);
+            snapshot.config_maps = config_maps.union(store.objects());
         }
     }
 
@@ -533,18 +457,6 @@ impl ApiSource {
     }
 }
 
-/// Resolves once the store has its first complete list (or its writer is gone, which
-/// only happens when the source shuts down).
-async fn synced<K>(store: &Store<K>)
-where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + Hash + Clone,
-{
-    if store.wait_until_ready().await.is_err() {
-        tracing::debug!("a reflector stopped before its first list");
-    }
-}
-
 /// Where an `Api` looks: the whole cluster or one namespace.
 enum ApiScope {
     All(Client),
@@ -564,32 +476,28 @@ impl ApiScope {
     }
 }
 
-/// Starts a reflector for one kind in one scope; the returned store fills as the watch
-/// runs. Every event wakes the snapshot builder.
-fn spawn_reflector<K>(
-    api: Api<K>,
+/// Starts a watch for one kind in one scope; the returned store fills as the watch
+/// runs. Every change to the store wakes the snapshot builder.
+fn spawn_watch<K>(
+    api: Api<K::Wire>,
     config: watcher::Config,
     changed: &Arc<Notify>,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-) -> Store<K>
+) -> ObjectStore<K>
 where
-    K: Resource + Slim + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+    K: Watched + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let kind = K::kind(&K::DynamicType::default()).into_owned();
-    let stream = watcher(api, config)
-        .default_backoff()
-        .modify(|object: &mut K| object.slim())
-        .reflect(writer);
-    let changed = changed.clone();
-    tasks.push(tokio::spawn(drive(kind, stream, changed)));
-    reader
+    let (store, writer) = object_store();
+    let kind = K::Wire::kind(&()).into_owned();
+    let stream = watcher(api, config).default_backoff();
+    tasks.push(tokio::spawn(drive(kind, stream, writer, changed.clone())));
+    store
 }
 
-async fn drive<S, K>(kind: String, stream: S, changed: Arc<Notify>)
+async fn drive<S, K>(kind: String, stream: S, mut writer: StoreWriter<K>, changed: Arc<Notify>)
 where
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    S: Stream<Item = Result<watcher::Event<K::Wire>, watcher::Error>>,
+    K: Watched,
 {
     let mut stream = std::pin::pin!(stream);
     let mut failing = false;
@@ -600,9 +508,7 @@ where
                     tracing::info!(kind, "watch is back");
                     failing = false;
                 }
-                // Init and InitApply only fill the reflector's buffer; the store changes
-                // with InitDone, Apply and Delete.
-                if !matches!(event, watcher::Event::Init | watcher::Event::InitApply(_)) {
+                if writer.apply(event) {
                     changed.notify_one();
                 }
             }
@@ -650,24 +556,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strips_what_is_never_read() {
-        let mut meta: ObjectMeta = serde_json::from_value(serde_json::json!({
-            "name": "x",
-            "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "me"},
-            "managedFields": [{"manager": "kubectl"}]
-        }))
-        .expect("valid metadata");
-        strip_metadata(&mut meta);
-        assert!(meta.managed_fields.is_none());
-        let annotations = meta.annotations.expect("annotations kept");
-        assert_eq!(annotations.len(), 1);
-        assert_eq!(annotations.get("keep").map(String::as_str), Some("me"));
-    }
-
-    #[test]
     fn equal_objects_in_new_allocations_are_the_same_content() {
         let service: Service = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"}
+            "metadata": {"name": "web", "namespace": "default"}
         }))
         .expect("valid Service");
         let mut a = Snapshot::default();
@@ -678,7 +569,7 @@ mod tests {
             .insert(ObjectKey::new("default", "web"), Arc::new(service.clone()));
         assert!(same_content(&a, &b));
         let mut changed = service;
-        changed.metadata.resource_version = Some("8".into());
+        changed.metadata.annotations = Some([("a".into(), "b".into())].into());
         b.services
             .insert(ObjectKey::new("default", "web"), Arc::new(changed));
         assert!(!same_content(&a, &b));

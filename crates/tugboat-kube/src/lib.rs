@@ -10,5 +10,7 @@ pub mod class;
 pub mod events;
 pub mod manifests;
 pub mod status;
+pub mod store;
+pub mod watched;
 
 pub use manifests::{ManifestProblem, load_folder, watch_folder};

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use notify::{RecursiveMode, Watcher};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -206,21 +205,25 @@ fn add_object(
     let key = ObjectKey::new(namespace, name);
     let snapshot = &mut contents.snapshot;
     let result = match kind.as_str() {
-        "Ingress" => insert::<Ingress>(value, &key, &mut snapshot.ingresses, |o| &mut o.metadata),
-        "Service" => insert::<Service>(value, &key, &mut snapshot.services, |o| &mut o.metadata),
+        "Ingress" => insert::<Ingress>(value, &key, &mut snapshot.ingresses, |o| {
+            &mut o.metadata.namespace
+        }),
+        "Service" => insert::<Service>(value, &key, &mut snapshot.services, |o| {
+            &mut o.metadata.namespace
+        }),
         "Secret" => insert::<Secret>(value, &key, &mut snapshot.secrets, |o| {
             // As the API server does: stringData is merged into data.
             let data = o.data.get_or_insert_default();
             for (k, v) in o.string_data.take().unwrap_or_default() {
                 data.insert(k, k8s_openapi::ByteString(v.into_bytes()));
             }
-            &mut o.metadata
+            &mut o.metadata.namespace
         }),
-        "ConfigMap" => {
-            insert::<ConfigMap>(value, &key, &mut snapshot.config_maps, |o| &mut o.metadata)
-        }
+        "ConfigMap" => insert::<ConfigMap>(value, &key, &mut snapshot.config_maps, |o| {
+            &mut o.metadata.namespace
+        }),
         _ => insert::<EndpointSlice>(value, &key, &mut snapshot.endpoint_slices, |o| {
-            &mut o.metadata
+            &mut o.metadata.namespace
         }),
     };
     if let Err((field, message)) = result {
@@ -240,8 +243,8 @@ fn add_object(
 fn insert<K: DeserializeOwned>(
     value: Value,
     key: &ObjectKey,
-    store: &mut std::collections::BTreeMap<ObjectKey, Arc<K>>,
-    metadata: impl FnOnce(&mut K) -> &mut ObjectMeta,
+    store: &mut tugboat_model::Objects<K>,
+    namespace: impl FnOnce(&mut K) -> &mut Option<String>,
 ) -> Result<(), (Option<String>, String)> {
     let mut object: K = serde_path_to_error::deserialize(value).map_err(|err| {
         let field = err.path().to_string();
@@ -250,9 +253,7 @@ fn insert<K: DeserializeOwned>(
             err.into_inner().to_string(),
         )
     })?;
-    let meta = metadata(&mut object);
-    meta.namespace = Some(key.namespace.clone());
-    meta.managed_fields = None;
+    *namespace(&mut object) = Some(key.namespace.clone());
     if store.contains_key(key) {
         return Err((
             Some("metadata.name".into()),

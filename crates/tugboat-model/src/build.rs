@@ -23,9 +23,6 @@ use crate::snapshot::{ObjectKey, Snapshot};
 use crate::tls::{Pem, check_tls_secret};
 use crate::validate;
 
-/// The label that ties an EndpointSlice to its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-
 /// The operator's settings the model needs (from the controller's flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -203,12 +200,7 @@ fn host_match(host: &str) -> HostMatch {
 fn index_slices(snapshot: &Snapshot) -> HashMap<ObjectKey, Vec<&EndpointSlice>> {
     let mut index: HashMap<ObjectKey, Vec<&EndpointSlice>> = HashMap::new();
     for (key, slice) in &snapshot.endpoint_slices {
-        let service = slice
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|labels| labels.get(SERVICE_NAME_LABEL));
-        if let Some(service) = service {
+        if let Some(service) = slice.service_name() {
             index
                 .entry(ObjectKey::new(&key.namespace, service))
                 .or_default()

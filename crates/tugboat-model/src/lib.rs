@@ -23,4 +23,4 @@ pub use desired::{
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use problem::{ObjectProblem, ObjectRef};
-pub use snapshot::{ObjectKey, Snapshot};
+pub use snapshot::{ObjectKey, Objects, Snapshot};

@@ -1,27 +1,63 @@
 //! Lean versions of the Kubernetes kinds a large cluster has many of.
 //!
 //! The controller holds every Service and EndpointSlice of the cluster. The full
-//! `k8s-openapi` types keep room for fields the controller never reads (a Service spec's
-//! thirty-odd fields, an endpoint's target reference, node name, zone and hints: hundreds
-//! of bytes per object even when empty); these types declare only what the model reads,
-//! so the rest is skipped while the JSON is decoded and never allocated. They implement `k8s_openapi::Resource` and `Metadata`, so kube's watchers
-//! and stores take them like the generated types.
+//! `k8s-openapi` types keep room for fields the controller never reads (metadata's
+//! fifteen fields, a Service spec's thirty-odd, an endpoint's target reference, node
+//! name, zone and hints: hundreds of bytes per object even when empty); these types
+//! declare only what the model reads, so the rest is skipped while the JSON is decoded
+//! and never allocated. The API source decodes the full metadata (its watch needs the
+//! resource version) and keeps [`LeanMeta`].
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+/// The metadata the model reads: name, namespace, labels and annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct LeanMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
 
 /// `discovery.k8s.io/v1` EndpointSlice: addresses, conditions and ports only.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointSlice {
     #[serde(default)]
-    pub metadata: ObjectMeta,
+    pub metadata: LeanMeta,
     #[serde(default)]
     pub address_type: String,
     #[serde(default)]
     pub endpoints: Vec<Endpoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<Vec<EndpointPort>>,
+    /// The Service this slice belongs to, when the API source has moved it out of the
+    /// labels (a map of one label costs a whole tree node, hundreds of bytes per slice).
+    /// Read it with [`EndpointSlice::service_name`].
+    #[serde(skip)]
+    pub service_name: Option<String>,
+}
+
+/// The label that names the Service of an EndpointSlice.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+impl EndpointSlice {
+    /// The Service this slice belongs to (its `kubernetes.io/service-name` label).
+    pub fn service_name(&self) -> Option<&str> {
+        self.service_name.as_deref().or_else(|| {
+            self.metadata
+                .labels
+                .as_ref()?
+                .get(SERVICE_NAME_LABEL)
+                .map(String::as_str)
+        })
+    }
 }
 
 /// One endpoint of a slice.
@@ -56,32 +92,11 @@ pub struct EndpointPort {
     pub port: Option<i32>,
 }
 
-impl k8s_openapi::Resource for EndpointSlice {
-    const API_VERSION: &'static str = "discovery.k8s.io/v1";
-    const GROUP: &'static str = "discovery.k8s.io";
-    const KIND: &'static str = "EndpointSlice";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "endpointslices";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for EndpointSlice {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
 /// `v1` Service: its ports, type and ExternalName only.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct Service {
     #[serde(default)]
-    pub metadata: ObjectMeta,
+    pub metadata: LeanMeta,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<ServiceSpec>,
 }
@@ -104,27 +119,6 @@ pub struct ServicePort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub port: i32,
-}
-
-impl k8s_openapi::Resource for Service {
-    const API_VERSION: &'static str = "v1";
-    const GROUP: &'static str = "";
-    const KIND: &'static str = "Service";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "services";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for Service {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
 }
 
 #[cfg(test)]
@@ -154,6 +148,7 @@ mod tests {
             Some(true)
         );
         assert_eq!(slice.ports.as_ref().map(|p| p[0].port), Some(Some(8080)));
+        assert_eq!(slice.service_name(), Some("web"));
     }
 
     #[test]

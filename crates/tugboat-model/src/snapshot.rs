@@ -1,10 +1,11 @@
 //! The input of the model: every object the controller cares about, by namespace and name.
 //!
 //! Both sources (the manifest folder and the Kubernetes API) fill the same structure, so
-//! the rest of the pipeline never knows where the objects came from. Values are shared
-//! (`Arc`) so that taking a snapshot of a large cluster copies pointers, not objects.
+//! the rest of the pipeline never knows where the objects came from. Objects are shared
+//! (`Arc`) and the maps are persistent (`imbl`): a copy shares the tree's nodes and an
+//! update copies only the path it changes, so a source can hand out its whole store as a
+//! snapshot of a large cluster without copying it.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -34,16 +35,19 @@ impl fmt::Display for ObjectKey {
     }
 }
 
+/// Objects of one kind by namespace and name: a persistent map, cheap to copy.
+pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
+
 /// All objects relevant to routing, as one consistent view.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    pub ingresses: BTreeMap<ObjectKey, Arc<Ingress>>,
-    pub services: BTreeMap<ObjectKey, Arc<Service>>,
-    pub endpoint_slices: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    pub ingresses: Objects<Ingress>,
+    pub services: Objects<Service>,
+    pub endpoint_slices: Objects<EndpointSlice>,
     /// Secrets (TLS certificates, credentials). Never logged.
-    pub secrets: BTreeMap<ObjectKey, Arc<Secret>>,
+    pub secrets: Objects<Secret>,
     /// ConfigMaps the controller reads (its own settings, error pages).
-    pub config_maps: BTreeMap<ObjectKey, Arc<ConfigMap>>,
+    pub config_maps: Objects<ConfigMap>,
 }
 
 impl Snapshot {

@@ -159,7 +159,10 @@ async fn lead(
             continue;
         }
         match writer
-            .sync(stores.all_ingresses(), &current.served_ingresses)
+            .sync(
+                stores.all_ingresses().values().cloned(),
+                &current.served_ingresses,
+            )
             .await
         {
             Ok(0) => {}
@@ -198,24 +201,17 @@ fn ingress_uids(
     if wanted.is_empty() {
         return Vec::new();
     }
-    stores
-        .all_ingresses()
-        .filter_map(|ingress| {
-            let key = ObjectKey::new(
-                ingress.metadata.namespace.clone()?,
-                ingress.metadata.name.clone()?,
-            );
-            let uid = ingress.metadata.uid.clone()?;
-            wanted.contains(&key).then_some({
-                (
-                    ObjectRef {
-                        kind: "Ingress",
-                        namespace: key.namespace,
-                        name: key.name,
-                    },
-                    uid,
-                )
-            })
+    let ingresses = stores.all_ingresses();
+    wanted
+        .into_iter()
+        .filter_map(|key| {
+            let uid = ingresses.get(&key)?.metadata.uid.clone()?;
+            let object = ObjectRef {
+                kind: "Ingress",
+                namespace: key.namespace,
+                name: key.name,
+            };
+            Some((object, uid))
         })
         .collect()
 }

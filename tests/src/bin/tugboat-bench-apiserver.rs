@@ -102,8 +102,15 @@ fn load(server: &FakeApiServer, count: usize) {
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "tugboat"}, "spec": {"controller": "tugboat.dev/ingress"}
     }));
-    // A certificate and key of realistic size (the controller only carries them).
-    let pem = "A".repeat(1600);
+    // A real RSA-2048 certificate and key, of the size most clusters carry: every Secret
+    // passes the controller's checks and becomes a certificate file for haproxy.
+    let base64 = |text: &str| json!(k8s_openapi::ByteString(text.as_bytes().to_vec()));
+    let certificate = base64(include_str!(
+        "../../../crates/tugboat-model/src/testdata/rsa.crt"
+    ));
+    let key = base64(include_str!(
+        "../../../crates/tugboat-model/src/testdata/rsa-pkcs1.key"
+    ));
     for i in 0..count {
         let name = format!("svc-{i}");
         server.put(json!({
@@ -135,7 +142,7 @@ fn load(server: &FakeApiServer, count: usize) {
             server.put(json!({
                 "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
                 "metadata": {"name": secret, "namespace": NAMESPACE},
-                "data": {"tls.crt": pem, "tls.key": pem}
+                "data": {"tls.crt": certificate, "tls.key": key}
             }));
             json!([{"hosts": [format!("host-{i}.example.com")], "secretName": secret}])
         } else {

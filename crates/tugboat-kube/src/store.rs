@@ -1,0 +1,202 @@
+//! The objects of one kind, as a watch lists and updates them.
+//!
+//! Unlike kube's reflector store, which clones every object it receives and keys it by
+//! name, namespace, resource version and uid, this store keeps what the controller reads
+//! of each object ([`Watched::keep`], which moves rather than copies) under its namespace
+//! and name, in a persistent map: a snapshot is a copy of the map that shares its nodes,
+//! and an update after a snapshot copies one path of the tree, not the whole store.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use kube::Resource;
+use kube::runtime::watcher;
+use tokio::sync::watch;
+use tugboat_model::{ObjectKey, Objects};
+
+use crate::watched::Watched;
+
+/// A shared, read-only handle on one kind's objects in one scope.
+pub struct ObjectStore<K> {
+    objects: Arc<RwLock<Objects<K>>>,
+    listed: watch::Receiver<bool>,
+}
+
+impl<K> Clone for ObjectStore<K> {
+    fn clone(&self) -> Self {
+        Self {
+            objects: self.objects.clone(),
+            listed: self.listed.clone(),
+        }
+    }
+}
+
+impl<K> ObjectStore<K> {
+    /// The objects as of now: a copy that shares the store's nodes.
+    pub fn objects(&self) -> Objects<K> {
+        self.objects
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Resolves once the first complete list is in, or when the writer is gone (the
+    /// watch stopped for good) without one.
+    pub async fn wait_until_listed(&self) {
+        let mut listed = self.listed.clone();
+        if listed.wait_for(|listed| *listed).await.is_err() {
+            tracing::debug!("a watch stopped before its first list");
+        }
+    }
+}
+
+/// Applies a watch's events to its store. During a (re-)list the objects gather in a
+/// new map that replaces the store's at the end of the list, so readers never see a
+/// half-listed store.
+pub struct StoreWriter<K> {
+    objects: Arc<RwLock<Objects<K>>>,
+    listed: watch::Sender<bool>,
+    listing: Option<Objects<K>>,
+}
+
+/// A new, empty store and the writer that fills it.
+pub fn object_store<K>() -> (ObjectStore<K>, StoreWriter<K>) {
+    let objects = Arc::new(RwLock::new(Objects::default()));
+    let (listed_sender, listed) = watch::channel(false);
+    (
+        ObjectStore {
+            objects: objects.clone(),
+            listed,
+        },
+        StoreWriter {
+            objects,
+            listed: listed_sender,
+            listing: None,
+        },
+    )
+}
+
+impl<K: Watched> StoreWriter<K> {
+    /// Applies one event. Returns whether the store's content changed (a listed object
+    /// only changes it when its list completes).
+    pub fn apply(&mut self, event: watcher::Event<K::Wire>) -> bool {
+        match event {
+            watcher::Event::Init => {
+                self.listing = Some(Objects::default());
+                false
+            }
+            watcher::Event::InitApply(object) => {
+                if let (Some(listing), Some(key)) = (self.listing.as_mut(), key_of(&object)) {
+                    listing.insert(key, Arc::new(K::keep(object)));
+                }
+                false
+            }
+            watcher::Event::InitDone => {
+                let listed = self.listing.take().unwrap_or_default();
+                *self.write() = listed;
+                self.listed.send_replace(true);
+                true
+            }
+            watcher::Event::Apply(object) => match key_of(&object) {
+                Some(key) => {
+                    self.write().insert(key, Arc::new(K::keep(object)));
+                    true
+                }
+                None => false,
+            },
+            watcher::Event::Delete(object) => match key_of(&object) {
+                Some(key) => self.write().remove(&key).is_some(),
+                None => false,
+            },
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Objects<K>> {
+        self.objects.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An object's namespace (empty for cluster-scoped kinds) and name; `None` without a name.
+pub fn key_of<K: Resource>(object: &K) -> Option<ObjectKey> {
+    let meta = object.meta();
+    Some(ObjectKey::new(
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone()?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watched::ServiceWire;
+    use tugboat_model::objects::Service;
+
+    fn service(name: &str, port: i32) -> ServiceWire {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"ports": [{"port": port}]}
+        }))
+        .expect("valid Service")
+    }
+
+    fn ports(store: &ObjectStore<Service>) -> Vec<(String, i32)> {
+        store
+            .objects()
+            .iter()
+            .map(|(key, service)| {
+                let spec = service.spec.as_ref().expect("spec");
+                let ports = spec.ports.as_ref().expect("ports");
+                (key.name.clone(), ports[0].port)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_list_replaces_the_store_only_when_complete() {
+        let (store, mut writer) = object_store::<Service>();
+        assert!(!writer.apply(watcher::Event::Init));
+        assert!(!writer.apply(watcher::Event::InitApply(service("a", 80))));
+        assert!(store.is_empty(), "half a list is never visible");
+        assert!(writer.apply(watcher::Event::InitDone));
+        store.wait_until_listed().await;
+        assert_eq!(ports(&store), [("a".to_string(), 80)]);
+
+        let before = store.objects();
+        assert!(writer.apply(watcher::Event::Apply(service("b", 81))));
+        assert!(writer.apply(watcher::Event::Apply(service("a", 8080))));
+        assert_eq!(
+            ports(&store),
+            [("a".to_string(), 8080), ("b".to_string(), 81)]
+        );
+        assert_eq!(before.len(), 1, "a copy taken earlier does not change");
+
+        // A re-list (after 410 Gone) drops what is gone.
+        writer.apply(watcher::Event::Init);
+        writer.apply(watcher::Event::InitApply(service("b", 81)));
+        assert_eq!(store.len(), 2);
+        writer.apply(watcher::Event::InitDone);
+        assert_eq!(ports(&store), [("b".to_string(), 81)]);
+
+        assert!(writer.apply(watcher::Event::Delete(service("b", 81))));
+        assert!(!writer.apply(watcher::Event::Delete(service("b", 81))));
+        assert!(store.is_empty());
+    }
+
+    #[tokio::test]
+    async fn waiting_ends_when_the_writer_is_gone() {
+        let (store, writer) = object_store::<Service>();
+        drop(writer);
+        store.wait_until_listed().await;
+        assert!(store.is_empty());
+    }
+}
