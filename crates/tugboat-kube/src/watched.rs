@@ -51,6 +51,13 @@ fn strip_metadata(meta: &mut ObjectMeta) {
     }
 }
 
+/// Gives back a list's spare room. Decoding grows a list to at least four elements, so
+/// the one path of an Ingress rule or the one address of an endpoint would keep three
+/// empty places (a path is 176 bytes): tens of megabytes across a large cluster.
+fn shrink<T>(list: &mut Vec<T>) {
+    list.shrink_to_fit();
+}
+
 /// Name, namespace and (when `annotations`) the annotations; labels are left out.
 fn lean_meta(mut meta: ObjectMeta, annotations: bool) -> LeanMeta {
     strip_metadata(&mut meta);
@@ -66,6 +73,18 @@ impl Watched for Ingress {
     type Wire = Self;
     fn keep(mut ingress: Self) -> Self {
         strip_metadata(&mut ingress.metadata);
+        if let Some(spec) = ingress.spec.as_mut() {
+            for rule in spec.rules.iter_mut().flatten() {
+                if let Some(http) = rule.http.as_mut() {
+                    shrink(&mut http.paths);
+                }
+            }
+            for tls in spec.tls.iter_mut().flatten() {
+                tls.hosts.iter_mut().for_each(shrink);
+            }
+            spec.rules.iter_mut().for_each(shrink);
+            spec.tls.iter_mut().for_each(shrink);
+        }
         ingress
     }
 }
@@ -110,7 +129,10 @@ pub struct ServiceWire {
 
 impl Watched for Service {
     type Wire = ServiceWire;
-    fn keep(wire: ServiceWire) -> Self {
+    fn keep(mut wire: ServiceWire) -> Self {
+        if let Some(spec) = wire.spec.as_mut() {
+            spec.ports.iter_mut().for_each(shrink);
+        }
         Service {
             // Annotations carry the Service's backend settings.
             metadata: lean_meta(wire.metadata, true),
@@ -141,6 +163,11 @@ impl Watched for EndpointSlice {
             .labels
             .as_mut()
             .and_then(|labels| labels.remove(tugboat_model::objects::SERVICE_NAME_LABEL));
+        for endpoint in &mut wire.endpoints {
+            shrink(&mut endpoint.addresses);
+        }
+        shrink(&mut wire.endpoints);
+        wire.ports.iter_mut().for_each(shrink);
         EndpointSlice {
             metadata: lean_meta(wire.metadata, false),
             address_type: wire.address_type,
@@ -221,6 +248,41 @@ mod tests {
     }
 
     #[test]
+    fn ingresses_keep_no_spare_room_in_their_lists() {
+        // Decoded from text, as from the API: lists grow as they are read.
+        let ingress: Ingress = serde_json::from_str(
+            &serde_json::json!({
+                "metadata": {"name": "shop", "namespace": "shop"},
+                "spec": {
+                    "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
+                    "rules": [{"host": "shop.example.com", "http": {"paths": [
+                        {"path": "/", "pathType": "Prefix",
+                         "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+                    ]}}]
+                }
+            })
+            .to_string(),
+        )
+        .expect("Ingress");
+        let paths_capacity = |ingress: &Ingress| {
+            let rules = ingress.spec.as_ref().and_then(|s| s.rules.as_ref());
+            let http = rules.and_then(|r| r[0].http.as_ref()).expect("http");
+            http.paths.capacity()
+        };
+        // What this guards against: decoding leaves room for more.
+        assert!(paths_capacity(&ingress) > 1);
+        let original = ingress.clone();
+        let kept = Ingress::keep(ingress);
+        assert_eq!(paths_capacity(&kept), 1);
+        let spec = kept.spec.as_ref().expect("spec");
+        assert_eq!(spec.rules.as_ref().map(Vec::capacity), Some(1));
+        let tls = spec.tls.as_ref().expect("tls");
+        assert_eq!(tls.capacity(), 1);
+        assert_eq!(tls[0].hosts.as_ref().map(Vec::capacity), Some(1));
+        assert_eq!(kept.spec, original.spec, "the content is unchanged");
+    }
+
+    #[test]
     fn services_keep_name_namespace_annotations_and_spec() {
         let wire: ServiceWire = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Service",
@@ -250,17 +312,24 @@ mod tests {
 
     #[test]
     fn endpoint_slices_keep_their_service_name_out_of_the_labels() {
-        let wire: EndpointSliceWire = serde_json::from_value(serde_json::json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "3",
-                         "labels": {"kubernetes.io/service-name": "web",
-                                    "endpointslice.kubernetes.io/managed-by": "x"}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}],
-            "ports": [{"name": "http", "port": 8080}]
-        }))
+        // Decoded from text, as from the API: lists grow as they are read.
+        let wire: EndpointSliceWire = serde_json::from_str(
+            &serde_json::json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": "web-1", "namespace": "shop", "resourceVersion": "3",
+                             "labels": {"kubernetes.io/service-name": "web",
+                                        "endpointslice.kubernetes.io/managed-by": "x"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "http", "port": 8080}]
+            })
+            .to_string(),
+        )
         .expect("EndpointSlice");
+        assert!(wire.endpoints[0].addresses.capacity() > 1);
         let slice = EndpointSlice::keep(wire);
+        assert_eq!(slice.endpoints.capacity(), 1, "no spare room is kept");
+        assert_eq!(slice.endpoints[0].addresses.capacity(), 1);
         assert_eq!(slice.metadata.labels, None);
         assert_eq!(slice.metadata.name.as_deref(), Some("web-1"));
         assert_eq!(slice.service_name(), Some("web"));

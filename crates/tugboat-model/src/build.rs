@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::objects::{EndpointSlice, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
@@ -100,6 +101,7 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
         backend_files: BTreeMap::new(),
         pattern_files: BTreeMap::new(),
         backend_options_owner: HashMap::new(),
+        default_options: Arc::default(),
         snapshot,
         settings,
         slices_by_service: index_slices(snapshot),
@@ -225,6 +227,8 @@ struct Builder<'a> {
     userlists: BTreeMap<String, Vec<UserHash>>,
     /// The Ingress whose keys set a backend's options (the oldest that uses it).
     backend_options_owner: HashMap<BackendName, ObjectKey>,
+    /// The default backend options, shared by every backend that has them.
+    default_options: Arc<BackendOptions>,
     /// Files of the backends' TLS, by file name.
     backend_files: BTreeMap<String, Pem>,
     /// Pattern files of access lists, by file name.
@@ -461,8 +465,8 @@ impl Builder<'_> {
         let name = BackendName::for_service_port(&key, &port).ok()?;
         if !self.backends.contains_key(&name) {
             let resolved = self.resolve_endpoints(&key, &port).unwrap_or_default();
-            self.backends
-                .insert(name.clone(), resolved.into_backend(key, port));
+            let backend = resolved.into_backend(key, port, self.default_options.clone());
+            self.backends.insert(name.clone(), backend);
         }
         Some(name)
     }
@@ -811,7 +815,7 @@ impl Builder<'_> {
                 Some(options)
             }
             Some(owner) => {
-                let current = self.backends.get(name).map(|b| &b.options);
+                let current = self.backends.get(name).map(|b| b.options.as_ref());
                 if current != Some(&options) && owner != ingress {
                     self.problems.push(ObjectProblem {
                         object: ingress_layer.object.clone(),
@@ -912,7 +916,7 @@ impl Builder<'_> {
             };
             self.backends.insert(
                 name.clone(),
-                resolved.into_backend(service_key.clone(), port),
+                resolved.into_backend(service_key.clone(), port, self.default_options.clone()),
             );
             if let Some(error) = error {
                 self.resolution_errors.insert(name.clone(), error);
@@ -921,7 +925,11 @@ impl Builder<'_> {
         if let Some(options) = self.backend_options(&name, &service_key, ingress, ingress_layer)
             && let Some(backend) = self.backends.get_mut(&name)
         {
-            backend.options = options;
+            backend.options = if options == *self.default_options {
+                self.default_options.clone()
+            } else {
+                Arc::new(options)
+            };
         }
         if let Some(error) = self.resolution_errors.get(&name).cloned() {
             self.problems.push(ObjectProblem {
@@ -1083,14 +1091,19 @@ struct Resolved {
 }
 
 impl Resolved {
-    fn into_backend(self, service: ObjectKey, port: ServicePortRef) -> Backend {
+    fn into_backend(
+        self,
+        service: ObjectKey,
+        port: ServicePortRef,
+        options: Arc<BackendOptions>,
+    ) -> Backend {
         Backend {
             service,
             port,
             endpoints: self.ready.into_iter().collect(),
             draining: self.draining.into_iter().collect(),
             external: self.external,
-            options: BackendOptions::default(),
+            options,
         }
     }
 }

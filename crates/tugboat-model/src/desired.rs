@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 use crate::snapshot::ObjectKey;
@@ -103,8 +104,10 @@ pub struct Backend {
     pub draining: Vec<Endpoint>,
     /// For an ExternalName Service: the DNS name and port to send requests to.
     pub external: Option<(String, u16)>,
-    /// How haproxy talks to the servers (annotations and ConfigMap keys).
-    pub options: BackendOptions,
+    /// How haproxy talks to the servers (annotations and ConfigMap keys). Shared: most
+    /// backends have the default options, and a copy in each of ten thousand backends
+    /// is megabytes.
+    pub options: Arc<BackendOptions>,
 }
 
 /// A TLS certificate served for some hosts (by SNI).

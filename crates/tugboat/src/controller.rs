@@ -401,7 +401,7 @@ fn leave_out_refused_snippets(
                 "metadata.annotations.tugboat.dev/backend-config-snippet"
             };
             problem(snippet, field, said);
-            backend.options.snippet = None;
+            Arc::make_mut(&mut backend.options).snippet = None;
         }
     }
     problems.sort();
