@@ -543,8 +543,11 @@ async fn proxy_protocol_backend() -> (SocketAddr, tokio::task::JoinHandle<()>) {
 
 async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary) {
     let (addr, _task) = proxy_protocol_backend().await;
-    let echo = start_backends("hashed", 127, 1).await;
-    let mut addrs: Vec<SocketAddr> = echo.iter().map(|s| s.addr).collect();
+    // Nine backends on one port (an EndpointSlice has one port for all): one now, all
+    // nine later.
+    let echo = start_backends("hashed", 127, 9).await;
+    let all: Vec<SocketAddr> = echo.iter().map(|s| s.addr).collect();
+    let addrs = &all[..1];
     let files = vec![
         (
             "proxied.yaml".into(),
@@ -556,7 +559,7 @@ async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary) {
         ),
         (
             "hashed.yaml".into(),
-            annotated_service("hashed", &[("load-balance", "source")], &addrs),
+            annotated_service("hashed", &[("load-balance", "source")], addrs),
         ),
         (
             "ingress.yaml".into(),
@@ -577,27 +580,28 @@ async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary) {
     let before = pod.haproxy.show_proc().await;
 
     // More endpoints than the slots with `balance source`: a reload, not `add server`.
-    let more = start_backends("hashed", 128, 8).await;
-    addrs.extend(more.iter().map(|s| s.addr));
     pod.write_manifest(
         "hashed.yaml",
-        &annotated_service("hashed", &[("load-balance", "source")], &addrs),
+        &annotated_service("hashed", &[("load-balance", "source")], &all),
     );
     let config = pod.haproxy.config_dir.join("haproxy.cfg");
     eventually("9 servers of hashed", Duration::from_secs(10), || {
         let config = config.clone();
         async move {
             let text = std::fs::read_to_string(config).ok()?;
-            (text.matches("server s").count() >= 9 && text.contains("127.0.128.8")).then_some(())
+            (text.matches("server s").count() >= 9 && text.contains("127.0.127.9")).then_some(())
         }
     })
     .await;
+    // The file is written before haproxy is told to reload; the count follows.
+    let haproxy = &pod.haproxy;
+    eventually(
+        "new servers by a reload",
+        Duration::from_secs(10),
+        || async { (haproxy.show_proc().await.reloads > before.reloads).then_some(()) },
+    )
+    .await;
     pod.wait_for_service(HOST, "/hashed", "hashed").await;
-    let after = pod.haproxy.show_proc().await;
-    assert!(
-        after.reloads > before.reloads,
-        "new servers came by a reload"
-    );
 }
 
 async fn precedence_and_invalid_values(haproxy: HaproxyBinary) {
