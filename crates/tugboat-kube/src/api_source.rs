@@ -243,7 +243,7 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
 /// The ConfigMaps watched because an access list names them, with their watch tasks.
 type ListedConfigMaps = BTreeMap<ObjectKey, (ObjectStore<ConfigMap>, tokio::task::JoinHandle<()>)>;
 
-/// Starts the reflectors and publishes snapshots on `snapshots` until the client is
+/// Starts the watches and publishes snapshots on `snapshots` until the client is
 /// dropped or every receiver is gone. `counts` gets the store sizes after every change.
 pub struct ApiSource {
     stores: ClusterStores,

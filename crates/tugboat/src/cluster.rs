@@ -1,4 +1,4 @@
-//! Wiring for the Kubernetes API source: reflectors feed the controller loop; the
+//! Wiring for the Kubernetes API source: watches feed the controller loop; the
 //! leader (a Lease) writes Ingress status and posts Events for object problems; every
 //! replica configures its own haproxy, leader or not.
 
