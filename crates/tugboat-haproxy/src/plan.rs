@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use tugboat_model::{BackendName, Desired};
+use tugboat_model::{BackendName, Desired, FeatureSetId, RouteFeatures};
 
 use crate::layout::Layout;
 use crate::render::{RenderSettings, RenderedFiles, render, server_options};
@@ -174,38 +174,51 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
 /// Backends that no route uses any more stay (with their last servers) until the next
 /// reload: removing them would cost a reload for nothing, since no request reaches them.
 fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
-    for (name, backend) in &applied.desired.backends {
-        let used = desired.routes.iter().any(|r| &r.backend == name)
-            || desired.default_backend.as_ref() == Some(name);
-        if !used && !desired.backends.contains_key(name) {
-            desired.backends.insert(name.clone(), backend.clone());
-            keep_backend_files(applied, &mut desired, backend);
-        }
+    let routed: BTreeSet<&BackendName> = desired
+        .routes
+        .iter()
+        .map(|r| &r.backend)
+        .chain(&desired.default_backend)
+        .collect();
+    let unrouted: Vec<(&BackendName, &tugboat_model::Backend)> = applied
+        .desired
+        .backends
+        .iter()
+        .filter(|(name, _)| !routed.contains(name) && !desired.backends.contains_key(*name))
+        .collect();
+    for (name, backend) in unrouted {
+        desired.backends.insert(name.clone(), backend.clone());
+        keep_backend_files(applied, &mut desired, backend);
     }
     // Feature sets too, with their userlists: their rules match no request.
-    for (id, features) in &applied.desired.feature_sets {
-        let used = desired
-            .routes
-            .iter()
-            .any(|r| r.features.as_ref() == Some(id));
-        if !used && !desired.feature_sets.contains_key(id) {
-            desired.feature_sets.insert(id.clone(), features.clone());
-            for file in features.allow_file.iter().chain(&features.deny_file) {
-                if let Some(contents) = applied.desired.pattern_files.get(file) {
-                    desired
-                        .pattern_files
-                        .entry(file.clone())
-                        .or_insert_with(|| contents.clone());
-                }
-            }
-            if let Some(auth) = &features.basic_auth
-                && !desired.userlists.contains_key(&auth.userlist)
-                && let Some(users) = applied.desired.userlists.get(&auth.userlist)
-            {
+    let used: BTreeSet<&FeatureSetId> = desired
+        .routes
+        .iter()
+        .filter_map(|r| r.features.as_ref())
+        .collect();
+    let unused: Vec<(&FeatureSetId, &RouteFeatures)> = applied
+        .desired
+        .feature_sets
+        .iter()
+        .filter(|(id, _)| !used.contains(id) && !desired.feature_sets.contains_key(*id))
+        .collect();
+    for (id, features) in unused {
+        desired.feature_sets.insert(id.clone(), features.clone());
+        for file in features.allow_file.iter().chain(&features.deny_file) {
+            if let Some(contents) = applied.desired.pattern_files.get(file) {
                 desired
-                    .userlists
-                    .insert(auth.userlist.clone(), users.clone());
+                    .pattern_files
+                    .entry(file.clone())
+                    .or_insert_with(|| contents.clone());
             }
+        }
+        if let Some(auth) = &features.basic_auth
+            && !desired.userlists.contains_key(&auth.userlist)
+            && let Some(users) = applied.desired.userlists.get(&auth.userlist)
+        {
+            desired
+                .userlists
+                .insert(auth.userlist.clone(), users.clone());
         }
     }
     desired
@@ -307,6 +320,13 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
             .as_ref()
             .is_none_or(|id| applied.feature_sets.get(id) == desired.feature_sets.get(id))
     };
+    // By host and path; the first route of a pair wins, as haproxy's maps do.
+    let applied_routes: BTreeMap<_, _> = applied
+        .routes
+        .iter()
+        .rev()
+        .map(|route| ((&route.host, &route.path), route))
+        .collect();
     let routes = desired
         .routes
         .iter()
@@ -314,11 +334,9 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
             if known.contains(&route.backend) && known_features(route) {
                 return Some(route.clone());
             }
-            applied
-                .routes
-                .iter()
-                .find(|old| old.host == route.host && old.path == route.path)
-                .cloned()
+            applied_routes
+                .get(&(&route.host, &route.path))
+                .map(|old| (*old).clone())
         })
         .collect();
     Desired {

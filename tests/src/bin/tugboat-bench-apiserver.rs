@@ -1,8 +1,12 @@
-//! `tugboat-bench-apiserver [--runs N] [--ingresses N]`: loads the fake API server with a
-//! large cluster (by default 10,000 Ingresses, 10,000 Services, 10,000 EndpointSlices of
-//! 5 endpoints, 1,000 TLS Secrets), starts the real `tugboat` binary against it and a
-//! real haproxy 3.0, and prints the time to the first successful apply (wall clock and
-//! the controller's CPU time) and the controller's peak RSS. A benchmark, not a test.
+//! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N]`: loads the fake API
+//! server with a large cluster (by default 10,000 Ingresses, 10,000 Services, 10,000
+//! EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real `tugboat` binary
+//! against it and a real haproxy 3.0, and prints the time to the first successful apply
+//! (wall clock and the controller's CPU time) and the controller's peak RSS. Then, on the
+//! same cluster, it moves one endpoint of a different EndpointSlice `--changes` times (20
+//! by default) and prints how long each took to reach haproxy's running servers, next to
+//! a bare runtime-API round trip measured in the same run, and the reloads they caused.
+//! A benchmark, not a test.
 //!
 //! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
 //! from next to this one, or from `TUGBOAT_BIN`).
@@ -20,23 +24,37 @@ const NAMESPACE: &str = "bench";
 /// How long one run may take before it is called a failure.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
+/// How long to wait for one endpoint change to reach haproxy.
+const CHANGE_LIMIT: Duration = Duration::from_secs(30);
+/// The quiet spell before each change, so that each one is applied on its own.
+const CHANGE_SPACING: Duration = Duration::from_millis(300);
+
 struct Figures {
     wall: Duration,
     cpu_seconds: f64,
     peak_rss_bytes: u64,
+    /// From the EndpointSlice write to the new address in haproxy's servers.
+    changes: Vec<Duration>,
+    /// A bare `show servers state` round trip, measured between the changes.
+    round_trips: Vec<Duration>,
+    reloads_during_changes: u64,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let mut runs = 3usize;
     let mut ingresses = 10_000usize;
+    let mut changes = 20usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().context("every option takes a value")?;
         match arg.as_str() {
             "--runs" => runs = value.parse().context("--runs N")?,
             "--ingresses" => ingresses = value.parse().context("--ingresses N")?,
-            other => bail!("unknown option {other}; usage: [--runs N] [--ingresses N]"),
+            "--changes" => changes = value.parse().context("--changes N")?,
+            other => {
+                bail!("unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N]")
+            }
         }
     }
     let tugboat = tugboat_binary()?;
@@ -53,19 +71,51 @@ async fn main() -> anyhow::Result<()> {
     );
     let mut figures = Vec::new();
     for run in 1..=runs {
-        let result = run_once(&tugboat, &haproxy, &server).await?;
+        let result = run_once(&tugboat, &haproxy, &server, changes.min(ingresses)).await?;
         println!(
             "run {run}: first apply after {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
             result.wall.as_secs_f64(),
             result.cpu_seconds,
             result.peak_rss_bytes as f64 / 1e6
         );
+        if !result.changes.is_empty() {
+            println!(
+                "run {run}: {} endpoint changes reached haproxy in {:.1} ms median ({:.1} ms \
+                 at most), {} reloads; runtime-API round trip {:.2} ms median",
+                result.changes.len(),
+                median_ms(&result.changes),
+                result
+                    .changes
+                    .iter()
+                    .max()
+                    .map_or(0.0, |d| d.as_secs_f64() * 1e3),
+                result.reloads_during_changes,
+                median_ms(&result.round_trips),
+            );
+        }
         figures.push(result);
     }
     let median = |mut values: Vec<f64>| {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
+    let all_changes: Vec<Duration> = figures.iter().flat_map(|f| f.changes.clone()).collect();
+    let all_round_trips: Vec<Duration> =
+        figures.iter().flat_map(|f| f.round_trips.clone()).collect();
+    if !all_changes.is_empty() {
+        println!(
+            "all runs: endpoint change to haproxy {:.1} ms median over {} changes, {:.0}x the \
+             runtime-API round trip ({:.2} ms median); {} reloads",
+            median_ms(&all_changes),
+            all_changes.len(),
+            median_ms(&all_changes) / median_ms(&all_round_trips),
+            median_ms(&all_round_trips),
+            figures
+                .iter()
+                .map(|f| f.reloads_during_changes)
+                .sum::<u64>(),
+        );
+    }
     println!(
         "median of {runs}: first apply {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
         median(figures.iter().map(|f| f.wall.as_secs_f64()).collect()),
@@ -78,6 +128,37 @@ async fn main() -> anyhow::Result<()> {
         ),
     );
     Ok(())
+}
+
+/// Polls haproxy until a server of `backend` has `address`.
+async fn wait_for_server(
+    cli: &tugboat_haproxy::MasterCli,
+    backend: &str,
+    address: &str,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let command = format!("show servers state {backend}");
+    loop {
+        if cli
+            .worker_command(&command)
+            .await?
+            .contains(&format!(" {address} "))
+        {
+            return Ok(());
+        }
+        if started.elapsed() > CHANGE_LIMIT {
+            bail!("{address} did not reach haproxy's {backend} within {CHANGE_LIMIT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn median_ms(values: &[Duration]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted
+        .get(sorted.len() / 2)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
 fn tugboat_binary() -> anyhow::Result<PathBuf> {
@@ -95,8 +176,41 @@ fn tugboat_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Fills the API server. Endpoints are loopback addresses that nothing listens on;
-/// haproxy never contacts them (no health checks, no traffic).
+/// The EndpointSlice of Service `svc-{index}`: 5 ready endpoints on loopback addresses
+/// that nothing listens on (haproxy never contacts them: no health checks, no traffic),
+/// the first one at `first_address` when given.
+fn endpoint_slice(index: usize, first_address: Option<&str>) -> serde_json::Value {
+    let name = format!("svc-{index}");
+    let endpoints: Vec<_> = (0..5)
+        .map(|e| {
+            let address = match first_address {
+                Some(address) if e == 0 => address.to_string(),
+                _ => endpoint_address(index, e),
+            };
+            json!({
+                "addresses": [address],
+                "conditions": {"ready": true},
+                "targetRef": {"kind": "Pod", "namespace": NAMESPACE, "name": format!("{name}-pod-{e}")}
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{name}-abcde"), "namespace": NAMESPACE,
+                     "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": endpoints
+    })
+}
+
+/// The address of endpoint `endpoint` of Service `svc-{index}`, unique in the cluster.
+fn endpoint_address(index: usize, endpoint: usize) -> String {
+    let n = index * 5 + endpoint;
+    format!("127.{}.{}.{}", 1 + n / 65536, (n / 256) % 256, n % 256)
+}
+
+/// Fills the API server.
 fn load(server: &FakeApiServer, count: usize) {
     server.put(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
@@ -119,24 +233,7 @@ fn load(server: &FakeApiServer, count: usize) {
             "spec": {"clusterIP": format!("10.96.{}.{}", i / 250, i % 250 + 1),
                      "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}
         }));
-        let endpoints: Vec<_> = (0..5)
-            .map(|e| {
-                let n = i * 5 + e;
-                json!({
-                    "addresses": [format!("127.{}.{}.{}", 1 + n / 65536, (n / 256) % 256, n % 256)],
-                    "conditions": {"ready": true},
-                    "targetRef": {"kind": "Pod", "namespace": NAMESPACE, "name": format!("{name}-pod-{e}")}
-                })
-            })
-            .collect();
-        server.put(json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": format!("{name}-abcde"), "namespace": NAMESPACE,
-                         "labels": {"kubernetes.io/service-name": name}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": endpoints
-        }));
+        server.put(endpoint_slice(i, None));
         let tls = if i % 10 == 0 {
             let secret = format!("tls-{i}");
             server.put(json!({
@@ -168,6 +265,7 @@ async fn run_once(
     tugboat: &PathBuf,
     haproxy_binary: &HaproxyBinary,
     server: &FakeApiServer,
+    changes: usize,
 ) -> anyhow::Result<Figures> {
     let haproxy = Haproxy::start(haproxy_binary).await;
     let dir = tempfile::tempdir().context("temporary folder")?;
@@ -216,10 +314,36 @@ async fn run_once(
     }
     let wall = started.elapsed();
     let usage = ProcessUsage::read_pid(&pid).context("cannot read the controller's /proc")?;
+    let cli = haproxy.cli();
+    let reloads_before = haproxy.show_proc().await.reloads;
+    let mut change_times = Vec::new();
+    let mut round_trips = Vec::new();
+    for index in 0..changes {
+        tokio::time::sleep(CHANGE_SPACING).await;
+        let backend = format!("{NAMESPACE}_svc-{index}_80");
+        let command = format!("show servers state {backend}");
+        let asked = Instant::now();
+        cli.worker_command(&command).await?;
+        round_trips.push(asked.elapsed());
+        // The first endpoint of the slice moves to an address no other endpoint has.
+        let address = format!("127.250.{}.{}", index / 256, index % 256);
+        server.put(endpoint_slice(index, Some(&address)));
+        let written = Instant::now();
+        wait_for_server(&cli, &backend, &address).await?;
+        change_times.push(written.elapsed());
+        // Put the slice back (for the next run), and let that settle before the next
+        // change so that each change is measured on its own.
+        server.put(endpoint_slice(index, None));
+        wait_for_server(&cli, &backend, &endpoint_address(index, 0)).await?;
+    }
+    let reloads_during_changes = haproxy.show_proc().await.reloads - reloads_before;
     child.kill().await.ok();
     Ok(Figures {
         wall,
         cpu_seconds: usage.cpu_seconds,
         peak_rss_bytes: usage.peak_resident_bytes,
+        changes: change_times,
+        round_trips,
+        reloads_during_changes,
     })
 }
