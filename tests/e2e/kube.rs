@@ -264,7 +264,7 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
     let web = start_backends("web", 24, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    for ns in ["team-a", "team-b"] {
+    for ns in ["team-a", "team-b", "team-c"] {
         server.apply_yaml(&service_in(ns, "web", &web));
         server.apply_yaml(&ingress(
             ns,
@@ -275,12 +275,14 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
         ));
     }
     let mut opts = options("pod-a");
-    opts.source.namespaces = vec!["team-a".into()];
+    // Two namespaces: one watch per namespace and kind, their stores merged.
+    opts.source.namespaces = vec!["team-a".into(), "team-b".into()];
     opts.source.class = ClassFilter::default();
     let pod = ClusterPod::start(&haproxy, &server, opts).await;
     pod.wait_for_service("team-a.example.com", "/", "web").await;
+    pod.wait_for_service("team-b.example.com", "/", "web").await;
     assert_eq!(
-        pod.get("team-b.example.com", "/")
+        pod.get("team-c.example.com", "/")
             .await
             .expect("request")
             .status,
@@ -288,31 +290,30 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
     );
     let served = eventually("the served Ingresses", Duration::from_secs(5), || async {
         let served = pod.status.borrow().served_ingresses.clone();
-        (!served.is_empty()).then_some(served)
+        (served.len() >= 2).then_some(served)
     })
     .await;
     assert_eq!(
         served.into_iter().collect::<Vec<_>>(),
-        vec![ObjectKey::new("team-a", "shop")]
+        vec![
+            ObjectKey::new("team-a", "shop"),
+            ObjectKey::new("team-b", "shop")
+        ]
     );
     // A change in an unwatched namespace is not seen.
-    server.apply_yaml(&ingress(
-        "team-b",
-        "more",
-        Some("tugboat"),
-        "more-b.example.com",
-        "web",
-    ));
-    server.apply_yaml(&ingress(
-        "team-a",
-        "more",
-        Some("tugboat"),
-        "more-a.example.com",
-        "web",
-    ));
-    pod.wait_for_service("more-a.example.com", "/", "web").await;
+    for ns in ["team-c", "team-b"] {
+        server.apply_yaml(&ingress(
+            ns,
+            "more",
+            Some("tugboat"),
+            &format!("more-{ns}.example.com"),
+            "web",
+        ));
+    }
+    pod.wait_for_service("more-team-b.example.com", "/", "web")
+        .await;
     assert_eq!(
-        pod.get("more-b.example.com", "/")
+        pod.get("more-team-c.example.com", "/")
             .await
             .expect("request")
             .status,
