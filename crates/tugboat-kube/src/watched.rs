@@ -31,8 +31,8 @@ pub trait Watched: Sized {
 }
 
 /// Drops what the controller never reads. The resource version goes too: the watch has
-/// read it before this runs, and without it an update that changes nothing the
-/// controller reads (a status write) compares equal.
+/// read it before this runs, and without it an update that changes nothing the store
+/// keeps compares equal and publishes nothing.
 fn strip_metadata(meta: &mut ObjectMeta) {
     meta.managed_fields = None;
     meta.owner_references = None;
