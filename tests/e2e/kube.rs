@@ -68,18 +68,8 @@ fn service_in(namespace: &str, name: &str, servers: &[EchoServer]) -> String {
 }
 
 async fn routes_objects_created_updated_and_deleted_in_the_api(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 21, 1).await;
+    let (web, server) = shop_cluster(21).await;
     let api_backend = start_backends("api", 22, 1).await;
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
@@ -791,17 +781,7 @@ async fn leadership_moves_when_the_leader_stops(haproxy: HaproxyBinary) {
 }
 
 async fn waits_for_an_api_server_that_is_not_up_yet(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 31, 1).await;
-    let mut server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
+    let (_web, mut server) = shop_cluster(31).await;
     // The API server is down when the controller starts.
     server.stop();
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;

@@ -45,6 +45,13 @@ struct ResourceType {
 }
 
 impl ResourceType {
+    /// Where an object of this kind is stored: namespace (empty for cluster-scoped kinds)
+    /// and name.
+    fn key(&self, namespace: &str, name: &str) -> Key {
+        let namespace = if self.namespaced { namespace } else { "" };
+        (namespace.to_string(), name.to_string())
+    }
+
     fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.to_string()
@@ -327,21 +334,15 @@ impl FakeApiServer {
     /// Creates or replaces an object.
     pub fn put(&self, object: Value) -> Value {
         let resource = resource_of(&object).expect("a kind the fake API server knows");
-        let namespace = if resource.namespaced {
+        let key = resource.key(
             object["metadata"]["namespace"]
                 .as_str()
-                .unwrap_or("default")
-                .to_string()
-        } else {
-            String::new()
-        };
-        let name = object["metadata"]["name"]
-            .as_str()
-            .expect("metadata.name")
-            .to_string();
+                .unwrap_or("default"),
+            object["metadata"]["name"].as_str().expect("metadata.name"),
+        );
         let stored = {
             let mut store = self.shared.store();
-            store.upsert(resource, (namespace, name), object)
+            store.upsert(resource, key, object)
         };
         self.notify();
         stored
@@ -350,14 +351,7 @@ impl FakeApiServer {
     /// Deletes an object; true if it existed.
     pub fn delete(&self, kind: &str, namespace: &str, name: &str) -> bool {
         let resource = resource_by_kind(kind).expect("a kind the fake API server knows");
-        let key = (
-            if resource.namespaced {
-                namespace.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = resource.key(namespace, name);
         let deleted = self.shared.store().remove(resource, &key).is_some();
         self.notify();
         deleted
@@ -366,14 +360,7 @@ impl FakeApiServer {
     /// The stored object, if any.
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
         let resource = resource_by_kind(kind)?;
-        let key = (
-            if resource.namespaced {
-                namespace.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = resource.key(namespace, name);
         self.shared
             .store()
             .objects
