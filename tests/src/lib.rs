@@ -46,26 +46,26 @@ pub fn free_port() -> u16 {
         .expect("no free port on 127.0.0.1")
 }
 
-/// Declares one test per haproxy series for each scenario `fn name(HaproxyBinary)`.
-/// A series that is not installed is skipped, unless `TUGBOAT_REQUIRE_HAPROXY` names it.
+/// The haproxy series every end-to-end scenario runs on (`haproxy_tests!`).
+pub const HAPROXY_SERIES: [&str; 4] = ["2.6", "3.0", "3.2", "3.4"];
+
+/// Declares one test per haproxy series of [`HAPROXY_SERIES`] for each scenario
+/// `fn name(HaproxyBinary)`. A series that is not installed is skipped (a line on
+/// stderr), unless `TUGBOAT_REQUIRE_HAPROXY` names it: then the test fails.
 #[macro_export]
 macro_rules! haproxy_tests {
     ($($name:ident),* $(,)?) => {
-        mod haproxy_2_6 {
+        $crate::haproxy_tests!(@series haproxy_2_6 "2.6" $($name),*);
+        $crate::haproxy_tests!(@series haproxy_3_0 "3.0" $($name),*);
+        $crate::haproxy_tests!(@series haproxy_3_2 "3.2" $($name),*);
+        $crate::haproxy_tests!(@series haproxy_3_4 "3.4" $($name),*);
+    };
+    (@series $module:ident $series:literal $($name:ident),*) => {
+        mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    if let Some(binary) = $crate::HaproxyBinary::find("2.6") {
-                        super::$name(binary).await;
-                    }
-                }
-            )*
-        }
-        mod haproxy_3_0 {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(binary) = $crate::HaproxyBinary::find("3.0") {
+                    if let Some(binary) = $crate::HaproxyBinary::find($series) {
                         super::$name(binary).await;
                     }
                 }
