@@ -184,7 +184,7 @@ impl MasterCli {
     /// Reloads haproxy and waits for the outcome, on 2.6 and on 3.0+.
     pub async fn reload(&self) -> Result<ReloadOutcome, CliError> {
         let before = self.show_proc().await?;
-        let reply = self.send_reload().await?;
+        let reply = self.send_reload_when_idle().await?;
         if let Some(rest) = reply.strip_prefix("Success=") {
             let log = rest
                 .split_once("\n--\n")
@@ -237,6 +237,24 @@ impl MasterCli {
                     waited: self.reload_timeout,
                 });
             }
+        }
+    }
+
+    /// Sends `reload`, again (with backoff, up to the reload timeout) while haproxy 3.1+
+    /// answers that the previous reload or its start-up is still loading: since 3.1 the
+    /// master no longer re-executes itself, so its socket answers while a new worker is
+    /// still parsing, and a second reload meanwhile is refused with
+    /// `Success=0 ... Another reload is still in progress.` without touching anything.
+    async fn send_reload_when_idle(&self) -> Result<String, CliError> {
+        let deadline = Instant::now() + self.reload_timeout;
+        let mut delay = RETRY_FIRST;
+        loop {
+            let reply = self.send_reload().await?;
+            if !is_busy_reloading(&reply) || Instant::now() + delay > deadline {
+                return Ok(reply);
+            }
+            sleep(delay).await;
+            delay = (delay * 2).min(RETRY_MAX);
         }
     }
 
@@ -394,6 +412,12 @@ fn split_prompted(reply: &str) -> Vec<&str> {
     answers
 }
 
+/// Whether a reload answer is haproxy 3.1+'s refusal to start a reload while the
+/// previous one is still loading (nothing was done; the reload can be sent again).
+fn is_busy_reloading(reply: &str) -> bool {
+    reply.starts_with("Success=0") && reply.contains("Another reload is still in progress")
+}
+
 fn first_line(command: &str) -> &str {
     command.lines().next().unwrap_or("")
 }
@@ -470,6 +494,20 @@ mod tests {
 # old workers\n\
 18924           worker          1               0d00h00m04s     2.6.12-1+deb12u4\n\
 # programs\n\n";
+
+    #[test]
+    fn a_reload_refused_while_another_loads_is_told_apart_from_a_refused_config() {
+        // Seen on 3.2.0 and 3.4.0 when `reload` comes while the worker still loads.
+        assert!(is_busy_reloading(
+            "Success=0\n--\nAnother reload is still in progress.\n\n"
+        ));
+        assert!(!is_busy_reloading(
+            "Success=0\n--\n[ALERT]    (1) : config : parsing [/etc/haproxy/haproxy.cfg:3]\n"
+        ));
+        assert!(!is_busy_reloading(
+            "Success=1\n--\n[NOTICE]   (1) : Loading success.\n"
+        ));
+    }
 
     #[test]
     fn splits_prompted_answers() {
