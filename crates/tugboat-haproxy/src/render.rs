@@ -189,6 +189,9 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     RenderedFiles { files }
 }
 
+/// A variable never set: as a server's `sni` expression it sends no SNI.
+const NO_SNI_VARIABLE: &str = "txn.tugboat_no_sni";
+
 /// The options every server of a backend gets, on the `default-server` line and on
 /// every server added at runtime, so both are the same.
 pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> String {
@@ -200,6 +203,12 @@ pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> St
     }
     if let Some(tls) = &options.tls {
         words.push("ssl".into());
+        // No SNI on any series: haproxy 3.3+ would otherwise send the request's Host
+        // (`sni-auto`) and, with a CA, check the certificate against that public name,
+        // which an in-cluster backend's certificate rarely carries. A `sni` expression
+        // that finds nothing (an unset variable) sends none and turns `sni-auto` off,
+        // and it loads on 2.6 as well, where `no-sni-auto` does not exist.
+        words.push(format!("sni var({NO_SNI_VARIABLE})"));
         match &tls.ca_file {
             Some(file) => words.push(format!(
                 "verify required ca-file {}",
