@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tugboat::admin::{self, AdminState};
 use tugboat::controller::ControllerStatus;
-use tugboat_kube::class::ClassFilter;
 use tugboat_model::ObjectKey;
+use tugboat_model::class::ClassFilter;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::manifests::{endpoint_slice, start_backends};
 use tugboat_testkit::{

@@ -249,7 +249,9 @@ async fn restarted_controller_adopts_without_reload(haproxy: HaproxyBinary) {
     wait_for_endpoints(&pod, "a.example.com", &web).await;
     let contents = tugboat_kube::load_folder(pod.manifests_dir()).expect("manifests");
     let settings = tugboat_model::Settings::new(tugboat::tls::now());
-    let desired = tugboat_model::build(&contents.snapshot, &settings).desired;
+    let class = tugboat_model::class::ClassFilter::default();
+    let served = tugboat_kube::manifests::served(&contents, &class, &settings);
+    let desired = tugboat_model::build(&served.snapshot, &settings).desired;
     // A new applier, as after a controller restart, finds haproxy running these files.
     let mut applier = Applier::new(pod.haproxy.cli(), pod.haproxy.render_settings());
     let marker = tugboat_haproxy::apply::marker_path(&pod.haproxy.config_dir);

@@ -269,6 +269,7 @@ impl Pod {
         let controller = tokio::spawn(controller::run_with_manifests(
             config,
             dir.path().into(),
+            tugboat_model::class::ClassFilter::default(),
             status,
         ));
         Self {

@@ -2,15 +2,17 @@
 //! namespace) filling a [`crate::store`], stores awaited before the first snapshot,
 //! changes coalesced.
 //!
-//! Ingresses are filtered by class here ([`crate::class`]), so the snapshot holds only
-//! the Ingresses this controller serves and only the Secrets those Ingresses name. A new
-//! snapshot is published only when its content differs from the last one: a re-list
-//! after `410 Gone`, a dropped watch or a restarted API server that brings back the same
-//! objects publishes nothing. Objects lose their `managedFields` and the
-//! `kubectl.kubernetes.io/last-applied-configuration` annotation (and, per kind, the
-//! fields the controller never reads) as they arrive. Secrets are watched except the
-//! types no Ingress uses (tokens, image pull secrets, Helm releases); only the ones
-//! Ingresses reference (TLS, basic auth) and the default certificate reach the snapshot.
+//! What reaches a snapshot is decided by the model, as for the manifests folder: the
+//! Ingresses this controller serves ([`ClassFilter::served_ingresses`]) and the Secrets
+//! and ConfigMaps they, their Services, the controller's ConfigMap and the flags refer to
+//! ([`tugboat_model::references`]). A new snapshot is published only when its content
+//! differs from the last one: a re-list after `410 Gone`, a dropped watch or a restarted
+//! API server that brings back the same objects publishes nothing. Objects lose their
+//! `managedFields` and the `kubectl.kubernetes.io/last-applied-configuration` annotation
+//! (and, per kind, the fields the controller never reads) as they arrive. Secrets are
+//! watched except the types no Ingress uses (tokens, image pull secrets, Helm releases).
+//! ConfigMaps are watched by name: the ones the flags name from the start (awaited
+//! before the first snapshot), the others from the moment an object names them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -23,18 +25,13 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use tokio::sync::{Notify, watch};
+use tugboat_model::class::{ClassFilter, ClassInfo};
 use tugboat_model::objects::{EndpointSlice, Service};
-use tugboat_model::{ObjectKey, Objects, Snapshot};
+use tugboat_model::{ObjectKey, Objects, References, Settings, Snapshot};
 
-use crate::class::{ClassFilter, ClassInfo};
 use crate::store::{ObjectStore, StoreWriter, object_store};
 use crate::watched::Watched;
 
-/// The annotations that name a basic-auth Secret.
-const AUTH_SECRET_ANNOTATIONS: [&str; 2] = [
-    "tugboat.dev/auth-secret",
-    "ingress.kubernetes.io/auth-secret",
-];
 /// Secrets are watched except the kinds no Ingress can use (and that can be large or
 /// many): service-account and bootstrap tokens, image pull secrets, Helm releases.
 const SECRET_TYPES_NOT_READ: &str = "type!=kubernetes.io/service-account-token,\
@@ -47,12 +44,10 @@ pub struct ApiSourceConfig {
     /// Namespaces to watch; empty: the whole cluster.
     pub namespaces: Vec<String>,
     pub class: ClassFilter,
-    /// The controller's own ConfigMap (`--configmap NAMESPACE/NAME`).
-    pub config_map: Option<ObjectKey>,
-    /// Other ConfigMaps the model reads (`--configmap-errorfiles`).
-    pub extra_config_maps: Vec<ObjectKey>,
-    /// Secrets the model reads whatever the Ingresses say (`--default-ssl-certificate`).
-    pub extra_secrets: Vec<ObjectKey>,
+    /// The model's settings, for the flags that name objects (`--configmap`,
+    /// `--configmap-errorfiles`, `--default-ssl-certificate`): see
+    /// [`tugboat_model::references`].
+    pub settings: Settings,
     /// How long to gather more changes after the first one before publishing.
     pub coalesce: Duration,
 }
@@ -62,9 +57,7 @@ impl Default for ApiSourceConfig {
         Self {
             namespaces: Vec::new(),
             class: ClassFilter::default(),
-            config_map: None,
-            extra_config_maps: Vec::new(),
-            extra_secrets: Vec::new(),
+            settings: Settings::new(0),
             coalesce: Duration::from_millis(100),
         }
     }
@@ -113,115 +106,32 @@ impl ClusterStores {
         ])
     }
 
-    /// The snapshot of what this controller serves.
-    pub fn snapshot(&self, config: &ApiSourceConfig) -> Snapshot {
+    /// The snapshot of what this controller serves, with the referenced Secrets and the
+    /// referenced ConfigMaps that the `config_maps` stores hold, and what it refers to.
+    fn snapshot(
+        &self,
+        config: &ApiSourceConfig,
+        config_maps: &[&ObjectStore<ConfigMap>],
+    ) -> (Snapshot, References) {
         let classes: Vec<ClassInfo> = self
             .ingress_classes
             .objects()
             .values()
             .map(|c| ClassInfo::from_ingress_class(c))
             .collect();
-        let mut ingresses = self.all_ingresses();
-        let not_served: Vec<ObjectKey> = ingresses
-            .iter()
-            .filter(|(_, ingress)| !config.class.serves_ingress(ingress, &classes))
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in &not_served {
-            ingresses.remove(key);
-        }
         let mut snapshot = Snapshot {
-            ingresses,
+            ingresses: config
+                .class
+                .served_ingresses(&self.all_ingresses(), &classes),
             services: merged(&self.services),
             endpoint_slices: merged(&self.endpoint_slices),
-            config_maps: merged(&self.config_maps),
-            ..Snapshot::default()
+            secrets: merged(&self.secrets),
+            config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
         };
-        let wanted_secrets: BTreeSet<ObjectKey> = snapshot
-            .ingresses
-            .iter()
-            .flat_map(|(key, ingress)| {
-                let tls = ingress
-                    .spec
-                    .iter()
-                    .flat_map(|spec| spec.tls.iter().flatten())
-                    .filter_map(|tls| tls.secret_name.clone());
-                let auth = ingress
-                    .metadata
-                    .annotations
-                    .iter()
-                    .flatten()
-                    .filter(|(name, _)| AUTH_SECRET_ANNOTATIONS.contains(&name.as_str()))
-                    .map(|(_, value)| value.clone());
-                tls.chain(auth)
-                    .map(|name| ObjectKey::new(&key.namespace, name))
-                    .collect::<Vec<_>>()
-            })
-            .chain(config.extra_secrets.iter().cloned())
-            .collect();
-        let secrets = merged(&self.secrets);
-        snapshot.secrets = wanted_secrets
-            .into_iter()
-            .filter_map(|key| Some((key.clone(), secrets.get(&key)?.clone())))
-            .collect();
-        snapshot
+        let wanted = tugboat_model::references(&snapshot, &config.settings);
+        wanted.narrow(&mut snapshot);
+        (snapshot, wanted)
     }
-}
-
-/// The keys that take an access list, and the value prefix that names a ConfigMap.
-const ACCESS_LIST_KEYS: [&str; 4] = ["allow-list", "deny-list", "whitelist", "blacklist"];
-const CONFIG_MAP_LIST_PREFIX: &str = "configmap:";
-
-/// The ConfigMaps (`configmap:NAME/KEY`) that the access lists of the snapshot's
-/// Ingresses and Services, and of the controller's ConfigMap, name.
-pub fn access_list_config_maps(
-    snapshot: &Snapshot,
-    controller_config_map: Option<&ObjectKey>,
-) -> BTreeSet<ObjectKey> {
-    let named = |namespace: &str, value: &str| {
-        let name = value
-            .trim()
-            .strip_prefix(CONFIG_MAP_LIST_PREFIX)?
-            .split_once('/')?
-            .0;
-        (!name.is_empty()).then(|| ObjectKey::new(namespace, name))
-    };
-    let from_annotations =
-        |namespace: &str, annotations: Option<&BTreeMap<String, String>>| -> Vec<ObjectKey> {
-            annotations
-                .into_iter()
-                .flatten()
-                .filter(|(key, _)| {
-                    let key = key
-                        .strip_prefix(tugboat_model::annotations::PREFIX)
-                        .or_else(|| key.strip_prefix(tugboat_model::annotations::ALIAS_PREFIX));
-                    key.is_some_and(|k| ACCESS_LIST_KEYS.contains(&k))
-                })
-                .filter_map(|(_, value)| named(namespace, value))
-                .collect()
-        };
-    let mut wanted = BTreeSet::new();
-    for (key, ingress) in &snapshot.ingresses {
-        wanted.extend(from_annotations(
-            &key.namespace,
-            ingress.metadata.annotations.as_ref(),
-        ));
-    }
-    for (key, service) in &snapshot.services {
-        wanted.extend(from_annotations(
-            &key.namespace,
-            service.metadata.annotations.as_ref(),
-        ));
-    }
-    if let Some(own) = controller_config_map.and_then(|key| snapshot.config_maps.get(key)) {
-        let namespace = controller_config_map.map_or("", |k| k.namespace.as_str());
-        for (key, value) in own.data.iter().flatten() {
-            if ACCESS_LIST_KEYS.contains(&key.as_str()) {
-                wanted.extend(named(namespace, value));
-            }
-        }
-    }
-    wanted
 }
 
 /// Whether two snapshots hold the same objects with the same content.
@@ -240,7 +150,7 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.config_maps, &b.config_maps)
 }
 
-/// The ConfigMaps watched because an access list names them, with their watch tasks.
+/// The ConfigMaps watched because an object names them, with their watch tasks.
 type ListedConfigMaps = BTreeMap<ObjectKey, (ObjectStore<ConfigMap>, tokio::task::JoinHandle<()>)>;
 
 /// Starts the watches and publishes snapshots on `snapshots` until the client is
@@ -251,9 +161,11 @@ pub struct ApiSource {
     changed: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     client: Client,
-    /// ConfigMaps that access lists name (`configmap:NAME/KEY`), watched by name from the
-    /// moment an object names them.
+    /// ConfigMaps that objects name (`configmap:NAME/KEY`) and no flag does, watched by
+    /// name from the moment an object names them.
     listed: std::sync::Mutex<ListedConfigMaps>,
+    /// ConfigMaps the flags name, watched from the start (`stores.config_maps`).
+    flagged_config_maps: BTreeSet<ObjectKey>,
 }
 
 impl Drop for ApiSource {
@@ -329,10 +241,11 @@ impl ApiSource {
             &changed,
             &mut tasks,
         );
-        let config_maps = config
-            .config_map
+        // The ConfigMaps the flags name: what an empty snapshot refers to.
+        let flagged_config_maps =
+            tugboat_model::references(&Snapshot::default(), &config.settings).config_maps;
+        let config_maps = flagged_config_maps
             .iter()
-            .chain(&config.extra_config_maps)
             .map(|key| {
                 spawn_watch::<ConfigMap>(
                     Api::namespaced(client.clone(), &key.namespace),
@@ -345,6 +258,7 @@ impl ApiSource {
         Self {
             client: client.clone(),
             listed: std::sync::Mutex::new(BTreeMap::new()),
+            flagged_config_maps,
             stores: ClusterStores {
                 ingresses,
                 ingress_classes,
@@ -386,18 +300,18 @@ impl ApiSource {
         );
     }
 
-    /// Publishes the first snapshot once every store is synced, then a new one after
-    /// every change that alters the served objects. Returns when every receiver is gone.
-    /// Watches the ConfigMaps the snapshot's access lists name (starting a watch for a
-    /// newly named one; its content joins a later snapshot once listed) and adds those
-    /// already listed to the snapshot.
-    fn add_listed_config_maps(&self, snapshot: &mut Snapshot) {
-        let wanted = access_list_config_maps(snapshot, self.config.config_map.as_ref());
+    /// The snapshot of what this controller serves. Watches the ConfigMaps it refers to
+    /// that no flag names (starting a watch for a newly named one; its content joins a
+    /// later snapshot once listed).
+    fn build_snapshot(&self) -> Snapshot {
         let Ok(mut listed) = self.listed.lock() else {
-            return;
+            return self.stores.snapshot(&self.config, &[]).0;
         };
-        for key in wanted {
-            if !listed.contains_key(&key) {
+        let mut stores: Vec<&ObjectStore<ConfigMap>> = self.stores.config_maps.iter().collect();
+        stores.extend(listed.values().map(|(store, _)| store));
+        let (snapshot, wanted) = self.stores.snapshot(&self.config, &stores);
+        for key in &wanted.config_maps {
+            if !self.flagged_config_maps.contains(key) && !listed.contains_key(key) {
                 let mut tasks = Vec::new();
                 let store = spawn_watch::<ConfigMap>(
                     Api::namespaced(self.client.clone(), &key.namespace),
@@ -410,12 +324,11 @@ impl ApiSource {
                 }
             }
         }
-        for (store, _) in listed.values() {
-            let config_maps = std::mem::take(&mut snapshot.config_maps);
-            snapshot.config_maps = config_maps.union(store.objects());
-        }
+        snapshot
     }
 
+    /// Publishes the first snapshot once every store is synced, then a new one after
+    /// every change that alters the served objects. Returns when every receiver is gone.
     pub async fn publish(
         &self,
         snapshots: watch::Sender<Arc<Snapshot>>,
@@ -429,8 +342,7 @@ impl ApiSource {
         let mut last: Option<Arc<Snapshot>> = None;
         loop {
             let built = tokio::time::Instant::now();
-            let mut snapshot = self.stores.snapshot(&self.config);
-            self.add_listed_config_maps(&mut snapshot);
+            let snapshot = self.build_snapshot();
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
             }
@@ -525,34 +437,6 @@ where
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn finds_the_config_maps_access_lists_name() {
-        let mut snapshot = Snapshot::default();
-        let ingress: Ingress = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "a", "namespace": "shop", "annotations": {
-                "tugboat.dev/allow-list": "configmap:office/ips",
-                "ingress.kubernetes.io/blacklist": " configmap:bad/list",
-                "tugboat.dev/deny-list-other": "configmap:ignored/x",
-                "tugboat.dev/set-host": "configmap:not-a-list/x",
-            }}
-        }))
-        .expect("Ingress");
-        snapshot
-            .ingresses
-            .insert(ObjectKey::new("shop", "a"), Arc::new(ingress));
-        let own: ConfigMap = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "tugboat", "namespace": "ops"},
-            "data": {"deny-list": "configmap:global/deny", "allow-list": "10.0.0.0/8"}
-        }))
-        .expect("ConfigMap");
-        let own_key = ObjectKey::new("ops", "tugboat");
-        snapshot.config_maps.insert(own_key.clone(), Arc::new(own));
-        let wanted: Vec<String> = access_list_config_maps(&snapshot, Some(&own_key))
-            .into_iter()
-            .map(|k| k.to_string())
-            .collect();
-        assert_eq!(wanted, ["ops/global", "shop/bad", "shop/office"]);
-    }
     use super::*;
 
     #[test]

@@ -6,7 +6,6 @@
 //! of manifests ([`manifests`]); the API server source ([`api_source`]) publishes through the same channel.
 
 pub mod api_source;
-pub mod class;
 pub mod events;
 pub mod manifests;
 pub mod status;

@@ -1,12 +1,20 @@
 //! A folder of YAML manifests as the source of objects (`--manifests DIR`).
 //!
 //! Every `*.yaml`, `*.yml` and `*.json` file under the folder is read, with any number of
-//! documents per file and `kind: List` expanded. Ingress (networking.k8s.io/v1), Service,
-//! Secret, ConfigMap (v1) and EndpointSlice (discovery.k8s.io/v1) are kept; other kinds
-//! are ignored. A
-//! document that does not parse is reported with its file, document number, object and
-//! field, and skipped; everything else still loads. The folder is then followed live:
-//! files added, edited or removed publish a new snapshot.
+//! documents per file and `kind: List` expanded. Ingress and IngressClass
+//! (networking.k8s.io/v1), Service, Secret, ConfigMap (v1) and EndpointSlice
+//! (discovery.k8s.io/v1) are kept; other kinds are ignored. A document that does not
+//! parse is reported with its file, document number, object and field, and skipped;
+//! everything else still loads. The folder is then followed live: files added, edited
+//! or removed publish a new snapshot.
+//!
+//! The folder is served as the cluster is ([`served`]): the model picks the Ingresses
+//! of this controller's classes with the same flags (`--controller-class`,
+//! `--ingress-class`, `--watch-ingress-without-class`) and keeps only the Secrets and
+//! ConfigMaps they refer to. A folder that holds no IngressClass at all is a folder
+//! written by hand, not exported from a cluster: its Ingresses that name no class are
+//! served (as with `--watch-ingress-without-class`); those that name a class are not,
+//! since no IngressClass says that class is ours.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -15,14 +23,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use notify::{RecursiveMode, Watcher};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tugboat_model::class::{ClassFilter, ClassInfo, requested_class};
 use tugboat_model::objects::{EndpointSlice, Service};
-use tugboat_model::{ObjectKey, Snapshot};
+use tugboat_model::{ObjectKey, Objects, Settings, Snapshot};
 
 /// Something wrong in one document of one file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,8 +65,53 @@ impl fmt::Display for ManifestProblem {
 /// What a folder holds: the objects, and the problems met reading them.
 #[derive(Debug, Clone, Default)]
 pub struct FolderContents {
+    /// Every object of the folder, served or not.
     pub snapshot: Snapshot,
+    /// The IngressClasses, by name (the namespace of the key is empty).
+    pub ingress_classes: Objects<IngressClass>,
     pub problems: Vec<ManifestProblem>,
+}
+
+/// What a folder serves: the snapshot the controller builds from, and the Ingresses
+/// left out because their class is not this controller's.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    pub snapshot: Snapshot,
+    /// Ingress -> why it is not served.
+    pub not_served: Vec<(ObjectKey, String)>,
+}
+
+/// The part of a folder this controller serves, decided by the model as for the
+/// cluster: the Ingresses of its classes, and the Secrets and ConfigMaps they (and
+/// their Services, the controller's ConfigMap and the flags) refer to. A folder with no
+/// IngressClass serves the Ingresses that name no class (see the module's doc).
+pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Settings) -> Served {
+    let classes: Vec<ClassInfo> = contents
+        .ingress_classes
+        .values()
+        .map(|c| ClassInfo::from_ingress_class(c))
+        .collect();
+    let mut filter = class.clone();
+    if classes.is_empty() {
+        filter.watch_without_class = true;
+    }
+    let all = &contents.snapshot;
+    let mut snapshot = all.clone();
+    snapshot.ingresses = filter.served_ingresses(&all.ingresses, &classes);
+    let not_served = all
+        .ingresses
+        .iter()
+        .filter(|(key, _)| !snapshot.ingresses.contains_key(*key))
+        .map(|(key, ingress)| {
+            let why = filter.why_not_served(requested_class(ingress), &classes);
+            (key.clone(), why)
+        })
+        .collect();
+    tugboat_model::references(&snapshot, settings).narrow(&mut snapshot);
+    Served {
+        snapshot,
+        not_served,
+    }
 }
 
 /// Reads every manifest under `dir`. Fails only when the folder itself cannot be read.
@@ -156,7 +210,7 @@ fn add_object(
         return;
     }
     let expected = match kind.as_str() {
-        "Ingress" => "networking.k8s.io/v1",
+        "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "Service" | "Secret" | "ConfigMap" => "v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
         "" => {
@@ -185,7 +239,13 @@ fn add_object(
         .filter(|ns| !ns.is_empty())
         .unwrap_or("default")
         .to_string();
-    let object = Some(format!("{kind} {namespace}/{name}"));
+    let cluster_scoped = kind == "IngressClass";
+    let (namespace, object) = if cluster_scoped {
+        (String::new(), Some(format!("{kind} {name}")))
+    } else {
+        let object = Some(format!("{kind} {namespace}/{name}"));
+        (namespace, object)
+    };
     if api_version != expected {
         contents.problems.push(problem(
             object,
@@ -222,6 +282,9 @@ fn add_object(
         "ConfigMap" => insert::<ConfigMap>(value, &key, &mut snapshot.config_maps, |o| {
             &mut o.metadata.namespace
         }),
+        "IngressClass" => insert::<IngressClass>(value, &key, &mut contents.ingress_classes, |o| {
+            &mut o.metadata.namespace
+        }),
         _ => insert::<EndpointSlice>(value, &key, &mut snapshot.endpoint_slices, |o| {
             &mut o.metadata.namespace
         }),
@@ -253,7 +316,8 @@ fn insert<K: DeserializeOwned>(
             err.into_inner().to_string(),
         )
     })?;
-    *namespace(&mut object) = Some(key.namespace.clone());
+    // Cluster-scoped objects (IngressClass) have an empty namespace in their key.
+    *namespace(&mut object) = (!key.namespace.is_empty()).then(|| key.namespace.clone());
     if store.contains_key(key) {
         return Err((
             Some("metadata.name".into()),
@@ -264,10 +328,13 @@ fn insert<K: DeserializeOwned>(
     Ok(())
 }
 
-/// Loads `dir`, publishes the snapshot, and follows the folder until `tx` has no
-/// receiver left. Problems are logged once each, when they first appear.
+/// Loads `dir`, publishes the snapshot it serves ([`served`]), and follows the folder
+/// until `tx` has no receiver left. Problems, and Ingresses left out for their class,
+/// are logged once each, when they first appear.
 pub async fn watch_folder(
     dir: PathBuf,
+    class: ClassFilter,
+    settings: Settings,
     tx: watch::Sender<Arc<Snapshot>>,
 ) -> Result<(), notify::Error> {
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -276,16 +343,27 @@ pub async fn watch_folder(
     })?;
     watcher.watch(&dir, RecursiveMode::Recursive)?;
     let mut known_problems = BTreeSet::new();
+    let mut known_not_served = BTreeSet::new();
     loop {
         match load_folder(&dir) {
             Ok(contents) => {
+                let served = served(&contents, &class, &settings);
                 let problems: BTreeSet<_> = contents.problems.into_iter().collect();
                 for problem in problems.difference(&known_problems) {
                     tracing::warn!("skipped: {problem}");
                 }
                 known_problems = problems;
-                tracing::debug!(objects = contents.snapshot.len(), "manifests loaded");
-                if tx.send(Arc::new(contents.snapshot)).is_err() {
+                let not_served: BTreeSet<_> = served.not_served.into_iter().collect();
+                for (ingress, why) in not_served.difference(&known_not_served) {
+                    tracing::info!("Ingress {ingress} is not served: {why}");
+                }
+                known_not_served = not_served;
+                tracing::debug!(
+                    objects = contents.snapshot.len(),
+                    served = served.snapshot.len(),
+                    "manifests loaded"
+                );
+                if tx.send(Arc::new(served.snapshot)).is_err() {
                     return Ok(());
                 }
             }
@@ -415,5 +493,86 @@ mod tests {
                 Some("metadata.name".to_string())
             ]
         );
+    }
+
+    const OUR_DEFAULT_CLASS: &str = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\n\
+        metadata:\n  name: tugboat\n  annotations: \
+        {ingressclass.kubernetes.io/is-default-class: \"true\"}\n\
+        spec: {controller: tugboat.dev/ingress}\n";
+
+    fn ingress_of_class(name: &str, class: Option<&str>) -> String {
+        let class = class.map_or(String::new(), |c| format!("  ingressClassName: {c}\n"));
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}}}\n\
+             spec:\n{class}  rules: [{{host: {name}.example.com}}]\n---\n"
+        )
+    }
+
+    fn served_names(contents: &FolderContents, filter: &ClassFilter) -> Vec<String> {
+        served(contents, filter, &Settings::new(0))
+            .snapshot
+            .ingresses
+            .keys()
+            .map(|k| k.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_folder_with_ingress_classes_is_served_as_the_cluster() {
+        let text = format!(
+            "{OUR_DEFAULT_CLASS}---\n{}{}{}",
+            ingress_of_class("ours", Some("tugboat")),
+            ingress_of_class("theirs", Some("some-invalid-class-name")),
+            ingress_of_class("unclassed", None),
+        );
+        let contents = parse(&text);
+        assert!(contents.problems.is_empty(), "{:?}", contents.problems);
+        assert_eq!(contents.ingress_classes.len(), 1);
+        let filter = ClassFilter::default();
+        assert_eq!(served_names(&contents, &filter), ["ours", "unclassed"]);
+        let not_served = served(&contents, &filter, &Settings::new(0)).not_served;
+        assert_eq!(not_served.len(), 1);
+        assert_eq!(not_served[0].0.name, "theirs");
+        assert!(
+            not_served[0].1.contains("some-invalid-class-name"),
+            "{not_served:?}"
+        );
+        // The same flags as the cluster: another controller class serves nothing here.
+        let other = ClassFilter {
+            controller: "example.com/other".into(),
+            ..ClassFilter::default()
+        };
+        assert!(served_names(&contents, &other).is_empty());
+    }
+
+    #[test]
+    fn a_folder_without_ingress_classes_serves_the_ingresses_that_name_no_class() {
+        let text = format!(
+            "{}{}",
+            ingress_of_class("named", Some("tugboat")),
+            ingress_of_class("unclassed", None),
+        );
+        let contents = parse(&text);
+        assert_eq!(
+            served_names(&contents, &ClassFilter::default()),
+            ["unclassed"]
+        );
+    }
+
+    #[test]
+    fn only_referenced_secrets_and_config_maps_are_served() {
+        let contents = parse(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: a\n  \
+             annotations: {tugboat.dev/auth-type: basic-auth, tugboat.dev/auth-secret: users}\n\
+             spec: {rules: [{host: a.example.com}]}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {name: users}\nstringData: {auth: x}\n---\n\
+             apiVersion: v1\nkind: Secret\nmetadata: {name: unused}\nstringData: {auth: x}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unused}\ndata: {a: b}\n",
+        );
+        assert!(contents.problems.is_empty(), "{:?}", contents.problems);
+        let snapshot = served(&contents, &ClassFilter::default(), &Settings::new(0)).snapshot;
+        let secrets: Vec<_> = snapshot.secrets.keys().map(|k| k.name.clone()).collect();
+        assert_eq!(secrets, ["users"]);
+        assert!(snapshot.config_maps.is_empty());
     }
 }

@@ -50,6 +50,27 @@ impl Scope {
     }
 }
 
+/// Whether a key's value names another object, which the sources must then fetch
+/// (see [`crate::references`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refers {
+    /// The value names no object.
+    Nothing,
+    /// The value is the name of a Secret in the namespace of the object it applies to.
+    Secret,
+    /// The value may be `configmap:NAME/KEY`: a key of a ConfigMap in the namespace of
+    /// the object it applies to.
+    ConfigMapKey,
+}
+
+/// An object a key's value names: kind and name (the namespace is the one of the object
+/// the key applies to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    Secret(String),
+    ConfigMap(String),
+}
+
 /// One key of the reference.
 #[derive(Debug, Clone, Copy)]
 pub struct KeySpec {
@@ -63,6 +84,24 @@ pub struct KeySpec {
     /// A valid value.
     pub example: &'static str,
     pub help: &'static str,
+    /// Whether the value names another object.
+    pub refers: Refers,
+}
+
+impl KeySpec {
+    /// The object `value` names, read with the same parser the builder uses: `None`
+    /// when the key names no object or the value is not valid (the builder then
+    /// reports it).
+    pub fn named(&self, value: &str) -> Option<Named> {
+        match self.refers {
+            Refers::Nothing => None,
+            Refers::Secret => parse_secret_name(value).ok().map(Named::Secret),
+            Refers::ConfigMapKey => match parse_access_list(value) {
+                Ok(AccessList::ConfigMap(reference)) => Some(Named::ConfigMap(reference.name)),
+                _ => None,
+            },
+        }
+    }
 }
 
 const ALL: &[Scope] = &[Scope::ConfigMap, Scope::Ingress, Scope::Service];
@@ -85,6 +124,7 @@ const fn key(
         default,
         example,
         help,
+        refers: Refers::Nothing,
     }
 }
 
@@ -252,6 +292,7 @@ pub const KEYS: &[KeySpec] = &[
     ),
     KeySpec {
         aliases: &["whitelist"],
+        refers: Refers::ConfigMapKey,
         ..key(
             "allow-list",
             ALL,
@@ -263,6 +304,7 @@ pub const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         aliases: &["blacklist"],
+        refers: Refers::ConfigMapKey,
         ..key(
             "deny-list",
             ALL,
@@ -288,14 +330,17 @@ pub const KEYS: &[KeySpec] = &[
         "basic-auth",
         "Require HTTP basic authentication (with `auth-secret`).",
     ),
-    key(
-        "auth-secret",
-        ALL,
-        "the name of a Secret in the object's namespace",
-        "none",
-        "shop-users",
-        "The users: an `auth` key in htpasswd format, or one key per user whose value is the password hash. Hashes: `$1$` (MD5-crypt), `$2b$`/`$2y$` (bcrypt), `$5$` (SHA-256-crypt), `$6$` (SHA-512-crypt); `$apr1$` is refused (haproxy cannot verify it).",
-    ),
+    KeySpec {
+        refers: Refers::Secret,
+        ..key(
+            "auth-secret",
+            ALL,
+            "the name of a Secret in the object's namespace",
+            "none",
+            "shop-users",
+            "The users: an `auth` key in htpasswd format, or one key per user whose value is the password hash. Hashes: `$1$` (MD5-crypt), `$2b$`/`$2y$` (bcrypt), `$5$` (SHA-256-crypt), `$6$` (SHA-512-crypt); `$apr1$` is refused (haproxy cannot verify it).",
+        )
+    },
     key(
         "auth-realm",
         ALL,
@@ -408,22 +453,28 @@ pub const KEYS: &[KeySpec] = &[
         "true",
         "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
     ),
-    key(
-        "server-ca",
-        ALL,
-        "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
-        "none: server certificates are not verified",
-        "backend-ca",
-        "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
-    ),
-    key(
-        "server-crt",
-        ALL,
-        "the name of a TLS Secret (`tls.crt`, `tls.key`) in the object's namespace",
-        "none",
-        "haproxy-client",
-        "With `server-ssl`: present this client certificate to the servers (mutual TLS). When the Secret cannot be used, the backend answers 503.",
-    ),
+    KeySpec {
+        refers: Refers::Secret,
+        ..key(
+            "server-ca",
+            ALL,
+            "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
+            "none: server certificates are not verified",
+            "backend-ca",
+            "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+        )
+    },
+    KeySpec {
+        refers: Refers::Secret,
+        ..key(
+            "server-crt",
+            ALL,
+            "the name of a TLS Secret (`tls.crt`, `tls.key`) in the object's namespace",
+            "none",
+            "haproxy-client",
+            "With `server-ssl`: present this client certificate to the servers (mutual TLS). When the Secret cannot be used, the backend answers 503.",
+        )
+    },
     key(
         "server-proto",
         ALL,

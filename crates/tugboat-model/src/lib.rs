@@ -9,10 +9,12 @@
 pub mod annotations;
 pub mod auth;
 pub mod build;
+pub mod class;
 pub mod desired;
 pub mod features;
 pub mod objects;
 pub mod problem;
+pub mod references;
 pub mod snapshot;
 pub mod tls;
 pub mod validate;
@@ -23,4 +25,5 @@ pub use desired::{
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use problem::{ObjectProblem, ObjectRef};
+pub use references::{References, references};
 pub use snapshot::{ObjectKey, Objects, Snapshot};

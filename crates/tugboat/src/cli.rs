@@ -15,8 +15,8 @@ use tugboat_haproxy::RenderSettings;
 use tugboat_model::{ObjectKey, Settings};
 
 use tugboat_kube::api_source::ApiSourceConfig;
-use tugboat_kube::class::ClassFilter;
 use tugboat_kube::status::PublishTarget;
+use tugboat_model::class::ClassFilter;
 
 use crate::admin::{self, AdminState};
 use crate::cluster::{self, ClusterOptions, Election};
@@ -157,22 +157,41 @@ pub struct RunArgs {
     pub controller_address: IpAddr,
 }
 
-/// Where the Kubernetes API is and what to take from it (without `--manifests`).
+/// Which Ingresses are served, on the cluster and in a folder of manifests alike.
+#[derive(Debug, Clone, Args)]
+pub struct ClassArgs {
+    /// Serve the IngressClasses whose spec.controller is this.
+    #[arg(long, default_value = tugboat_model::class::DEFAULT_CONTROLLER_CLASS)]
+    pub controller_class: String,
+    /// Serve only the IngressClass of this name.
+    #[arg(long)]
+    pub ingress_class: Option<String>,
+    /// Also serve Ingresses that name no class when no default IngressClass exists (a
+    /// folder of manifests without any IngressClass implies it).
+    #[arg(long)]
+    pub watch_ingress_without_class: bool,
+}
+
+impl ClassArgs {
+    pub fn filter(&self) -> ClassFilter {
+        ClassFilter {
+            controller: self.controller_class.clone(),
+            only_class: self.ingress_class.clone(),
+            watch_without_class: self.watch_ingress_without_class,
+        }
+    }
+}
+
+/// Where the Kubernetes API is and what to take from it (the class flags also apply to
+/// `--manifests`).
 #[derive(Debug, Clone, Args)]
 pub struct ClusterArgs {
     /// kubeconfig file to reach the API server; default: `KUBECONFIG`, then the
     /// in-cluster service account.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Serve the IngressClasses whose spec.controller is this.
-    #[arg(long, default_value = tugboat_kube::class::DEFAULT_CONTROLLER_CLASS)]
-    pub controller_class: String,
-    /// Serve only the IngressClass of this name.
-    #[arg(long)]
-    pub ingress_class: Option<String>,
-    /// Also serve Ingresses that name no class when no default IngressClass exists.
-    #[arg(long)]
-    pub watch_ingress_without_class: bool,
+    #[command(flatten)]
+    pub class: ClassArgs,
     /// Watch only this namespace (repeatable, or a comma list); default: all.
     #[arg(long, value_delimiter = ',')]
     pub watch_namespace: Vec<String>,
@@ -231,6 +250,8 @@ pub struct RenderArgs {
     pub haproxy: HaproxyArgs,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub class: ClassArgs,
 }
 
 impl HaproxyArgs {
@@ -319,7 +340,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let controller = async {
             match &args.manifests {
                 Some(manifests) => {
-                    controller::run_with_manifests(config, manifests.clone(), status).await
+                    let class = args.cluster.class.filter();
+                    controller::run_with_manifests(config, manifests.clone(), class, status).await
                 }
                 None => {
                     let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
@@ -371,7 +393,6 @@ fn cluster_options(
     model: &ModelArgs,
     client: &kube::Client,
 ) -> anyhow::Result<ClusterOptions> {
-    let config_map = model.configmap.clone();
     let namespace = std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|ns| !ns.is_empty())
@@ -399,14 +420,8 @@ fn cluster_options(
     Ok(ClusterOptions {
         source: ApiSourceConfig {
             namespaces,
-            class: ClassFilter {
-                controller: args.controller_class.clone(),
-                only_class: args.ingress_class.clone(),
-                watch_without_class: args.watch_ingress_without_class,
-            },
-            config_map,
-            extra_config_maps: model.configmap_errorfiles.iter().cloned().collect(),
-            extra_secrets: model.default_ssl_certificate.iter().cloned().collect(),
+            class: args.class.filter(),
+            settings: model.settings(0),
             ..ApiSourceConfig::default()
         },
         election: Election {
@@ -438,41 +453,72 @@ async fn shutdown_signal() {
     }
 }
 
-fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+/// What `tugboat render` prints: the files on stdout, problems and notes on stderr.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOutput {
+    /// The files, each after a `# ---- PATH ----` line; keys and password hashes hidden.
+    pub files: String,
+    /// Problems of the objects (the command then exits 1).
+    pub problems: Vec<String>,
+    /// Ingresses of the folder that are not served, and why.
+    pub not_served: Vec<String>,
+}
+
+/// Renders a folder of manifests as the controller would serve it.
+pub fn render_folder(args: &RenderArgs) -> anyhow::Result<RenderOutput> {
     let contents = tugboat_kube::load_folder(&args.manifests)
         .with_context(|| format!("cannot read --manifests {}", args.manifests.display()))?;
     let settings = args.haproxy.render_settings(false)?;
-    let output = tugboat_model::build(&contents.snapshot, &args.model.settings(crate::tls::now()));
+    let model = args.model.settings(crate::tls::now());
+    let served = tugboat_kube::manifests::served(&contents, &args.class.filter(), &model);
+    let output = tugboat_model::build(&served.snapshot, &model);
     let rendered = tugboat_haproxy::plan(None, output.desired, &settings)
         .next
         .files;
+    let mut files = String::new();
     for (path, text) in &rendered.files {
-        println!("# ---- {} ----", path.display());
+        files.push_str(&format!("# ---- {} ----\n", path.display()));
         if settings.is_certificate(path) {
             // Private keys are not printed.
-            println!(
-                "# certificate and private key ({} bytes, not shown)",
+            files.push_str(&format!(
+                "# certificate and private key ({} bytes, not shown)\n",
                 text.len()
-            );
+            ));
         } else {
-            print!("{}", hide_password_hashes(text));
+            files.push_str(&hide_password_hashes(text));
         }
     }
-    let problems: Vec<String> = contents
-        .problems
-        .iter()
-        .map(ToString::to_string)
-        .chain(output.problems.iter().map(ToString::to_string))
-        .collect();
-    for problem in &problems {
+    Ok(RenderOutput {
+        files,
+        problems: contents
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .chain(output.problems.iter().map(ToString::to_string))
+            .collect(),
+        not_served: served
+            .not_served
+            .iter()
+            .map(|(ingress, why)| format!("Ingress {ingress} is not served: {why}"))
+            .collect(),
+    })
+}
+
+fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
+    let output = render_folder(args)?;
+    print!("{}", output.files);
+    for note in &output.not_served {
+        eprintln!("note: {note}");
+    }
+    for problem in &output.problems {
         eprintln!("error: {problem}");
     }
-    if problems.is_empty() {
+    if output.problems.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
             "tugboat: {} problem(s) found; the objects (or parts) named above are left out",
-            problems.len()
+            output.problems.len()
         );
         Ok(ExitCode::FAILURE)
     }
@@ -517,11 +563,14 @@ mod tests {
     #[test]
     fn kubernetes_flags_keep_their_documented_names_and_defaults() {
         let defaults = run_args(&[]);
-        assert_eq!(defaults.cluster.controller_class, "tugboat.dev/ingress");
+        assert_eq!(
+            defaults.cluster.class.controller_class,
+            "tugboat.dev/ingress"
+        );
         assert_eq!(defaults.cluster.election_id, "tugboat-leader");
         assert_eq!(defaults.controller_port, 6060);
         assert!(defaults.cluster.watch_namespace.is_empty());
-        assert!(!defaults.cluster.watch_ingress_without_class);
+        assert!(!defaults.cluster.class.watch_ingress_without_class);
 
         let args = run_args(&[
             "--kubeconfig=/k",
@@ -543,9 +592,9 @@ mod tests {
             args.model.configmap,
             Some(ObjectKey::new("tugboat", "settings"))
         );
-        assert_eq!(cluster.controller_class, "example.com/x");
-        assert_eq!(cluster.ingress_class.as_deref(), Some("public"));
-        assert!(cluster.watch_ingress_without_class);
+        assert_eq!(cluster.class.controller_class, "example.com/x");
+        assert_eq!(cluster.class.ingress_class.as_deref(), Some("public"));
+        assert!(cluster.class.watch_ingress_without_class);
         assert_eq!(cluster.watch_namespace, ["a", "b", "c"]);
         assert_eq!(cluster.election_id, "lead");
         assert_eq!(

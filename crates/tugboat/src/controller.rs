@@ -19,6 +19,7 @@ use tugboat_haproxy::apply::fingerprint;
 use tugboat_haproxy::{
     Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, runtime_projection,
 };
+use tugboat_model::class::ClassFilter;
 use tugboat_model::features::Snippet;
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
@@ -73,14 +74,21 @@ pub struct ControllerStatus {
     pub served_ingresses: BTreeSet<ObjectKey>,
 }
 
-/// Runs the controller on a folder of manifests, followed live, until an error.
+/// Runs the controller on a folder of manifests, followed live, until an error. `class`
+/// picks the Ingresses served, as on the cluster.
 pub async fn run_with_manifests(
     config: ControllerConfig,
     manifests: PathBuf,
+    class: ClassFilter,
     status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
     let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
-    let source = tokio::spawn(tugboat_kube::watch_folder(manifests, tx));
+    let source = tokio::spawn(tugboat_kube::watch_folder(
+        manifests,
+        class,
+        config.model.clone(),
+        tx,
+    ));
     tokio::select! {
         result = run(config, rx, status) => result,
         result = source => {

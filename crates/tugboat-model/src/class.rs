@@ -7,8 +7,13 @@
 //! class name. An Ingress with no class goes to the IngressClass marked
 //! `ingressclass.kubernetes.io/is-default-class: "true"`, or, when there is no default
 //! class, to us only with `--watch-ingress-without-class`. Pure: no I/O, table-tested.
+//!
+//! This is the one place that decides: the API source, the manifests folder and
+//! `tugboat render` all select Ingresses with [`ClassFilter::served_ingresses`].
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+
+use crate::snapshot::Objects;
 
 /// The controller value of IngressClasses Tugboat serves unless told otherwise.
 pub const DEFAULT_CONTROLLER_CLASS: &str = "tugboat.dev/ingress";
@@ -116,6 +121,47 @@ impl ClassFilter {
     /// Whether this Ingress is served.
     pub fn serves_ingress(&self, ingress: &Ingress, classes: &[ClassInfo]) -> bool {
         self.serves(requested_class(ingress), classes)
+    }
+
+    /// The Ingresses among `ingresses` that this controller serves, given the
+    /// IngressClasses (with one shared map when every Ingress is served).
+    pub fn served_ingresses(
+        &self,
+        ingresses: &Objects<Ingress>,
+        classes: &[ClassInfo],
+    ) -> Objects<Ingress> {
+        let mut served = ingresses.clone();
+        for (key, ingress) in ingresses {
+            if !self.serves_ingress(ingress, classes) {
+                served.remove(key);
+            }
+        }
+        served
+    }
+
+    /// Why an Ingress asking for `requested` is not served (for a note to the user).
+    pub fn why_not_served(&self, requested: Option<&str>, classes: &[ClassInfo]) -> String {
+        let Some(name) = requested else {
+            return if classes.iter().any(|c| c.is_default) {
+                "it names no class and the default IngressClass is not this controller's".into()
+            } else {
+                "it names no class and there is no default IngressClass \
+                 (--watch-ingress-without-class serves such Ingresses)"
+                    .into()
+            };
+        };
+        if let Some(only) = &self.only_class
+            && only != name
+        {
+            return format!("its class '{name}' is not --ingress-class '{only}'");
+        }
+        match classes.iter().find(|c| c.name == name) {
+            None => format!("its class '{name}' has no IngressClass"),
+            Some(class) => format!(
+                "its class '{name}' belongs to controller '{}', not '{}'",
+                class.controller, self.controller
+            ),
+        }
     }
 }
 
@@ -287,5 +333,34 @@ mod tests {
         assert!(ClassInfo::from_ingress_class(&make("true")).is_default);
         assert!(!ClassInfo::from_ingress_class(&make("false")).is_default);
         assert!(!ClassInfo::from_ingress_class(&make("yes")).is_default);
+    }
+
+    #[test]
+    fn served_ingresses_keeps_ours_and_says_why_not_the_others() {
+        use crate::snapshot::ObjectKey;
+        use std::sync::Arc;
+        let classes = [class("tugboat", OURS, true), class("nginx", NGINX, false)];
+        let mut all = Objects::new();
+        for (name, class_name) in [("a", Some("tugboat")), ("b", Some("nginx")), ("c", None)] {
+            all.insert(
+                ObjectKey::new("default", name),
+                Arc::new(ingress(class_name, None)),
+            );
+        }
+        let filter = ClassFilter::default();
+        let served: Vec<String> = filter
+            .served_ingresses(&all, &classes)
+            .keys()
+            .map(|k| k.name.clone())
+            .collect();
+        assert_eq!(served, ["a", "c"]);
+        assert_eq!(
+            filter.why_not_served(Some("nginx"), &classes),
+            "its class 'nginx' belongs to controller 'k8s.io/ingress-nginx', not 'tugboat.dev/ingress'"
+        );
+        assert_eq!(
+            filter.why_not_served(Some("some-invalid-class-name"), &classes),
+            "its class 'some-invalid-class-name' has no IngressClass"
+        );
     }
 }

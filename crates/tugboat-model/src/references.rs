@@ -1,0 +1,369 @@
+//! Which Secrets and ConfigMaps a snapshot refers to: the one answer every source uses.
+//!
+//! The API source fetches only these objects, the manifests folder and `tugboat render`
+//! keep only these, so a reference the builder follows is never missing from one source
+//! and present in another. The references are:
+//! - `spec.tls[].secretName` of the served Ingresses;
+//! - every key whose value names an object ([`KeySpec::refers`] in [`KEYS`]): set on a
+//!   served Ingress (the object is in the Ingress' namespace), on a Service those
+//!   Ingresses route to (the Service's namespace), or in the controller's ConfigMap (the
+//!   key applies to every route, so the object is looked up in the namespace of each
+//!   served Ingress, as the builder does);
+//! - the flags: `--default-ssl-certificate` (a Secret), `--configmap` and
+//!   `--configmap-errorfiles` (ConfigMaps).
+//!
+//! A value that does not parse names nothing here; the builder reports it.
+//!
+//! [`KEYS`]: crate::annotations::KEYS
+//! [`KeySpec::refers`]: crate::annotations::KeySpec
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+
+use crate::annotations::{self, ALIAS_PREFIX, Named, PREFIX, Scope};
+use crate::build::Settings;
+use crate::snapshot::{ObjectKey, Objects, Snapshot};
+
+/// The Secrets and ConfigMaps a snapshot refers to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct References {
+    pub secrets: BTreeSet<ObjectKey>,
+    pub config_maps: BTreeSet<ObjectKey>,
+}
+
+impl References {
+    /// Keeps in `snapshot` only the Secrets and ConfigMaps referred to.
+    pub fn narrow(&self, snapshot: &mut Snapshot) {
+        snapshot.secrets = pick(&snapshot.secrets, &self.secrets);
+        snapshot.config_maps = pick(&snapshot.config_maps, &self.config_maps);
+    }
+
+    fn add(&mut self, namespace: &str, named: Named) {
+        match named {
+            Named::Secret(name) => self.secrets.insert(ObjectKey::new(namespace, name)),
+            Named::ConfigMap(name) => self.config_maps.insert(ObjectKey::new(namespace, name)),
+        };
+    }
+}
+
+/// The Secrets and ConfigMaps that `snapshot` (its Ingresses already selected by class)
+/// and the flags in `settings` refer to. The controller's ConfigMap is read from
+/// `snapshot.config_maps` when it is there.
+pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
+    let mut found = References::default();
+    found.secrets.extend(settings.default_certificate.clone());
+    found.config_maps.extend(settings.config_map.clone());
+    found.config_maps.extend(settings.error_pages.clone());
+
+    let mut services = BTreeSet::new();
+    let mut route_namespaces = BTreeSet::new();
+    for (key, ingress) in &snapshot.ingresses {
+        route_namespaces.insert(key.namespace.as_str());
+        let spec = ingress.spec.as_ref();
+        for tls in spec.into_iter().flat_map(|s| s.tls.iter().flatten()) {
+            if let Some(name) = tls.secret_name.as_deref().filter(|n| !n.is_empty()) {
+                found.secrets.insert(ObjectKey::new(&key.namespace, name));
+            }
+        }
+        for named in named_by_annotations(ingress.metadata.annotations.as_ref(), Scope::Ingress) {
+            found.add(&key.namespace, named);
+        }
+        for service in backend_services(ingress) {
+            services.insert(ObjectKey::new(&key.namespace, service));
+        }
+    }
+    for key in &services {
+        if let Some(service) = snapshot.services.get(key) {
+            let annotations = service.metadata.annotations.as_ref();
+            for named in named_by_annotations(annotations, Scope::Service) {
+                found.add(&key.namespace, named);
+            }
+        }
+    }
+    let own = settings
+        .config_map
+        .as_ref()
+        .and_then(|key| snapshot.config_maps.get(key));
+    for (name, value) in own.iter().flat_map(|cm| cm.data.iter().flatten()) {
+        let Some(named) = annotations::find_key(name).and_then(|spec| spec.named(value)) else {
+            continue;
+        };
+        for namespace in &route_namespaces {
+            found.add(namespace, named.clone());
+        }
+    }
+    found
+}
+
+/// The objects of `keys` that `objects` holds.
+fn pick<K>(objects: &Objects<K>, keys: &BTreeSet<ObjectKey>) -> Objects<K> {
+    keys.iter()
+        .filter_map(|key| Some((key.clone(), objects.get(key)?.clone())))
+        .collect()
+}
+
+/// The objects named by the keys among `annotations` that can be set at `scope`, under
+/// either prefix.
+fn named_by_annotations(
+    annotations: Option<&BTreeMap<String, String>>,
+    scope: Scope,
+) -> impl Iterator<Item = Named> + '_ {
+    annotations
+        .into_iter()
+        .flatten()
+        .filter_map(move |(name, value)| {
+            let key = name
+                .strip_prefix(PREFIX)
+                .or_else(|| name.strip_prefix(ALIAS_PREFIX))?;
+            let spec = annotations::find_key(key)?;
+            if !spec.scopes.contains(&scope) {
+                return None;
+            }
+            spec.named(value)
+        })
+}
+
+/// The names of the Services an Ingress routes to (rules and `defaultBackend`).
+fn backend_services(ingress: &Ingress) -> impl Iterator<Item = &str> {
+    let spec = ingress.spec.as_ref();
+    let default = spec.and_then(|s| s.default_backend.as_ref());
+    let rules = spec
+        .into_iter()
+        .flat_map(|s| s.rules.iter().flatten())
+        .flat_map(|rule| rule.http.iter().flat_map(|http| &http.paths))
+        .map(|path| &path.backend);
+    default
+        .into_iter()
+        .chain(rules)
+        .filter_map(|backend: &IngressBackend| backend.service.as_ref())
+        .map(|service| service.name.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    use super::*;
+    use crate::annotations::{KEYS, Refers};
+    use crate::objects::Service;
+
+    fn ingress(namespace: &str, name: &str, annotations: serde_json::Value) -> Ingress {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+            "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{
+                "path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}
+            }]}}]}
+        }))
+        .expect("valid Ingress")
+    }
+
+    fn service(namespace: &str, name: &str, annotations: serde_json::Value) -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations}
+        }))
+        .expect("valid Service")
+    }
+
+    fn config_map(namespace: &str, name: &str, data: serde_json::Value) -> ConfigMap {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace}, "data": data
+        }))
+        .expect("valid ConfigMap")
+    }
+
+    fn with_ingress(ingress: Ingress) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        let key = ObjectKey::new(
+            ingress.metadata.namespace.clone().unwrap_or_default(),
+            ingress.metadata.name.clone().unwrap_or_default(),
+        );
+        snapshot.ingresses.insert(key, Arc::new(ingress));
+        snapshot
+    }
+
+    fn keys(set: &BTreeSet<ObjectKey>) -> Vec<String> {
+        set.iter().map(ToString::to_string).collect()
+    }
+
+    fn settings() -> Settings {
+        Settings::new(0)
+    }
+
+    /// Every key that names an object, on each scope it can be set at, is found, in
+    /// the right namespace; under both prefixes on annotations.
+    #[test]
+    fn every_referencing_key_on_every_scope() {
+        // (key, value, kind of the object named)
+        let cases = [
+            ("auth-secret", "users", "Secret"),
+            ("server-ca", "backend-ca", "Secret"),
+            ("server-crt", "client-pair", "Secret"),
+            ("allow-list", "configmap:office/ips", "ConfigMap"),
+            ("whitelist", "configmap:office/ips", "ConfigMap"),
+            ("deny-list", "configmap:blocked/ips", "ConfigMap"),
+            ("blacklist", "configmap:blocked/ips", "ConfigMap"),
+        ];
+        for (key, value, kind) in cases {
+            let name = value
+                .strip_prefix("configmap:")
+                .and_then(|v| v.split_once('/'))
+                .map_or(value, |(name, _)| name);
+            let expect = |namespace: &str, found: &References| {
+                let (wanted, other) = if kind == "Secret" {
+                    (&found.secrets, &found.config_maps)
+                } else {
+                    (&found.config_maps, &found.secrets)
+                };
+                assert!(
+                    wanted.contains(&ObjectKey::new(namespace, name)),
+                    "{key}: {found:?}"
+                );
+                assert!(other.iter().all(|k| k.name != name), "{key}: {found:?}");
+            };
+            for prefix in [PREFIX, ALIAS_PREFIX] {
+                // On an Ingress: the Ingress' namespace.
+                let annotated = ingress("shop", "a", json!({ format!("{prefix}{key}"): value }));
+                expect("shop", &references(&with_ingress(annotated), &settings()));
+
+                // On a Service an Ingress routes to: the Service's namespace.
+                let mut snapshot = with_ingress(ingress("shop", "a", json!({})));
+                snapshot.services.insert(
+                    ObjectKey::new("shop", "web"),
+                    Arc::new(service(
+                        "shop",
+                        "web",
+                        json!({ format!("{prefix}{key}"): value }),
+                    )),
+                );
+                expect("shop", &references(&snapshot, &settings()));
+            }
+            // In the controller's ConfigMap: the namespace of every served Ingress.
+            let mut snapshot = with_ingress(ingress("shop", "a", json!({})));
+            snapshot.ingresses.insert(
+                ObjectKey::new("blog", "b"),
+                Arc::new(ingress("blog", "b", json!({}))),
+            );
+            let own = ObjectKey::new("ops", "tugboat");
+            snapshot.config_maps.insert(
+                own.clone(),
+                Arc::new(config_map("ops", "tugboat", json!({ key: value }))),
+            );
+            let settings = Settings {
+                config_map: Some(own),
+                ..settings()
+            };
+            let found = references(&snapshot, &settings);
+            expect("shop", &found);
+            expect("blog", &found);
+        }
+    }
+
+    #[test]
+    fn tls_secrets_of_ingresses() {
+        let mut tls = ingress("shop", "a", json!({}));
+        tls.spec.as_mut().expect("spec").tls = Some(vec![
+            serde_json::from_value(json!({"hosts": ["a.example.com"], "secretName": "site"}))
+                .expect("IngressTLS"),
+            serde_json::from_value(json!({"hosts": ["b.example.com"]})).expect("IngressTLS"),
+        ]);
+        let found = references(&with_ingress(tls), &settings());
+        assert_eq!(keys(&found.secrets), ["shop/site"]);
+        assert!(found.config_maps.is_empty());
+    }
+
+    #[test]
+    fn flags_name_their_objects_even_without_ingresses() {
+        let settings = Settings {
+            default_certificate: Some(ObjectKey::new("ops", "wildcard")),
+            error_pages: Some(ObjectKey::new("ops", "pages")),
+            config_map: Some(ObjectKey::new("ops", "tugboat")),
+            ..settings()
+        };
+        let found = references(&Snapshot::default(), &settings);
+        assert_eq!(keys(&found.secrets), ["ops/wildcard"]);
+        assert_eq!(keys(&found.config_maps), ["ops/pages", "ops/tugboat"]);
+    }
+
+    #[test]
+    fn what_names_nothing_is_not_a_reference() {
+        let annotated = ingress(
+            "shop",
+            "a",
+            json!({
+                // Inline access list, a key that names no object, an invalid name,
+                // another controller's prefix.
+                "tugboat.dev/allow-list": "10.0.0.0/8",
+                "tugboat.dev/set-host": "configmap:not-a-list/x",
+                "tugboat.dev/auth-secret": "Not A Name",
+                "nginx.ingress.kubernetes.io/auth-secret": "theirs",
+            }),
+        );
+        let mut snapshot = with_ingress(annotated);
+        // A Service no served Ingress routes to.
+        snapshot.services.insert(
+            ObjectKey::new("shop", "unused"),
+            Arc::new(service(
+                "shop",
+                "unused",
+                json!({"tugboat.dev/auth-secret": "x"}),
+            )),
+        );
+        // A ConfigMap key that can name a Secret, but no --configmap is set.
+        snapshot.config_maps.insert(
+            ObjectKey::new("ops", "tugboat"),
+            Arc::new(config_map(
+                "ops",
+                "tugboat",
+                json!({"auth-secret": "users"}),
+            )),
+        );
+        assert_eq!(references(&snapshot, &settings()), References::default());
+    }
+
+    #[test]
+    fn services_of_the_default_backend_are_read() {
+        let mut snapshot = Snapshot::default();
+        let only_default: Ingress = serde_json::from_value(json!({
+            "metadata": {"name": "d", "namespace": "shop"},
+            "spec": {"defaultBackend": {"service": {"name": "fallback", "port": {"number": 80}}}}
+        }))
+        .expect("valid Ingress");
+        snapshot
+            .ingresses
+            .insert(ObjectKey::new("shop", "d"), Arc::new(only_default));
+        snapshot.services.insert(
+            ObjectKey::new("shop", "fallback"),
+            Arc::new(service(
+                "shop",
+                "fallback",
+                json!({"tugboat.dev/server-ca": "ca"}),
+            )),
+        );
+        assert_eq!(
+            keys(&references(&snapshot, &settings()).secrets),
+            ["shop/ca"]
+        );
+    }
+
+    /// A key whose documented values name an object must say so in the table, or the
+    /// sources would not fetch the object.
+    #[test]
+    fn keys_that_name_objects_are_marked() {
+        for key in KEYS {
+            let names_secret = key.values.contains("Secret");
+            let names_config_map = key.values.contains("configmap:");
+            let expected = match (names_secret, names_config_map) {
+                (true, false) => Refers::Secret,
+                (false, true) => Refers::ConfigMapKey,
+                (false, false) => Refers::Nothing,
+                (true, true) => panic!("{}: names both a Secret and a ConfigMap", key.name),
+            };
+            assert_eq!(key.refers, expected, "{}", key.name);
+        }
+    }
+}
