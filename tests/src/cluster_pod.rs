@@ -78,6 +78,8 @@ impl ClusterPod {
         let metrics = Arc::new(Metrics::new());
         let mut config =
             ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
+        // One set of model flags, as the binary has: the source fetches what they name.
+        config.model = options.source.settings.clone();
         config.metrics = Some(metrics.clone());
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let controller = tokio::spawn(cluster::run_with_cluster(
