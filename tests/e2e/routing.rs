@@ -1,8 +1,11 @@
 //! End to end: manifests in a folder, a controller, a real haproxy, real HTTP to echo
-//! backends. Routing by host and path, balancing, live changes, and bad input.
+//! backends. Routing by host and path, balancing, live changes, bad input, and
+//! IngressClasses in a folder (served as the cluster serves them, `tugboat render` too).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+
+use clap::Parser;
 
 use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
 use tugboat_testkit::{HaproxyBinary, Pod, haproxy_tests};
@@ -34,6 +37,7 @@ haproxy_tests!(
     balances_across_ready_endpoints,
     follows_manifest_changes_live,
     bad_input_is_reported_and_skipped,
+    a_folder_serves_only_its_ingress_classes,
 );
 
 async fn routes_by_host_and_path(haproxy: HaproxyBinary) {
@@ -192,4 +196,87 @@ async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary) {
         "{maps}"
     );
     assert!(pod.controller_running());
+}
+
+/// Our IngressClass, the default class, as exported from a cluster.
+const OUR_DEFAULT_CLASS: &str = "\
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: tugboat
+  annotations:
+    ingressclass.kubernetes.io/is-default-class: \"true\"
+spec:
+  controller: tugboat.dev/ingress
+";
+
+/// An Ingress `name` routing `name.example.com` to `web`, of `class` (none: no class).
+fn classed_ingress(name: &str, class: Option<&str>) -> String {
+    let class = class.map_or(String::new(), |c| format!("  ingressClassName: {c}\n"));
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}}}\n\
+         spec:\n{class}  rules: [{{host: {name}.example.com, http: {{paths: [{{path: /, \
+         pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}]}}}}]\n"
+    )
+}
+
+async fn a_folder_serves_only_its_ingress_classes(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 163, 1).await;
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("class.yaml", OUR_DEFAULT_CLASS),
+            ("web.yaml", &service_with_endpoints("web", &web)),
+            ("ours.yaml", &classed_ingress("ours", Some("tugboat"))),
+            (
+                "theirs.yaml",
+                &classed_ingress("theirs", Some("some-invalid-class-name")),
+            ),
+            ("unclassed.yaml", &classed_ingress("unclassed", None)),
+        ],
+    )
+    .await;
+    pod.wait_for_service("ours.example.com", "/", "web").await;
+    // No class: our IngressClass is the default.
+    pod.wait_for_service("unclassed.example.com", "/", "web")
+        .await;
+    // Another class: not ours, haproxy's own 404.
+    let reply = pod.get("theirs.example.com", "/").await.expect("request");
+    assert_eq!(reply.status, 404, "{reply:?}");
+
+    // `tugboat render` on the same folder shows the same routes.
+    let cli = tugboat::cli::Cli::try_parse_from([
+        "tugboat".as_ref(),
+        "render".as_ref(),
+        "--manifests".as_ref(),
+        pod.manifests_dir().as_os_str(),
+    ])
+    .expect("render command line");
+    let tugboat::cli::Command::Render(args) = cli.command else {
+        panic!("expected the render command");
+    };
+    let output = tugboat::cli::render_folder(&args).expect("render");
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert!(
+        output.files.contains("ours.example.com"),
+        "{}",
+        output.files
+    );
+    assert!(
+        output.files.contains("unclassed.example.com"),
+        "{}",
+        output.files
+    );
+    assert!(
+        !output.files.contains("theirs.example.com"),
+        "{}",
+        output.files
+    );
+    assert_eq!(output.not_served.len(), 1, "{:?}", output.not_served);
+    assert!(
+        output.not_served[0].contains("default/theirs")
+            && output.not_served[0].contains("some-invalid-class-name"),
+        "{:?}",
+        output.not_served
+    );
 }
