@@ -609,6 +609,31 @@ mod tests {
     }
 
     #[test]
+    fn render_takes_the_same_class_flags_as_run() {
+        let cli = Cli::try_parse_from([
+            "tugboat",
+            "render",
+            "--manifests",
+            "/m",
+            "--controller-class=example.com/x",
+            "--ingress-class=public",
+            "--watch-ingress-without-class",
+        ])
+        .expect("valid command line");
+        let Command::Render(args) = cli.command else {
+            panic!("expected render");
+        };
+        assert_eq!(
+            args.class.filter(),
+            ClassFilter {
+                controller: "example.com/x".into(),
+                only_class: Some("public".into()),
+                watch_without_class: true,
+            }
+        );
+    }
+
+    #[test]
     fn object_keys_need_a_namespace_and_a_name() {
         assert!(parse_object_key("ns/name").is_ok());
         for bad in ["name", "/name", "ns/", "a/b/c"] {
