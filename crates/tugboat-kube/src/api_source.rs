@@ -304,10 +304,10 @@ impl ApiSource {
     /// that no flag names (starting a watch for a newly named one; its content joins a
     /// later snapshot once listed).
     fn build_snapshot(&self) -> Snapshot {
-        let Ok(mut listed) = self.listed.lock() else {
-            return self.stores.snapshot(&self.config, &[]).0;
-        };
         let mut stores: Vec<&ObjectStore<ConfigMap>> = self.stores.config_maps.iter().collect();
+        let Ok(mut listed) = self.listed.lock() else {
+            return self.stores.snapshot(&self.config, &stores).0;
+        };
         stores.extend(listed.values().map(|(store, _)| store));
         let (snapshot, wanted) = self.stores.snapshot(&self.config, &stores);
         for key in &wanted.config_maps {
