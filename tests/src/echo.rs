@@ -1,5 +1,6 @@
 //! An echo backend: answers every request with the service name and endpoint it was
-//! started with, and the host and path it received, so a test can tell who answered.
+//! started with, and the host, path and query it received (as they came on the wire),
+//! so a test can tell who answered and what reached the backend.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -25,9 +26,15 @@ impl Drop for EchoServer {
     }
 }
 
-/// The body an echo backend answers with.
-pub fn echo_body(service: &str, endpoint: SocketAddr, host: &str, path: &str) -> String {
-    format!("service={service} endpoint={endpoint} host={host} path={path}\n")
+/// The body an echo backend answers with (`query` is empty without one).
+pub fn echo_body(
+    service: &str,
+    endpoint: SocketAddr,
+    host: &str,
+    path: &str,
+    query: &str,
+) -> String {
+    format!("service={service} endpoint={endpoint} host={host} path={path} query={query}\n")
 }
 
 impl EchoServer {
@@ -50,7 +57,9 @@ impl EchoServer {
                             .and_then(|h| h.to_str().ok())
                             .unwrap_or("")
                             .to_string();
-                        let body = echo_body(&service, addr, &host, request.uri().path());
+                        let uri = request.uri();
+                        let query = uri.query().unwrap_or("");
+                        let body = echo_body(&service, addr, &host, uri.path(), query);
                         // Request headers named x-* come back as x-echo-req-*.
                         let mut response = Response::builder()
                             .header("content-type", "text/plain")

@@ -21,6 +21,16 @@ impl Reply {
         self.field("service")
     }
 
+    /// The path an echo backend received.
+    pub fn path(&self) -> Option<&str> {
+        self.field("path")
+    }
+
+    /// The query string an echo backend received (empty without one).
+    pub fn query(&self) -> Option<&str> {
+        self.field("query")
+    }
+
     /// The endpoint (address:port) of the echo backend that answered.
     pub fn endpoint(&self) -> Option<&str> {
         self.field("endpoint")

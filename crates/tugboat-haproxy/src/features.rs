@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tugboat_model::Desired;
-use tugboat_model::features::{CorsOrigins, FeatureSetId, RedirectWhen, RouteFeatures};
+use tugboat_model::features::{
+    CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
+};
 
 use crate::render::RenderSettings;
 
@@ -153,13 +155,24 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
 
     let late = &mut rules.late_request;
     for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
-        let _ = writeln!(
-            late,
-            "    http-request redirect location {} code {} if {}",
-            redirect.location,
-            redirect.code,
-            sets_acl(&ids)
-        );
+        let acl = sets_acl(&ids);
+        let code = redirect.code;
+        match &redirect.target {
+            RedirectTarget::Url(url) => {
+                let _ = writeln!(
+                    late,
+                    "    http-request redirect location {url} code {code} if {acl}"
+                );
+            }
+            // `prefix` keeps the path and the query; the scheme is the request's.
+            RedirectTarget::Host(host) => {
+                let _ = writeln!(
+                    late,
+                    "    http-request redirect prefix https://{host} code {code} if {acl} {{ ssl_fc }}\n    \
+                     http-request redirect prefix http://{host} code {code} if {acl} !{{ ssl_fc }}"
+                );
+            }
+        }
     }
     // Rate limits, before authentication so that guessing passwords is limited too.
     for (id, features) in sets {

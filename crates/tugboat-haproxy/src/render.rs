@@ -280,6 +280,8 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
 # Written by tugboat. Every change here is overwritten by the next update.
 global
     log {log_target} local0
+    # For `http-request normalize-uri` (experimental on every series up to 3.4 at least).
+    expose-experimental-directives
     ssl-default-bind-options ssl-min-ver TLSv1.2
 {global_snippet}
 defaults
@@ -324,7 +326,7 @@ defaults
 frontend http
     bind {http}
     bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}
-    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
     http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
@@ -337,7 +339,9 @@ frontend http
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
-{feature_request}",
+{restore}{feature_request}",
+        normalize = normalize_rules(keeps_original_path(desired)),
+        restore = restore_rules(desired),
         feature_request = features.request,
         default_cert = default_cert.display(),
         crt_list = crt_list.display(),
@@ -452,6 +456,68 @@ frontend stats
             out.push_str(&server_line(slot, server.as_ref(), cookie));
         }
         out.push_str(&snippet_lines(options.snippet.as_ref()));
+    }
+    out
+}
+
+/// The rules that normalize the request's path before anything looks at it, so that
+/// routing and every route feature (authentication, access lists, rate limits) see the
+/// path the application will serve: `//admin`, `/./admin`, `/x/../admin` and
+/// `/%61dmin` all meet the rules of `/admin`.
+///
+/// haproxy's own normalizers (`normalize-uri`, RFC 3986) do the work: they give a valid
+/// URI that can be forwarded as it is, which converters on the routing key (`url_dec`
+/// decodes every character, `regsub` cannot resolve `..` repeatedly) cannot. What cannot
+/// be normalized safely is refused with 400 first: a malformed `%`, an encoded `/`, an
+/// encoded or raw `\` and an encoded NUL (applications disagree on what they mean);
+/// after normalizing, a `..` that climbs above the root. `percent-decode-unreserved`
+/// also decodes the query string, which must reach the backend untouched: it is kept
+/// aside and put back. With `keep_original`, the path as received is kept too
+/// (`txn.raw_path`), for [`restore_rules`].
+fn normalize_rules(keep_original: bool) -> String {
+    let mut out = String::from("    http-request set-var(txn.query) query\n");
+    if keep_original {
+        out.push_str("    http-request set-var(txn.raw_path) path\n");
+    }
+    out.push_str(
+        "    http-request deny deny_status 400 if { path -m reg %([^0-9A-Fa-f]|.[^0-9A-Fa-f]|.?$) }
+    http-request deny deny_status 400 if { path -m sub -i %2f %5c %00 \\\\ }
+    http-request normalize-uri percent-decode-unreserved
+    http-request normalize-uri path-merge-slashes
+    http-request normalize-uri path-strip-dot
+    http-request normalize-uri path-strip-dotdot
+    http-request set-query %[var(txn.query)] if { var(txn.query) -m found }
+    http-request deny deny_status 400 if { path -m beg /../ } || { path /.. }
+",
+    );
+    out
+}
+
+/// Whether some requests reach their backend with the path as the client sent it
+/// (`backend-path: original`).
+fn keeps_original_path(desired: &Desired) -> bool {
+    desired.global.original_path || desired.feature_sets.values().any(|f| f.original_path)
+}
+
+/// The rules that give back the path as received to the requests whose route (or, for
+/// requests that match none, the ConfigMap) says `backend-path: original`. They come
+/// right after the route lookup, so the route features after them see the path the
+/// backend will get.
+fn restore_rules(desired: &Desired) -> String {
+    let restore =
+        "    http-request set-path %[var(txn.raw_path)] if { var(txn.raw_path) -m found }";
+    let mut out = String::new();
+    let ids: Vec<&str> = desired
+        .feature_sets
+        .iter()
+        .filter(|(_, f)| f.original_path)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    if !ids.is_empty() {
+        let _ = writeln!(out, "{restore} {{ var(txn.fs) -m str {} }}", ids.join(" "));
+    }
+    if desired.global.original_path {
+        let _ = writeln!(out, "{restore} !{{ var(txn.route) -m found }}");
     }
     out
 }
@@ -633,5 +699,122 @@ mod tests {
             .map(|l| l.split(' ').next().map_or(0, str::len))
             .collect();
         assert!(keys.windows(2).all(|w| w[0] >= w[1]), "{prefix}");
+    }
+
+    /// The desired state with one feature set on the `/api` prefix.
+    fn with_features(features: tugboat_model::features::RouteFeatures) -> Desired {
+        let mut desired = desired();
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        desired.feature_sets.insert(id.clone(), features);
+        for route in &mut desired.routes {
+            if route.path == PathMatch::Prefix("/api".into()) {
+                route.features = Some(id.clone());
+            }
+        }
+        desired
+    }
+
+    fn frontend(desired: &Desired) -> String {
+        let rendered = render_fresh(desired);
+        rendered
+            .get(&settings().config_file())
+            .expect("config")
+            .to_string()
+    }
+
+    #[test]
+    fn the_path_is_normalized_before_the_route_lookup() {
+        let config = frontend(&desired());
+        let normalize = config
+            .find("normalize-uri path-strip-dotdot")
+            .expect("normalizers");
+        let lookup = config.find("set-var(txn.path) path").expect("lookup");
+        assert!(normalize < lookup, "{config}");
+        assert!(config.contains("\n    expose-experimental-directives\n"));
+        // Nobody asks for the original path: it is not kept.
+        assert!(!config.contains("txn.raw_path"), "{config}");
+    }
+
+    #[test]
+    fn original_path_is_put_back_for_its_feature_sets_after_the_lookup() {
+        let features = tugboat_model::features::RouteFeatures {
+            original_path: true,
+            ..Default::default()
+        };
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        let config = frontend(&with_features(features));
+        let keep = config
+            .find("http-request set-var(txn.raw_path) path\n")
+            .expect("kept");
+        let normalize = config
+            .find("    http-request normalize-uri percent-decode-unreserved\n")
+            .expect("normalizers");
+        let restore = format!(
+            "    http-request set-path %[var(txn.raw_path)] if {{ var(txn.raw_path) -m found }} \
+             {{ var(txn.fs) -m str {id} }}\n"
+        );
+        let restored = config.find(&restore).expect(&restore);
+        let fs = config.find("set-var(txn.fs)").expect("feature set lookup");
+        assert!(keep < normalize && fs < restored, "{config}");
+        assert_eq!(config.matches("set-path %[var(txn.raw_path)]").count(), 1);
+    }
+
+    #[test]
+    fn original_path_from_the_config_map_covers_requests_without_a_route() {
+        let mut desired = desired();
+        desired.global.original_path = true;
+        let config = frontend(&desired);
+        assert!(config.contains("http-request set-var(txn.raw_path) path\n"));
+        assert!(
+            config.contains(
+                "    http-request set-path %[var(txn.raw_path)] if { var(txn.raw_path) -m found } \
+                 !{ var(txn.route) -m found }\n"
+            ),
+            "{config}"
+        );
+    }
+
+    #[test]
+    fn a_redirect_to_a_host_keeps_the_scheme_path_and_query() {
+        use tugboat_model::features::{Redirect, RedirectTarget, RouteFeatures};
+        let features = RouteFeatures {
+            redirect: Some(Redirect {
+                target: RedirectTarget::Host("example.com:8443".into()),
+                code: 301,
+            }),
+            ..Default::default()
+        };
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        let config = frontend(&with_features(features));
+        assert!(
+            config.contains(&format!(
+                "    http-request redirect prefix https://example.com:8443 code 301 if \
+             {{ var(txn.fs) -m str {id} }} {{ ssl_fc }}\n    \
+             http-request redirect prefix http://example.com:8443 code 301 if \
+             {{ var(txn.fs) -m str {id} }} !{{ ssl_fc }}\n"
+            )),
+            "{config}"
+        );
+    }
+
+    #[test]
+    fn a_redirect_to_a_url_sends_every_request_there() {
+        use tugboat_model::features::{Redirect, RedirectTarget, RouteFeatures};
+        let features = RouteFeatures {
+            redirect: Some(Redirect {
+                target: RedirectTarget::Url("https://www.example.com/new".into()),
+                code: 302,
+            }),
+            ..Default::default()
+        };
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        let config = frontend(&with_features(features));
+        assert!(
+            config.contains(&format!(
+                "    http-request redirect location https://www.example.com/new code 302 if \
+             {{ var(txn.fs) -m str {id} }}\n"
+            )),
+            "{config}"
+        );
     }
 }

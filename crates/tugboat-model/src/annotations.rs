@@ -21,8 +21,8 @@ use std::net::IpAddr;
 
 use crate::features::{
     BackendOptions, Balance, Cors, CorsOrigins, GlobalOptions, HealthCheck, Hsts, HttpsRedirect,
-    PathRewrite, ProxyProtocol, RateLimit, Redirect, RedirectWhen, RouteFeatures, ServerTls,
-    Snippet,
+    PathRewrite, ProxyProtocol, RateLimit, Redirect, RedirectTarget, RedirectWhen, RouteFeatures,
+    ServerTls, Snippet,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate::{self, printable};
@@ -197,10 +197,10 @@ pub const KEYS: &[KeySpec] = &[
     key(
         "request-redirect",
         ROUTE,
-        "an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
+        "`HOST`, `HOST:PORT` (a lower-case host name or IPv4 address, a port from 1 to 65535), or an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
         "none",
-        "https://www.example.com/new",
-        "Redirect every request of the routes to this URL.",
+        "example.com:8443",
+        "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL.",
     ),
     key(
         "request-redirect-code",
@@ -217,6 +217,14 @@ pub const KEYS: &[KeySpec] = &[
         "none",
         "^/api/(.*) /\\1",
         "Rewrite the path before the request goes to the backend.",
+    ),
+    key(
+        "backend-path",
+        ALL,
+        "`normalized` or `original`",
+        "normalized",
+        "original",
+        "The path the backend receives. Tugboat always routes on the normalized path (slashes merged, `.` and `..` segments resolved, percent-encoded unreserved characters decoded; a malformed `%`, an encoded `/` or NUL, a `\\` (raw or encoded) or a `..` above the root is refused with 400), so authentication, access lists and rate limits apply to what the application will serve. `normalized`: the backend receives that path, as with ingress-nginx. `original`: it receives the path exactly as the client sent it (for applications that need the raw bytes, e.g. signed URLs). The query string is never changed. In the ConfigMap it also applies to requests that match no route. See docs/path-normalization.md.",
     ),
     key(
         "set-host",
@@ -875,12 +883,14 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
             preload: resolver.get("hsts-preload", parse_bool).unwrap_or(false),
         });
     }
-    if let Some(location) = resolver.get("request-redirect", parse_url) {
+    if let Some(target) = resolver.get("request-redirect", parse_redirect_target) {
         let code = resolver
             .get("request-redirect-code", parse_redirect_code)
             .unwrap_or(302);
-        features.redirect = Some(Redirect { location, code });
+        features.redirect = Some(Redirect { target, code });
     }
+    features.original_path =
+        resolver.get("backend-path", parse_backend_path) == Some(BackendPath::Original);
     features.path_rewrite = resolver.get("path-rewrite", parse_path_rewrite);
     features.set_host = resolver.get("set-host", parse_host_port);
     features.request_headers = resolver
@@ -1080,6 +1090,8 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
             .unwrap_or(308),
         ssl_redirect_port: resolver.get_in("ssl-redirect-port", &cm, parse_port),
         snippet,
+        original_path: resolver.get_in("backend-path", &cm, parse_backend_path)
+            == Some(BackendPath::Original),
     }
 }
 
@@ -1197,17 +1209,49 @@ fn parse_url(value: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
+/// The values of `backend-path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendPath {
+    Normalized,
+    Original,
+}
+
+fn parse_backend_path(value: &str) -> Result<BackendPath, String> {
+    match value {
+        "normalized" => Ok(BackendPath::Normalized),
+        "original" => Ok(BackendPath::Original),
+        _ => Err("normalized or original".into()),
+    }
+}
+
+/// `request-redirect`: an absolute URL (it has a scheme), else `host` or `host:port`.
+fn parse_redirect_target(value: &str) -> Result<RedirectTarget, String> {
+    let expected = "HOST, HOST:PORT (a lower-case host name or IPv4 address, a port from 1 \
+                    to 65535), or an absolute http:// or https:// URL";
+    if value.contains("://") {
+        return parse_url(value)
+            .map(RedirectTarget::Url)
+            .map_err(|e| format!("{expected}; as a URL: {e}"));
+    }
+    parse_host_port(value)
+        .map(RedirectTarget::Host)
+        .map_err(|_| expected.to_string())
+}
+
 fn parse_host_port(value: &str) -> Result<String, String> {
     let (host, port) = match value.rsplit_once(':') {
         Some((host, port)) => (host, Some(port)),
         None => (value, None),
     };
-    let host_ok = validate::dns_subdomain(host).is_ok();
-    let port_ok = port.is_none_or(|p| parse_port(p).is_ok());
-    if host_ok && port_ok {
-        Ok(value.to_string())
-    } else {
-        Err("a lower-case host name with an optional :port".into())
+    let expected = || "a lower-case host name with an optional :port".to_string();
+    validate::dns_subdomain(host).map_err(|_| expected())?;
+    match port {
+        None => Ok(host.to_string()),
+        // Written back as a number: `:08443` becomes `:8443`.
+        Some(port) => {
+            let port = parse_port(port).map_err(|_| expected())?;
+            Ok(format!("{host}:{port}"))
+        }
     }
 }
 
@@ -1662,6 +1706,134 @@ mod tests {
         assert!(parse_duration("10s").is_ok());
         assert!(parse_duration("10 s").is_err());
         assert!(parse_realm("a\"b").is_err());
+    }
+
+    #[test]
+    fn request_redirect_takes_a_host() {
+        assert_eq!(
+            parse_redirect_target("example.com"),
+            Ok(RedirectTarget::Host("example.com".into()))
+        );
+        assert_eq!(
+            parse_redirect_target("10.0.0.7"),
+            Ok(RedirectTarget::Host("10.0.0.7".into()))
+        );
+    }
+
+    #[test]
+    fn request_redirect_takes_a_host_and_port() {
+        assert_eq!(
+            parse_redirect_target("example.com:8443"),
+            Ok(RedirectTarget::Host("example.com:8443".into()))
+        );
+        assert_eq!(
+            parse_redirect_target("example.com:08443"),
+            Ok(RedirectTarget::Host("example.com:8443".into()))
+        );
+    }
+
+    #[test]
+    fn request_redirect_takes_an_absolute_url() {
+        assert_eq!(
+            parse_redirect_target("https://www.example.com/new?from=old"),
+            Ok(RedirectTarget::Url(
+                "https://www.example.com/new?from=old".into()
+            ))
+        );
+        assert_eq!(
+            parse_redirect_target("http://example.com:8080"),
+            Ok(RedirectTarget::Url("http://example.com:8080".into()))
+        );
+    }
+
+    /// The error of `parse_redirect_target(value)`, which must name the three forms.
+    fn redirect_error(value: &str) -> String {
+        let err = parse_redirect_target(value).expect_err(value);
+        assert!(err.starts_with("HOST, HOST:PORT"), "{value}: {err}");
+        err
+    }
+
+    #[test]
+    fn request_redirect_refuses_an_empty_value() {
+        redirect_error("");
+    }
+
+    #[test]
+    fn request_redirect_refuses_an_upper_case_host() {
+        redirect_error("Example.com");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_wildcard_host() {
+        redirect_error("*.example.com");
+    }
+
+    #[test]
+    fn request_redirect_refuses_an_ipv6_address() {
+        redirect_error("[::1]:8443");
+    }
+
+    #[test]
+    fn request_redirect_refuses_an_empty_port() {
+        redirect_error("example.com:");
+    }
+
+    #[test]
+    fn request_redirect_refuses_port_zero() {
+        redirect_error("example.com:0");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_port_above_65535() {
+        redirect_error("example.com:65536");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_port_that_is_not_a_number() {
+        redirect_error("example.com:https");
+        redirect_error("example.com:+443");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_host_with_a_path() {
+        redirect_error("example.com/new");
+        redirect_error("example.com:8443/new");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_scheme_without_slashes() {
+        redirect_error("https:example.com");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_url_of_another_scheme() {
+        let err = redirect_error("ftp://example.com/");
+        assert!(err.contains("as a URL"), "{err}");
+    }
+
+    #[test]
+    fn request_redirect_refuses_a_url_without_a_host() {
+        redirect_error("https:///path");
+    }
+
+    #[test]
+    fn request_redirect_refuses_what_could_reach_the_config() {
+        redirect_error("example.com code 301 if TRUE");
+        redirect_error("example.com\nuse_backend x");
+        redirect_error("https://example.com/%[env(X)]");
+        redirect_error("https://example.com/a b");
+        redirect_error("https://example.com/\"x");
+    }
+
+    #[test]
+    fn backend_path_is_normalized_or_original() {
+        assert_eq!(
+            parse_backend_path("normalized"),
+            Ok(BackendPath::Normalized)
+        );
+        assert_eq!(parse_backend_path("original"), Ok(BackendPath::Original));
+        assert!(parse_backend_path("raw").is_err());
+        assert!(parse_backend_path("Original").is_err());
     }
 
     #[test]

@@ -92,10 +92,19 @@ impl Hsts {
     }
 }
 
-/// `request-redirect`: every request of the route is redirected to a fixed URL.
+/// Where `request-redirect` sends a route's requests.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RedirectTarget {
+    /// `host` or `host:port`: the same scheme, path and query on another host (and port).
+    Host(String),
+    /// An absolute `http://` or `https://` URL: every request goes to that URL.
+    Url(String),
+}
+
+/// `request-redirect`: every request of the route is redirected.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Redirect {
-    pub location: String,
+    pub target: RedirectTarget,
     pub code: u16,
 }
 
@@ -174,6 +183,9 @@ pub struct RouteFeatures {
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
     pub rate_limit: Option<RateLimit>,
+    /// `backend-path: original`: the backend receives the path as the client sent it
+    /// rather than the normalized path the route was chosen on.
+    pub original_path: bool,
 }
 
 impl RouteFeatures {
@@ -300,4 +312,7 @@ pub struct GlobalOptions {
     pub ssl_redirect_port: Option<u16>,
     /// The operator's raw lines for the `global` section.
     pub snippet: Option<Snippet>,
+    /// `backend-path: original` in the ConfigMap: requests that match no route reach
+    /// the default backend with the path as the client sent it.
+    pub original_path: bool,
 }
