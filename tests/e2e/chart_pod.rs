@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Container;
@@ -132,6 +132,7 @@ fn container_port(container: &Container, name: &str) -> u16 {
 /// example's setcap'ed build of it) onto the haproxy binary of `binary`, the
 /// controller image onto the controller Cargo built.
 fn images(binary: PathBuf, scratch: PathBuf) -> impl Fn(&str) -> anyhow::Result<Image> {
+    let setcap_copy: OnceLock<PathBuf> = OnceLock::new();
     move |reference: &str| {
         let repository = reference.rsplit_once(':').map_or(reference, |(r, _)| r);
         match repository {
@@ -140,7 +141,18 @@ fn images(binary: PathBuf, scratch: PathBuf) -> impl Fn(&str) -> anyhow::Result<
             // `setcap cap_net_bind_service=+ep /usr/local/sbin/haproxy`.
             "registry.example.com/haproxy-netbind" => {
                 const CAP_NET_BIND_SERVICE: u64 = 1 << 10;
-                let copy = pod_runner::with_file_capabilities(&binary, &scratch, CAP_NET_BIND_SERVICE)?;
+                // One copy for every pod: a running binary cannot be overwritten.
+                let copy = match setcap_copy.get() {
+                    Some(copy) => copy.clone(),
+                    None => {
+                        let copy = pod_runner::with_file_capabilities(
+                            &binary,
+                            &scratch,
+                            CAP_NET_BIND_SERVICE,
+                        )?;
+                        setcap_copy.get_or_init(|| copy).clone()
+                    }
+                };
                 Ok(Image::official_haproxy(&copy))
             }
             "ghcr.io/tugboat-ingress/tugboat" => Ok(Image::tugboat_controller(

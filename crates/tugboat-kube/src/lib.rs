@@ -8,6 +8,7 @@
 pub mod api_source;
 pub mod class;
 pub mod events;
+pub mod leader;
 pub mod manifests;
 pub mod status;
 pub mod store;
