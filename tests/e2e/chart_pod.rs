@@ -82,10 +82,7 @@ fn prerequisites() -> Option<PathBuf> {
         "the chart pod test is required (TUGBOAT_REQUIRE_CHART_POD=1) but this machine lacks: {}",
         missing.join(", ")
     );
-    eprintln!(
-        "skipped: the chart pod test needs {}",
-        missing.join(", ")
-    );
+    eprintln!("skipped: the chart pod test needs {}", missing.join(", "));
     None
 }
 
@@ -224,7 +221,10 @@ where
     while !check().await {
         if Instant::now() > deadline {
             let logs: Vec<String> = pods.iter().map(|p| p.logs(30)).collect();
-            panic!("timed out after {limit:?} waiting for: {what}\n{}", logs.join("\n"));
+            panic!(
+                "timed out after {limit:?} waiting for: {what}\n{}",
+                logs.join("\n")
+            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -344,8 +344,14 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     )
     .expect("helm template");
     let spec = chart.pod_spec().expect("pod spec").clone();
-    let haproxy = chart.container("haproxy").expect("haproxy container").clone();
-    let controller = chart.container("controller").expect("controller container").clone();
+    let haproxy = chart
+        .container("haproxy")
+        .expect("haproxy container")
+        .clone();
+    let controller = chart
+        .container("controller")
+        .expect("controller container")
+        .clone();
     let (_, tag) = image_of(&haproxy);
     let series = tag.split('-').next().unwrap_or_default().to_string();
     let Some(binary) = HaproxyBinary::find(&series) else {
@@ -362,7 +368,10 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     // and the namespaces it goes into.
     let mut api = FakeApiServer::start().await;
     let watched = flag(&controller, "watch-namespace");
-    for ns in [NAMESPACE, "default"].into_iter().chain(watched.iter().map(String::as_str)) {
+    for ns in [NAMESPACE, "default"]
+        .into_iter()
+        .chain(watched.iter().map(String::as_str))
+    {
         api.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
     }
     for object in &chart.objects {
@@ -393,23 +402,51 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         .expect("the controller has --election-id");
 
     // Replica A first: it takes the Lease; then replica B.
-    let mut a = start_replica(&mut api, &tls, &guard, &chart, names[0], &format!("token-of-{}", names[0]), &images).await;
-    wait_for("replica A holds the Lease", Duration::from_secs(20), &[&a.pod], || {
-        let holder = lease_holder(&api, &lease);
-        async move { holder.as_deref() == Some(names[0]) }
-    })
+    let mut a = start_replica(
+        &mut api,
+        &tls,
+        &guard,
+        &chart,
+        names[0],
+        &format!("token-of-{}", names[0]),
+        &images,
+    )
     .await;
-    let b = start_replica(&mut api, &tls, &guard, &chart, names[1], &format!("token-of-{}", names[1]), &images).await;
+    wait_for(
+        "replica A holds the Lease",
+        Duration::from_secs(20),
+        &[&a.pod],
+        || {
+            let holder = lease_holder(&api, &lease);
+            async move { holder.as_deref() == Some(names[0]) }
+        },
+    )
+    .await;
+    let b = start_replica(
+        &mut api,
+        &tls,
+        &guard,
+        &chart,
+        names[1],
+        &format!("token-of-{}", names[1]),
+        &images,
+    )
+    .await;
 
     // An Ingress created through the API routes through both pods, on the spec's port.
     let namespace = watched.first().cloned().unwrap_or_else(|| "default".into());
-    let class = flag(&controller, "ingress-class").pop().expect("--ingress-class");
+    let class = flag(&controller, "ingress-class")
+        .pop()
+        .expect("--ingress-class");
     create_ingress(&api, &namespace, &class).await;
     let http_port = container_port(&haproxy, "http");
     for replica in [&a, &b] {
         let pod = &replica.pod;
         wait_for(
-            &format!("{HOST} routed to web through pod {} on port {http_port}", pod.name),
+            &format!(
+                "{HOST} routed to web through pod {} on port {http_port}",
+                pod.name
+            ),
             Duration::from_secs(20),
             &[pod],
             || async move {
@@ -437,10 +474,15 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         .await
         .expect("request through haproxy");
     assert_eq!(reply.status, 200, "{reply:?}");
-    wait_for("haproxy's access log line on its stdout", Duration::from_secs(5), &[&a.pod], || {
-        let out = a.pod.stdout("haproxy");
-        async move { out.lines().any(|l| l.contains(marker)) }
-    })
+    wait_for(
+        "haproxy's access log line on its stdout",
+        Duration::from_secs(5),
+        &[&a.pod],
+        || {
+            let out = a.pod.stdout("haproxy");
+            async move { out.lines().any(|l| l.contains(marker)) }
+        },
+    )
     .await;
     let controller_out = a.pod.stdout("controller");
     assert!(
@@ -452,7 +494,9 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     // Isolation, seen from inside each container's mount namespace and root.
     for replica in [&a, &b] {
         let pod = &replica.pod;
-        let token = pod.path_in("haproxy", SERVICE_ACCOUNT_DIR).expect("haproxy's root");
+        let token = pod
+            .path_in("haproxy", SERVICE_ACCOUNT_DIR)
+            .expect("haproxy's root");
         assert!(
             !token.exists(),
             "pod {}: haproxy can see {SERVICE_ACCOUNT_DIR} (a service-account token is mounted into haproxy)",
@@ -464,9 +508,9 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
                 .expect("haproxy's root");
             let written = std::fs::write(&probe, b"x");
             assert!(
-                written
-                    .as_ref()
-                    .is_err_and(|e| e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error())),
+                written.as_ref().is_err_and(
+                    |e| e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error())
+                ),
                 "pod {}: haproxy's {folder} is writable ({written:?}): its mount must be read-only",
                 pod.name
             );
@@ -501,9 +545,7 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
                 .and_then(|s| s.read_only_root_filesystem)
                 == Some(true);
             if read_only_root {
-                let probe = pod
-                    .path_in(&container.name, "/.write-check")
-                    .expect("root");
+                let probe = pod.path_in(&container.name, "/.write-check").expect("root");
                 assert!(
                     std::fs::write(&probe, b"x").is_err(),
                     "pod {}: container {} has readOnlyRootFilesystem but / is writable",
@@ -546,7 +588,8 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     let deletion = Instant::now();
     let in_flight_reply = async move {
         let mut raw = Vec::new();
-        let read = tokio::time::timeout(Duration::from_secs(40), in_flight.read_to_end(&mut raw)).await;
+        let read =
+            tokio::time::timeout(Duration::from_secs(40), in_flight.read_to_end(&mut raw)).await;
         (read, raw)
     };
     let takeover = async {
@@ -589,7 +632,9 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         .and_then(|r| r.ok())
         .and_then(|_| tugboat_testkit::http::parse(&raw).ok());
     assert!(
-        reply.as_ref().is_some_and(|r| r.status == 200 && r.service() == Some("web")),
+        reply
+            .as_ref()
+            .is_some_and(|r| r.status == 200 && r.service() == Some("web")),
         "the request in flight when the pod was deleted did not complete: {reply:?}\n{logs}"
     );
     let takeover = takeover.unwrap_or_else(|| {
@@ -618,7 +663,11 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         .expect("request through replica B");
     assert_eq!(reply.status, 200, "{reply:?}");
     let denied = api.denied();
-    assert!(denied.is_empty(), "refused requests:\n{}", denied.join("\n"));
+    assert!(
+        denied.is_empty(),
+        "refused requests:\n{}",
+        denied.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

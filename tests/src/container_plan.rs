@@ -91,7 +91,10 @@ fn run(path: &Path) -> anyhow::Result<Never> {
     enter_root(&plan).with_context(|| format!("container {}: chroot", plan.name))?;
     drop_privileges(&plan).with_context(|| format!("container {}: privileges", plan.name))?;
     let mut command = std::process::Command::new(&plan.argv[0]);
-    command.args(&plan.argv[1..]).env_clear().envs(plan.env.iter().cloned());
+    command
+        .args(&plan.argv[1..])
+        .env_clear()
+        .envs(plan.env.iter().cloned());
     let err = command.exec();
     Err(anyhow::anyhow!(
         "container {}: cannot run {:?}: {err}",

@@ -296,9 +296,9 @@ impl ApiTls {
             "localhost".to_string(),
         ])
         .expect("server certificate parameters");
-        params
-            .subject_alt_names
-            .push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+        params.subject_alt_names.push(rcgen::SanType::IpAddress(
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ));
         let key = rcgen::KeyPair::generate().expect("server key");
         let cert = params.signed_by(&key, &issuer).expect("server certificate");
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -662,7 +662,7 @@ async fn serve_tls(
                 async move {
                     let response = match check(&shared, &guard, &request) {
                         Ok(()) => handle(shared, request).await,
-                        Err(refusal) => refusal,
+                        Err(refusal) => *refusal,
                     };
                     Ok::<_, Infallible>(response)
                 }
@@ -680,7 +680,7 @@ fn check(
     shared: &Shared,
     guard: &Guard,
     request: &Request<Incoming>,
-) -> Result<(), Response<ResponseBody>> {
+) -> Result<(), Box<Response<ResponseBody>>> {
     let path = request.uri().path();
     let token = request
         .headers()
@@ -693,11 +693,11 @@ fn check(
             "401 {} {path}: no valid bearer token",
             request.method()
         ));
-        return Err(status_error(
+        return Err(Box::new(status_error(
             StatusCode::UNAUTHORIZED,
             "Unauthorized",
             "Unauthorized",
-        ));
+        )));
     };
     let Some(target) = parse_path(path) else {
         // Discovery, /version and other non-resource paths: open to authenticated users.
@@ -708,12 +708,15 @@ fn check(
     if (guard.authorize)(user, &attributes) {
         return Ok(());
     }
-    shared.store().denied.push(format!("403 {user}: {attributes}"));
-    Err(status_error(
+    shared
+        .store()
+        .denied
+        .push(format!("403 {user}: {attributes}"));
+    Err(Box::new(status_error(
         StatusCode::FORBIDDEN,
         "Forbidden",
         &format!("{user} cannot {attributes}"),
-    ))
+    )))
 }
 
 /// The authorization attributes of a resource request, as the API server derives them.

@@ -44,8 +44,8 @@ use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::process::{Child, Command};
 
-pub use crate::container_plan::{ContainerPlan, ImageDir, ImageFile, VolumeMount};
 use crate::Reply;
+pub use crate::container_plan::{ContainerPlan, ImageDir, ImageFile, VolumeMount};
 
 /// Where the service-account token, CA and namespace are mounted.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -205,14 +205,13 @@ fn yaml11_file_modes(value: &mut Value) {
     match value {
         Value::Object(fields) => {
             for (key, field) in fields.iter_mut() {
-                if key == "defaultMode" || key == "mode" {
-                    if let Some(octal) = field
+                if (key == "defaultMode" || key == "mode")
+                    && let Some(octal) = field
                         .as_str()
                         .and_then(|s| s.strip_prefix('0'))
                         .and_then(|s| i64::from_str_radix(s, 8).ok())
-                    {
-                        *field = Value::from(octal);
-                    }
+                {
+                    *field = Value::from(octal);
                 }
                 yaml11_file_modes(field);
             }
@@ -324,12 +323,12 @@ impl Image {
 /// Gives a copy of the file at `source` the file capabilities `capabilities` (bits
 /// of `CAP_*` numbers, permitted and effective), as `setcap cap_...=+ep` does, in
 /// `dir`; returns the copy's path.
-pub fn with_file_capabilities(source: &Path, dir: &Path, capabilities: u64) -> anyhow::Result<PathBuf> {
-    let copy = dir.join(
-        source
-            .file_name()
-            .context("a file name")?,
-    );
+pub fn with_file_capabilities(
+    source: &Path,
+    dir: &Path,
+    capabilities: u64,
+) -> anyhow::Result<PathBuf> {
+    let copy = dir.join(source.file_name().context("a file name")?);
     std::fs::copy(source, &copy).with_context(|| format!("copy {}", source.display()))?;
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))?;
     // struct vfs_cap_data, revision 2: magic_etc (revision | effective flag), then
@@ -346,8 +345,13 @@ pub fn with_file_capabilities(source: &Path, dir: &Path, capabilities: u64) -> a
     ] {
         value.extend_from_slice(&word.to_le_bytes());
     }
-    rustix::fs::setxattr(&copy, "security.capability", &value, rustix::fs::XattrFlags::empty())
-        .with_context(|| format!("set file capabilities on {}", copy.display()))?;
+    rustix::fs::setxattr(
+        &copy,
+        "security.capability",
+        &value,
+        rustix::fs::XattrFlags::empty(),
+    )
+    .with_context(|| format!("set file capabilities on {}", copy.display()))?;
     Ok(copy)
 }
 
@@ -370,8 +374,15 @@ impl Sandbox {
         let pid = pause.id().context("the pause process's pid")?;
         let own = std::fs::read_link("/proc/self/ns/net")?;
         let deadline = Instant::now() + Duration::from_secs(5);
-        while std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().as_ref() == Some(&own) {
-            ensure!(Instant::now() < deadline, "unshare made no network namespace");
+        while std::fs::read_link(format!("/proc/{pid}/ns/net"))
+            .ok()
+            .as_ref()
+            == Some(&own)
+        {
+            ensure!(
+                Instant::now() < deadline,
+                "unshare made no network namespace"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let netns = File::open(format!("/proc/{pid}/ns/net"))?;
@@ -470,7 +481,10 @@ impl Sandbox {
             Ok::<_, std::io::Error>(raw)
         };
         let raw = tokio::time::timeout(limit, exchange).await.map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer in {limit:?}"))
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer in {limit:?}"),
+            )
         })??;
         crate::http::parse(&raw)
     }
@@ -577,7 +591,11 @@ async fn child_of(unshare: &mut Child) -> anyhow::Result<u32> {
             return Ok(0);
         }
         for entry in std::fs::read_dir("/proc")?.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
                 continue;
             };
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -629,13 +647,25 @@ impl Pod {
         for container in spec.init_containers.iter().flatten() {
             let image = images(container.image.as_deref().unwrap_or_default())
                 .with_context(|| format!("init container {}: image", container.name))?;
-            let mut running = pod.launch(container, &image, &volumes, identity, tools).await?;
+            let mut running = pod
+                .launch(container, &image, &volumes, identity, tools)
+                .await?;
             let status = tokio::time::timeout(Duration::from_secs(30), running.child.wait())
                 .await
-                .with_context(|| format!("init container {} did not end in 30 s", container.name))??;
+                .with_context(|| {
+                    format!("init container {} did not end in 30 s", container.name)
+                })??;
             tokio::time::sleep(Duration::from_millis(50)).await;
-            let stdout = running.stdout.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let stderr = running.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let stdout = running
+                .stdout
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let stderr = running
+                .stderr
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
             ensure!(
                 status.success(),
                 "init container {} failed ({status}); stdout: {stdout} stderr: {stderr}",
@@ -646,7 +676,9 @@ impl Pod {
         for container in &spec.containers {
             let image = images(container.image.as_deref().unwrap_or_default())
                 .with_context(|| format!("container {}: image", container.name))?;
-            let running = pod.launch(container, &image, &volumes, identity, tools).await?;
+            let running = pod
+                .launch(container, &image, &volumes, identity, tools)
+                .await?;
             pod.containers.push(running);
         }
         Ok(pod)
@@ -704,19 +736,30 @@ impl Pod {
                             cm.name
                         );
                         for item in cm.items.iter().flatten() {
-                            ensure!(item.key == "ca.crt", "volume {}: kube-root-ca.crt has no key {}", volume.name, item.key);
+                            ensure!(
+                                item.key == "ca.crt",
+                                "volume {}: kube-root-ca.crt has no key {}",
+                                volume.name,
+                                item.key
+                            );
                             files.push((item.path.clone(), identity.ca_pem.clone(), item.mode));
                         }
                     } else if let Some(downward) = &source.downward_api {
                         for item in downward.items.iter().flatten() {
-                            let field = item
-                                .field_ref
-                                .as_ref()
-                                .with_context(|| format!("volume {}: {} has no fieldRef", volume.name, item.path))?;
-                            files.push((item.path.clone(), self.field(&field.field_path, identity)?, item.mode));
+                            let field = item.field_ref.as_ref().with_context(|| {
+                                format!("volume {}: {} has no fieldRef", volume.name, item.path)
+                            })?;
+                            files.push((
+                                item.path.clone(),
+                                self.field(&field.field_path, identity)?,
+                                item.mode,
+                            ));
                         }
                     } else {
-                        bail!("volume {}: a projected source other than token, ConfigMap kube-root-ca.crt and downwardAPI", volume.name);
+                        bail!(
+                            "volume {}: a projected source other than token, ConfigMap kube-root-ca.crt and downwardAPI",
+                            volume.name
+                        );
                     }
                     for (name, content, item_mode) in files {
                         let file = path.join(&name);
@@ -789,6 +832,16 @@ impl Pod {
             (None, None) => image.entrypoint.iter().chain(&image.cmd).cloned().collect(),
         };
         ensure!(!argv.is_empty(), "container {name}: no command");
+        if let Some(lifecycle) = &container.lifecycle {
+            ensure!(
+                lifecycle.post_start.is_none(),
+                "container {name}: postStart hooks are not run here"
+            );
+            ensure!(
+                lifecycle.pre_stop.as_ref().is_none_or(|h| h.exec.is_none()),
+                "container {name}: exec preStop hooks are not run here"
+            );
+        }
         let uid = security
             .run_as_user
             .or(pod_security.run_as_user)
@@ -833,7 +886,9 @@ impl Pod {
             mounts.push(self.mount(name, mount, volumes)?);
         }
         if self.automount_token(identity)
-            && !mounts.iter().any(|m| m.path == Path::new(SERVICE_ACCOUNT_DIR))
+            && !mounts
+                .iter()
+                .any(|m| m.path == Path::new(SERVICE_ACCOUNT_DIR))
         {
             mounts.push(VolumeMount {
                 volume: "kube-api-access-automount".into(),
@@ -873,7 +928,10 @@ impl Pod {
                 (Some(value), _) => value.clone(),
                 (None, Some(from)) => {
                     let field = from.field_ref.as_ref().with_context(|| {
-                        format!("container {name}: env {}: only fieldRef is known here", var.name)
+                        format!(
+                            "container {name}: env {}: only fieldRef is known here",
+                            var.name
+                        )
                     })?;
                     self.field(&field.field_path, identity)?
                 }
@@ -1128,17 +1186,21 @@ impl Pod {
         } else if let Some(tcp) = &probe.tcp_socket {
             match Self::port(container, &tcp.port) {
                 Ok(port) => {
-                    let outcome = match tokio::time::timeout(timeout, self.sandbox.connect(port)).await {
-                        Ok(Ok(_)) => Ok("connected".to_string()),
-                        Ok(Err(err)) => Err(err.to_string()),
-                        Err(_) => Err(format!("no connection in {timeout:?}")),
-                    };
+                    let outcome =
+                        match tokio::time::timeout(timeout, self.sandbox.connect(port)).await {
+                            Ok(Ok(_)) => Ok("connected".to_string()),
+                            Ok(Err(err)) => Err(err.to_string()),
+                            Err(_) => Err(format!("no connection in {timeout:?}")),
+                        };
                     (format!("TCP :{port}"), outcome)
                 }
                 Err(err) => ("TCP ?".to_string(), Err(err.to_string())),
             }
         } else {
-            ("?".to_string(), Err("only httpGet and tcpSocket probes are run here".to_string()))
+            (
+                "?".to_string(),
+                Err("only httpGet and tcpSocket probes are run here".to_string()),
+            )
         };
         ProbeResult {
             container: container.name.clone(),
@@ -1163,10 +1225,19 @@ impl Pod {
         if http.scheme.as_deref().is_some_and(|s| s != "HTTP") {
             return (target, Err("only HTTP probes are run here".into()));
         }
-        let host = http.host.clone().unwrap_or_else(|| format!("127.0.0.1:{port}"));
+        let host = http
+            .host
+            .clone()
+            .unwrap_or_else(|| format!("127.0.0.1:{port}"));
         let outcome = match self
             .sandbox
-            .get(port, &host, &path, &[("User-Agent", "kube-probe/1.33")], timeout)
+            .get(
+                port,
+                &host,
+                &path,
+                &[("User-Agent", "kube-probe/1.33")],
+                timeout,
+            )
             .await
         {
             Ok(reply) if (200..400).contains(&reply.status) => Ok(format!("{}", reply.status)),
@@ -1181,7 +1252,10 @@ impl Pod {
     /// (`terminationGracePeriodSeconds`, 30 s by default) is over.
     pub async fn delete(&mut self) -> Vec<Termination> {
         let grace = Duration::from_secs(
-            self.spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64,
+            self.spec
+                .termination_grace_period_seconds
+                .unwrap_or(30)
+                .max(0) as u64,
         );
         let started = Instant::now();
         let deadline = started + grace;
@@ -1197,14 +1271,23 @@ impl Pod {
                 {
                     if let Some(sleep) = &hook.sleep {
                         let wanted = Duration::from_secs(sleep.seconds.max(0) as u64);
-                        tokio::time::sleep(wanted.min(deadline.saturating_duration_since(Instant::now()))).await;
-                    } else if let (Some(http), Some(spec)) = (&hook.http_get, &spec) {
-                        if let Ok(port) = Self::port(spec, &http.port) {
-                            let path = http.path.clone().unwrap_or_else(|| "/".into());
-                            let _ = sandbox
-                                .get(port, "127.0.0.1", &path, &[], deadline.saturating_duration_since(Instant::now()))
-                                .await;
-                        }
+                        tokio::time::sleep(
+                            wanted.min(deadline.saturating_duration_since(Instant::now())),
+                        )
+                        .await;
+                    } else if let (Some(http), Some(spec)) = (&hook.http_get, &spec)
+                        && let Ok(port) = Self::port(spec, &http.port)
+                    {
+                        let path = http.path.clone().unwrap_or_else(|| "/".into());
+                        let _ = sandbox
+                            .get(
+                                port,
+                                "127.0.0.1",
+                                &path,
+                                &[],
+                                deadline.saturating_duration_since(Instant::now()),
+                            )
+                            .await;
                     }
                 }
                 let signalled_after = started.elapsed();

@@ -51,16 +51,17 @@ impl Rbac {
         let mut bindings = Vec::new();
         for object in objects {
             match kind(object).as_str() {
-                "ClusterRole" => cluster_roles.push(serde_json::from_value::<ClusterRole>(
-                    parse(object, "ClusterRole")?,
-                )?),
-                "Role" => roles.push(serde_json::from_value::<Role>(parse(object, "Role")?)?),
-                "ClusterRoleBinding" => cluster_bindings.push(serde_json::from_value::<
-                    ClusterRoleBinding,
-                >(parse(
+                "ClusterRole" => cluster_roles.push(serde_json::from_value::<ClusterRole>(parse(
                     object,
-                    "ClusterRoleBinding",
+                    "ClusterRole",
                 )?)?),
+                "Role" => roles.push(serde_json::from_value::<Role>(parse(object, "Role")?)?),
+                "ClusterRoleBinding" => {
+                    cluster_bindings.push(serde_json::from_value::<ClusterRoleBinding>(parse(
+                        object,
+                        "ClusterRoleBinding",
+                    )?)?)
+                }
                 "RoleBinding" => bindings.push(serde_json::from_value::<RoleBinding>(parse(
                     object,
                     "RoleBinding",

@@ -149,8 +149,7 @@ impl Elector {
                 // A holder that cannot renew keeps leading until the Lease it last
                 // wrote would expire (minus a margin), then steps down.
                 let deadline = self.election.lease_duration * 2 / 3;
-                self.last_renewal
-                    .is_some_and(|at| at.elapsed() < deadline)
+                self.last_renewal.is_some_and(|at| at.elapsed() < deadline)
             }
         }
     }
@@ -220,7 +219,11 @@ impl Elector {
             return Ok(false);
         }
         lease.spec = Some(self.spec(Some(&spec)));
-        match self.api.replace(&name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => Ok(true),
             // Someone else wrote it since we read it: not ours this round.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),

@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
 use kube::Api;
+use kube::Client;
 use tokio::sync::watch;
 use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, ObjectCounts};
 use tugboat_kube::events::ProblemEvents;
