@@ -24,6 +24,9 @@ step "helm and kubectl (for the chart tests and the kubectl end-to-end test)"
 tools=$(dirname "$(scripts/get-helm.sh)")
 export PATH="$tools:$PATH"
 export TUGBOAT_REQUIRE_KUBECTL=${TUGBOAT_REQUIRE_KUBECTL:-1}
+# The chart's pod run as processes (tests/e2e/chart_pod.rs) needs root, util-linux and
+# iproute2: required here, skipped with a line elsewhere.
+export TUGBOAT_REQUIRE_CHART_POD=${TUGBOAT_REQUIRE_CHART_POD:-1}
 
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then

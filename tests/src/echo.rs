@@ -1,9 +1,12 @@
 //! An echo backend: answers every request with the service name and endpoint it was
 //! started with, and the host, path and query it received (as they came on the wire),
-//! so a test can tell who answered and what reached the backend.
+//! so a test can tell who answered and what reached the backend. A request header
+//! `x-delay-ms: N` makes it wait N ms (at most 30 s) before answering, for requests
+//! that are still in flight when something stops.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -40,7 +43,17 @@ pub fn echo_body(
 impl EchoServer {
     /// Starts an echo backend for `service` on `addr` (port 0 picks a free port).
     pub async fn start(service: &str, addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
+        Self::serve(service, TcpListener::bind(addr).await?)
+    }
+
+    /// Starts an echo backend for `service` on a listener bound elsewhere (e.g. in a
+    /// pod's network namespace).
+    pub fn start_on(service: &str, listener: std::net::TcpListener) -> std::io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        Self::serve(service, TcpListener::from_std(listener)?)
+    }
+
+    fn serve(service: &str, listener: TcpListener) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let service = service.to_string();
         let task = tokio::spawn(async move {
@@ -69,7 +82,14 @@ impl EchoServer {
                                 response = response.header(format!("x-echo-req-{rest}"), value);
                             }
                         }
+                        let delay = request
+                            .headers()
+                            .get("x-delay-ms")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.min(30_000)));
                         async move {
+                            tokio::time::sleep(delay).await;
                             Ok::<_, Infallible>(
                                 response
                                     .body(Full::new(Bytes::from(body)))

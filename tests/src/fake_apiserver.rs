@@ -182,6 +182,8 @@ struct Store {
     /// Watches from a resourceVersion below this get `410 Gone`.
     oldest_watchable: u64,
     writes: Vec<WriteRecord>,
+    /// Requests a guarded listener refused (401 and 403), described.
+    denied: Vec<String>,
     /// List requests served, by resource (`group/plural`).
     lists: HashMap<String, usize>,
     next_uid: u64,
@@ -208,12 +210,110 @@ pub struct FakeApiServer {
     shared: Arc<Shared>,
     pub addr: SocketAddr,
     server: Option<tokio::task::JoinHandle<()>>,
+    /// Listeners of [`FakeApiServer::serve_guarded`].
+    guarded: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for FakeApiServer {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
             server.abort();
+        }
+        for listener in self.guarded.drain(..) {
+            listener.abort();
+        }
+    }
+}
+
+/// What a request asks for, in the terms of Kubernetes authorization (the attributes
+/// an RBAC rule matches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestAttributes {
+    /// get, list, watch, create, update, patch, delete, deletecollection.
+    pub verb: String,
+    /// "" for the core group.
+    pub api_group: String,
+    /// The plural, with `/subresource` when there is one (`ingresses/status`).
+    pub resource: String,
+    pub namespace: Option<String>,
+    /// The object's name; for list and watch, the name a `metadata.name=` field selector
+    /// pins, as the real API server sees it.
+    pub name: Option<String>,
+}
+
+impl std::fmt::Display for RequestAttributes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.api_group.is_empty() {
+            "core"
+        } else {
+            &self.api_group
+        };
+        write!(f, "{} {}/{}", self.verb, group, self.resource)?;
+        if let Some(ns) = &self.namespace {
+            write!(f, " in namespace {ns}")?;
+        }
+        if let Some(name) = &self.name {
+            write!(f, " named {name}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Decides whether `user` may do what a request asks.
+pub type Authorizer = Arc<dyn Fn(&str, &RequestAttributes) -> bool + Send + Sync>;
+
+/// How a guarded listener checks its clients: bearer tokens (token -> user name, e.g.
+/// `system:serviceaccount:NS:NAME`) and an authorizer. Discovery and `/version` are
+/// open to every authenticated user, as the `system:discovery` role makes them.
+#[derive(Clone)]
+pub struct Guard {
+    pub tokens: HashMap<String, String>,
+    pub authorize: Authorizer,
+}
+
+/// A certificate authority and a serving certificate for 127.0.0.1 (and the names of
+/// the `kubernetes` Service), for a guarded listener.
+pub struct ApiTls {
+    /// The CA certificate, PEM: what a pod's `ca.crt` holds.
+    pub ca_pem: String,
+    pub server: Arc<rustls::ServerConfig>,
+}
+
+impl ApiTls {
+    pub fn generate() -> Self {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "fake-kubernetes-ca");
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let mut params = rcgen::CertificateParams::new(vec![
+            "kubernetes".to_string(),
+            "kubernetes.default".to_string(),
+            "kubernetes.default.svc".to_string(),
+            "localhost".to_string(),
+        ])
+        .expect("server certificate parameters");
+        params.subject_alt_names.push(rcgen::SanType::IpAddress(
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ));
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .expect("server TLS configuration");
+        Self {
+            ca_pem: ca_cert.pem(),
+            server: Arc::new(server),
         }
     }
 }
@@ -240,9 +340,41 @@ impl FakeApiServer {
             shared,
             addr,
             server: None,
+            guarded: Vec::new(),
         };
         server.server = Some(tokio::spawn(serve(listener, server.shared.clone())));
         server
+    }
+
+    /// Serves the same objects on `listener` too (bound anywhere, e.g. in a pod's network
+    /// namespace), over HTTPS with `tls`, to clients `guard` lets in. Refusals are
+    /// answered 401 or 403 and kept for [`denied`](Self::denied).
+    pub fn serve_guarded(
+        &mut self,
+        listener: std::net::TcpListener,
+        tls: &ApiTls,
+        guard: Guard,
+    ) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
+        self.guarded.push(tokio::spawn(serve_tls(
+            listener,
+            self.shared.clone(),
+            acceptor,
+            Arc::new(guard),
+        )));
+        Ok(())
+    }
+
+    /// What guarded listeners refused so far: "401 ..." or "403 USER: VERB GROUP/RESOURCE ...".
+    pub fn denied(&self) -> Vec<String> {
+        self.shared.store().denied.clone()
+    }
+
+    /// Whether `object` is of a kind this server stores.
+    pub fn knows(object: &Value) -> bool {
+        resource_of(object).is_some()
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -503,6 +635,130 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 .await;
         });
         while connections.try_join_next().is_some() {}
+    }
+}
+
+async fn serve_tls(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    acceptor: tokio_rustls::TlsAcceptor,
+    guard: Arc<Guard>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let shared = shared.clone();
+        let acceptor = acceptor.clone();
+        let guard = guard.clone();
+        connections.spawn(async move {
+            let Ok(stream) = acceptor.accept(stream).await else {
+                return;
+            };
+            let service = service_fn(move |request| {
+                let shared = shared.clone();
+                let guard = guard.clone();
+                async move {
+                    let response = match check(&shared, &guard, &request) {
+                        Ok(()) => handle(shared, request).await,
+                        Err(refusal) => *refusal,
+                    };
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// Authentication and authorization of one request on a guarded listener.
+fn check(
+    shared: &Shared,
+    guard: &Guard,
+    request: &Request<Incoming>,
+) -> Result<(), Box<Response<ResponseBody>>> {
+    let path = request.uri().path();
+    let token = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(user) = token.and_then(|t| guard.tokens.get(t)) else {
+        shared.store().denied.push(format!(
+            "401 {} {path}: no valid bearer token",
+            request.method()
+        ));
+        return Err(Box::new(status_error(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "Unauthorized",
+        )));
+    };
+    let Some(target) = parse_path(path) else {
+        // Discovery, /version and other non-resource paths: open to authenticated users.
+        return Ok(());
+    };
+    let params = query_params(request.uri().query().unwrap_or(""));
+    let attributes = attributes(request.method(), &target, &params);
+    if (guard.authorize)(user, &attributes) {
+        return Ok(());
+    }
+    shared
+        .store()
+        .denied
+        .push(format!("403 {user}: {attributes}"));
+    Err(Box::new(status_error(
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        &format!("{user} cannot {attributes}"),
+    )))
+}
+
+/// The authorization attributes of a resource request, as the API server derives them.
+fn attributes(
+    method: &Method,
+    target: &Target,
+    params: &HashMap<String, String>,
+) -> RequestAttributes {
+    let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let verb = match (method, &target.name) {
+        (&Method::GET, Some(_)) => "get",
+        (&Method::GET, None) if watch => "watch",
+        (&Method::GET, None) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, Some(_)) => "delete",
+        (&Method::DELETE, None) => "deletecollection",
+        _ => "unknown",
+    };
+    let name = target.name.clone().or_else(|| {
+        // list/watch pinned to one name by `fieldSelector=metadata.name=NAME`.
+        let selector = params.get("fieldSelector")?;
+        let mut terms = selector.split(',');
+        let only = terms.next()?;
+        if terms.next().is_some() {
+            return None;
+        }
+        only.strip_prefix("metadata.name==")
+            .or_else(|| only.strip_prefix("metadata.name="))
+            .map(str::to_string)
+    });
+    let resource = match &target.subresource {
+        Some(sub) => format!("{}/{sub}", target.resource.plural),
+        None => target.resource.plural.to_string(),
+    };
+    RequestAttributes {
+        verb: verb.to_string(),
+        api_group: target.resource.group.to_string(),
+        resource,
+        namespace: target.namespace.clone(),
+        name,
     }
 }
 

@@ -3,11 +3,14 @@
 //! which service and endpoint answered, a small HTTP client, and the controller itself.
 
 pub mod cluster_pod;
+pub mod container_plan;
 pub mod echo;
 pub mod fake_apiserver;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;
+pub mod pod_runner;
+pub mod rbac;
 pub mod tls;
 
 pub use cluster_pod::ClusterPod;

@@ -353,14 +353,24 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                         identity = %options.election.identity,
                         "watching the Kubernetes API"
                     );
-                    cluster::run_with_cluster(config, client, options, status).await
+                    // On SIGTERM the cluster side stops itself, releasing the leader
+                    // Lease first.
+                    let shutdown = async {
+                        shutdown_signal().await;
+                        tracing::info!("shutting down");
+                    };
+                    cluster::run_with_cluster_until(config, client, options, status, shutdown)
+                        .await
                 }
             }
         };
+        // With the API source, the controller future handles SIGTERM itself (it must
+        // release the Lease before the process ends).
+        let api_source = args.manifests.is_none();
         tokio::select! {
             result = controller => result?,
             () = admin => {}
-            () = shutdown_signal() => tracing::info!("shutting down"),
+            () = shutdown_signal(), if !api_source => tracing::info!("shutting down"),
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -6,11 +6,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube::Api;
 use kube::Client;
-use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, ObjectCounts};
 use tugboat_kube::events::ProblemEvents;
+use tugboat_kube::leader::{self, LeaderElection};
 use tugboat_kube::status::{PublishTarget, StatusWriter};
 use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
 
@@ -46,10 +47,37 @@ pub async fn run_with_cluster(
     options: ClusterOptions,
     status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
+    run_with_cluster_until(config, client, options, status, std::future::pending()).await
+}
+
+/// Runs the controller until an error or until `shutdown` completes; either way, a
+/// replica that holds the leader Lease releases it before returning, so that another
+/// replica takes over at once rather than when the Lease expires.
+pub async fn run_with_cluster_until(
+    config: ControllerConfig,
+    client: Client,
+    options: ClusterOptions,
+    status: watch::Sender<ControllerStatus>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let source = ApiSource::start(client.clone(), options.source.clone());
     let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (counts_tx, mut counts_rx) = watch::channel(ObjectCounts::new());
-    let leader = elect(client.clone(), &options.election).await;
+    let (leader_tx, leader) = watch::channel(false);
+    // Dropping `stop_tx` (also when this future is dropped) ends the election, which
+    // then releases the Lease if it holds it.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let election = tokio::spawn(leader::run(
+        Api::namespaced(client.clone(), &options.election.namespace),
+        LeaderElection {
+            namespace: options.election.namespace.clone(),
+            lease_name: options.election.lease_name.clone(),
+            identity: options.election.identity.clone(),
+            lease_duration: options.election.lease_duration,
+        },
+        leader_tx,
+        stop_rx,
+    ));
     let metrics = config.metrics.clone();
     let counts_metrics = metrics.clone();
     let counts = async move {
@@ -67,47 +95,22 @@ pub async fn run_with_cluster(
         status.subscribe(),
         metrics,
     );
-    tokio::select! {
+    let result = tokio::select! {
         result = controller::run(config, snapshots_rx, status) => result,
         () = source.publish(snapshots_tx, Some(counts_tx)) => Ok(()),
         () = counts => Ok(()),
         () = leader_duties => Ok(()),
+        () = shutdown => Ok(()),
+    };
+    stop_tx.send_replace(true);
+    if tokio::time::timeout(RELEASE_LIMIT, election).await.is_err() {
+        tracing::warn!("the leader Lease was not released within {RELEASE_LIMIT:?}");
     }
+    result
 }
 
-/// Starts the leader election; the receiver tells whether this replica leads. An API
-/// server that cannot be reached yet is waited for, with backoff and a log line each
-/// try, as haproxy's socket is: the pod does not crash-loop while the cluster starts.
-async fn elect(client: Client, election: &Election) -> watch::Receiver<bool> {
-    let seconds = election.lease_duration.as_secs().max(2);
-    let mut delay = Duration::from_millis(500);
-    let manager = loop {
-        let built = LeaseManagerBuilder::new(client.clone(), &election.lease_name)
-            .with_namespace(&election.namespace)
-            .with_identity(&election.identity)
-            .with_duration(seconds)
-            .with_grace((seconds / 3).max(1))
-            .build()
-            .await;
-        match built {
-            Ok(manager) => break manager,
-            Err(err) => {
-                tracing::warn!(
-                    retry_in_s = delay.as_secs_f32(),
-                    "cannot set up the leader Lease {}/{} yet: {err}",
-                    election.namespace,
-                    election.lease_name
-                );
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(30));
-            }
-        }
-    };
-    let (leader, task) = manager.watch().await;
-    // The task ends only when every receiver is gone, i.e. when the controller stops.
-    drop(task);
-    leader
-}
+/// How long stopping waits for the Lease to be released.
+const RELEASE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The leader's duties: Ingress status and Events. Runs forever.
 async fn lead(

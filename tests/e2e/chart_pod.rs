@@ -1,0 +1,730 @@
+//! The chart's pod, run on this machine as processes (tugboat_testkit::pod_runner):
+//! `helm template` of deploy/helm/tugboat with the default values and with each values
+//! file of examples/helm/, two replicas (two pods, each in its own namespaces) beside
+//! the fake API server, which they reach only through the in-cluster configuration
+//! (service-account token and CA where the chart mounts them, HTTPS) and which answers
+//! 403 to whatever the chart's RBAC does not grant.
+//!
+//! Each test checks: an Ingress created through the API routes through both pods;
+//! every probe of the spec answers; haproxy's access log is on haproxy's stdout and
+//! the controller's update lines on the controller's; haproxy sees no token and cannot
+//! write its configuration; each container runs as the spec's uid; no request was
+//! refused; and deleting the leader pod as the kubelet does (preStop, then SIGTERM to
+//! the controller and SIGUSR1, the official image's stop signal, to haproxy) lets a
+//! request in flight finish, stops haproxy within the grace period, and hands the
+//! Lease to the other replica within two seconds.
+//!
+//! Needs root, util-linux (`unshare`, `nsenter`), iproute2 (`ip`) and helm (on the PATH
+//! or from scripts/get-helm.sh). Without them the tests say so and pass, unless
+//! `TUGBOAT_REQUIRE_CHART_POD=1` (scripts/test.sh sets it) makes that a failure.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Container;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tugboat_testkit::fake_apiserver::{ApiTls, Guard};
+use tugboat_testkit::pod_runner::{
+    self, Image, Pod, PodIdentity, RenderedChart, SERVICE_ACCOUNT_DIR, Sandbox, Tools,
+};
+use tugboat_testkit::rbac::{Rbac, service_account_user};
+use tugboat_testkit::{EchoServer, FakeApiServer, HAPROXY_SERIES, HaproxyBinary};
+
+const RELEASE: &str = "tugboat";
+const NAMESPACE: &str = "tugboat";
+/// Where the API server listens inside each pod (KUBERNETES_SERVICE_PORT).
+const API_PORT: u16 = 6443;
+/// The echo backend's port inside each pod's network.
+const BACKEND_PORT: u16 = 9090;
+const HOST: &str = "shop.example.com";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// helm from the PATH, else where scripts/get-helm.sh caches it.
+fn find_helm() -> Option<PathBuf> {
+    let on_path = std::process::Command::new("helm")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if on_path {
+        return Some("helm".into());
+    }
+    let home = std::env::var_os("HOME")?;
+    let cache = PathBuf::from(home).join(".cache/tugboat/helm");
+    std::fs::read_dir(cache)
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("helm"))
+        .find(|p| p.is_file())
+}
+
+/// helm, or None (skipped) when this machine cannot run a pod.
+fn prerequisites() -> Option<PathBuf> {
+    let mut missing = pod_runner::missing_prerequisites();
+    let helm = find_helm();
+    if helm.is_none() {
+        missing.push("helm (scripts/get-helm.sh)".into());
+    }
+    if missing.is_empty() {
+        return helm;
+    }
+    assert!(
+        std::env::var("TUGBOAT_REQUIRE_CHART_POD").as_deref() != Ok("1"),
+        "the chart pod test is required (TUGBOAT_REQUIRE_CHART_POD=1) but this machine lacks: {}",
+        missing.join(", ")
+    );
+    eprintln!("skipped: the chart pod test needs {}", missing.join(", "));
+    None
+}
+
+/// The newest haproxy series installed.
+fn newest_series() -> Option<&'static str> {
+    HAPROXY_SERIES.iter().rev().copied().find(|s| {
+        HaproxyBinary::install_dir()
+            .join(format!("haproxy-{s}/haproxy"))
+            .is_file()
+    })
+}
+
+/// `repository:tag` of a container's image.
+fn image_of(container: &Container) -> (String, String) {
+    let image = container.image.clone().unwrap_or_default();
+    match image.rsplit_once(':') {
+        Some((repository, tag)) if !tag.contains('/') => (repository.into(), tag.into()),
+        _ => (image, "latest".into()),
+    }
+}
+
+/// The value of `--NAME=` in a container's args, every occurrence.
+fn flag(container: &Container, name: &str) -> Vec<String> {
+    let prefix = format!("--{name}=");
+    container
+        .args
+        .iter()
+        .flatten()
+        .filter_map(|a| a.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+fn container_port(container: &Container, name: &str) -> u16 {
+    container
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref() == Some(name))
+        .map(|p| p.container_port as u16)
+        .unwrap_or_else(|| panic!("container {} has no port {name}", container.name))
+}
+
+/// Maps the chart's images onto this machine: the official haproxy image (and the
+/// example's setcap'ed build of it) onto the haproxy binary of `binary`, the
+/// controller image onto the controller Cargo built.
+fn images(binary: PathBuf, scratch: PathBuf) -> impl Fn(&str) -> anyhow::Result<Image> {
+    let setcap_copy: OnceLock<PathBuf> = OnceLock::new();
+    move |reference: &str| {
+        let repository = reference.rsplit_once(':').map_or(reference, |(r, _)| r);
+        match repository {
+            "haproxy" | "docker.io/library/haproxy" => Ok(Image::official_haproxy(&binary)),
+            // examples/haproxy-netbind/Dockerfile: the official image with
+            // `setcap cap_net_bind_service=+ep /usr/local/sbin/haproxy`.
+            "registry.example.com/haproxy-netbind" => {
+                const CAP_NET_BIND_SERVICE: u64 = 1 << 10;
+                // One copy for every pod: a running binary cannot be overwritten.
+                let copy = match setcap_copy.get() {
+                    Some(copy) => copy.clone(),
+                    None => {
+                        let copy = pod_runner::with_file_capabilities(
+                            &binary,
+                            &scratch,
+                            CAP_NET_BIND_SERVICE,
+                        )?;
+                        setcap_copy.get_or_init(|| copy).clone()
+                    }
+                };
+                Ok(Image::official_haproxy(&copy))
+            }
+            "ghcr.io/tugboat-ingress/tugboat" => Ok(Image::tugboat_controller(
+                Path::new(env!("CARGO_BIN_EXE_tugboat-pod-controller")),
+                &workspace().join("init-config/haproxy.cfg"),
+            )),
+            other => anyhow::bail!("no mapping of image {other} onto this machine"),
+        }
+    }
+}
+
+/// One replica: its sandbox, echo backend and pod.
+struct Replica {
+    pod: Pod,
+    _echo: EchoServer,
+}
+
+async fn start_replica(
+    api: &mut FakeApiServer,
+    tls: &ApiTls,
+    guard: &Guard,
+    chart: &RenderedChart,
+    name: &str,
+    token: &str,
+    images: &dyn Fn(&str) -> anyhow::Result<Image>,
+) -> Replica {
+    let sandbox = Sandbox::start(name).await.expect("pod sandbox");
+    api.serve_guarded(
+        sandbox.listen(API_PORT).expect("API listener in the pod"),
+        tls,
+        guard.clone(),
+    )
+    .expect("serve the API in the pod");
+    let echo = EchoServer::start_on("web", sandbox.listen(BACKEND_PORT).expect("backend"))
+        .expect("echo backend");
+    let identity = PodIdentity {
+        name: name.into(),
+        namespace: NAMESPACE.into(),
+        token: token.into(),
+        ca_pem: tls.ca_pem.clone(),
+        api_port: API_PORT,
+        service_account_automount: chart
+            .service_account
+            .as_ref()
+            .and_then(|sa| sa.automount_service_account_token),
+    };
+    let tools = Tools {
+        pod_exec: env!("CARGO_BIN_EXE_tugboat-pod-exec").into(),
+    };
+    let pod = Pod::start(
+        sandbox,
+        chart.pod_spec().expect("pod spec"),
+        &identity,
+        images,
+        &tools,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("pod {name} did not start: {e:#}"));
+    Replica { pod, _echo: echo }
+}
+
+/// Polls until `check` holds, or fails with `what` and the pods' logs.
+async fn wait_for<F, Fut>(what: &str, limit: Duration, pods: &[&Pod], mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        if Instant::now() > deadline {
+            let logs: Vec<String> = pods.iter().map(|p| p.logs(30)).collect();
+            panic!(
+                "timed out after {limit:?} waiting for: {what}\n{}",
+                logs.join("\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn lease_holder(api: &FakeApiServer, lease: &str) -> Option<String> {
+    api.get("Lease", NAMESPACE, lease)?["spec"]["holderIdentity"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Waits until every probe of the pod answers; fails naming those that do not.
+async fn wait_for_probes(pod: &Pod, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let results = pod.probe_all().await;
+        let failing: Vec<String> = results
+            .iter()
+            .filter_map(|r| {
+                r.outcome
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("{} {} {}: {e}", r.container, r.kind, r.target))
+            })
+            .collect();
+        if failing.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "probes of pod {} fail after {limit:?}:\n{}\n{}",
+            pod.name,
+            failing.join("\n"),
+            pod.logs(30)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The uid a process runs as (real uid from /proc/PID/status).
+fn uid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|u| u.parse().ok())
+}
+
+/// Objects of the backend and the Ingress, created through the API as a user would.
+async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
+    let client = api.client();
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), namespace);
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(client.clone(), namespace);
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> =
+        Api::namespaced(client, namespace);
+    fn typed<T: serde::de::DeserializeOwned>(value: Value) -> T {
+        serde_json::from_value(value).expect("typed object")
+    }
+    let pp = PostParams::default();
+    services
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "web", "namespace": namespace},
+                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": BACKEND_PORT}]}})),
+        )
+        .await
+        .expect("create Service");
+    slices
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "web-1", "namespace": namespace,
+                    "labels": {"kubernetes.io/service-name": "web"}},
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": BACKEND_PORT, "protocol": "TCP"}],
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]})),
+        )
+        .await
+        .expect("create EndpointSlice");
+    ingresses
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "shop", "namespace": namespace},
+                "spec": {"ingressClassName": class, "rules": [{"host": HOST, "http": {"paths": [
+                    {"path": "/", "pathType": "Prefix",
+                     "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})),
+        )
+        .await
+        .expect("create Ingress");
+}
+
+/// Runs the chart's pod for `values` (a file of examples/helm/, or the defaults); on
+/// the newest installed haproxy when `newest`, else on the series the chart's image
+/// tag names.
+async fn chart_pod(values: Option<&str>, newest: bool) {
+    let Some(helm) = prerequisites() else {
+        return;
+    };
+    let mut set = Vec::new();
+    if newest {
+        let Some(series) = newest_series() else {
+            eprintln!("skipped: no haproxy installed (scripts/get-haproxy.sh)");
+            return;
+        };
+        set.push(format!("haproxy.image.tag={series}-alpine"));
+    }
+    let values_path = values.map(|v| workspace().join("examples/helm").join(v));
+    let chart = RenderedChart::render(
+        &helm,
+        &workspace().join("deploy/helm/tugboat"),
+        RELEASE,
+        NAMESPACE,
+        values_path.as_deref(),
+        &set,
+    )
+    .expect("helm template");
+    let spec = chart.pod_spec().expect("pod spec").clone();
+    let haproxy = chart
+        .container("haproxy")
+        .expect("haproxy container")
+        .clone();
+    let controller = chart
+        .container("controller")
+        .expect("controller container")
+        .clone();
+    let (_, tag) = image_of(&haproxy);
+    let series = tag.split('-').next().unwrap_or_default().to_string();
+    let Some(binary) = HaproxyBinary::find(&series) else {
+        return;
+    };
+    eprintln!(
+        "chart pod: values {}, haproxy image {} -> {}",
+        values.unwrap_or("(defaults)"),
+        haproxy.image.as_deref().unwrap_or_default(),
+        binary.path.display()
+    );
+
+    // What `helm install` leaves in the cluster, as far as the fake server stores it,
+    // and the namespaces it goes into.
+    let mut api = FakeApiServer::start().await;
+    let watched = flag(&controller, "watch-namespace");
+    for ns in [NAMESPACE, "default"]
+        .into_iter()
+        .chain(watched.iter().map(String::as_str))
+    {
+        api.put(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+    }
+    for object in &chart.objects {
+        if FakeApiServer::knows(object) {
+            let mut object = object.clone();
+            if object["metadata"]["namespace"].is_null() {
+                object["metadata"]["namespace"] = json!(NAMESPACE);
+            }
+            api.put(object);
+        }
+    }
+    let tls = ApiTls::generate();
+    let rbac = Rbac::from_objects(&chart.objects).expect("the chart's RBAC");
+    let user = service_account_user(NAMESPACE, &chart.service_account_name());
+    let names = ["tugboat-6c9f7d8b5-k2x7q", "tugboat-6c9f7d8b5-p9w4z"];
+    let tokens: HashMap<String, String> = names
+        .iter()
+        .map(|n| (format!("token-of-{n}"), user.clone()))
+        .collect();
+    let guard = Guard {
+        tokens,
+        authorize: Arc::new(move |user, request| rbac.allows(user, request)),
+    };
+    let scratch = tempfile::tempdir().expect("scratch folder");
+    let images = images(binary.path.clone(), scratch.path().to_path_buf());
+    let lease = flag(&controller, "election-id")
+        .pop()
+        .expect("the controller has --election-id");
+
+    // Replica A first: it takes the Lease; then replica B.
+    let mut a = start_replica(
+        &mut api,
+        &tls,
+        &guard,
+        &chart,
+        names[0],
+        &format!("token-of-{}", names[0]),
+        &images,
+    )
+    .await;
+    wait_for(
+        "replica A holds the Lease",
+        Duration::from_secs(20),
+        &[&a.pod],
+        || {
+            let holder = lease_holder(&api, &lease);
+            async move { holder.as_deref() == Some(names[0]) }
+        },
+    )
+    .await;
+    let b = start_replica(
+        &mut api,
+        &tls,
+        &guard,
+        &chart,
+        names[1],
+        &format!("token-of-{}", names[1]),
+        &images,
+    )
+    .await;
+
+    // An Ingress created through the API routes through both pods, on the spec's port.
+    let namespace = watched.first().cloned().unwrap_or_else(|| "default".into());
+    let class = flag(&controller, "ingress-class")
+        .pop()
+        .expect("--ingress-class");
+    create_ingress(&api, &namespace, &class).await;
+    let http_port = container_port(&haproxy, "http");
+    for replica in [&a, &b] {
+        let pod = &replica.pod;
+        wait_for(
+            &format!(
+                "{HOST} routed to web through pod {} on port {http_port}",
+                pod.name
+            ),
+            Duration::from_secs(20),
+            &[pod],
+            || async move {
+                pod.sandbox
+                    .get(http_port, HOST, "/routed", &[], Duration::from_secs(2))
+                    .await
+                    .is_ok_and(|r| r.status == 200 && r.service() == Some("web"))
+            },
+        )
+        .await;
+    }
+
+    // Every probe of the spec answers, on the ports it names.
+    for replica in [&a, &b] {
+        wait_for_probes(&replica.pod, Duration::from_secs(20)).await;
+    }
+
+    // Logs as `kubectl logs -c` shows them: haproxy's access log on its stdout, the
+    // controller's update lines on its stdout.
+    let marker = "/access-log-check";
+    let reply = a
+        .pod
+        .sandbox
+        .get(http_port, HOST, marker, &[], Duration::from_secs(5))
+        .await
+        .expect("request through haproxy");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    wait_for(
+        "haproxy's access log line on its stdout",
+        Duration::from_secs(5),
+        &[&a.pod],
+        || {
+            let out = a.pod.stdout("haproxy");
+            async move { out.lines().any(|l| l.contains(marker)) }
+        },
+    )
+    .await;
+    let controller_out = a.pod.stdout("controller");
+    assert!(
+        controller_out.lines().any(|l| l.contains("applied")),
+        "no update line on the controller's stdout:\n{}",
+        a.pod.logs(30)
+    );
+
+    // Isolation, seen from inside each container's mount namespace and root.
+    for replica in [&a, &b] {
+        let pod = &replica.pod;
+        let token = pod
+            .path_in("haproxy", SERVICE_ACCOUNT_DIR)
+            .expect("haproxy's root");
+        assert!(
+            !token.exists(),
+            "pod {}: haproxy can see {SERVICE_ACCOUNT_DIR} (a service-account token is mounted into haproxy)",
+            pod.name
+        );
+        for folder in ["/etc/haproxy", "/var/lib/haproxy"] {
+            let probe = pod
+                .path_in("haproxy", &format!("{folder}/.write-check"))
+                .expect("haproxy's root");
+            let written = std::fs::write(&probe, b"x");
+            assert!(
+                written.as_ref().is_err_and(
+                    |e| e.raw_os_error() == Some(rustix::io::Errno::ROFS.raw_os_error())
+                ),
+                "pod {}: haproxy's {folder} is writable ({written:?}): its mount must be read-only",
+                pod.name
+            );
+        }
+        let controller_token = pod
+            .path_in("controller", &format!("{SERVICE_ACCOUNT_DIR}/token"))
+            .expect("controller's root");
+        assert!(
+            controller_token.is_file(),
+            "pod {}: the controller has no token at {SERVICE_ACCOUNT_DIR}/token",
+            pod.name
+        );
+        for container in &spec.containers {
+            let pid = pod.pid(&container.name).expect("pid");
+            let expected = container
+                .security_context
+                .as_ref()
+                .and_then(|s| s.run_as_user)
+                .or(spec.security_context.as_ref().and_then(|s| s.run_as_user));
+            if let Some(expected) = expected {
+                assert_eq!(
+                    uid_of(pid),
+                    Some(expected as u32),
+                    "pod {}: container {} does not run as uid {expected}",
+                    pod.name,
+                    container.name
+                );
+            }
+            let read_only_root = container
+                .security_context
+                .as_ref()
+                .and_then(|s| s.read_only_root_filesystem)
+                == Some(true);
+            if read_only_root {
+                let probe = pod.path_in(&container.name, "/.write-check").expect("root");
+                assert!(
+                    std::fs::write(&probe, b"x").is_err(),
+                    "pod {}: container {} has readOnlyRootFilesystem but / is writable",
+                    pod.name,
+                    container.name
+                );
+            }
+        }
+    }
+
+    // Only what the chart's RBAC grants was asked for.
+    let denied = api.denied();
+    assert!(
+        denied.is_empty(),
+        "the API server refused requests of the controller (the chart's RBAC lacks them):\n{}\n{}",
+        denied.join("\n"),
+        a.pod.logs(20)
+    );
+
+    // Delete replica A as the kubelet does, with a request in flight through it.
+    let pre_stop = haproxy
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.pre_stop.as_ref())
+        .and_then(|h| h.sleep.as_ref())
+        .map_or(0, |s| s.seconds.max(0) as u64);
+    let grace = Duration::from_secs(spec.termination_grace_period_seconds.unwrap_or(30) as u64);
+    let delay_ms = pre_stop * 1000 + 1500;
+    let mut in_flight = a.pod.sandbox.connect(http_port).await.expect("connect");
+    in_flight
+        .write_all(
+            format!(
+                "GET /in-flight HTTP/1.1\r\nHost: {HOST}\r\nx-delay-ms: {delay_ms}\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deletion = Instant::now();
+    let in_flight_reply = async move {
+        let mut raw = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(40), in_flight.read_to_end(&mut raw)).await;
+        (read, raw)
+    };
+    let takeover = async {
+        loop {
+            if lease_holder(&api, &lease).as_deref() == Some(names[1]) {
+                return Some(deletion.elapsed());
+            }
+            if deletion.elapsed() > Duration::from_secs(30) {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let (terminations, (read, raw), takeover) =
+        tokio::join!(a.pod.delete(), in_flight_reply, takeover);
+    let logs = a.pod.logs(30);
+    let of = |name: &str| {
+        terminations
+            .iter()
+            .find(|t| t.container == name)
+            .unwrap_or_else(|| panic!("no termination of {name}"))
+            .clone()
+    };
+    let haproxy_end = of("haproxy");
+    let controller_end = of("controller");
+    assert!(
+        haproxy_end.signalled_after >= Duration::from_secs(pre_stop),
+        "haproxy got its stop signal before its preStop hook ended: {haproxy_end:?}"
+    );
+    assert!(
+        !haproxy_end.killed && haproxy_end.status.is_some_and(|s| s.success()),
+        "haproxy did not stop cleanly on SIGUSR1 within the grace period {grace:?}: {haproxy_end:?}\n{logs}"
+    );
+    assert!(
+        !controller_end.killed && controller_end.status.is_some_and(|s| s.success()),
+        "the controller did not stop cleanly on SIGTERM: {controller_end:?}\n{logs}"
+    );
+    let reply = read
+        .ok()
+        .and_then(|r| r.ok())
+        .and_then(|_| tugboat_testkit::http::parse(&raw).ok());
+    assert!(
+        reply
+            .as_ref()
+            .is_some_and(|r| r.status == 200 && r.service() == Some("web")),
+        "the request in flight when the pod was deleted did not complete: {reply:?}\n{logs}"
+    );
+    let takeover = takeover.unwrap_or_else(|| {
+        panic!(
+            "replica B never took the Lease over after replica A was deleted; holder: {:?}\n{logs}",
+            lease_holder(&api, &lease)
+        )
+    });
+    let after_sigterm = takeover.saturating_sub(controller_end.signalled_after);
+    assert!(
+        after_sigterm <= Duration::from_millis(2500),
+        "replica B took the Lease over {after_sigterm:?} after replica A's controller got SIGTERM \
+         (expected within two seconds: the leader must release it)\n{logs}"
+    );
+    eprintln!(
+        "chart pod: haproxy stopped {:?} after deletion (preStop {pre_stop}s), controller {:?}, Lease to replica B {after_sigterm:?} after SIGTERM",
+        haproxy_end.after, controller_end.after
+    );
+
+    // Replica B still serves.
+    let reply = b
+        .pod
+        .sandbox
+        .get(http_port, HOST, "/after", &[], Duration::from_secs(5))
+        .await
+        .expect("request through replica B");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let denied = api.denied();
+    assert!(
+        denied.is_empty(),
+        "refused requests:\n{}",
+        denied.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_values() {
+    chart_pod(None, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_values_on_newest_haproxy() {
+    chart_pod(None, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_haproxy_2_6() {
+    chart_pod(Some("values-haproxy-2.6.yaml"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_unprivileged_ports_on_newest_haproxy() {
+    chart_pod(Some("values-unprivileged-ports.yaml"), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_sysctl_80_443_on_newest_haproxy() {
+    chart_pod(Some("values-sysctl-80-443.yaml"), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_root_haproxy_on_newest_haproxy() {
+    chart_pod(Some("values-root-haproxy.yaml"), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_cap_net_bind_image_on_newest_haproxy() {
+    chart_pod(Some("values-cap-net-bind-image.yaml"), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_watch_namespaces_on_newest_haproxy() {
+    chart_pod(Some("values-watch-namespaces.yaml"), true).await;
+}
+
+/// Every values file of examples/helm/ has a test above.
+#[test]
+fn every_example_values_file_is_run() {
+    let source = include_str!("chart_pod.rs");
+    let mut files: Vec<String> = std::fs::read_dir(workspace().join("examples/helm"))
+        .expect("examples/helm")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    for file in files {
+        assert!(
+            source.contains(&format!("Some(\"{file}\")")),
+            "examples/helm/{file} has no chart pod test in tests/e2e/chart_pod.rs"
+        );
+    }
+}
