@@ -4,7 +4,8 @@
 //! Pure. The reload decision is made on the rendered config itself: with every `server`
 //! line left out (addresses and states are runtime-able), the old and new configs must be
 //! identical for a runtime update; anything else that differs (a backend, a frontend,
-//! a global setting) reloads. Maps and server slots are diffed into runtime changes.
+//! a global setting) reloads. Maps and server slots are diffed into runtime changes,
+//! ordered make before break ([`crate::runtime::Phase`]).
 //! Because the decision looks at the rendered text, a new kind of setting can never be
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
@@ -16,7 +17,8 @@ use tugboat_model::{BackendName, Desired, FeatureSetId, RouteFeatures};
 use crate::layout::Layout;
 use crate::render::{RenderSettings, RenderedFiles, render, server_options};
 use crate::runtime::{
-    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, map_changes,
+    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
+    map_changes,
 };
 
 /// What haproxy is known to run: the state, its server slots and its files.
@@ -166,7 +168,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         },
         changed,
         removed,
-        runtime,
+        runtime: make_before_break(runtime),
         reload: None,
     }
 }
@@ -529,5 +531,249 @@ mod tests {
         assert_eq!(projected.routes.len(), 1);
         let applied = applied(before);
         assert_eq!(plan(Some(&applied), projected, &settings()).reload, None);
+    }
+
+    /// haproxy as far as a batch of runtime commands changes it: which servers take new
+    /// requests, and the map entries.
+    #[derive(Debug, Default)]
+    struct Simulated {
+        /// (backend, server) -> (address, ready, weight).
+        servers: BTreeMap<(String, String), (String, bool, u32)>,
+        maps: BTreeMap<String, BTreeMap<String, String>>,
+    }
+
+    impl Simulated {
+        fn of(applied: &Applied, settings: &RenderSettings) -> Self {
+            let mut simulated = Simulated::default();
+            for (backend, slots) in &applied.layout.backends {
+                for (slot, server) in slots.iter().enumerate() {
+                    let state = match server {
+                        Some(s) => (s.endpoint.to_string(), true, u32::from(!s.draining)),
+                        None => ("parked".to_string(), false, 1),
+                    };
+                    simulated.servers.insert(
+                        (backend.to_string(), crate::layout::server_name(slot)),
+                        state,
+                    );
+                }
+            }
+            for map in settings.maps() {
+                let text = applied.files.get(&map).unwrap_or("");
+                let entries = crate::runtime::parse_map(text)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                simulated.maps.insert(map.display().to_string(), entries);
+            }
+            simulated
+        }
+
+        fn run(&mut self, command: &str) {
+            let mut lines = command.lines();
+            let first = lines.next().unwrap_or("");
+            let words: Vec<&str> = first.split(' ').collect();
+            let server = |name: &str| -> (String, String) {
+                let (backend, server) = name.split_once('/').expect("backend/server");
+                (backend.to_string(), server.to_string())
+            };
+            match words.as_slice() {
+                ["@1", "add", "server", name, addr, rest @ ..] => {
+                    let weight = if rest.windows(2).any(|w| w == ["weight", "0"]) {
+                        0
+                    } else {
+                        1
+                    };
+                    let previous = self
+                        .servers
+                        .insert(server(name), (addr.to_string(), false, weight));
+                    assert!(previous.is_none(), "{name} added twice");
+                }
+                ["@1", "enable", "server", name] => self.get(server(name)).1 = true,
+                ["@1", "enable", "health", _] => {}
+                ["@1", "set", "server", name, "state", "ready"] => {
+                    self.get(server(name)).1 = true;
+                }
+                ["@1", "set", "server", name, "state", "maint"] => {
+                    self.get(server(name)).1 = false;
+                }
+                ["@1", "set", "server", name, "addr", address, "port", port] => {
+                    self.get(server(name)).0 = format!("{address}:{port}");
+                }
+                ["@1", "set", "weight", name, weight] => {
+                    self.get(server(name)).2 = weight.parse().expect("weight");
+                }
+                ["@1", "add", "map", map, "<<"] => {
+                    let entries = self.maps.entry(map.to_string()).or_default();
+                    for line in lines.filter(|l| !l.is_empty()) {
+                        let (key, value) = line.split_once(' ').expect("key value");
+                        entries.entry(key.to_string()).or_insert(value.to_string());
+                    }
+                }
+                ["@1", "set", "map", map, key, value] => {
+                    let entry = self.maps.entry(map.to_string()).or_default();
+                    let old = entry.insert(key.to_string(), value.to_string());
+                    assert!(old.is_some(), "set map of a missing key {key}");
+                }
+                ["@1", "del", "map", map, key] => {
+                    self.maps.entry(map.to_string()).or_default().remove(*key);
+                }
+                _ => panic!("unexpected command: {first}"),
+            }
+        }
+
+        fn get(&mut self, server: (String, String)) -> &mut (String, bool, u32) {
+            self.servers
+                .get_mut(&server)
+                .unwrap_or_else(|| panic!("no server {server:?}"))
+        }
+
+        /// The endpoints that take new requests, per backend.
+        fn serving(&self) -> BTreeMap<String, BTreeSet<String>> {
+            let mut serving: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for ((backend, _), (address, ready, weight)) in &self.servers {
+                let entry = serving.entry(backend.clone()).or_default();
+                if *ready && *weight > 0 {
+                    entry.insert(address.clone());
+                }
+            }
+            serving
+        }
+
+        /// The map value a request for `host` and `path` finds: exact key, then the
+        /// longest prefix key, as the routing rules look them up.
+        fn route(&self, settings: &RenderSettings, host: &str, path: &str) -> Option<String> {
+            let wanted = format!("{host}{path}");
+            let exact = &self.maps[&settings.exact_map().display().to_string()];
+            if let Some(value) = exact.get(&wanted) {
+                return Some(value.clone());
+            }
+            let prefix = &self.maps[&settings.prefix_map().display().to_string()];
+            prefix
+                .iter()
+                .filter(|(key, _)| wanted.starts_with(key.as_str()))
+                .max_by_key(|(key, _)| key.len())
+                .map(|(_, value)| value.clone())
+        }
+    }
+
+    const PROBES: [(&str, &str); 8] = [
+        ("a.com", "/"),
+        ("a.com", "/p"),
+        ("a.com", "/p/x"),
+        ("a.com", "/px"),
+        ("b.com", "/"),
+        ("b.com", "/p"),
+        ("b.com", "/p/x"),
+        ("b.com", "/q"),
+    ];
+
+    /// One generated state: endpoints of `web` and `api` (ready, then draining), and
+    /// routes (host index, path, exact?, to `api`?).
+    type Generated = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<(usize, bool, bool, bool)>);
+
+    fn generated_state((web, api, draining, routes): &Generated) -> Desired {
+        let mut desired = state(&[("web", web), ("api", api)], &[]);
+        if let Some((_, backend)) = desired
+            .backends
+            .iter_mut()
+            .find(|(_, b)| b.service.name == "web")
+        {
+            backend.draining = draining
+                .iter()
+                .filter(|d| !web.contains(d))
+                .map(|last| Endpoint {
+                    address: Ipv4Addr::new(10, 0, 0, *last).into(),
+                    port: 8080,
+                })
+                .collect();
+        }
+        desired.routes = routes
+            .iter()
+            .map(|(host, deep, exact, to_api)| {
+                let (name, _) = backend(if *to_api { "api" } else { "web" }, &[]);
+                let host = ["a.com", "b.com"][*host];
+                let mut route = route(host, &name);
+                let path = if *deep { "/p" } else { "/" }.to_string();
+                route.path = if *exact {
+                    PathMatch::Exact(path)
+                } else {
+                    PathMatch::Prefix(path)
+                };
+                route
+            })
+            .collect();
+        desired
+    }
+
+    fn generated() -> impl proptest::strategy::Strategy<Value = Generated> {
+        use proptest::collection::vec;
+        (
+            vec(1u8..=14, 1..=10),
+            vec(100u8..=104, 1..=3),
+            vec(1u8..=14, 0..=3),
+            vec(
+                (
+                    0usize..2,
+                    proptest::bool::ANY,
+                    proptest::bool::ANY,
+                    proptest::bool::ANY,
+                ),
+                0..=4,
+            ),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Whatever the endpoints and routes before and after, a runtime batch never
+        /// leaves a backend that serves before and after without a server taking new
+        /// requests, nor a request that finds a route before and after without one.
+        #[test]
+        fn runtime_batches_make_before_they_break(states in proptest::collection::vec(generated(), 2..=5)) {
+            let settings = settings();
+            let mut current = applied(generated_state(&states[0]));
+            for next in &states[1..] {
+                let plan = plan(Some(&current), generated_state(next), &settings);
+                proptest::prop_assert_eq!(plan.reload, None);
+                let mut haproxy = Simulated::of(&current, &settings);
+                let before_serving = haproxy.serving();
+                let after_serving = Simulated::of(&plan.next, &settings).serving();
+                let both: Vec<String> = before_serving
+                    .keys()
+                    .filter(|b| !before_serving[*b].is_empty() && !after_serving[*b].is_empty())
+                    .cloned()
+                    .collect();
+                let routed = |haproxy: &Simulated| -> Vec<bool> {
+                    PROBES
+                        .iter()
+                        .map(|(host, path)| haproxy.route(&settings, host, path).is_some())
+                        .collect()
+                };
+                let routed_before = routed(&haproxy);
+                let routed_after = routed(&Simulated::of(&plan.next, &settings));
+                for step in plan.runtime.iter().flat_map(|c| c.steps()) {
+                    haproxy.run(&step.command);
+                    let serving = haproxy.serving();
+                    for backend in &both {
+                        proptest::prop_assert!(
+                            !serving[backend].is_empty(),
+                            "{} has no server after '{}'", backend, step.command
+                        );
+                    }
+                    let routed = routed(&haproxy);
+                    for (i, probe) in PROBES.iter().enumerate() {
+                        proptest::prop_assert!(
+                            routed[i] || !(routed_before[i] && routed_after[i]),
+                            "{:?} has no route after '{}'", probe, step.command
+                        );
+                    }
+                }
+                // And the batch gets haproxy exactly where the files say.
+                proptest::prop_assert_eq!(haproxy.serving(), after_serving);
+                proptest::prop_assert_eq!(routed(&haproxy), routed_after);
+                current = plan.next;
+            }
+        }
     }
 }
