@@ -22,6 +22,7 @@ haproxy_tests!(
     thousands_of_routes_at_once_are_split_not_dropped,
     refused_config_is_retried_only_when_the_desired_state_changes,
     whole_endpoint_sets_flip_under_load_without_a_failed_request,
+    restarted_controller_adopts_lingering_backends_without_reload,
 );
 
 fn ingress(name: &str, host: &str, service: &str) -> String {
@@ -523,4 +524,68 @@ async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: H
         total.failed, total.sent, total.examples
     );
     assert_no_reload(&before, &after);
+}
+
+async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 36, 2).await;
+    let api = start_backends("api", 37, 1).await;
+    let mut pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web[..1])),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+            ("b.yaml", &ingress("b", "b.example.com", "api")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    let before = pod.haproxy.show_proc().await;
+    // No route uses `api` any more: its route goes at runtime, its backend lingers.
+    pod.remove_manifest("b.yaml");
+    pod.wait_for_status("b.example.com", "/", 404).await;
+    let config_file = pod.haproxy.config_dir.join("haproxy.cfg");
+    eventually(
+        "the unused backend lingers in the files",
+        Duration::from_secs(5),
+        || async {
+            let config = std::fs::read_to_string(&config_file).ok()?;
+            config
+                .contains("# Service default/api port 80")
+                .then_some(())
+        },
+    )
+    .await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    // Let the controller finish its update (files, then the marker).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A rolling update of the controller: same inputs, haproxy keeps running.
+    pod.restart_controller().await;
+    eventually(
+        "the restarted controller is ready",
+        Duration::from_secs(10),
+        || {
+            let ready = pod.status.borrow().ready;
+            async move { ready.then_some(()) }
+        },
+    )
+    .await;
+    // Longer than the reload window: a reload the new controller wanted would be done.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    assert_eq!(
+        pod.get("b.example.com", "/").await.expect("GET").status,
+        404
+    );
+
+    // Later changes still apply: endpoints at runtime, and the route back to `api`.
+    pod.write_manifest("web.yaml", &service_with_endpoints("web", &web));
+    wait_for_endpoints(&pod, "a.example.com", &web).await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    pod.write_manifest("b.yaml", &ingress("b", "b.example.com", "api"));
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
 }

@@ -121,6 +121,11 @@ impl Applier {
     /// Adopts the running haproxy when the marker says that this very master, with no
     /// reload since, runs the files that are on disk now (a restarted controller). The
     /// server slots are read back from the config. Returns whether it adopted.
+    ///
+    /// The files may hold more than `desired` renders: backends no route uses any more
+    /// stay until the next reload, and a restarted controller does not know them. The
+    /// next plan drops them from the files without a reload (see the planner), so a
+    /// restart with unchanged inputs costs no reload.
     pub async fn adopt(&mut self, desired: &Desired) -> bool {
         // No marker (a fresh haproxy): nothing to adopt, nothing to render.
         let Ok(marker) = std::fs::read_to_string(self.settings.config_dir.join(MARKER)) else {
@@ -129,15 +134,24 @@ impl Applier {
         let Ok(info) = self.cli.show_proc().await else {
             return false;
         };
-        let paths: Vec<PathBuf> = plan::plan(None, desired.clone(), &self.settings)
-            .next
-            .files
-            .files
-            .into_keys()
+        let mut lines = marker.lines();
+        let header = lines.next().unwrap_or("").trim();
+        let mut paths: Vec<PathBuf> = lines
+            .filter(|line| !line.is_empty())
+            .map(PathBuf::from)
             .collect();
+        if paths.is_empty() {
+            // A marker that does not list its files: the ones `desired` renders.
+            paths = plan::plan(None, desired.clone(), &self.settings)
+                .next
+                .files
+                .files
+                .into_keys()
+                .collect();
+        }
         let on_disk = files::read_current(paths.iter());
         let adopted =
-            on_disk.files.len() == paths.len() && marker.trim() == marker_text(&info, &on_disk);
+            on_disk.files.len() == paths.len() && header == marker_header(&info, &on_disk);
         if adopted {
             let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
             self.applied = Some(Applied {
@@ -266,7 +280,19 @@ impl Applier {
     }
 }
 
+/// The marker: a header line (which master, after how many reloads, which files by
+/// fingerprint), then the path of every file, one a line.
 fn marker_text(info: &ProcInfo, files: &RenderedFiles) -> String {
+    let mut text = marker_header(info, files);
+    text.push('\n');
+    for path in files.files.keys() {
+        text.push_str(&path.to_string_lossy());
+        text.push('\n');
+    }
+    text
+}
+
+fn marker_header(info: &ProcInfo, files: &RenderedFiles) -> String {
     format!(
         "master={} reloads={} files={:016x}",
         info.master_pid,

@@ -81,10 +81,12 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
     let config = settings.config_file();
-    if !same_structure(files.get(&config), applied.files.get(&config)) {
+    if !same_structure(applied.files.get(&config), files.get(&config)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
-    // Files with no runtime path (error pages) reload when they change.
+    // Files with no runtime path (error pages) reload when they change. A file that
+    // goes away needs no reload: with the structure unchanged, nothing left in the
+    // config names it (haproxy read it when it loaded, and keeps what it read).
     let maps = settings.maps();
     let runtime_file = |path: &PathBuf| {
         *path == config
@@ -94,7 +96,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     };
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
-    if changed.iter().chain(&removed).any(|p| !runtime_file(p)) {
+    if changed.iter().any(|p| !runtime_file(p)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     // Hash-based balancing refuses servers added at runtime: those need a reload.
@@ -285,17 +287,54 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether two configs are the same once their slot `server` lines (what runtime
-/// commands change) are left out. Compares line by line, without copying the configs.
-fn same_structure(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a
-            .lines()
-            .filter(|line| !is_slot_line(line))
-            .eq(b.lines().filter(|line| !is_slot_line(line))),
+/// Whether the `new` config can replace the `old` one without a reload: the same once
+/// their slot `server` lines (what runtime commands change), comments and blank lines
+/// are left out, and once the sections of backends that only `old` has are left out
+/// too. Such a backend stays in haproxy until the next reload, unused: no route leads to
+/// it (routes are map entries, updated at runtime), and a line outside its section
+/// that named it would differ. This is how a restarted controller, which does not know
+/// the backends its predecessor kept unused (see [`keep_unrouted_backends`]), drops
+/// them from the files without a reload. Compares line by line, without copying.
+fn same_structure(old: Option<&str>, new: Option<&str>) -> bool {
+    match (old, new) {
+        (Some(old), Some(new)) => {
+            let kept: BTreeSet<&str> = backend_names(new).collect();
+            structure_lines(old, Some(&kept)).eq(structure_lines(new, None))
+        }
         (None, None) => true,
         _ => false,
     }
+}
+
+/// The names of a config's backend sections.
+fn backend_names(config: &str) -> impl Iterator<Item = &str> {
+    config
+        .lines()
+        .filter_map(|line| line.strip_prefix("backend "))
+        .map(str::trim)
+}
+
+/// The lines of a config that need a reload to change: not slot `server` lines,
+/// comments nor blank lines, and (with `kept`) only the backend sections it names.
+fn structure_lines<'a>(
+    config: &'a str,
+    kept: Option<&'a BTreeSet<&'a str>>,
+) -> impl Iterator<Item = &'a str> + 'a {
+    let mut in_dropped_backend = false;
+    config.lines().filter(move |line| {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return false;
+        }
+        // A section starts at an unindented line.
+        if trimmed.len() == line.len() {
+            in_dropped_backend = match (line.strip_prefix("backend "), kept) {
+                (Some(name), Some(kept)) => !kept.contains(name.trim()),
+                _ => false,
+            };
+        }
+        !in_dropped_backend && !is_slot_line(line)
+    })
 }
 
 /// The part of `desired` that can be applied at runtime on top of `applied`: the
@@ -502,6 +541,76 @@ mod tests {
             &settings(),
         );
         assert_eq!(fresh.next.desired.backends.len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_controller_drops_lingering_backends_without_a_reload() {
+        let mut both = state(
+            &[("web", &[1]), ("api", &[2])],
+            &[("a.com", "web"), ("b.com", "api")],
+        );
+        // The unused backend verifies its servers with a CA file of its own.
+        for (name, backend) in both.backends.iter_mut() {
+            if name.as_str() == "ns_api_80" {
+                std::sync::Arc::make_mut(&mut backend.options).tls =
+                    Some(tugboat_model::features::ServerTls {
+                        ca_file: Some("api-ca.pem".into()),
+                        client_certificate: None,
+                    });
+            }
+        }
+        both.backend_files.insert(
+            "api-ca.pem".into(),
+            tugboat_model::tls::Pem::from_checked("-----BEGIN CERTIFICATE-----\n".into()),
+        );
+        let only_web = state(&[("web", &[1])], &[("a.com", "web")]);
+        let running = plan(Some(&applied(both)), only_web.clone(), &settings()).next;
+        let config = settings().config_file();
+        assert!(
+            running
+                .files
+                .get(&config)
+                .is_some_and(|c| c.contains("backend ns_api_80")),
+            "the unused backend lingers"
+        );
+        // A new controller knows the inputs, not what its predecessor kept.
+        let adopted = Applied {
+            desired: only_web.clone(),
+            layout: running.layout.clone(),
+            files: running.files.clone(),
+        };
+        let plan = plan(Some(&adopted), only_web, &settings());
+        assert_eq!(plan.reload, None);
+        assert!(plan.runtime.is_empty(), "{:?}", plan.runtime);
+        assert_eq!(plan.changed, vec![config.clone()]);
+        assert_eq!(plan.removed, vec![settings().backend_file("api-ca.pem")]);
+        assert!(
+            plan.next
+                .files
+                .get(&config)
+                .is_some_and(|c| !c.contains("backend ns_api_80"))
+        );
+    }
+
+    #[test]
+    fn structure_ignores_slots_comments_and_backends_only_the_old_config_has() {
+        let old = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
+                   backend a\n    balance roundrobin\n    server s1 10.0.0.1:80\n\n\
+                   # Service ns/b port 80\nbackend b\n    balance roundrobin\n    server s1 10.0.0.2:80\n";
+        let without_b = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
+                         backend a\n    balance roundrobin\n    server s1 10.0.0.9:80\n";
+        assert!(same_structure(Some(old), Some(without_b)));
+        // A backend only the new config has needs a reload.
+        assert!(!same_structure(Some(without_b), Some(old)));
+        // So does any other line, in a backend both have or elsewhere.
+        let other_balance = without_b.replace("balance roundrobin", "balance leastconn");
+        assert!(!same_structure(Some(old), Some(&other_balance)));
+        let other_frontend = without_b.replace("frontend f", "frontend g");
+        assert!(!same_structure(Some(old), Some(&other_frontend)));
+        assert!(same_structure(
+            Some(without_b),
+            Some(&without_b.replace("# Service ns/a", "# Service of ns/a"))
+        ));
     }
 
     #[test]
