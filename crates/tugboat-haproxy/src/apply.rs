@@ -7,6 +7,7 @@
 //! reload of the (already written) files, and a restarted controller can adopt a running
 //! haproxy without reloading it (see [`Applier::adopt`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -136,19 +137,19 @@ impl Applier {
         };
         let mut lines = marker.lines();
         let header = lines.next().unwrap_or("").trim();
-        let mut paths: Vec<PathBuf> = lines
+        // The files `desired` renders, and those the marker lists: the files of unused
+        // backends and access lists, which a fresh render does not have.
+        let mut paths: BTreeSet<PathBuf> = lines
             .filter(|line| !line.is_empty())
             .map(PathBuf::from)
             .collect();
-        if paths.is_empty() {
-            // A marker that does not list its files: the ones `desired` renders.
-            paths = plan::plan(None, desired.clone(), &self.settings)
+        paths.extend(
+            plan::plan(None, desired.clone(), &self.settings)
                 .next
                 .files
                 .files
-                .into_keys()
-                .collect();
-        }
+                .into_keys(),
+        );
         let on_disk = files::read_current(paths.iter());
         let adopted =
             on_disk.files.len() == paths.len() && header == marker_header(&info, &on_disk);
@@ -236,7 +237,7 @@ impl Applier {
         }
         self.master = self.cli.show_proc().await.ok();
         if let Some(info) = &self.master {
-            let text = marker_text(info, &plan.next.files);
+            let text = marker_text(info, &plan.next.files, &self.settings);
             files::write_atomic(
                 &self.settings.config_dir.join(MARKER),
                 text.as_bytes(),
@@ -281,13 +282,26 @@ impl Applier {
 }
 
 /// The marker: a header line (which master, after how many reloads, which files by
-/// fingerprint), then the path of every file, one a line.
-fn marker_text(info: &ProcInfo, files: &RenderedFiles) -> String {
+/// fingerprint), then the paths of the files that may belong to what lingers unused
+/// until the next reload (backend TLS files, access-list patterns), one a line: a
+/// restarted controller's render does not have them.
+fn marker_text(info: &ProcInfo, files: &RenderedFiles, settings: &RenderSettings) -> String {
+    let folder = |path: PathBuf| path.parent().map(Path::to_path_buf);
+    let folders = [
+        folder(settings.backend_file("-")),
+        folder(settings.pattern_file("-")),
+    ];
     let mut text = marker_header(info, files);
     text.push('\n');
     for path in files.files.keys() {
-        text.push_str(&path.to_string_lossy());
-        text.push('\n');
+        if folders
+            .iter()
+            .flatten()
+            .any(|f| path.parent() == Some(f.as_path()))
+        {
+            text.push_str(&path.to_string_lossy());
+            text.push('\n');
+        }
     }
     text
 }
@@ -358,4 +372,44 @@ pub fn parse_layout(config: &str) -> Layout {
 /// The path of the marker in a config folder (for tests and diagnostics).
 pub fn marker_path(config_dir: &Path) -> PathBuf {
     config_dir.join(MARKER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_lists_the_files_an_unused_backend_may_leave_behind() {
+        let settings = RenderSettings::example();
+        let info = ProcInfo {
+            master_pid: 7,
+            reloads: 3,
+            failed_reloads: 0,
+            version: "3.0".into(),
+            worker_pid: Some(8),
+        };
+        let files = RenderedFiles {
+            files: [
+                (settings.config_file(), "global\n".to_string()),
+                (settings.backend_file("api-ca.pem"), "pem".to_string()),
+                (settings.pattern_file("allow-1"), "10.0.0.0/8\n".to_string()),
+            ]
+            .into(),
+        };
+        let text = marker_text(&info, &files, &settings);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(marker_header(&info, &files).as_str()));
+        let listed: Vec<PathBuf> = lines.map(PathBuf::from).collect();
+        assert_eq!(
+            listed,
+            vec![
+                settings.pattern_file("allow-1"),
+                settings.backend_file("api-ca.pem")
+            ]
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+        );
+    }
 }
