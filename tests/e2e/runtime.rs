@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tugboat_haproxy::{Applier, ProcInfo};
 use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
@@ -19,6 +21,8 @@ haproxy_tests!(
     prefix_map_matches_longest_key_in_any_order,
     thousands_of_routes_at_once_are_split_not_dropped,
     refused_config_is_retried_only_when_the_desired_state_changes,
+    whole_endpoint_sets_flip_under_load_without_a_failed_request,
+    restarted_controller_adopts_lingering_backends_without_reload,
 );
 
 fn ingress(name: &str, host: &str, service: &str) -> String {
@@ -393,4 +397,197 @@ async fn refused_config_is_retried_only_when_the_desired_state_changes(haproxy: 
     pod.wait_for_service("b.example.com", "/", "web").await;
     pod.wait_for_service("a.example.com", "/", "web").await;
     assert_eq!(pod.haproxy.show_proc().await.failed_reloads, 0);
+}
+
+/// Requests sent by a client loop, and those that failed (with the first few answers).
+#[derive(Debug, Default)]
+struct LoadCount {
+    sent: usize,
+    failed: usize,
+    examples: Vec<String>,
+}
+
+impl LoadCount {
+    fn fail(&mut self, what: String) {
+        self.failed += 1;
+        if self.examples.len() < 5 {
+            self.examples.push(what);
+        }
+    }
+}
+
+/// Sends requests for `host` one after the other (a new connection each) until `stop`,
+/// at most `limit` of them or for at most `time`; counts those not answered 200.
+async fn client_loop(
+    addr: std::net::SocketAddr,
+    host: &'static str,
+    stop: Arc<AtomicBool>,
+    limit: usize,
+    time: Duration,
+) -> LoadCount {
+    let started = Instant::now();
+    let mut count = LoadCount::default();
+    while !stop.load(Ordering::Relaxed) && count.sent < limit && started.elapsed() < time {
+        count.sent += 1;
+        let failure = match tugboat_testkit::get(addr, host, "/").await {
+            Ok(reply) if reply.status == 200 => None,
+            Ok(reply) => Some(format!("{} {}", reply.status, reply.body.trim())),
+            Err(err) => Some(err.to_string()),
+        };
+        if let Some(failure) = failure {
+            count.fail(failure);
+        }
+    }
+    count
+}
+
+async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: HaproxyBinary) {
+    // Blue/green: Service `web` points at two endpoints, then at two others, back and
+    // forth; all four stay alive. Every flip is applied at runtime, and at no moment may
+    // the backend have no server to send a request to.
+    let blue = start_backends("blue", 34, 2).await;
+    let green = start_backends("green", 35, 2).await;
+    let host = "flip.example.com";
+    let pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &blue)),
+            ("ingress.yaml", &ingress("flip", host, "web")),
+        ],
+    )
+    .await;
+    pod.wait_for_service(host, "/", "blue").await;
+    let before = pod.haproxy.show_proc().await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            tokio::spawn(client_loop(
+                pod.http_addr(),
+                host,
+                stop.clone(),
+                40_000,
+                Duration::from_secs(40),
+            ))
+        })
+        .collect();
+    const FLIPS: usize = 150;
+    let started = Instant::now();
+    let mut flips = 0;
+    let mut checks = LoadCount::default();
+    for flip in 0..FLIPS {
+        let (servers, service) = if flip % 2 == 0 {
+            (&green, "green")
+        } else {
+            (&blue, "blue")
+        };
+        pod.write_manifest("web.yaml", &service_with_endpoints("web", servers));
+        // The flip is live once the new set answers (bounded; every answer counts).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            checks.sent += 1;
+            match pod.get(host, "/").await {
+                Ok(reply) if reply.status == 200 && reply.service() == Some(service) => break,
+                Ok(reply) if reply.status == 200 => {}
+                Ok(reply) => checks.fail(format!("{} {}", reply.status, reply.body.trim())),
+                Err(err) => checks.fail(err.to_string()),
+            }
+            assert!(
+                Instant::now() < deadline,
+                "flip {flip} to {service} not live in 5 s"
+            );
+        }
+        flips += 1;
+        if started.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut total = checks;
+    for client in clients {
+        let count = client.await.expect("client loop");
+        total.sent += count.sent;
+        total.failed += count.failed;
+        total.examples.extend(count.examples);
+        total.examples.truncate(5);
+    }
+    let after = pod.haproxy.show_proc().await;
+    eprintln!(
+        "haproxy {}: {flips} endpoint-set flips in {elapsed:?}; {} of {} requests failed; \
+         reloads {} -> {}",
+        haproxy.series, total.failed, total.sent, before.reloads, after.reloads
+    );
+    assert_eq!(flips, FLIPS, "every flip applied within the time limit");
+    assert!(total.sent > 1000, "enough requests to tell: {}", total.sent);
+    assert_eq!(
+        total.failed, 0,
+        "{} of {} requests failed during the flips, e.g. {:?}",
+        total.failed, total.sent, total.examples
+    );
+    assert_no_reload(&before, &after);
+}
+
+async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 36, 2).await;
+    let api = start_backends("api", 37, 1).await;
+    let mut pod = Pod::start(
+        &haproxy,
+        &[
+            ("web.yaml", &service_with_endpoints("web", &web[..1])),
+            ("api.yaml", &service_with_endpoints("api", &api)),
+            ("a.yaml", &ingress("a", "a.example.com", "web")),
+            ("b.yaml", &ingress("b", "b.example.com", "api")),
+        ],
+    )
+    .await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    let before = pod.haproxy.show_proc().await;
+    // No route uses `api` any more: its route goes at runtime, its backend lingers.
+    pod.remove_manifest("b.yaml");
+    pod.wait_for_status("b.example.com", "/", 404).await;
+    let config_file = pod.haproxy.config_dir.join("haproxy.cfg");
+    eventually(
+        "the unused backend lingers in the files",
+        Duration::from_secs(5),
+        || async {
+            let config = std::fs::read_to_string(&config_file).ok()?;
+            config
+                .contains("# Service default/api port 80")
+                .then_some(())
+        },
+    )
+    .await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    // Let the controller finish its update (files, then the marker).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A rolling update of the controller: same inputs, haproxy keeps running.
+    pod.restart_controller().await;
+    eventually(
+        "the restarted controller is ready",
+        Duration::from_secs(10),
+        || {
+            let ready = pod.status.borrow().ready;
+            async move { ready.then_some(()) }
+        },
+    )
+    .await;
+    // Longer than the reload window: a reload the new controller wanted would be done.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    assert_eq!(
+        pod.get("b.example.com", "/").await.expect("GET").status,
+        404
+    );
+
+    // Later changes still apply: endpoints at runtime, and the route back to `api`.
+    pod.write_manifest("web.yaml", &service_with_endpoints("web", &web));
+    wait_for_endpoints(&pod, "a.example.com", &web).await;
+    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    pod.write_manifest("b.yaml", &ingress("b", "b.example.com", "api"));
+    pod.wait_for_service("b.example.com", "/", "api").await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
 }

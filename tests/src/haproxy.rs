@@ -227,6 +227,8 @@ pub struct Pod {
     /// What the controller reports after every update (problems, readiness).
     pub status: tokio::sync::watch::Receiver<ControllerStatus>,
     controller: JoinHandle<anyhow::Result<()>>,
+    /// The controller's configuration, for [`Pod::restart_controller`].
+    config: ControllerConfig,
 }
 
 /// Requests go through the pod's haproxy (`pod.get`, `pod.wait_for_service`, ...).
@@ -267,7 +269,7 @@ impl Pod {
         adjust(&mut config);
         let (status, status_rx) = tokio::sync::watch::channel(Default::default());
         let controller = tokio::spawn(controller::run_with_manifests(
-            config,
+            config.clone(),
             dir.path().into(),
             tugboat_model::class::ClassFilter::default(),
             status,
@@ -277,7 +279,24 @@ impl Pod {
             manifests: dir,
             status: status_rx,
             controller,
+            config,
         }
+    }
+
+    /// Stops the controller and starts a new one with the same configuration, as a
+    /// rolling update of the controller container does; haproxy keeps running. The new
+    /// controller's status replaces the old one's.
+    pub async fn restart_controller(&mut self) {
+        self.controller.abort();
+        let _ = (&mut self.controller).await;
+        let (status, status_rx) = tokio::sync::watch::channel(Default::default());
+        self.controller = tokio::spawn(controller::run_with_manifests(
+            self.config.clone(),
+            self.manifests.path().into(),
+            tugboat_model::class::ClassFilter::default(),
+            status,
+        ));
+        self.status = status_rx;
     }
 
     /// Writes (creates or replaces) one manifest file.

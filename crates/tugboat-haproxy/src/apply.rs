@@ -7,6 +7,7 @@
 //! reload of the (already written) files, and a restarted controller can adopt a running
 //! haproxy without reloading it (see [`Applier::adopt`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -121,6 +122,11 @@ impl Applier {
     /// Adopts the running haproxy when the marker says that this very master, with no
     /// reload since, runs the files that are on disk now (a restarted controller). The
     /// server slots are read back from the config. Returns whether it adopted.
+    ///
+    /// The files may hold more than `desired` renders: backends no route uses any more
+    /// stay until the next reload, and a restarted controller does not know them. The
+    /// next plan drops them from the files without a reload (see the planner), so a
+    /// restart with unchanged inputs costs no reload.
     pub async fn adopt(&mut self, desired: &Desired) -> bool {
         // No marker (a fresh haproxy): nothing to adopt, nothing to render.
         let Ok(marker) = std::fs::read_to_string(self.settings.config_dir.join(MARKER)) else {
@@ -129,15 +135,24 @@ impl Applier {
         let Ok(info) = self.cli.show_proc().await else {
             return false;
         };
-        let paths: Vec<PathBuf> = plan::plan(None, desired.clone(), &self.settings)
-            .next
-            .files
-            .files
-            .into_keys()
+        let mut lines = marker.lines();
+        let header = lines.next().unwrap_or("").trim();
+        // The files `desired` renders, and those the marker lists: the files of unused
+        // backends and access lists, which a fresh render does not have.
+        let mut paths: BTreeSet<PathBuf> = lines
+            .filter(|line| !line.is_empty())
+            .map(PathBuf::from)
             .collect();
+        paths.extend(
+            plan::plan(None, desired.clone(), &self.settings)
+                .next
+                .files
+                .files
+                .into_keys(),
+        );
         let on_disk = files::read_current(paths.iter());
         let adopted =
-            on_disk.files.len() == paths.len() && marker.trim() == marker_text(&info, &on_disk);
+            on_disk.files.len() == paths.len() && header == marker_header(&info, &on_disk);
         if adopted {
             let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
             self.applied = Some(Applied {
@@ -222,7 +237,7 @@ impl Applier {
         }
         self.master = self.cli.show_proc().await.ok();
         if let Some(info) = &self.master {
-            let text = marker_text(info, &plan.next.files);
+            let text = marker_text(info, &plan.next.files, &self.settings);
             files::write_atomic(
                 &self.settings.config_dir.join(MARKER),
                 text.as_bytes(),
@@ -266,7 +281,32 @@ impl Applier {
     }
 }
 
-fn marker_text(info: &ProcInfo, files: &RenderedFiles) -> String {
+/// The marker: a header line (which master, after how many reloads, which files by
+/// fingerprint), then the paths of the files that may belong to what lingers unused
+/// until the next reload (backend TLS files, access-list patterns), one a line: a
+/// restarted controller's render does not have them.
+fn marker_text(info: &ProcInfo, files: &RenderedFiles, settings: &RenderSettings) -> String {
+    let folder = |path: PathBuf| path.parent().map(Path::to_path_buf);
+    let folders = [
+        folder(settings.backend_file("-")),
+        folder(settings.pattern_file("-")),
+    ];
+    let mut text = marker_header(info, files);
+    text.push('\n');
+    for path in files.files.keys() {
+        if folders
+            .iter()
+            .flatten()
+            .any(|f| path.parent() == Some(f.as_path()))
+        {
+            text.push_str(&path.to_string_lossy());
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn marker_header(info: &ProcInfo, files: &RenderedFiles) -> String {
     format!(
         "master={} reloads={} files={:016x}",
         info.master_pid,
@@ -332,4 +372,44 @@ pub fn parse_layout(config: &str) -> Layout {
 /// The path of the marker in a config folder (for tests and diagnostics).
 pub fn marker_path(config_dir: &Path) -> PathBuf {
     config_dir.join(MARKER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_lists_the_files_an_unused_backend_may_leave_behind() {
+        let settings = RenderSettings::example();
+        let info = ProcInfo {
+            master_pid: 7,
+            reloads: 3,
+            failed_reloads: 0,
+            version: "3.0".into(),
+            worker_pid: Some(8),
+        };
+        let files = RenderedFiles {
+            files: [
+                (settings.config_file(), "global\n".to_string()),
+                (settings.backend_file("api-ca.pem"), "pem".to_string()),
+                (settings.pattern_file("allow-1"), "10.0.0.0/8\n".to_string()),
+            ]
+            .into(),
+        };
+        let text = marker_text(&info, &files, &settings);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(marker_header(&info, &files).as_str()));
+        let listed: Vec<PathBuf> = lines.map(PathBuf::from).collect();
+        assert_eq!(
+            listed,
+            vec![
+                settings.pattern_file("allow-1"),
+                settings.backend_file("api-ca.pem")
+            ]
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+        );
+    }
 }

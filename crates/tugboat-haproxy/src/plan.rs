@@ -4,7 +4,8 @@
 //! Pure. The reload decision is made on the rendered config itself: with every `server`
 //! line left out (addresses and states are runtime-able), the old and new configs must be
 //! identical for a runtime update; anything else that differs (a backend, a frontend,
-//! a global setting) reloads. Maps and server slots are diffed into runtime changes.
+//! a global setting) reloads. Maps and server slots are diffed into runtime changes,
+//! ordered make before break ([`crate::runtime::Phase`]).
 //! Because the decision looks at the rendered text, a new kind of setting can never be
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
@@ -16,7 +17,8 @@ use tugboat_model::{BackendName, Desired, FeatureSetId, RouteFeatures};
 use crate::layout::Layout;
 use crate::render::{RenderSettings, RenderedFiles, render, server_options};
 use crate::runtime::{
-    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, map_changes,
+    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
+    map_changes,
 };
 
 /// What haproxy is known to run: the state, its server slots and its files.
@@ -79,10 +81,12 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
     let config = settings.config_file();
-    if !same_structure(files.get(&config), applied.files.get(&config)) {
+    if !same_structure(applied.files.get(&config), files.get(&config)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
-    // Files with no runtime path (error pages) reload when they change.
+    // Files with no runtime path (error pages) reload when they change. A file that
+    // goes away needs no reload: with the structure unchanged, nothing left in the
+    // config names it (haproxy read it when it loaded, and keeps what it read).
     let maps = settings.maps();
     let runtime_file = |path: &PathBuf| {
         *path == config
@@ -92,7 +96,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     };
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
-    if changed.iter().chain(&removed).any(|p| !runtime_file(p)) {
+    if changed.iter().any(|p| !runtime_file(p)) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     // Hash-based balancing refuses servers added at runtime: those need a reload.
@@ -166,7 +170,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         },
         changed,
         removed,
-        runtime,
+        runtime: make_before_break(runtime),
         reload: None,
     }
 }
@@ -283,17 +287,54 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether two configs are the same once their slot `server` lines (what runtime
-/// commands change) are left out. Compares line by line, without copying the configs.
-fn same_structure(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a
-            .lines()
-            .filter(|line| !is_slot_line(line))
-            .eq(b.lines().filter(|line| !is_slot_line(line))),
+/// Whether the `new` config can replace the `old` one without a reload: the same once
+/// their slot `server` lines (what runtime commands change), comments and blank lines
+/// are left out, and once the sections of backends that only `old` has are left out
+/// too. Such a backend stays in haproxy until the next reload, unused: no route leads to
+/// it (routes are map entries, updated at runtime), and a line outside its section
+/// that named it would differ. This is how a restarted controller, which does not know
+/// the backends its predecessor kept unused (see [`keep_unrouted_backends`]), drops
+/// them from the files without a reload. Compares line by line, without copying.
+fn same_structure(old: Option<&str>, new: Option<&str>) -> bool {
+    match (old, new) {
+        (Some(old), Some(new)) => {
+            let kept: BTreeSet<&str> = backend_names(new).collect();
+            structure_lines(old, Some(&kept)).eq(structure_lines(new, None))
+        }
         (None, None) => true,
         _ => false,
     }
+}
+
+/// The names of a config's backend sections.
+fn backend_names(config: &str) -> impl Iterator<Item = &str> {
+    config
+        .lines()
+        .filter_map(|line| line.strip_prefix("backend "))
+        .map(str::trim)
+}
+
+/// The lines of a config that need a reload to change: not slot `server` lines,
+/// comments nor blank lines, and (with `kept`) only the backend sections it names.
+fn structure_lines<'a>(
+    config: &'a str,
+    kept: Option<&'a BTreeSet<&'a str>>,
+) -> impl Iterator<Item = &'a str> + 'a {
+    let mut in_dropped_backend = false;
+    config.lines().filter(move |line| {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return false;
+        }
+        // A section starts at an unindented line.
+        if trimmed.len() == line.len() {
+            in_dropped_backend = match (line.strip_prefix("backend "), kept) {
+                (Some(name), Some(kept)) => !kept.contains(name.trim()),
+                _ => false,
+            };
+        }
+        !in_dropped_backend && !is_slot_line(line)
+    })
 }
 
 /// The part of `desired` that can be applied at runtime on top of `applied`: the
@@ -503,6 +544,76 @@ mod tests {
     }
 
     #[test]
+    fn a_restarted_controller_drops_lingering_backends_without_a_reload() {
+        let mut both = state(
+            &[("web", &[1]), ("api", &[2])],
+            &[("a.com", "web"), ("b.com", "api")],
+        );
+        // The unused backend verifies its servers with a CA file of its own.
+        for (name, backend) in both.backends.iter_mut() {
+            if name.as_str() == "ns_api_80" {
+                std::sync::Arc::make_mut(&mut backend.options).tls =
+                    Some(tugboat_model::features::ServerTls {
+                        ca_file: Some("api-ca.pem".into()),
+                        client_certificate: None,
+                    });
+            }
+        }
+        both.backend_files.insert(
+            "api-ca.pem".into(),
+            tugboat_model::tls::Pem::from_checked("-----BEGIN CERTIFICATE-----\n".into()),
+        );
+        let only_web = state(&[("web", &[1])], &[("a.com", "web")]);
+        let running = plan(Some(&applied(both)), only_web.clone(), &settings()).next;
+        let config = settings().config_file();
+        assert!(
+            running
+                .files
+                .get(&config)
+                .is_some_and(|c| c.contains("backend ns_api_80")),
+            "the unused backend lingers"
+        );
+        // A new controller knows the inputs, not what its predecessor kept.
+        let adopted = Applied {
+            desired: only_web.clone(),
+            layout: running.layout.clone(),
+            files: running.files.clone(),
+        };
+        let plan = plan(Some(&adopted), only_web, &settings());
+        assert_eq!(plan.reload, None);
+        assert!(plan.runtime.is_empty(), "{:?}", plan.runtime);
+        assert_eq!(plan.changed, vec![config.clone()]);
+        assert_eq!(plan.removed, vec![settings().backend_file("api-ca.pem")]);
+        assert!(
+            plan.next
+                .files
+                .get(&config)
+                .is_some_and(|c| !c.contains("backend ns_api_80"))
+        );
+    }
+
+    #[test]
+    fn structure_ignores_slots_comments_and_backends_only_the_old_config_has() {
+        let old = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
+                   backend a\n    balance roundrobin\n    server s1 10.0.0.1:80\n\n\
+                   # Service ns/b port 80\nbackend b\n    balance roundrobin\n    server s1 10.0.0.2:80\n";
+        let without_b = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
+                         backend a\n    balance roundrobin\n    server s1 10.0.0.9:80\n";
+        assert!(same_structure(Some(old), Some(without_b)));
+        // A backend only the new config has needs a reload.
+        assert!(!same_structure(Some(without_b), Some(old)));
+        // So does any other line, in a backend both have or elsewhere.
+        let other_balance = without_b.replace("balance roundrobin", "balance leastconn");
+        assert!(!same_structure(Some(old), Some(&other_balance)));
+        let other_frontend = without_b.replace("frontend f", "frontend g");
+        assert!(!same_structure(Some(old), Some(&other_frontend)));
+        assert!(same_structure(
+            Some(without_b),
+            Some(&without_b.replace("# Service ns/a", "# Service of ns/a"))
+        ));
+    }
+
+    #[test]
     fn an_unchanged_state_plans_nothing() {
         let desired = state(&[("web", &[1])], &[("a.com", "web")]);
         let before = applied(desired.clone());
@@ -529,5 +640,249 @@ mod tests {
         assert_eq!(projected.routes.len(), 1);
         let applied = applied(before);
         assert_eq!(plan(Some(&applied), projected, &settings()).reload, None);
+    }
+
+    /// haproxy as far as a batch of runtime commands changes it: which servers take new
+    /// requests, and the map entries.
+    #[derive(Debug, Default)]
+    struct Simulated {
+        /// (backend, server) -> (address, ready, weight).
+        servers: BTreeMap<(String, String), (String, bool, u32)>,
+        maps: BTreeMap<String, BTreeMap<String, String>>,
+    }
+
+    impl Simulated {
+        fn of(applied: &Applied, settings: &RenderSettings) -> Self {
+            let mut simulated = Simulated::default();
+            for (backend, slots) in &applied.layout.backends {
+                for (slot, server) in slots.iter().enumerate() {
+                    let state = match server {
+                        Some(s) => (s.endpoint.to_string(), true, u32::from(!s.draining)),
+                        None => ("parked".to_string(), false, 1),
+                    };
+                    simulated.servers.insert(
+                        (backend.to_string(), crate::layout::server_name(slot)),
+                        state,
+                    );
+                }
+            }
+            for map in settings.maps() {
+                let text = applied.files.get(&map).unwrap_or("");
+                let entries = crate::runtime::parse_map(text)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                simulated.maps.insert(map.display().to_string(), entries);
+            }
+            simulated
+        }
+
+        fn run(&mut self, command: &str) {
+            let mut lines = command.lines();
+            let first = lines.next().unwrap_or("");
+            let words: Vec<&str> = first.split(' ').collect();
+            let server = |name: &str| -> (String, String) {
+                let (backend, server) = name.split_once('/').expect("backend/server");
+                (backend.to_string(), server.to_string())
+            };
+            match words.as_slice() {
+                ["@1", "add", "server", name, addr, rest @ ..] => {
+                    let weight = if rest.windows(2).any(|w| w == ["weight", "0"]) {
+                        0
+                    } else {
+                        1
+                    };
+                    let previous = self
+                        .servers
+                        .insert(server(name), (addr.to_string(), false, weight));
+                    assert!(previous.is_none(), "{name} added twice");
+                }
+                ["@1", "enable", "server", name] => self.get(server(name)).1 = true,
+                ["@1", "enable", "health", _] => {}
+                ["@1", "set", "server", name, "state", "ready"] => {
+                    self.get(server(name)).1 = true;
+                }
+                ["@1", "set", "server", name, "state", "maint"] => {
+                    self.get(server(name)).1 = false;
+                }
+                ["@1", "set", "server", name, "addr", address, "port", port] => {
+                    self.get(server(name)).0 = format!("{address}:{port}");
+                }
+                ["@1", "set", "weight", name, weight] => {
+                    self.get(server(name)).2 = weight.parse().expect("weight");
+                }
+                ["@1", "add", "map", map, "<<"] => {
+                    let entries = self.maps.entry(map.to_string()).or_default();
+                    for line in lines.filter(|l| !l.is_empty()) {
+                        let (key, value) = line.split_once(' ').expect("key value");
+                        entries.entry(key.to_string()).or_insert(value.to_string());
+                    }
+                }
+                ["@1", "set", "map", map, key, value] => {
+                    let entry = self.maps.entry(map.to_string()).or_default();
+                    let old = entry.insert(key.to_string(), value.to_string());
+                    assert!(old.is_some(), "set map of a missing key {key}");
+                }
+                ["@1", "del", "map", map, key] => {
+                    self.maps.entry(map.to_string()).or_default().remove(*key);
+                }
+                _ => panic!("unexpected command: {first}"),
+            }
+        }
+
+        fn get(&mut self, server: (String, String)) -> &mut (String, bool, u32) {
+            self.servers
+                .get_mut(&server)
+                .unwrap_or_else(|| panic!("no server {server:?}"))
+        }
+
+        /// The endpoints that take new requests, per backend.
+        fn serving(&self) -> BTreeMap<String, BTreeSet<String>> {
+            let mut serving: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for ((backend, _), (address, ready, weight)) in &self.servers {
+                let entry = serving.entry(backend.clone()).or_default();
+                if *ready && *weight > 0 {
+                    entry.insert(address.clone());
+                }
+            }
+            serving
+        }
+
+        /// The map value a request for `host` and `path` finds: exact key, then the
+        /// longest prefix key, as the routing rules look them up.
+        fn route(&self, settings: &RenderSettings, host: &str, path: &str) -> Option<String> {
+            let wanted = format!("{host}{path}");
+            let exact = &self.maps[&settings.exact_map().display().to_string()];
+            if let Some(value) = exact.get(&wanted) {
+                return Some(value.clone());
+            }
+            let prefix = &self.maps[&settings.prefix_map().display().to_string()];
+            prefix
+                .iter()
+                .filter(|(key, _)| wanted.starts_with(key.as_str()))
+                .max_by_key(|(key, _)| key.len())
+                .map(|(_, value)| value.clone())
+        }
+    }
+
+    const PROBES: [(&str, &str); 8] = [
+        ("a.com", "/"),
+        ("a.com", "/p"),
+        ("a.com", "/p/x"),
+        ("a.com", "/px"),
+        ("b.com", "/"),
+        ("b.com", "/p"),
+        ("b.com", "/p/x"),
+        ("b.com", "/q"),
+    ];
+
+    /// One generated state: endpoints of `web` and `api` (ready, then draining), and
+    /// routes (host index, path, exact?, to `api`?).
+    type Generated = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<(usize, bool, bool, bool)>);
+
+    fn generated_state((web, api, draining, routes): &Generated) -> Desired {
+        let mut desired = state(&[("web", web), ("api", api)], &[]);
+        if let Some((_, backend)) = desired
+            .backends
+            .iter_mut()
+            .find(|(_, b)| b.service.name == "web")
+        {
+            backend.draining = draining
+                .iter()
+                .filter(|d| !web.contains(d))
+                .map(|last| Endpoint {
+                    address: Ipv4Addr::new(10, 0, 0, *last).into(),
+                    port: 8080,
+                })
+                .collect();
+        }
+        desired.routes = routes
+            .iter()
+            .map(|(host, deep, exact, to_api)| {
+                let (name, _) = backend(if *to_api { "api" } else { "web" }, &[]);
+                let host = ["a.com", "b.com"][*host];
+                let mut route = route(host, &name);
+                let path = if *deep { "/p" } else { "/" }.to_string();
+                route.path = if *exact {
+                    PathMatch::Exact(path)
+                } else {
+                    PathMatch::Prefix(path)
+                };
+                route
+            })
+            .collect();
+        desired
+    }
+
+    fn generated() -> impl proptest::strategy::Strategy<Value = Generated> {
+        use proptest::collection::vec;
+        (
+            vec(1u8..=14, 1..=10),
+            vec(100u8..=104, 1..=3),
+            vec(1u8..=14, 0..=3),
+            vec(
+                (
+                    0usize..2,
+                    proptest::bool::ANY,
+                    proptest::bool::ANY,
+                    proptest::bool::ANY,
+                ),
+                0..=4,
+            ),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// Whatever the endpoints and routes before and after, a runtime batch never
+        /// leaves a backend that serves before and after without a server taking new
+        /// requests, nor a request that finds a route before and after without one.
+        #[test]
+        fn runtime_batches_make_before_they_break(states in proptest::collection::vec(generated(), 2..=5)) {
+            let settings = settings();
+            let mut current = applied(generated_state(&states[0]));
+            for next in &states[1..] {
+                let plan = plan(Some(&current), generated_state(next), &settings);
+                proptest::prop_assert_eq!(plan.reload, None);
+                let mut haproxy = Simulated::of(&current, &settings);
+                let before_serving = haproxy.serving();
+                let after_serving = Simulated::of(&plan.next, &settings).serving();
+                let both: Vec<String> = before_serving
+                    .keys()
+                    .filter(|b| !before_serving[*b].is_empty() && !after_serving[*b].is_empty())
+                    .cloned()
+                    .collect();
+                let routed = |haproxy: &Simulated| -> Vec<bool> {
+                    PROBES
+                        .iter()
+                        .map(|(host, path)| haproxy.route(&settings, host, path).is_some())
+                        .collect()
+                };
+                let routed_before = routed(&haproxy);
+                let routed_after = routed(&Simulated::of(&plan.next, &settings));
+                for step in plan.runtime.iter().flat_map(|c| c.steps()) {
+                    haproxy.run(&step.command);
+                    let serving = haproxy.serving();
+                    for backend in &both {
+                        proptest::prop_assert!(
+                            !serving[backend].is_empty(),
+                            "{} has no server after '{}'", backend, step.command
+                        );
+                    }
+                    let routed = routed(&haproxy);
+                    for (i, probe) in PROBES.iter().enumerate() {
+                        proptest::prop_assert!(
+                            routed[i] || !(routed_before[i] && routed_after[i]),
+                            "{:?} has no route after '{}'", probe, step.command
+                        );
+                    }
+                }
+                // And the batch gets haproxy exactly where the files say.
+                proptest::prop_assert_eq!(haproxy.serving(), after_serving);
+                proptest::prop_assert_eq!(routed(&haproxy), routed_after);
+                current = plan.next;
+            }
+        }
     }
 }

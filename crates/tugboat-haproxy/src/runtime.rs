@@ -248,6 +248,53 @@ impl RuntimeChange {
     }
 }
 
+/// When a change goes in a batch. A batch is not atomic: haproxy serves requests between
+/// its commands. So what gives a backend or a route a target goes first and what takes
+/// one away goes last, and at no moment of an update does a backend or a route that had
+/// a target have none ("make before break").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Phase {
+    /// A slot starts serving: a new server, a parked slot that gets an endpoint, a slot
+    /// whose address switches (one `set server ... addr`, the slot serves throughout),
+    /// a draining endpoint that is ready again.
+    Make,
+    /// Certificates and crt-list entries, in the order [`certificate_changes`] gives.
+    Certificates,
+    /// Map keys added, or moved to another value (`set map` is atomic).
+    MapAddSet,
+    /// Map keys removed: after the keys that replace them are in.
+    MapDel,
+    /// A slot stops taking new requests: parked, or draining.
+    Break,
+}
+
+impl RuntimeChange {
+    /// Where this change goes in a batch.
+    pub fn phase(&self) -> Phase {
+        match self {
+            RuntimeChange::Server { change, .. } => match change.after {
+                Some(Server {
+                    draining: false, ..
+                }) => Phase::Make,
+                _ => Phase::Break,
+            },
+            RuntimeChange::MapAdd { .. } | RuntimeChange::MapSet { .. } => Phase::MapAddSet,
+            RuntimeChange::MapDel { .. } => Phase::MapDel,
+            RuntimeChange::CertUpload { .. }
+            | RuntimeChange::CertDel { .. }
+            | RuntimeChange::CrtListAdd { .. }
+            | RuntimeChange::CrtListDel { .. } => Phase::Certificates,
+        }
+    }
+}
+
+/// Orders a batch "make before break" (see [`Phase`]); changes of the same phase keep
+/// their order.
+pub fn make_before_break(mut changes: Vec<RuntimeChange>) -> Vec<RuntimeChange> {
+    changes.sort_by_key(RuntimeChange::phase);
+    changes
+}
+
 /// Escapes what the single-line CLI form treats specially: `;` ends a command.
 /// (Keys never hold spaces or backslashes: validation refuses them.)
 fn escape(key: &str) -> String {
