@@ -8,6 +8,20 @@ set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
+# Debian packages the tests use: curl and ldd (scripts), unshare and ip (the chart pod
+# test runs the pod in Linux namespaces with its own loopback).
+need=()
+command -v curl >/dev/null || need+=(curl)
+command -v ldd >/dev/null || need+=(libc-bin)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v ip >/dev/null || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  step "installing ${need[*]}"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
 all_series="2.6 3.0 3.2 3.4"
 step "haproxy"
 got=$(scripts/get-haproxy.sh)
