@@ -9,8 +9,7 @@
 //! expired when its holder and `renewTime` have not changed for `leaseDurationSeconds`
 //! since this replica first saw them, so clock skew between nodes does not matter.
 //!
-//! It needs get, create and update on the Lease (the chart's Role grants exactly those,
-//! and patch).
+//! It needs get, create and update on the Lease (the chart's Role grants exactly those).
 
 use std::time::Duration;
 
