@@ -1,0 +1,15 @@
+//! The end-to-end tests: one binary, one module per suite. Each scenario runs on every
+//! haproxy series of the matrix (`tugboat_testkit::haproxy_tests!`), against real
+//! haproxy, real HTTP and, where objects come from the cluster, the fake API server.
+//! Select a suite with `cargo nextest run -p tugboat-testkit --test e2e -E 'test(/^kube::/)'`.
+
+mod annotations;
+mod backend_keys;
+mod chart_pod;
+mod conformance;
+mod kube;
+mod normalize;
+mod references;
+mod reload;
+mod routing;
+mod runtime;
