@@ -4,6 +4,7 @@
 //! Select a suite with `cargo nextest run -p tugboat-testkit --test e2e -E 'test(/^kube::/)'`.
 
 mod annotations;
+mod api_features;
 mod backend_keys;
 mod chart_pod;
 mod conformance;

@@ -453,6 +453,11 @@ impl FakeApiServer {
         }
     }
 
+    /// Creates or replaces a typed object (see [`crate::objects`]).
+    pub fn apply(&self, object: &impl serde::Serialize) -> Value {
+        self.put(crate::objects::to_json(object))
+    }
+
     /// How many list requests were served for a kind.
     pub fn list_count(&self, kind: &str) -> usize {
         let store = self.shared.store();

@@ -9,6 +9,7 @@ pub mod fake_apiserver;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;
+pub mod objects;
 pub mod pod_runner;
 pub mod rbac;
 pub mod tls;

@@ -145,3 +145,17 @@ pub fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> String {
         indent(key_pem)
     )
 }
+
+/// The DER of the default certificate Tugboat generated in haproxy's `lib_dir` (served
+/// for an SNI with no usable certificate).
+pub fn fallback_certificate_der(lib_dir: &std::path::Path) -> Vec<u8> {
+    let text = std::fs::read_to_string(lib_dir.join(".tugboat-fallback.pem"))
+        .expect("fallback certificate");
+    let begin = "-----BEGIN CERTIFICATE-----";
+    let end_marker = "-----END CERTIFICATE-----";
+    let start = text.find(begin).expect("certificate");
+    let end = text.find(end_marker).expect("certificate end") + end_marker.len();
+    der::pem::decode_vec(&text.as_bytes()[start..end])
+        .expect("PEM")
+        .1
+}

@@ -1,0 +1,290 @@
+//! Typed Kubernetes objects for tests, shared by every suite: Ingresses, Services,
+//! EndpointSlices, Secrets and ConfigMaps built as k8s-openapi values, then serialized
+//! with serde: as JSON for the fake API server ([`crate::FakeApiServer::apply`]) or
+//! as YAML for the manifests folder ([`to_yaml`]). No YAML text is assembled by hand.
+//!
+//! Every object lives in namespace `default` unless [`in_namespace`] moves it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::ResourceExt;
+use serde::Serialize;
+
+/// The namespace objects are made in.
+pub const NAMESPACE: &str = "default";
+/// The prefix of Tugboat's annotation keys.
+pub const KEY_PREFIX: &str = "tugboat.dev/";
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(NAMESPACE.to_string()),
+        ..ObjectMeta::default()
+    }
+}
+
+/// One path of an Ingress rule: `path` of `path_type` to `service` port `port`.
+#[derive(Debug, Clone, Copy)]
+pub struct PathTo<'a> {
+    pub path: &'a str,
+    pub path_type: &'a str,
+    pub service: &'a str,
+    pub port: i32,
+}
+
+/// `path` (Prefix) to `service` port 80.
+pub fn prefix<'a>(path: &'a str, service: &'a str) -> PathTo<'a> {
+    PathTo {
+        path,
+        path_type: "Prefix",
+        service,
+        port: 80,
+    }
+}
+
+/// A backend of Service `service` port `port`.
+pub fn mk_backend(service: &str, port: i32) -> IngressBackend {
+    IngressBackend {
+        service: Some(IngressServiceBackend {
+            name: service.to_string(),
+            port: Some(ServiceBackendPort {
+                number: Some(port),
+                ..ServiceBackendPort::default()
+            }),
+        }),
+        ..IngressBackend::default()
+    }
+}
+
+/// A rule for `host` (any host when `None`) with `paths`.
+pub fn mk_rule(host: Option<&str>, paths: &[PathTo<'_>]) -> IngressRule {
+    IngressRule {
+        host: host.map(str::to_string),
+        http: Some(HTTPIngressRuleValue {
+            paths: paths
+                .iter()
+                .map(|p| HTTPIngressPath {
+                    path: Some(p.path.to_string()),
+                    path_type: p.path_type.to_string(),
+                    backend: mk_backend(p.service, p.port),
+                })
+                .collect(),
+        }),
+    }
+}
+
+/// An Ingress of class `tugboat` with `rules`.
+pub fn mk_ingress_with_rules(name: &str, rules: Vec<IngressRule>) -> Ingress {
+    Ingress {
+        metadata: meta(name),
+        spec: Some(IngressSpec {
+            ingress_class_name: Some("tugboat".to_string()),
+            rules: Some(rules),
+            ..IngressSpec::default()
+        }),
+        ..Ingress::default()
+    }
+}
+
+/// An Ingress of class `tugboat` routing `host` `/` (Prefix) to `service` port 80.
+pub fn mk_ingress(name: &str, host: &str, service: &str) -> Ingress {
+    mk_ingress_with_rules(name, vec![mk_rule(Some(host), &[prefix("/", service)])])
+}
+
+/// The Ingress with class `class` (none when `None`).
+pub fn with_class(mut ingress: Ingress, class: Option<&str>) -> Ingress {
+    ingress
+        .spec
+        .get_or_insert_with(IngressSpec::default)
+        .ingress_class_name = class.map(str::to_string);
+    ingress
+}
+
+/// The Ingress with one `spec.tls` entry per `(hosts, secretName)`, in order.
+pub fn with_tls(mut ingress: Ingress, entries: &[(&[&str], &str)]) -> Ingress {
+    let tls = entries
+        .iter()
+        .map(|(hosts, secret)| IngressTLS {
+            hosts: Some(hosts.iter().map(|h| h.to_string()).collect()),
+            secret_name: Some(secret.to_string()),
+        })
+        .collect();
+    ingress.spec.get_or_insert_with(IngressSpec::default).tls = Some(tls);
+    ingress
+}
+
+/// The object with the annotations `tugboat.dev/KEY: value` for each `(KEY, value)`.
+pub fn with_keys<K: ResourceExt>(mut object: K, keys: &[(&str, &str)]) -> K {
+    let annotations = object.annotations_mut();
+    for (key, value) in keys {
+        annotations.insert(format!("{KEY_PREFIX}{key}"), value.to_string());
+    }
+    object
+}
+
+/// The object in namespace `namespace`.
+pub fn in_namespace<K: ResourceExt>(mut object: K, namespace: &str) -> K {
+    object.meta_mut().namespace = Some(namespace.to_string());
+    object
+}
+
+/// A Service with one TCP port `port` named `port_name`.
+pub fn mk_service(name: &str, port_name: &str, port: i32) -> Service {
+    Service {
+        metadata: meta(name),
+        spec: Some(ServiceSpec {
+            ports: Some(vec![ServicePort {
+                name: Some(port_name.to_string()),
+                port,
+                protocol: Some("TCP".to_string()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// The EndpointSlice `SERVICE-abc` of Service `service` whose ready endpoints are
+/// `addrs` (which share one port, as the endpoints of one Service port do), for the
+/// port named `port_name`.
+pub fn mk_endpoint_slice(service: &str, port_name: &str, addrs: &[SocketAddr]) -> EndpointSlice {
+    let mut metadata = meta(&format!("{service}-abc"));
+    metadata.labels = Some(BTreeMap::from([(
+        "kubernetes.io/service-name".to_string(),
+        service.to_string(),
+    )]));
+    EndpointSlice {
+        metadata,
+        address_type: "IPv4".to_string(),
+        ports: Some(vec![EndpointPort {
+            name: Some(port_name.to_string()),
+            port: addrs.first().map(|a| i32::from(a.port())),
+            protocol: Some("TCP".to_string()),
+            ..EndpointPort::default()
+        }]),
+        endpoints: addrs
+            .iter()
+            .map(|addr| Endpoint {
+                addresses: vec![addr.ip().to_string()],
+                conditions: Some(EndpointConditions {
+                    ready: Some(true),
+                    ..EndpointConditions::default()
+                }),
+                ..Endpoint::default()
+            })
+            .collect(),
+    }
+}
+
+/// A Secret of type `type_` with `data` (base64 on the wire, as the API server stores it).
+pub fn mk_secret(name: &str, type_: &str, data: &[(&str, &[u8])]) -> Secret {
+    Secret {
+        metadata: meta(name),
+        type_: Some(type_.to_string()),
+        data: Some(
+            data.iter()
+                .map(|(key, value)| (key.to_string(), ByteString(value.to_vec())))
+                .collect(),
+        ),
+        ..Secret::default()
+    }
+}
+
+/// A `kubernetes.io/tls` Secret holding a certificate and its key (PEM).
+pub fn mk_tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> Secret {
+    mk_secret(
+        name,
+        "kubernetes.io/tls",
+        &[
+            ("tls.crt", cert_pem.as_bytes()),
+            ("tls.key", key_pem.as_bytes()),
+        ],
+    )
+}
+
+/// An Opaque Secret for basic auth: key `auth` holds one `user:hash` line per user
+/// (an htpasswd file).
+pub fn mk_basic_auth_secret(name: &str, users: &[(&str, &str)]) -> Secret {
+    let auth: String = users
+        .iter()
+        .map(|(user, hash)| format!("{user}:{hash}\n"))
+        .collect();
+    mk_secret(name, "Opaque", &[("auth", auth.as_bytes())])
+}
+
+/// A ConfigMap with `data`.
+pub fn mk_config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        metadata: meta(name),
+        data: Some(
+            data.iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+        ),
+        ..ConfigMap::default()
+    }
+}
+
+/// An object as JSON, with its `apiVersion` and `kind`.
+pub fn to_json(object: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(object).expect("a Kubernetes object serializes")
+}
+
+/// Objects as one YAML text of several documents, for a manifests folder file.
+pub fn to_yaml(objects: &[serde_json::Value]) -> String {
+    objects
+        .iter()
+        .map(|object| serde_yaml_ng::to_string(object).expect("a Kubernetes object serializes"))
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[test]
+    fn objects_carry_their_kind_and_survive_a_yaml_round_trip() {
+        let ingress = with_keys(
+            with_tls(
+                mk_ingress("site", "site.example.com", "web"),
+                &[(&["site.example.com"], "site-tls")],
+            ),
+            &[("auth-type", "basic-auth")],
+        );
+        let json = to_json(&ingress);
+        assert_eq!(json["apiVersion"], "networking.k8s.io/v1");
+        assert_eq!(json["kind"], "Ingress");
+        assert_eq!(
+            json["metadata"]["annotations"]["tugboat.dev/auth-type"],
+            "basic-auth"
+        );
+        assert_eq!(json["spec"]["tls"][0]["secretName"], "site-tls");
+        let secret = to_json(&mk_basic_auth_secret("users", &[("ann", "$6$x$y")]));
+        assert_eq!(secret["data"]["auth"], "YW5uOiQ2JHgkeQo=");
+        let text = to_yaml(&[json.clone(), secret.clone()]);
+        let back: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+            .map(|d| serde_json::Value::deserialize(d).expect("YAML"))
+            .collect();
+        assert_eq!(back, vec![json, secret]);
+        let slice = to_json(&mk_endpoint_slice(
+            "web",
+            "http",
+            &["127.0.0.1:8080".parse().expect("address")],
+        ));
+        assert_eq!(slice["ports"][0]["port"], 8080);
+        assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
+    }
+}
