@@ -12,6 +12,7 @@ use tugboat_model::ObjectKey;
 use tugboat_model::class::ClassFilter;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::manifests::{endpoint_slice, start_backends};
+use tugboat_testkit::objects::mk_secret;
 use tugboat_testkit::{
     ClusterPod, EchoServer, FakeApiServer, HaproxyBinary, eventually, haproxy_tests,
 };
@@ -636,24 +637,6 @@ async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinar
     admin.abort();
 }
 
-/// A Secret with base64 `data`, as the API server stores it.
-fn secret_with_data(name: &str, type_: &str, data: &[(&str, &[u8])]) -> String {
-    let data: serde_json::Map<String, Value> = data
-        .iter()
-        .map(|(key, value)| {
-            let encoded =
-                serde_json::to_value(k8s_openapi::ByteString(value.to_vec())).expect("base64");
-            (key.to_string(), encoded)
-        })
-        .collect();
-    json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": type_, "data": data,
-    })
-    .to_string()
-}
-
 async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
     let web = start_backends("web", 29, 1).await;
     let server = FakeApiServer::start().await;
@@ -661,13 +644,9 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
     server.apply_yaml(&service_in("default", "web", &web));
     // `openssl passwd -6 -salt tugboatsalt s3cret`, in an Opaque Secret.
     let hash = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
-    server.apply_yaml(&secret_with_data(
-        "users",
-        "Opaque",
-        &[("ann", hash.as_bytes())],
-    ));
+    server.apply(&mk_secret("users", "Opaque", &[("ann", hash.as_bytes())]));
     let (cert, key, der) = tugboat_testkit::tls::certificate(&["secure.example.com"], false);
-    server.apply_yaml(&secret_with_data(
+    server.apply(&mk_secret(
         "site-tls",
         "kubernetes.io/tls",
         &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],

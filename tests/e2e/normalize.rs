@@ -5,11 +5,11 @@
 //! host and port, or a URL. The authentication case runs on the folder and on the API
 //! source, since its Secret is a referenced object.
 
-use serde_json::{Value, json};
 use tugboat_model::ObjectKey;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::{service_with_endpoints, start_backends, yaml_string};
+use tugboat_testkit::objects::mk_secret;
 use tugboat_testkit::tls::exchange;
 use tugboat_testkit::{
     ClusterPod, EchoServer, FakeApiServer, Haproxy, HaproxyBinary, Pod, Reply, haproxy_tests,
@@ -182,24 +182,6 @@ async fn paths_that_normalize_to_a_protected_prefix_meet_its_authentication(
     check_normalized_routing(&pod).await;
 }
 
-/// A Secret with base64 `data`, as the API server stores it.
-fn secret_with_data(name: &str, data: &[(&str, &[u8])]) -> String {
-    let data: serde_json::Map<String, Value> = data
-        .iter()
-        .map(|(key, value)| {
-            let encoded =
-                serde_json::to_value(k8s_openapi::ByteString(value.to_vec())).expect("base64");
-            (key.to_string(), encoded)
-        })
-        .collect();
-    json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": "Opaque", "data": data,
-    })
-    .to_string()
-}
-
 async fn paths_that_normalize_to_a_protected_prefix_meet_its_authentication_from_the_api(
     haproxy: HaproxyBinary,
 ) {
@@ -209,8 +191,9 @@ async fn paths_that_normalize_to_a_protected_prefix_meet_its_authentication_from
     server.apply_yaml(TUGBOAT_CLASS);
     server.apply_yaml(&admin);
     server.apply_yaml(&site);
-    server.apply_yaml(&secret_with_data(
+    server.apply(&mk_secret(
         "users",
+        "Opaque",
         &[("ann", SHA512_HASH.as_bytes())],
     ));
     server.apply_yaml(&ingress(

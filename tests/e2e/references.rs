@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use rustls::ServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -18,6 +17,7 @@ use tugboat_model::ObjectKey;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::{endpoint_slice, service, start_backends, yaml_string};
+use tugboat_testkit::objects::mk_secret;
 use tugboat_testkit::{ClusterPod, FakeApiServer, HaproxyBinary, Reply, eventually, haproxy_tests};
 
 haproxy_tests!(
@@ -30,24 +30,6 @@ haproxy_tests!(
 const HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
 /// `ann:s3cret` in base64.
 const ANN_S3CRET: &str = "Basic YW5uOnMzY3JldA==";
-
-/// A Secret of namespace `default` with `data` (base64-encoded on the wire).
-fn secret(name: &str, data: &[(&str, &[u8])]) -> String {
-    let data: serde_json::Map<String, Value> = data
-        .iter()
-        .map(|(key, value)| {
-            let encoded =
-                serde_json::to_value(k8s_openapi::ByteString(value.to_vec())).expect("base64");
-            (key.to_string(), encoded)
-        })
-        .collect();
-    json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": "Opaque", "data": data,
-    })
-    .to_string()
-}
 
 /// A Service `name` of namespace `default` with `tugboat.dev/` annotations, port 80
 /// named http, and its EndpointSlice of `addrs`.
@@ -114,7 +96,11 @@ async fn auth_secret_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinar
         &addrs,
     ));
     let htpasswd = format!("ann:{HASH}\n");
-    server.apply_yaml(&secret("users", &[("auth", htpasswd.as_bytes())]));
+    server.apply(&mk_secret(
+        "users",
+        "Opaque",
+        &[("auth", htpasswd.as_bytes())],
+    ));
     server.apply_yaml(&ingress("private", "private.example.com", "web"));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     expect_basic_auth(&pod, "private.example.com").await;
@@ -135,7 +121,11 @@ async fn auth_secret_named_in_the_config_map_comes_from_the_api(haproxy: Haproxy
          data: {auth-type: basic-auth, auth-secret: users}\n",
     );
     let htpasswd = format!("ann:{HASH}\n");
-    server.apply_yaml(&secret("users", &[("auth", htpasswd.as_bytes())]));
+    server.apply(&mk_secret(
+        "users",
+        "Opaque",
+        &[("auth", htpasswd.as_bytes())],
+    ));
     server.apply_yaml(&ingress("private", "private.example.com", "web"));
     let mut options = options("pod-a");
     options.source.settings.config_map = Some(ObjectKey::new("tugboat-system", "tugboat"));
@@ -149,11 +139,16 @@ async fn server_ca_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinary)
     let backend = tls_backend("secure", &servers_ca).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&secret(
+    server.apply(&mk_secret(
         "servers-ca",
+        "Opaque",
         &[("ca.crt", servers_ca.pem.as_bytes())],
     ));
-    server.apply_yaml(&secret("other-ca", &[("ca.crt", other_ca.pem.as_bytes())]));
+    server.apply(&mk_secret(
+        "other-ca",
+        "Opaque",
+        &[("ca.crt", other_ca.pem.as_bytes())],
+    ));
     server.apply_yaml(&annotated_service(
         "secure",
         &[("server-ssl", "true"), ("server-ca", "servers-ca")],
