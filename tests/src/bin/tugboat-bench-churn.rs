@@ -9,7 +9,7 @@
 //! measured in the same run (a bare runtime-API round trip, a bare reload of the same
 //! config), and the failed requests.
 //!
-//! Run: `cargo run --release -p tugboat-testkit --bin tugboat-bench-churn [2.6] [3.0]`.
+//! Run: `cargo run --release -p tugboat-testkit --bin tugboat-bench-churn [2.6] [3.0] [3.2] [3.4]`.
 
 use std::net::SocketAddr;
 use std::path::Path;
