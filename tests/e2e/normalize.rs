@@ -8,8 +8,10 @@
 use tugboat_model::ObjectKey;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
-use tugboat_testkit::manifests::{service_with_endpoints, start_backends, yaml_string};
-use tugboat_testkit::objects::mk_secret;
+use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
+use tugboat_testkit::objects::{
+    mk_ingress_with_rules, mk_rule, mk_secret, prefix, to_json, to_yaml, with_class, with_keys,
+};
 use tugboat_testkit::tls::exchange;
 use tugboat_testkit::{
     ClusterPod, EchoServer, FakeApiServer, Haproxy, HaproxyBinary, Pod, Reply, haproxy_tests,
@@ -30,37 +32,19 @@ const SHA512_HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.
 const GOOD: (&str, &str) = ("Authorization", "Basic YW5uOnMzY3JldA==");
 
 /// An Ingress `name` in `default` with annotations `tugboat.dev/<key>: <value>`,
-/// routing `host` + each `(path, service)` as a Prefix to port 80.
+/// routing `host` + each `(path, service)` as a Prefix to port 80, as YAML.
 fn ingress(
     name: &str,
     class: Option<&str>,
     annotations: &[(&str, &str)],
     paths: &[(&str, &str)],
 ) -> String {
-    let mut out = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  \
-         namespace: default\n"
-    );
-    if !annotations.is_empty() {
-        out.push_str("  annotations:\n");
-        for (key, value) in annotations {
-            out.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
-        }
-    }
-    out.push_str("spec:\n");
-    if let Some(class) = class {
-        out.push_str(&format!("  ingressClassName: {class}\n"));
-    }
-    out.push_str(&format!(
-        "  rules:\n  - host: \"{HOST}\"\n    http:\n      paths:\n"
-    ));
-    for (path, service) in paths {
-        out.push_str(&format!(
-            "      - path: \"{path}\"\n        pathType: Prefix\n        backend:\n          \
-             service: {{name: {service}, port: {{number: 80}}}}\n"
-        ));
-    }
-    out
+    let paths: Vec<_> = paths
+        .iter()
+        .map(|(path, service)| prefix(path, service))
+        .collect();
+    let ingress = mk_ingress_with_rules(name, vec![mk_rule(Some(HOST), &paths)]);
+    to_yaml(&[to_json(&with_keys(with_class(ingress, class), annotations))])
 }
 
 /// A Service `name` (port 80) with one echo backend on 127.0.`net`.1.
