@@ -22,6 +22,7 @@ use tugboat_model::problem::ProblemReason;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::yaml_string;
 use tugboat_testkit::manifests::{endpoint_slice, service};
+use tugboat_testkit::tls::Authority;
 use tugboat_testkit::{HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
 
 haproxy_tests!(
@@ -108,51 +109,6 @@ async fn get(pod: &Pod, host: &str) -> Reply {
 }
 
 // ---- Certificates ----
-
-/// A certificate authority that signs server and client certificates.
-struct Authority {
-    pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
-impl Authority {
-    fn new(name: &str) -> Self {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let cert = params.self_signed(&key).expect("CA certificate");
-        Self {
-            pem: cert.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// (certificate PEM, key PEM, certificate DER, key DER) for `cn`.
-    fn sign(&self, cn: &str) -> (String, String, Vec<u8>, Vec<u8>) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params =
-            rcgen::CertificateParams::new(vec![cn.to_string(), "127.0.0.1".to_string()])
-                .expect("params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
-        (
-            cert.pem(),
-            key.serialize_pem(),
-            cert.der().to_vec(),
-            key.serialize_der(),
-        )
-    }
-
-    fn der(&self) -> Vec<u8> {
-        let (_, der) = der::pem::decode_vec(self.pem.as_bytes()).expect("CA PEM");
-        der
-    }
-}
 
 /// A TLS server config with this certificate; client certificates signed by `clients`
 /// are asked for, and required when `require`.

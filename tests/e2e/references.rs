@@ -18,6 +18,7 @@ use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::{endpoint_slice, service, start_backends, yaml_string};
 use tugboat_testkit::objects::mk_secret;
+use tugboat_testkit::tls::Authority;
 use tugboat_testkit::{ClusterPod, FakeApiServer, HaproxyBinary, Reply, eventually, haproxy_tests};
 
 haproxy_tests!(
@@ -184,41 +185,6 @@ async fn server_ca_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinary)
 
 // ---- A TLS backend ----
 
-/// A certificate authority that signs server certificates.
-struct Authority {
-    pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
-impl Authority {
-    fn new(name: &str) -> Self {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let cert = params.self_signed(&key).expect("CA certificate");
-        Self {
-            pem: cert.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// (certificate DER, key DER) for `cn`, signed by this authority.
-    fn sign(&self, cn: &str) -> (Vec<u8>, Vec<u8>) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params =
-            rcgen::CertificateParams::new(vec![cn.to_string(), "127.0.0.1".to_string()])
-                .expect("params");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
-        (cert.der().to_vec(), key.serialize_der())
-    }
-}
-
 /// A backend that speaks TLS with a certificate `ca` signed, and answers every
 /// HTTP/1.1 request with `service=NAME tls=yes`.
 struct TlsBackend {
@@ -233,7 +199,7 @@ impl Drop for TlsBackend {
 }
 
 async fn tls_backend(name: &str, ca: &Authority) -> TlsBackend {
-    let (cert, key) = ca.sign(name);
+    let (_, _, cert, key) = ca.sign(name);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -1,6 +1,8 @@
 //! A TLS client for tests: connects with a chosen SNI and ALPN, and reports which
 //! certificate haproxy presented, which protocol it picked, and (over HTTP/1.1) the
-//! answer. It accepts any certificate on purpose: what it checks is *which* one.
+//! answer. It accepts any certificate on purpose: what it checks is *which* one. Also
+//! the certificates tests need: self-signed ones, and a certificate authority that signs
+//! server and client certificates (for backends that speak TLS).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -158,4 +160,52 @@ pub fn fallback_certificate_der(lib_dir: &std::path::Path) -> Vec<u8> {
     der::pem::decode_vec(&text.as_bytes()[start..end])
         .expect("PEM")
         .1
+}
+
+/// A certificate authority that signs server and client certificates.
+pub struct Authority {
+    /// The authority's own certificate (PEM), what a `ca.crt` holds.
+    pub pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    pub fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("CA certificate");
+        Self {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// (certificate PEM, key PEM, certificate DER, key DER) for `cn`, valid for `cn` and
+    /// 127.0.0.1.
+    pub fn sign(&self, cn: &str) -> (String, String, Vec<u8>, Vec<u8>) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec![cn.to_string(), "127.0.0.1".to_string()])
+                .expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        (
+            cert.pem(),
+            key.serialize_pem(),
+            cert.der().to_vec(),
+            key.serialize_der(),
+        )
+    }
+
+    /// The authority's own certificate (DER).
+    pub fn der(&self) -> Vec<u8> {
+        let (_, der) = der::pem::decode_vec(self.pem.as_bytes()).expect("CA PEM");
+        der
+    }
 }
