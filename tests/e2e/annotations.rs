@@ -12,6 +12,7 @@ use tugboat_model::ObjectKey;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::yaml_string;
 use tugboat_testkit::manifests::{endpoint_slice, service, service_with_endpoints, start_backends};
+use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH};
 use tugboat_testkit::tls::{certificate, exchange, tls_secret};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
 
@@ -398,9 +399,6 @@ async fn access_lists(haproxy: HaproxyBinary) {
     assert_eq!(reply.status, 200, "{reply:?}");
 }
 
-/// `openssl passwd -6 -salt tugboatsalt s3cret`.
-const SHA512_HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
-
 fn secret(name: &str, key: &str, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: default\n\
@@ -412,7 +410,7 @@ async fn basic_authentication(haproxy: HaproxyBinary) {
     let (_web, web) = backends("web", 124).await;
     let files = vec![
         web,
-        ("users.yaml".into(), secret("users", "ann", SHA512_HASH)),
+        ("users.yaml".into(), secret("users", "ann", S3CRET_HASH)),
         (
             "htpasswd.yaml".into(),
             secret("apache", "auth", "bob:$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51"),
@@ -454,7 +452,7 @@ async fn basic_authentication(haproxy: HaproxyBinary) {
         Some("Basic realm=\"Shop staff\"")
     );
     // ann:s3cret and ann:wrong.
-    let good = [("Authorization", "Basic YW5uOnMzY3JldA==")];
+    let good = [("Authorization", ANN_S3CRET)];
     let bad = [("Authorization", "Basic YW5uOndyb25n")];
     let reply = send(&pod, "GET", HOST, "/private", &good).await;
     assert_eq!(reply.status, 200, "{reply:?}");

@@ -13,8 +13,8 @@ use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_basic_auth_secret, mk_config_map, mk_endpoint_slice, mk_ingress, mk_ingress_with_rules,
-    mk_rule, mk_service, mk_tls_secret, prefix, with_keys, with_tls,
+    ANN_S3CRET, S3CRET_HASH, mk_basic_auth_secret, mk_config_map, mk_endpoint_slice, mk_ingress,
+    mk_ingress_with_rules, mk_rule, mk_service, mk_tls_secret, prefix, with_keys, with_tls,
 };
 use tugboat_testkit::tls::{certificate, exchange, fallback_certificate_der};
 use tugboat_testkit::{ClusterPod, EchoServer, FakeApiServer, HaproxyBinary, Reply, eventually};
@@ -26,12 +26,8 @@ tugboat_testkit::haproxy_tests!(
     error_pages_from_the_api_config_map_follow_changes,
 );
 
-/// `openssl passwd -6 -salt tugboatsalt s3cret`.
-const HASH_S3CRET: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
 /// `openssl passwd -6 -salt tugboatsalt n3wpass`.
 const HASH_N3WPASS: &str = "$6$tugboatsalt$0g5XlFYwYnTgc1Qeiu4kZA1LgRHfz8X7921IV/XN87RTHb1Mwv/YTEq2KAHIjmVXPDNXSO/XFhsOd1Bt.Gm9X/";
-/// `ann:s3cret` in base64.
-const ANN_S3CRET: &str = "Basic YW5uOnMzY3JldA==";
 /// `ann:n3wpass` in base64.
 const ANN_N3WPASS: &str = "Basic YW5uOm4zd3Bhc3M=";
 
@@ -162,7 +158,7 @@ async fn tls_secrets_from_the_api_are_served_and_rotated_without_reload(haproxy:
 async fn basic_auth_secret_from_the_api_follows_password_changes(haproxy: HaproxyBinary) {
     let web = start_backends("web", 172, 1).await;
     let server = cluster_with(&[("web", &web)]).await;
-    server.apply(&mk_basic_auth_secret("users", &[("ann", HASH_S3CRET)]));
+    server.apply(&mk_basic_auth_secret("users", &[("ann", S3CRET_HASH)]));
     server.apply(&with_keys(
         mk_ingress("private", "private.example.com", "web"),
         &[("auth-type", "basic-auth"), ("auth-secret", "users")],

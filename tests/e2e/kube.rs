@@ -12,7 +12,7 @@ use tugboat_model::ObjectKey;
 use tugboat_model::class::ClassFilter;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::manifests::{endpoint_slice, start_backends};
-use tugboat_testkit::objects::mk_secret;
+use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH, mk_secret};
 use tugboat_testkit::{
     ClusterPod, EchoServer, FakeApiServer, HaproxyBinary, eventually, haproxy_tests,
 };
@@ -642,9 +642,11 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
     server.apply_yaml(&service_in("default", "web", &web));
-    // `openssl passwd -6 -salt tugboatsalt s3cret`, in an Opaque Secret.
-    let hash = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
-    server.apply(&mk_secret("users", "Opaque", &[("ann", hash.as_bytes())]));
+    server.apply(&mk_secret(
+        "users",
+        "Opaque",
+        &[("ann", S3CRET_HASH.as_bytes())],
+    ));
     let (cert, key, der) = tugboat_testkit::tls::certificate(&["secure.example.com"], false);
     server.apply(&mk_secret(
         "site-tls",
@@ -683,7 +685,7 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
         "GET",
         "private.example.com",
         "/",
-        &[("Authorization", "Basic YW5uOnMzY3JldA==")],
+        &[("Authorization", ANN_S3CRET)],
     )
     .await
     .expect("GET");

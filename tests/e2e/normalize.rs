@@ -10,7 +10,8 @@ use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
 use tugboat_testkit::objects::{
-    mk_ingress_with_rules, mk_rule, mk_secret, prefix, to_json, to_yaml, with_class, with_keys,
+    ANN_S3CRET, S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, prefix, to_json, to_yaml,
+    with_class, with_keys,
 };
 use tugboat_testkit::tls::exchange;
 use tugboat_testkit::{
@@ -26,10 +27,8 @@ haproxy_tests!(
 
 const HOST: &str = "n.local";
 
-/// `openssl passwd -6 -salt tugboatsalt s3cret`.
-const SHA512_HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
 /// `ann:s3cret`.
-const GOOD: (&str, &str) = ("Authorization", "Basic YW5uOnMzY3JldA==");
+const GOOD: (&str, &str) = ("Authorization", ANN_S3CRET);
 
 /// An Ingress `name` in `default` with annotations `tugboat.dev/<key>: <value>`,
 /// routing `host` + each `(path, service)` as a Prefix to port 80, as YAML.
@@ -141,7 +140,7 @@ async fn paths_that_normalize_to_a_protected_prefix_meet_its_authentication(
     let (_site, site) = backend("site", 161).await;
     let users = format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: users\n  namespace: default\n\
-         stringData:\n  ann: '{SHA512_HASH}'\n"
+         stringData:\n  ann: '{S3CRET_HASH}'\n"
     );
     let protected = ingress(
         "admin",
@@ -178,7 +177,7 @@ async fn paths_that_normalize_to_a_protected_prefix_meet_its_authentication_from
     server.apply(&mk_secret(
         "users",
         "Opaque",
-        &[("ann", SHA512_HASH.as_bytes())],
+        &[("ann", S3CRET_HASH.as_bytes())],
     ));
     server.apply_yaml(&ingress(
         "admin",

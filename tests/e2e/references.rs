@@ -17,7 +17,7 @@ use tugboat_model::ObjectKey;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::{endpoint_slice, service, start_backends, yaml_string};
-use tugboat_testkit::objects::mk_secret;
+use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH, mk_secret};
 use tugboat_testkit::tls::Authority;
 use tugboat_testkit::{ClusterPod, FakeApiServer, HaproxyBinary, Reply, eventually, haproxy_tests};
 
@@ -26,11 +26,6 @@ haproxy_tests!(
     auth_secret_named_in_the_config_map_comes_from_the_api,
     server_ca_named_on_a_service_comes_from_the_api,
 );
-
-/// `openssl passwd -6 -salt tugboatsalt s3cret`.
-const HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
-/// `ann:s3cret` in base64.
-const ANN_S3CRET: &str = "Basic YW5uOnMzY3JldA==";
 
 /// A Service `name` of namespace `default` with `tugboat.dev/` annotations, port 80
 /// named http, and its EndpointSlice of `addrs`.
@@ -96,7 +91,7 @@ async fn auth_secret_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinar
         &[("auth-type", "basic-auth"), ("auth-secret", "users")],
         &addrs,
     ));
-    let htpasswd = format!("ann:{HASH}\n");
+    let htpasswd = format!("ann:{S3CRET_HASH}\n");
     server.apply(&mk_secret(
         "users",
         "Opaque",
@@ -121,7 +116,7 @@ async fn auth_secret_named_in_the_config_map_comes_from_the_api(haproxy: Haproxy
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tugboat, namespace: tugboat-system}\n\
          data: {auth-type: basic-auth, auth-secret: users}\n",
     );
-    let htpasswd = format!("ann:{HASH}\n");
+    let htpasswd = format!("ann:{S3CRET_HASH}\n");
     server.apply(&mk_secret(
         "users",
         "Opaque",

@@ -186,6 +186,12 @@ pub fn mk_endpoint_slice(service: &str, port_name: &str, addrs: &[SocketAddr]) -
     }
 }
 
+/// `openssl passwd -6 -salt tugboatsalt s3cret`: a SHA-512-crypt hash of the password
+/// `s3cret`, as a basic-auth Secret holds it.
+pub const S3CRET_HASH: &str = "$6$tugboatsalt$6DCrLIVuHuI1gvyKjEQEpbFrO4u9Q.BH36L9Y.MGa2DB448gX.Mfgzsbvarlgb/aCVDOWmjnakgB8vKFBojCv1";
+/// The `Authorization` value of user `ann` with password `s3cret`.
+pub const ANN_S3CRET: &str = "Basic YW5uOnMzY3JldA==";
+
 /// A Secret of type `type_` with `data` (base64 on the wire, as the API server stores it).
 pub fn mk_secret(name: &str, type_: &str, data: &[(&str, &[u8])]) -> Secret {
     Secret {
