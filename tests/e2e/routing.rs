@@ -7,51 +7,47 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
+use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
-use tugboat_testkit::{HaproxyBinary, Pod, haproxy_tests};
+use tugboat_testkit::objects::{
+    exact, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
+};
+use tugboat_testkit::{HaproxyBinary, Pod, Scene, Source, haproxy_tests, scene_tests};
 
-const SHOP_INGRESS: &str = "\
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: shop
-  namespace: default
-spec:
-  rules:
-  - host: shop.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {service: {name: web, port: {number: 80}}}
-      - path: /api
-        pathType: Prefix
-        backend: {service: {name: api, port: {name: http}}}
-      - path: /healthz
-        pathType: Exact
-        backend: {service: {name: api, port: {number: 80}}}
-";
+/// The shop: `/` to web, `/api` to api's port named http, `/healthz` (Exact) to api.
+fn shop_ingress(root_service: &str) -> Ingress {
+    mk_ingress_with_rules(
+        "shop",
+        vec![mk_rule(
+            Some("shop.example.com"),
+            &[
+                prefix("/", root_service),
+                prefix("/api", "api").port_named("http"),
+                exact("/healthz", "api"),
+            ],
+        )],
+    )
+}
 
-haproxy_tests!(
+scene_tests!(
     routes_by_host_and_path,
     balances_across_ready_endpoints,
-    follows_manifest_changes_live,
+    follows_changes_live,
     bad_input_is_reported_and_skipped,
-    a_folder_serves_only_its_ingress_classes,
 );
 
-async fn routes_by_host_and_path(haproxy: HaproxyBinary) {
+haproxy_tests!(a_folder_serves_only_its_ingress_classes);
+
+async fn routes_by_host_and_path(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 11, 1).await;
     let api = start_backends("api", 12, 1).await;
-    let pod = Pod::start(
-        &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("api.yaml", &service_with_endpoints("api", &api)),
-            ("ingress.yaml", SHOP_INGRESS),
-        ],
-    )
-    .await;
+    let objects = [
+        &mk_service_of("web", &web)[..],
+        &mk_service_of("api", &api),
+        &[to_json(&shop_ingress("web"))],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     let cases = [
@@ -84,16 +80,14 @@ async fn routes_by_host_and_path(haproxy: HaproxyBinary) {
     }
 }
 
-async fn balances_across_ready_endpoints(haproxy: HaproxyBinary) {
+async fn balances_across_ready_endpoints(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 13, 3).await;
-    let pod = Pod::start(
-        &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("ingress.yaml", SHOP_INGRESS),
-        ],
-    )
-    .await;
+    let objects = [
+        &mk_service_of("web", &web)[..],
+        &[to_json(&shop_ingress("web"))],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
     let mut seen = BTreeSet::new();
     for _ in 0..30 {
@@ -105,43 +99,33 @@ async fn balances_across_ready_endpoints(haproxy: HaproxyBinary) {
     assert_eq!(seen, expected, "every ready endpoint receives traffic");
 }
 
-async fn follows_manifest_changes_live(haproxy: HaproxyBinary) {
+async fn follows_changes_live(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 14, 1).await;
     let api = start_backends("api", 15, 1).await;
-    let pod = Pod::start(
-        &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("api.yaml", &service_with_endpoints("api", &api)),
-            ("ingress.yaml", SHOP_INGRESS),
-        ],
-    )
-    .await;
+    let objects = [
+        &mk_service_of("web", &web)[..],
+        &mk_service_of("api", &api),
+        &[to_json(&shop_ingress("web"))],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     // Edit: the root of the shop now goes to api.
     let started = Instant::now();
-    pod.write_manifest(
-        "ingress.yaml",
-        &SHOP_INGRESS.replace(
-            "name: web, port: {number: 80}",
-            "name: api, port: {number: 80}",
-        ),
-    );
+    pod.apply(&shop_ingress("api"));
     pod.wait_for_service("shop.example.com", "/", "api").await;
     let edit_took = started.elapsed();
 
-    // A new file adds a host.
-    let blog = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: blog}\n\
-                spec: {rules: [{host: blog.example.com, http: {paths: [{path: /, pathType: Prefix, \
-                backend: {service: {name: web, port: {number: 80}}}}]}}]}\n";
-    pod.write_manifest("blog.yaml", blog);
+    // A new Ingress adds a host.
+    let blog = mk_ingress("blog", "blog.example.com", "web");
+    pod.apply(&blog);
     pod.wait_for_service("blog.example.com", "/", "web").await;
 
-    // Removing files removes their routes.
-    pod.remove_manifest("blog.yaml");
+    // Deleting Ingresses removes their routes.
+    pod.delete(&blog);
     pod.wait_for_status("blog.example.com", "/", 404).await;
-    pod.remove_manifest("ingress.yaml");
+    pod.delete(&shop_ingress("api"));
     pod.wait_for_status("shop.example.com", "/api", 404).await;
     assert!(
         edit_took < Duration::from_secs(2),
@@ -149,25 +133,41 @@ async fn follows_manifest_changes_live(haproxy: HaproxyBinary) {
     );
 }
 
-async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary) {
+async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 16, 1).await;
-    let bad_rule = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: mixed}\n\
-        spec:\n  rules:\n  - host: \"evil.example.com\\n    use_backend x\"\n    http: {paths: [{path: /, \
-        pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}\n\
-        \x20 - host: mixed.example.com\n    http:\n      paths:\n\
-        \x20     - {path: \"/ok\", pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n\
-        \x20     - {path: \"/bad path\", pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n\
-        \x20     - {path: /missing, pathType: Prefix, backend: {service: {name: nowhere, port: {number: 80}}}}\n";
-    let pod = Pod::start(
-        &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("ingress.yaml", SHOP_INGRESS),
-            ("broken.yaml", "apiVersion: v1\nkind: [unclosed\n"),
-            ("mixed.yaml", bad_rule),
+    // One Ingress mixing a host that would inject a line, a good path, a path with a
+    // space and a path to a Service that does not exist.
+    let mixed = mk_ingress_with_rules(
+        "mixed",
+        vec![
+            mk_rule(
+                Some("evil.example.com\n    use_backend x"),
+                &[prefix("/", "web")],
+            ),
+            mk_rule(
+                Some("mixed.example.com"),
+                &[
+                    prefix("/ok", "web"),
+                    prefix("/bad path", "web"),
+                    prefix("/missing", "nowhere"),
+                ],
+            ),
         ],
-    )
-    .await;
+    );
+    let objects = [
+        &mk_service_of("web", &web)[..],
+        &[to_json(&shop_ingress("web")), to_json(&mixed)],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
+    if let Some(folder) = pod.manifests_dir() {
+        // A file that is not YAML: reported, the rest of the folder still applies.
+        std::fs::write(
+            folder.join("broken.yaml"),
+            "apiVersion: v1\nkind: [unclosed\n",
+        )
+        .expect("write manifest");
+    }
     pod.wait_for_service("shop.example.com", "/", "web").await;
     pod.wait_for_service("mixed.example.com", "/ok", "web")
         .await;
@@ -183,18 +183,28 @@ async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary) {
         .await
         .expect("request");
     assert_eq!(reply.status, 404, "{reply:?}");
-    let config = std::fs::read_to_string(pod.haproxy.config_dir.join("haproxy.cfg"))
-        .expect("config written");
+    let config =
+        std::fs::read_to_string(pod.config_dir.join("haproxy.cfg")).expect("config written");
     assert!(
         !config.contains("evil"),
         "a bad host never reaches the config"
     );
-    let maps = std::fs::read_to_string(pod.haproxy.config_dir.join("maps/routes-prefix.map"))
+    let maps = std::fs::read_to_string(pod.config_dir.join("maps/routes-prefix.map"))
         .expect("map written");
     assert!(
         !maps.contains("evil") && !maps.contains("bad path"),
         "{maps}"
     );
+    let problems = pod.status().problems;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.object.name == "mixed" && p.field == "spec.rules[0].host"),
+        "the bad host is reported on its field: {problems:?}"
+    );
+    // A later change still applies.
+    pod.apply(&mk_ingress("later", "later.example.com", "web"));
+    pod.wait_for_service("later.example.com", "/", "web").await;
     assert!(pod.controller_running());
 }
 

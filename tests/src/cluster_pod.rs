@@ -73,13 +73,26 @@ impl ClusterPod {
         api: &FakeApiServer,
         options: ClusterOptions,
     ) -> Self {
+        Self::start_with(binary, api, options, |_| {}).await
+    }
+
+    /// Same as [`ClusterPod::start`], with the controller's configuration adjusted by
+    /// `adjust`; its model flags become the source's too, as the binary has one set.
+    pub async fn start_with(
+        binary: &HaproxyBinary,
+        api: &FakeApiServer,
+        mut options: ClusterOptions,
+        adjust: impl FnOnce(&mut ControllerConfig),
+    ) -> Self {
         tugboat::logging::init(tugboat::logging::LogFormat::Text);
         let haproxy = Haproxy::start(binary).await;
         let metrics = Arc::new(Metrics::new());
         let mut config =
             ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
-        // One set of model flags, as the binary has: the source fetches what they name.
         config.model = options.source.settings.clone();
+        adjust(&mut config);
+        // One set of model flags, as the binary has: the source fetches what they name.
+        options.source.settings = config.model.clone();
         config.metrics = Some(metrics.clone());
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let controller = tokio::spawn(cluster::run_with_cluster(

@@ -12,6 +12,7 @@ pub mod manifests;
 pub mod objects;
 pub mod pod_runner;
 pub mod rbac;
+pub mod scene;
 pub mod tls;
 
 pub use cluster_pod::ClusterPod;
@@ -19,6 +20,7 @@ pub use echo::EchoServer;
 pub use fake_apiserver::FakeApiServer;
 pub use haproxy::{Haproxy, HaproxyBinary, Pod};
 pub use http::{Reply, get};
+pub use scene::{Scene, Source};
 
 use std::future::Future;
 use std::time::Duration;

@@ -32,13 +32,30 @@ fn meta(name: &str) -> ObjectMeta {
     }
 }
 
-/// One path of an Ingress rule: `path` of `path_type` to `service` port `port`.
+/// One path of an Ingress rule: `path` of `path_type` to `service` port `port`, or to
+/// its port named `port_name` when set.
 #[derive(Debug, Clone, Copy)]
 pub struct PathTo<'a> {
     pub path: &'a str,
     pub path_type: &'a str,
     pub service: &'a str,
     pub port: i32,
+    pub port_name: Option<&'a str>,
+}
+
+impl<'a> PathTo<'a> {
+    /// The same path to the Service's port named `name` instead of a number.
+    pub fn port_named(self, name: &'a str) -> Self {
+        Self {
+            port_name: Some(name),
+            ..self
+        }
+    }
+
+    /// The same path to port number `port`.
+    pub fn port(self, port: i32) -> Self {
+        Self { port, ..self }
+    }
 }
 
 /// `path` (Prefix) to `service` port 80.
@@ -48,18 +65,34 @@ pub fn prefix<'a>(path: &'a str, service: &'a str) -> PathTo<'a> {
         path_type: "Prefix",
         service,
         port: 80,
+        port_name: None,
+    }
+}
+
+/// `path` (Exact) to `service` port 80.
+pub fn exact<'a>(path: &'a str, service: &'a str) -> PathTo<'a> {
+    PathTo {
+        path_type: "Exact",
+        ..prefix(path, service)
     }
 }
 
 /// A backend of Service `service` port `port`.
 pub fn mk_backend(service: &str, port: i32) -> IngressBackend {
+    mk_backend_to(
+        service,
+        ServiceBackendPort {
+            number: Some(port),
+            ..ServiceBackendPort::default()
+        },
+    )
+}
+
+fn mk_backend_to(service: &str, port: ServiceBackendPort) -> IngressBackend {
     IngressBackend {
         service: Some(IngressServiceBackend {
             name: service.to_string(),
-            port: Some(ServiceBackendPort {
-                number: Some(port),
-                ..ServiceBackendPort::default()
-            }),
+            port: Some(port),
         }),
         ..IngressBackend::default()
     }
@@ -75,7 +108,16 @@ pub fn mk_rule(host: Option<&str>, paths: &[PathTo<'_>]) -> IngressRule {
                 .map(|p| HTTPIngressPath {
                     path: Some(p.path.to_string()),
                     path_type: p.path_type.to_string(),
-                    backend: mk_backend(p.service, p.port),
+                    backend: match p.port_name {
+                        Some(name) => mk_backend_to(
+                            p.service,
+                            ServiceBackendPort {
+                                name: Some(name.to_string()),
+                                ..ServiceBackendPort::default()
+                            },
+                        ),
+                        None => mk_backend(p.service, p.port),
+                    },
                 })
                 .collect(),
         }),
@@ -184,6 +226,16 @@ pub fn mk_endpoint_slice(service: &str, port_name: &str, addrs: &[SocketAddr]) -
             })
             .collect(),
     }
+}
+
+/// Service `name` (port 80 named `http`) and its EndpointSlice of `servers`, as JSON:
+/// what a scenario needs for a Service of echo backends.
+pub fn mk_service_of(name: &str, servers: &[crate::EchoServer]) -> [serde_json::Value; 2] {
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    [
+        to_json(&mk_service(name, "http", 80)),
+        to_json(&mk_endpoint_slice(name, "http", &addrs)),
+    ]
 }
 
 /// `openssl passwd -6 -salt tugboatsalt s3cret`: a SHA-512-crypt hash of the password

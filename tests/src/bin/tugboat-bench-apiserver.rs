@@ -1,7 +1,8 @@
-//! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N]`: loads the fake API
+//! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]`:
+//! loads the fake API
 //! server with a large cluster (by default 10,000 Ingresses, 10,000 Services, 10,000
 //! EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real `tugboat` binary
-//! against it and a real haproxy 3.0, and prints the time to the first successful apply
+//! against it and a real haproxy (3.4 unless `--haproxy` names another series), and prints the time to the first successful apply
 //! (wall clock and the controller's CPU time) and the controller's peak RSS. Then, on the
 //! same cluster, it moves one endpoint of a different EndpointSlice `--changes` times (20
 //! by default) and prints how long each took to reach haproxy's running servers, next to
@@ -45,6 +46,7 @@ async fn main() -> anyhow::Result<()> {
     let mut runs = 3usize;
     let mut ingresses = 10_000usize;
     let mut changes = 20usize;
+    let mut series = "3.4".to_string();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().context("every option takes a value")?;
@@ -52,14 +54,18 @@ async fn main() -> anyhow::Result<()> {
             "--runs" => runs = value.parse().context("--runs N")?,
             "--ingresses" => ingresses = value.parse().context("--ingresses N")?,
             "--changes" => changes = value.parse().context("--changes N")?,
+            "--haproxy" => series = value,
             other => {
-                bail!("unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N]")
+                bail!(
+                    "unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]"
+                )
             }
         }
     }
     let tugboat = tugboat_binary()?;
-    let haproxy = HaproxyBinary::find("3.0")
-        .context("haproxy 3.0 not installed (scripts/get-haproxy.sh, or TUGBOAT_HAPROXY_DIR)")?;
+    let haproxy = HaproxyBinary::find(&series).with_context(|| {
+        format!("haproxy {series} not installed (scripts/get-haproxy.sh, or TUGBOAT_HAPROXY_DIR)")
+    })?;
     let server = FakeApiServer::start().await;
     let started = Instant::now();
     load(&server, ingresses);
@@ -272,6 +278,17 @@ async fn run_once(
     let kubeconfig = dir.path().join("kubeconfig");
     server.write_kubeconfig(&kubeconfig);
     let admin_port = tugboat_testkit::free_port();
+    // `TUGBOAT_BENCH_LOG=FILE`: the controller's info log (its update lines) goes there.
+    let log = match std::env::var_os("TUGBOAT_BENCH_LOG") {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", PathBuf::from(&path).display()))?,
+        ),
+        None => None,
+    };
     let started = Instant::now();
     let mut child = tokio::process::Command::new(tugboat)
         .arg("run")
@@ -290,9 +307,9 @@ async fn run_once(
         .args(["--controller-port", &admin_port.to_string()])
         .env("POD_NAME", "bench")
         .env("POD_NAMESPACE", "tugboat-system")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(log.map_or_else(Stdio::null, Stdio::from))
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start {}", tugboat.display()))?;
