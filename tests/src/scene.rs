@@ -25,7 +25,7 @@ pub enum Source {
 }
 
 enum Running {
-    Folder(Pod),
+    Folder(Box<Pod>),
     Api {
         // Declared first: the controller stops before the API server it talks to.
         pod: ClusterPod,
@@ -98,7 +98,7 @@ impl Scene {
                     .iter()
                     .map(|(name, text)| (name.as_str(), text.as_str()))
                     .collect();
-                Running::Folder(Pod::start_with(binary, &refs, adjust).await)
+                Running::Folder(Box::new(Pod::start_with(binary, &refs, adjust).await))
             }
             Source::Api => {
                 let server = FakeApiServer::start().await;
