@@ -24,8 +24,9 @@ pub enum Source {
     Api,
 }
 
+#[allow(clippy::large_enum_variant, reason = "one per test, never moved around")]
 enum Running {
-    Folder(Box<Pod>),
+    Folder(Pod),
     Api {
         // Declared first: the controller stops before the API server it talks to.
         pod: ClusterPod,
@@ -98,7 +99,7 @@ impl Scene {
                     .iter()
                     .map(|(name, text)| (name.as_str(), text.as_str()))
                     .collect();
-                Running::Folder(Box::new(Pod::start_with(binary, &refs, adjust).await))
+                Running::Folder(Pod::start_with(binary, &refs, adjust).await)
             }
             Source::Api => {
                 let server = FakeApiServer::start().await;
