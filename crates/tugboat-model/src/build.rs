@@ -21,8 +21,9 @@ use crate::desired::{
 use crate::features::{BackendOptions, BasicAuth, FeatureSetId, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
-use crate::tls::{Pem, check_tls_secret};
+use crate::tls::{ParsedPair, Pem, parse_tls_secret};
 use crate::validate;
+use k8s_openapi::api::core::v1::Secret;
 
 /// The operator's settings the model needs (from the controller's flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +74,7 @@ pub const ERROR_PAGE_CODES: [u16; 17] = [
 const ERROR_PAGE_MAX: usize = 12 * 1024;
 
 /// What [`build`] returns: the desired state and what was wrong on the way.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuildOutput {
     pub desired: Desired,
     pub problems: Vec<ObjectProblem>,
@@ -83,8 +84,82 @@ pub struct BuildOutput {
 /// every request gets 401 (an authentication that cannot work fails closed).
 pub const NO_USERS: &str = "tugboat_no_users";
 
+/// How a build used a Secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SecretUse {
+    /// Only as the certificate of `spec.tls` hosts.
+    Certificate,
+    /// Anything else (the default certificate, backend TLS, basic auth), maybe as well.
+    Other,
+}
+
+/// What a build read besides the objects it walks, so that [`crate::incremental`]
+/// knows what a later change touches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Reads {
+    /// Every Secret the build looked for (present or not), and how it used it.
+    pub secrets: HashMap<ObjectKey, SecretUse>,
+    /// The first time after `now` at which a certificate check changes its outcome.
+    pub next_validity_change: Option<i64>,
+}
+
+impl Reads {
+    fn secret(&mut self, key: &ObjectKey, usage: SecretUse) {
+        let entry = self.secrets.entry(key.clone()).or_insert(usage);
+        if usage == SecretUse::Other {
+            *entry = SecretUse::Other;
+        }
+    }
+
+    fn validity_change(&mut self, at: Option<i64>) {
+        if let Some(at) = at {
+            self.next_validity_change = Some(self.next_validity_change.map_or(at, |t| t.min(at)));
+        }
+    }
+}
+
+/// TLS Secrets as parsed, kept between builds: a Secret is parsed again only when its
+/// object changes (the snapshot then holds a new one).
+#[derive(Debug, Clone, Default)]
+pub struct ParsedSecrets {
+    by_key: HashMap<ObjectKey, (Arc<Secret>, Result<ParsedPair, String>)>,
+}
+
+impl ParsedSecrets {
+    /// The parsed pair of `secret`, from the cache when it holds this very object.
+    pub(crate) fn parse(
+        &mut self,
+        key: &ObjectKey,
+        secret: &Arc<Secret>,
+    ) -> Result<ParsedPair, String> {
+        if let Some((cached, parsed)) = self.by_key.get(key)
+            && Arc::ptr_eq(cached, secret)
+        {
+            return parsed.clone();
+        }
+        let parsed = parse_tls_secret(secret);
+        self.by_key
+            .insert(key.clone(), (secret.clone(), parsed.clone()));
+        parsed
+    }
+
+    /// Forgets the Secrets a build no longer reads.
+    fn keep_only(&mut self, reads: &Reads) {
+        self.by_key.retain(|key, _| reads.secrets.contains_key(key));
+    }
+}
+
 /// Builds the desired proxy state from a snapshot. Pure and deterministic.
 pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
+    build_with(snapshot, settings, &mut ParsedSecrets::default()).0
+}
+
+/// [`build`], with TLS Secrets parsed before taken from `parsed`; also says what it read.
+pub(crate) fn build_with(
+    snapshot: &Snapshot,
+    settings: &Settings,
+    parsed: &mut ParsedSecrets,
+) -> (BuildOutput, Reads) {
     let mut problems = Vec::new();
     let config_map_layer = config_map_layer(snapshot, settings, &mut problems);
     let mut global_resolver = Resolver::new(vec![&config_map_layer]);
@@ -111,6 +186,8 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
         default_backend: None,
         certificates: BTreeMap::new(),
         checked_secrets: HashMap::new(),
+        parsed,
+        reads: Reads::default(),
         certificate_of_host: BTreeMap::new(),
         tls_hosts: BTreeSet::new(),
         problems,
@@ -136,7 +213,8 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
         Some((backend, owner)) => (Some(backend), Some(owner)),
         None => (default_backend_service, None),
     };
-    BuildOutput {
+    builder.parsed.keep_only(&builder.reads);
+    let output = BuildOutput {
         desired: Desired {
             backends: builder.backends,
             routes: builder.routes.into_values().collect(),
@@ -154,7 +232,8 @@ pub fn build(snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
             pattern_files: builder.pattern_files,
         },
         problems: builder.problems,
-    }
+    };
+    (output, builder.reads)
 }
 
 /// The keys of the `--configmap` ConfigMap (an empty layer when not set or missing).
@@ -243,6 +322,8 @@ struct Builder<'a> {
     certificates: BTreeMap<String, TlsCertificate>,
     /// Secrets already checked, by key: the PEM or why it cannot be served.
     checked_secrets: HashMap<ObjectKey, Result<Pem, (ProblemReason, String)>>,
+    parsed: &'a mut ParsedSecrets,
+    reads: Reads,
     certificate_of_host: BTreeMap<String, String>,
     tls_hosts: BTreeSet<HostMatch>,
     problems: Vec<ObjectProblem>,
@@ -369,7 +450,7 @@ impl Builder<'_> {
             return;
         }
         let secret_key = ObjectKey::new(&ingress.namespace, secret_name);
-        let pem = match self.checked_secret(&secret_key) {
+        let pem = match self.checked_secret(&secret_key, SecretUse::Certificate) {
             Ok(pem) => pem,
             Err((reason, message)) => {
                 let fallback = if hosts.is_empty() {
@@ -420,15 +501,28 @@ impl Builder<'_> {
         certificate.hosts.dedup();
     }
 
-    fn checked_secret(&mut self, key: &ObjectKey) -> Result<Pem, (ProblemReason, String)> {
+    fn checked_secret(
+        &mut self,
+        key: &ObjectKey,
+        usage: SecretUse,
+    ) -> Result<Pem, (ProblemReason, String)> {
+        self.reads.secret(key, usage);
         if let Some(result) = self.checked_secrets.get(key) {
             return result.clone();
         }
+        let now = self.settings.now;
         let result = match self.snapshot.secrets.get(key) {
             None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
-            Some(secret) => check_tls_secret(secret, self.settings.now)
-                .map(|checked| checked.pem)
-                .map_err(|message| (ProblemReason::InvalidCertificate, message)),
+            Some(secret) => {
+                let parsed = self.parsed.parse(key, secret);
+                if let Ok(parsed) = &parsed {
+                    self.reads.validity_change(parsed.next_change(now));
+                }
+                parsed
+                    .and_then(|parsed| parsed.at(now))
+                    .map(|checked| checked.pem)
+                    .map_err(|message| (ProblemReason::InvalidCertificate, message))
+            }
         };
         self.checked_secrets.insert(key.clone(), result.clone());
         result
@@ -474,7 +568,7 @@ impl Builder<'_> {
     /// The certificate of `--default-ssl-certificate`, if set and valid.
     fn default_certificate(&mut self) -> Option<Pem> {
         let key = self.settings.default_certificate.clone()?;
-        match self.checked_secret(&key) {
+        match self.checked_secret(&key, SecretUse::Other) {
             Ok(pem) => Some(pem),
             Err((reason, message)) => {
                 self.problems.push(ObjectProblem {
@@ -717,11 +811,12 @@ impl Builder<'_> {
             return Some(file);
         }
         let key = ObjectKey::new(namespace, secret);
+        self.reads.secret(&key, SecretUse::Other);
         let checked = match self.snapshot.secrets.get(&key) {
             None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
             Some(found) if ca => crate::tls::check_ca_secret(found)
                 .map_err(|m| (ProblemReason::InvalidCertificate, m)),
-            Some(_) => self.checked_secret(&key),
+            Some(_) => self.checked_secret(&key, SecretUse::Other),
         };
         match checked {
             Ok(pem) => {
@@ -751,6 +846,7 @@ impl Builder<'_> {
         if self.userlists.contains_key(&name) {
             return name;
         }
+        self.reads.secret(&key, SecretUse::Other);
         let users = match self.snapshot.secrets.get(&key) {
             None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
             Some(found) => crate::auth::users_from_secret(found)
@@ -968,17 +1064,12 @@ impl Builder<'_> {
             return self.external_name(service_key, spec, service_port.port);
         }
         let port_name = service_port.name.as_deref().unwrap_or("");
-        let mut resolved = Resolved::default();
-        for slice in self
+        let slices = self
             .slices_by_service
             .get(service_key)
             .into_iter()
-            .flatten()
-        {
-            collect_endpoints(slice, port_name, &mut resolved);
-        }
-        resolved.draining.retain(|e| !resolved.ready.contains(e));
-        Ok(resolved)
+            .flatten();
+        Ok(endpoints_of(slices.copied(), port_name))
     }
 
     fn external_name(
@@ -1143,6 +1234,38 @@ fn reason_phrase(code: u16) -> &'static str {
         504 => "Gateway Timeout",
         _ => "Error",
     }
+}
+
+/// The endpoints of the Service port called `port_name` in the Service's `slices`.
+fn endpoints_of<'s>(slices: impl Iterator<Item = &'s EndpointSlice>, port_name: &str) -> Resolved {
+    let mut resolved = Resolved::default();
+    for slice in slices {
+        collect_endpoints(slice, port_name, &mut resolved);
+    }
+    resolved.draining.retain(|e| !resolved.ready.contains(e));
+    resolved
+}
+
+/// The ready and draining endpoints of `backend` from the Service's `slices`, as
+/// [`build`] resolves them; `None` when they do not come from EndpointSlices (no such
+/// Service or port, or an ExternalName Service).
+pub(crate) fn slice_endpoints<'s>(
+    snapshot: &Snapshot,
+    slices: impl Iterator<Item = &'s EndpointSlice>,
+    service: &ObjectKey,
+    port: &ServicePortRef,
+) -> Option<(Vec<Endpoint>, Vec<Endpoint>)> {
+    let service = snapshot.services.get(service)?;
+    let service_port = find_service_port(service, port)?;
+    let spec = service.spec.as_ref();
+    if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+        return None;
+    }
+    let resolved = endpoints_of(slices, service_port.name.as_deref().unwrap_or(""));
+    Some((
+        resolved.ready.into_iter().collect(),
+        resolved.draining.into_iter().collect(),
+    ))
 }
 
 /// Adds the endpoints of one slice for the Service port called `port_name` (empty for a

@@ -12,6 +12,7 @@ pub mod build;
 pub mod class;
 pub mod desired;
 pub mod features;
+pub mod incremental;
 pub mod objects;
 pub mod problem;
 pub mod references;
@@ -24,6 +25,7 @@ pub use desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
+pub use incremental::{Model, Patch, Rebuilt, Update};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use references::{References, references};
 pub use snapshot::{ObjectKey, Objects, Snapshot};

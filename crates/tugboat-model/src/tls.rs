@@ -41,9 +41,54 @@ pub struct CheckedCertificate {
     pub not_after: i64,
 }
 
+/// A TLS pair as parsed, before the time is looked at: parsing (and matching the key)
+/// is the costly part and depends on the content only, so it is done once per content
+/// and [`ParsedPair::at`] applies the validity period at any time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedPair {
+    /// The validity period of the leaf certificate (seconds since the epoch).
+    pub not_before: i64,
+    pub not_after: i64,
+    /// What the checks that do not depend on the time say: the PEM to serve, or what
+    /// is wrong with the key.
+    pub pair: Result<Pem, String>,
+}
+
+impl ParsedPair {
+    /// The pair checked at `now`.
+    pub fn at(&self, now: i64) -> Result<CheckedCertificate, String> {
+        if now < self.not_before {
+            return Err("the certificate in 'tls.crt' is not valid yet".into());
+        }
+        if now >= self.not_after {
+            return Err("the certificate in 'tls.crt' has expired".into());
+        }
+        self.pair.clone().map(|pem| CheckedCertificate {
+            pem,
+            not_after: self.not_after,
+        })
+    }
+
+    /// When, after `now`, the outcome of [`ParsedPair::at`] changes (`None`: never).
+    pub fn next_change(&self, now: i64) -> Option<i64> {
+        if now < self.not_before {
+            Some(self.not_before)
+        } else if now < self.not_after {
+            Some(self.not_after)
+        } else {
+            None
+        }
+    }
+}
+
 /// Checks a TLS Secret (`tls.crt`, `tls.key`) at time `now` (seconds since the epoch).
 /// The error says what is wrong without quoting the Secret.
 pub fn check_tls_secret(secret: &Secret, now: i64) -> Result<CheckedCertificate, String> {
+    parse_tls_secret(secret)?.at(now)
+}
+
+/// Parses a TLS Secret (`tls.crt`, `tls.key`) without looking at the time.
+pub fn parse_tls_secret(secret: &Secret) -> Result<ParsedPair, String> {
     let data = secret.data.as_ref();
     let field = |name: &str| -> Result<String, String> {
         let bytes = data
@@ -52,11 +97,16 @@ pub fn check_tls_secret(secret: &Secret, now: i64) -> Result<CheckedCertificate,
         String::from_utf8(bytes.0.clone()).map_err(|_| format!("'{name}' is not PEM text"))
     };
     let (cert_pem, key_pem) = (field("tls.crt")?, field("tls.key")?);
-    check_pair(&cert_pem, &key_pem, now)
+    parse_pair(&cert_pem, &key_pem)
 }
 
 /// Checks a certificate chain and key given as PEM text.
 pub fn check_pair(cert_pem: &str, key_pem: &str, now: i64) -> Result<CheckedCertificate, String> {
+    parse_pair(cert_pem, key_pem)?.at(now)
+}
+
+/// Parses a certificate chain and key given as PEM text, without looking at the time.
+pub fn parse_pair(cert_pem: &str, key_pem: &str) -> Result<ParsedPair, String> {
     let certificates: Vec<Vec<u8>> = pem_blocks(cert_pem)
         .into_iter()
         .filter(|(label, _)| label == "CERTIFICATE")
@@ -68,14 +118,19 @@ pub fn check_pair(cert_pem: &str, key_pem: &str, now: i64) -> Result<CheckedCert
     let leaf = x509_cert::Certificate::from_der(leaf_der)
         .map_err(|_| "'tls.crt' is not a valid X.509 certificate".to_string())?;
     let validity = &leaf.tbs_certificate().validity();
-    let not_before = validity.not_before.to_unix_duration().as_secs() as i64;
-    let not_after = validity.not_after.to_unix_duration().as_secs() as i64;
-    if now < not_before {
-        return Err("the certificate in 'tls.crt' is not valid yet".into());
-    }
-    if now >= not_after {
-        return Err("the certificate in 'tls.crt' has expired".into());
-    }
+    Ok(ParsedPair {
+        not_before: validity.not_before.to_unix_duration().as_secs() as i64,
+        not_after: validity.not_after.to_unix_duration().as_secs() as i64,
+        pair: matched_pair(&leaf, cert_pem, key_pem),
+    })
+}
+
+/// The PEM haproxy gets when the key in `key_pem` belongs to `leaf`.
+fn matched_pair(
+    leaf: &x509_cert::Certificate,
+    cert_pem: &str,
+    key_pem: &str,
+) -> Result<Pem, String> {
     let keys: Vec<(String, Vec<u8>)> = pem_blocks(key_pem)
         .into_iter()
         .filter(|(label, _)| label.ends_with("PRIVATE KEY"))
@@ -100,10 +155,7 @@ pub fn check_pair(cert_pem: &str, key_pem: &str, now: i64) -> Result<CheckedCert
     pem.push('\n');
     pem.push_str(key_pem.trim_end());
     pem.push('\n');
-    Ok(CheckedCertificate {
-        pem: Pem(pem.into()),
-        not_after,
-    })
+    Ok(Pem(pem.into()))
 }
 
 /// Checks the CA bundle of a Secret (`ca.crt`): PEM certificates only, each a valid

@@ -1,0 +1,284 @@
+//! The model kept between updates, so that a change costs what it touches.
+//!
+//! [`Model::update`] compares the new snapshot with the one it last saw (persistent maps:
+//! the parts they share are skipped, so the comparison costs what changed) and answers
+//! with the smallest thing that brings the last output up to date:
+//! - a [`Patch`] when only EndpointSlices changed (the endpoints of the backends of their
+//!   Services) or Secrets used only as `spec.tls` certificates whose check still passes
+//!   (the certificate's PEM): nothing else of the output can depend on those;
+//! - a full [`build`](crate::build) otherwise ([`Rebuilt`] says why), with the TLS
+//!   Secrets that did not change taken as parsed before.
+//!
+//! A patch applied to the previous output gives exactly what a full build gives: the
+//! property test below checks it over random sequences of changes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::build::{ParsedSecrets, Reads, SecretUse, build_with, slice_endpoints};
+use crate::desired::{BackendName, Desired, Endpoint, ServicePortRef};
+use crate::snapshot::{ObjectKey, Objects, Snapshot};
+use crate::tls::Pem;
+use crate::{BuildOutput, Settings};
+
+/// Why an update was built from scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rebuilt {
+    /// Nothing was built before (or the caller asked for a full build).
+    First,
+    /// The operator's settings changed.
+    Settings,
+    /// A certificate's validity period began or ended.
+    Validity,
+    Ingresses,
+    Services,
+    ConfigMaps,
+    /// A Secret used for more than a `spec.tls` certificate, or one whose check
+    /// changed its outcome.
+    Secrets,
+}
+
+impl Rebuilt {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rebuilt::First => "first",
+            Rebuilt::Settings => "settings",
+            Rebuilt::Validity => "certificate-validity",
+            Rebuilt::Ingresses => "ingresses",
+            Rebuilt::Services => "services",
+            Rebuilt::ConfigMaps => "configmaps",
+            Rebuilt::Secrets => "secrets",
+        }
+    }
+}
+
+/// What changed in the output, when it is only endpoints and certificates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Patch {
+    /// The ready and draining endpoints of backends whose EndpointSlices changed (maybe
+    /// the same as before).
+    pub endpoints: BTreeMap<BackendName, (Vec<Endpoint>, Vec<Endpoint>)>,
+    /// The new PEM of certificates, by certificate name.
+    pub certificates: BTreeMap<String, Pem>,
+}
+
+impl Patch {
+    pub fn is_empty(&self) -> bool {
+        self.endpoints.is_empty() && self.certificates.is_empty()
+    }
+
+    /// Applies the patch to the state it was computed against.
+    pub fn apply_to(&self, desired: &mut Desired) {
+        for (name, (ready, draining)) in &self.endpoints {
+            if let Some(backend) = desired.backends.get_mut(name) {
+                backend.endpoints.clone_from(ready);
+                backend.draining.clone_from(draining);
+            }
+        }
+        for (name, pem) in &self.certificates {
+            if let Some(certificate) = desired.certificates.get_mut(name) {
+                certificate.pem = pem.clone();
+            }
+        }
+    }
+}
+
+/// The outcome of [`Model::update`].
+#[derive(Debug)]
+pub enum Update {
+    /// Apply this to the previous output.
+    Patch(Patch),
+    /// A new output, built from scratch for this reason.
+    Full(Box<BuildOutput>, Rebuilt),
+}
+
+/// What the last update saw, and where a change lands.
+struct Seen {
+    snapshot: Snapshot,
+    settings: Settings,
+    reads: Reads,
+    /// EndpointSlices by the Service they belong to.
+    slices_of_service: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    /// The backends of each Service: their name and Service port.
+    backends_of_service: HashMap<ObjectKey, Vec<(BackendName, ServicePortRef)>>,
+}
+
+/// The model kept between updates (see the module).
+#[derive(Default)]
+pub struct Model {
+    seen: Option<Seen>,
+    parsed: ParsedSecrets,
+}
+
+fn unchanged<K: Clone + PartialEq>(old: &Objects<K>, new: &Objects<K>) -> bool {
+    old.ptr_eq(new) || old.diff(new).next().is_none()
+}
+
+fn service_of(key: &ObjectKey, slice: &crate::objects::EndpointSlice) -> Option<ObjectKey> {
+    slice
+        .service_name()
+        .map(|service| ObjectKey::new(&key.namespace, service))
+}
+
+impl Model {
+    /// Brings the model to `snapshot` and `settings`: a patch of the last output when
+    /// the change allows one, else a full build.
+    pub fn update(&mut self, snapshot: &Snapshot, settings: &Settings) -> Update {
+        match self.patch(snapshot, settings) {
+            Ok(patch) => Update::Patch(patch),
+            Err(reason) => Update::Full(Box::new(self.rebuild(snapshot, settings)), reason),
+        }
+    }
+
+    /// A full build, whatever changed (the caller lost the previous output).
+    pub fn rebuild(&mut self, snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
+        let (output, reads) = build_with(snapshot, settings, &mut self.parsed);
+        let mut slices_of_service: HashMap<ObjectKey, BTreeSet<ObjectKey>> = HashMap::new();
+        for (key, slice) in &snapshot.endpoint_slices {
+            if let Some(service) = service_of(key, slice) {
+                slices_of_service
+                    .entry(service)
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+        let mut backends_of_service: HashMap<ObjectKey, Vec<(BackendName, ServicePortRef)>> =
+            HashMap::new();
+        for (name, backend) in &output.desired.backends {
+            backends_of_service
+                .entry(backend.service.clone())
+                .or_default()
+                .push((name.clone(), backend.port.clone()));
+        }
+        self.seen = Some(Seen {
+            snapshot: snapshot.clone(),
+            settings: settings.clone(),
+            reads,
+            slices_of_service,
+            backends_of_service,
+        });
+        output
+    }
+
+    fn patch(&mut self, snapshot: &Snapshot, settings: &Settings) -> Result<Patch, Rebuilt> {
+        let seen = self.seen.as_mut().ok_or(Rebuilt::First)?;
+        let now = settings.now;
+        if (Settings {
+            now,
+            ..seen.settings.clone()
+        }) != *settings
+        {
+            return Err(Rebuilt::Settings);
+        }
+        if seen.reads.next_validity_change.is_some_and(|at| now >= at) {
+            return Err(Rebuilt::Validity);
+        }
+        if !unchanged(&seen.snapshot.ingresses, &snapshot.ingresses) {
+            return Err(Rebuilt::Ingresses);
+        }
+        if !unchanged(&seen.snapshot.services, &snapshot.services) {
+            return Err(Rebuilt::Services);
+        }
+        if !unchanged(&seen.snapshot.config_maps, &snapshot.config_maps) {
+            return Err(Rebuilt::ConfigMaps);
+        }
+        let mut patch = Patch::default();
+        // Secrets first: they are the only part that can still call for a full build.
+        if !seen.snapshot.secrets.ptr_eq(&snapshot.secrets) {
+            for item in seen.snapshot.secrets.diff(&snapshot.secrets) {
+                let key = diff_key(&item);
+                match seen.reads.secrets.get(key) {
+                    None => {}
+                    Some(SecretUse::Other) => return Err(Rebuilt::Secrets),
+                    Some(SecretUse::Certificate) => {
+                        let secret = snapshot.secrets.get(key).ok_or(Rebuilt::Secrets)?;
+                        let old = seen
+                            .snapshot
+                            .secrets
+                            .get(key)
+                            .and_then(|old| self.parsed.parse(key, old).ok())
+                            .and_then(|old| old.at(now).ok())
+                            .ok_or(Rebuilt::Secrets)?;
+                        let parsed = self
+                            .parsed
+                            .parse(key, secret)
+                            .map_err(|_| Rebuilt::Secrets)?;
+                        let checked = parsed.at(now).map_err(|_| Rebuilt::Secrets)?;
+                        if let Some(at) = parsed.next_change(now) {
+                            let next = &mut seen.reads.next_validity_change;
+                            *next = Some(next.map_or(at, |t| t.min(at)));
+                        }
+                        if checked.pem != old.pem {
+                            patch
+                                .certificates
+                                .insert(format!("{}_{}", key.namespace, key.name), checked.pem);
+                        }
+                    }
+                }
+            }
+        }
+        let mut services = BTreeSet::new();
+        for item in seen
+            .snapshot
+            .endpoint_slices
+            .diff(&snapshot.endpoint_slices)
+        {
+            let key = diff_key(&item);
+            let (old, new) = diff_values(&item);
+            if let Some(service) = old.and_then(|slice| service_of(key, slice)) {
+                if let Some(slices) = seen.slices_of_service.get_mut(&service) {
+                    slices.remove(key);
+                }
+                services.insert(service);
+            }
+            if let Some(service) = new.and_then(|slice| service_of(key, slice)) {
+                seen.slices_of_service
+                    .entry(service.clone())
+                    .or_default()
+                    .insert(key.clone());
+                services.insert(service);
+            }
+        }
+        for service in &services {
+            let Some(backends) = seen.backends_of_service.get(service) else {
+                continue;
+            };
+            let slice_keys = seen.slices_of_service.get(service);
+            for (name, port) in backends {
+                let slices = slice_keys
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|key| snapshot.endpoint_slices.get(key))
+                    .map(Arc::as_ref);
+                if let Some(endpoints) = slice_endpoints(snapshot, slices, service, port) {
+                    patch.endpoints.insert(name.clone(), endpoints);
+                }
+            }
+        }
+        seen.snapshot = snapshot.clone();
+        seen.settings = settings.clone();
+        Ok(patch)
+    }
+}
+
+use imbl::ordmap::DiffItem as MapDiff;
+type DiffItem<'a, K> = MapDiff<'a, 'a, ObjectKey, Arc<K>>;
+
+fn diff_key<'a, K>(item: &DiffItem<'a, K>) -> &'a ObjectKey {
+    match *item {
+        MapDiff::Add(key, _) | MapDiff::Remove(key, _) => key,
+        MapDiff::Update { new: (key, _), .. } => key,
+    }
+}
+
+/// The object before and after the change.
+fn diff_values<'a, K>(item: &DiffItem<'a, K>) -> (Option<&'a K>, Option<&'a K>) {
+    match *item {
+        MapDiff::Add(_, new) => (None, Some(Arc::as_ref(new))),
+        MapDiff::Remove(_, old) => (Some(Arc::as_ref(old)), None),
+        MapDiff::Update {
+            old: (_, old),
+            new: (_, new),
+        } => (Some(Arc::as_ref(old)), Some(Arc::as_ref(new))),
+    }
+}

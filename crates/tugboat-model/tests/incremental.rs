@@ -1,0 +1,346 @@
+//! The incremental model against full builds: after any sequence of changes (endpoints,
+//! TLS Secrets, Ingresses, Services, settings, time), the last output with every patch
+//! applied equals a build from scratch.
+
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use tugboat_model::{BuildOutput, Model, ObjectKey, Settings, Snapshot, Update, build};
+
+/// 2030-01-01 and 2030-01-10, as seconds since the epoch.
+const JAN_1: i64 = 1_893_456_000;
+const JAN_10: i64 = JAN_1 + 9 * 86_400;
+
+/// TLS pairs (cert, key): two valid all January 2030, one valid only from Jan 10.
+fn pairs() -> &'static [(String, String)] {
+    static PAIRS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    PAIRS.get_or_init(|| {
+        [(2030, 1, 1), (2030, 1, 1), (2030, 1, 10)]
+            .into_iter()
+            .map(|(year, month, day)| {
+                let mut params =
+                    rcgen::CertificateParams::new(vec!["site.example.com".to_string()])
+                        .expect("params");
+                params.not_before = rcgen::date_time_ymd(year, month, day);
+                params.not_after = rcgen::date_time_ymd(2030, 2, 1);
+                let key = rcgen::KeyPair::generate().expect("key");
+                let cert = params.self_signed(&key).expect("certificate");
+                (cert.pem(), key.serialize_pem())
+            })
+            .collect()
+    })
+}
+
+fn object<K: serde::de::DeserializeOwned>(value: Value) -> Arc<K> {
+    Arc::new(serde_json::from_value(value).expect("a valid object"))
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey::new("default", name)
+}
+
+/// One change to the cluster or the controller's settings.
+#[derive(Debug, Clone)]
+enum Change {
+    /// EndpointSlice `slice` of Service `service`: endpoints (address, ready) or deleted.
+    Slice {
+        service: usize,
+        slice: usize,
+        endpoints: Option<Vec<(u8, bool)>>,
+    },
+    /// TLS Secret `secret`: a pair of [`pairs`], a broken one, or deleted.
+    Secret { secret: usize, content: usize },
+    /// Ingress `ingress` in one of its variants.
+    Ingress { ingress: usize, variant: usize },
+    /// Service `service` with its port named or not.
+    Service { service: usize, named: bool },
+    /// The default certificate flag names Secret `tls-2`, or nothing.
+    DefaultCertificate(bool),
+    /// Time passes.
+    Wait(i64),
+}
+
+const SERVICES: [&str; 3] = ["web", "api", "ext"];
+
+fn service(name: &str, named: bool) -> Value {
+    if name == "ext" {
+        return json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": "ExternalName", "externalName": "example.org",
+                     "ports": [{"port": 80}]}});
+    }
+    let port = if named {
+        json!({"name": "http", "port": 80})
+    } else {
+        json!({"port": 80})
+    };
+    json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"}, "spec": {"ports": [port]}})
+}
+
+fn slice(service: &str, index: usize, endpoints: &[(u8, bool)]) -> Value {
+    let endpoints: Vec<Value> = endpoints
+        .iter()
+        .map(|(address, ready)| {
+            json!({"addresses": [format!("127.0.1.{address}")],
+                   "conditions": {"ready": ready, "serving": true, "terminating": !ready}})
+        })
+        .collect();
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{service}-{index}"), "namespace": "default",
+                     "labels": {"kubernetes.io/service-name": service}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080}, {"port": 8081}],
+        "endpoints": endpoints})
+}
+
+/// TLS Secret `name` holding pair `content` of [`pairs`], or something that is no pair.
+fn secret(name: &str, content: usize) -> Arc<Secret> {
+    let (cert, key) = pairs()
+        .get(content)
+        .map_or(("not a cert", "not a key"), |(c, k)| {
+            (c.as_str(), k.as_str())
+        });
+    let data = [("tls.crt", cert), ("tls.key", key)]
+        .into_iter()
+        .map(|(field, text)| (field.to_string(), ByteString(text.as_bytes().to_vec())))
+        .collect();
+    Arc::new(Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some("default".to_string()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/tls".to_string()),
+        data: Some(data),
+        ..Secret::default()
+    })
+}
+
+fn ingress(index: usize, variant: usize) -> Value {
+    let name = format!("ing-{index}");
+    let host = format!("h{}.example.com", (index + variant) % 3);
+    let service = SERVICES[(index + variant) % SERVICES.len()];
+    let mut spec = json!({"rules": [{"host": host, "http": {"paths": [
+        {"path": "/", "pathType": "Prefix",
+         "backend": {"service": {"name": service, "port": {"number": 80}}}},
+        {"path": "/missing", "pathType": "Prefix",
+         "backend": {"service": {"name": "nowhere", "port": {"number": 80}}}}]}}],
+        "tls": [{"hosts": [host], "secretName": format!("tls-{}", variant % 3)}]});
+    if variant == 2 {
+        spec["defaultBackend"] = json!({"service": {"name": "web", "port": {"number": 80}}});
+    }
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default",
+                     "creationTimestamp": format!("2024-01-0{}T00:00:00Z", index + 1)},
+        "spec": spec})
+}
+
+fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
+    match change {
+        Change::Slice {
+            service,
+            slice: index,
+            endpoints,
+        } => {
+            let name = SERVICES[*service];
+            let slice_key = key(&format!("{name}-{index}"));
+            match endpoints {
+                Some(endpoints) => {
+                    snapshot
+                        .endpoint_slices
+                        .insert(slice_key, object(slice(name, *index, endpoints)));
+                }
+                None => {
+                    snapshot.endpoint_slices.remove(&slice_key);
+                }
+            }
+        }
+        Change::Secret {
+            secret: index,
+            content,
+        } => {
+            let secret_key = key(&format!("tls-{index}"));
+            if *content > pairs().len() {
+                snapshot.secrets.remove(&secret_key);
+            } else {
+                let name = format!("tls-{index}");
+                snapshot.secrets.insert(secret_key, secret(&name, *content));
+            }
+        }
+        Change::Ingress {
+            ingress: index,
+            variant,
+        } => {
+            snapshot.ingresses.insert(
+                key(&format!("ing-{index}")),
+                object(ingress(*index, *variant)),
+            );
+        }
+        Change::Service {
+            service: index,
+            named,
+        } => {
+            let name = SERVICES[*index];
+            snapshot
+                .services
+                .insert(key(name), object(service(name, *named)));
+        }
+        Change::DefaultCertificate(set) => {
+            settings.default_certificate = set.then(|| key("tls-2"));
+        }
+        Change::Wait(seconds) => settings.now += seconds,
+    }
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    let endpoints = proptest::collection::vec((1u8..6, any::<bool>()), 0..4);
+    prop_oneof![
+        6 => (0..SERVICES.len(), 0..2usize, proptest::option::weighted(0.85, endpoints))
+            .prop_map(|(service, slice, endpoints)| Change::Slice { service, slice, endpoints }),
+        3 => (0..3usize, 0..5usize).prop_map(|(secret, content)| Change::Secret { secret, content }),
+        1 => (0..3usize, 0..3usize).prop_map(|(ingress, variant)| Change::Ingress { ingress, variant }),
+        1 => (0..SERVICES.len(), any::<bool>())
+            .prop_map(|(service, named)| Change::Service { service, named }),
+        1 => any::<bool>().prop_map(Change::DefaultCertificate),
+        1 => prop_oneof![Just(60i64), Just(4 * 86_400), Just(30 * 86_400)].prop_map(Change::Wait),
+    ]
+}
+
+fn start() -> (Snapshot, Settings) {
+    let mut snapshot = Snapshot::default();
+    let mut settings = Settings::new(JAN_1 + 3600);
+    let setup = [
+        Change::Service {
+            service: 0,
+            named: true,
+        },
+        Change::Service {
+            service: 1,
+            named: false,
+        },
+        Change::Service {
+            service: 2,
+            named: false,
+        },
+        Change::Slice {
+            service: 0,
+            slice: 0,
+            endpoints: Some(vec![(1, true), (2, true)]),
+        },
+        Change::Slice {
+            service: 1,
+            slice: 0,
+            endpoints: Some(vec![(3, true)]),
+        },
+        Change::Secret {
+            secret: 0,
+            content: 0,
+        },
+        Change::Secret {
+            secret: 1,
+            content: 2,
+        },
+        Change::Ingress {
+            ingress: 0,
+            variant: 0,
+        },
+        Change::Ingress {
+            ingress: 1,
+            variant: 1,
+        },
+        Change::Ingress {
+            ingress: 2,
+            variant: 2,
+        },
+    ];
+    for change in &setup {
+        apply(change, &mut snapshot, &mut settings);
+    }
+    (snapshot, settings)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn patches_give_what_a_full_build_gives(changes in proptest::collection::vec(change(), 1..40)) {
+        let (mut snapshot, mut settings) = start();
+        let mut model = Model::default();
+        let mut current: BuildOutput = match model.update(&snapshot, &settings) {
+            Update::Full(output, _) => *output,
+            Update::Patch(_) => panic!("the first update is a full build"),
+        };
+        for change in &changes {
+            apply(change, &mut snapshot, &mut settings);
+            match model.update(&snapshot, &settings) {
+                Update::Patch(patch) => patch.apply_to(&mut current.desired),
+                Update::Full(output, _) => current = *output,
+            }
+            prop_assert_eq!(&current, &build(&snapshot, &settings), "after {:?}", change);
+        }
+    }
+}
+
+#[test]
+fn endpoint_and_certificate_changes_are_patches() {
+    let (mut snapshot, mut settings) = start();
+    let mut model = Model::default();
+    assert!(matches!(
+        model.update(&snapshot, &settings),
+        Update::Full(..)
+    ));
+    apply(
+        &Change::Slice {
+            service: 0,
+            slice: 0,
+            endpoints: Some(vec![(4, true)]),
+        },
+        &mut snapshot,
+        &mut settings,
+    );
+    let Update::Patch(patch) = model.update(&snapshot, &settings) else {
+        panic!("an endpoint change is a patch");
+    };
+    assert_eq!(patch.endpoints.len(), 1, "{patch:?}");
+    assert!(patch.certificates.is_empty());
+    apply(
+        &Change::Secret {
+            secret: 0,
+            content: 1,
+        },
+        &mut snapshot,
+        &mut settings,
+    );
+    let Update::Patch(patch) = model.update(&snapshot, &settings) else {
+        panic!("a certificate rotation is a patch");
+    };
+    assert_eq!(
+        patch.certificates.keys().collect::<Vec<_>>(),
+        vec!["default_tls-0"]
+    );
+    // Secret tls-1 becomes valid on Jan 10: the outcome changes, so a full build.
+    apply(&Change::Wait(10 * 86_400), &mut snapshot, &mut settings);
+    assert!(matches!(
+        model.update(&snapshot, &settings),
+        Update::Full(_, tugboat_model::Rebuilt::Validity)
+    ));
+    assert!(settings.now > JAN_10);
+    // An Ingress change: a full build.
+    apply(
+        &Change::Ingress {
+            ingress: 0,
+            variant: 1,
+        },
+        &mut snapshot,
+        &mut settings,
+    );
+    assert!(matches!(
+        model.update(&snapshot, &settings),
+        Update::Full(_, tugboat_model::Rebuilt::Ingresses)
+    ));
+}
