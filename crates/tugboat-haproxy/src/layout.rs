@@ -93,59 +93,7 @@ impl Layout {
             let Some(current) = self.backends.get(name) else {
                 continue;
             };
-            let ready: BTreeSet<Endpoint> = backend.endpoints.iter().copied().collect();
-            let draining: BTreeSet<Endpoint> = backend.draining.iter().copied().collect();
-            let mut slots = current.clone();
-            for slot in slots.iter_mut() {
-                *slot = slot.and_then(|server| {
-                    let endpoint = server.endpoint;
-                    if ready.contains(&endpoint) {
-                        Some(Server {
-                            endpoint,
-                            draining: false,
-                        })
-                    } else if draining.contains(&endpoint) {
-                        Some(Server {
-                            endpoint,
-                            draining: true,
-                        })
-                    } else {
-                        None
-                    }
-                });
-            }
-            let present: BTreeSet<Endpoint> = slots.iter().flatten().map(|s| s.endpoint).collect();
-            for endpoint in backend.endpoints.iter().filter(|e| !present.contains(e)) {
-                let server = Some(Server {
-                    endpoint: *endpoint,
-                    draining: false,
-                });
-                // A free slot whose previous content is gone is taken first; one freed
-                // just now only when no other is left.
-                let free = slots
-                    .iter()
-                    .enumerate()
-                    .position(|(i, s)| s.is_none() && current[i].is_none())
-                    .or_else(|| slots.iter().position(Option::is_none));
-                match free {
-                    Some(slot) => slots[slot] = server,
-                    None => slots.push(server),
-                }
-            }
-            let backend_changes: Vec<SlotChange> = slots
-                .iter()
-                .enumerate()
-                .filter_map(|(slot, after)| {
-                    let before = current.get(slot).copied().flatten();
-                    let added = slot >= current.len();
-                    (added || before != *after).then_some(SlotChange {
-                        slot,
-                        before,
-                        after: *after,
-                        added,
-                    })
-                })
-                .collect();
+            let (slots, backend_changes) = evolve_slots(current, backend);
             if !backend_changes.is_empty() {
                 changes.insert(name.clone(), backend_changes);
             }
@@ -153,6 +101,68 @@ impl Layout {
         }
         (layout, changes)
     }
+}
+
+/// The slots of one backend for its new endpoints, from its `current` slots (see
+/// [`Layout::evolve`]), and the slots that change.
+pub fn evolve_slots(
+    current: &[Option<Server>],
+    backend: &Backend,
+) -> (Vec<Option<Server>>, Vec<SlotChange>) {
+    let ready: BTreeSet<Endpoint> = backend.endpoints.iter().copied().collect();
+    let draining: BTreeSet<Endpoint> = backend.draining.iter().copied().collect();
+    let mut slots = current.to_vec();
+    for slot in slots.iter_mut() {
+        *slot = slot.and_then(|server| {
+            let endpoint = server.endpoint;
+            if ready.contains(&endpoint) {
+                Some(Server {
+                    endpoint,
+                    draining: false,
+                })
+            } else if draining.contains(&endpoint) {
+                Some(Server {
+                    endpoint,
+                    draining: true,
+                })
+            } else {
+                None
+            }
+        });
+    }
+    let present: BTreeSet<Endpoint> = slots.iter().flatten().map(|s| s.endpoint).collect();
+    for endpoint in backend.endpoints.iter().filter(|e| !present.contains(e)) {
+        let server = Some(Server {
+            endpoint: *endpoint,
+            draining: false,
+        });
+        // A free slot whose previous content is gone is taken first; one freed
+        // just now only when no other is left.
+        let free = slots
+            .iter()
+            .enumerate()
+            .position(|(i, s)| s.is_none() && current[i].is_none())
+            .or_else(|| slots.iter().position(Option::is_none));
+        match free {
+            Some(slot) => slots[slot] = server,
+            None => slots.push(server),
+        }
+    }
+    let backend_changes: Vec<SlotChange> = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, after)| {
+            let before = current.get(slot).copied().flatten();
+            let added = slot >= current.len();
+            (added || before != *after).then_some(SlotChange {
+                slot,
+                before,
+                after: *after,
+                added,
+            })
+        })
+        .collect();
+    (slots, backend_changes)
 }
 
 #[cfg(test)]

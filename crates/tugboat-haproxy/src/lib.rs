@@ -20,5 +20,5 @@ pub mod runtime;
 pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 pub use layout::Layout;
-pub use plan::{Applied, Plan, ReloadReason, plan, runtime_projection};
+pub use plan::{Applied, Plan, ReloadReason, plan, plan_patch, runtime_projection};
 pub use render::{RenderSettings, RenderedFiles, render};

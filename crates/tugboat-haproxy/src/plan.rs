@@ -12,13 +12,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use tugboat_model::{BackendName, Desired, FeatureSetId, RouteFeatures};
+use tugboat_model::{BackendName, Desired, FeatureSetId, Patch, RouteFeatures};
 
-use crate::layout::Layout;
-use crate::render::{RenderSettings, RenderedFiles, render, server_options};
+use crate::layout::{Layout, SlotChange, evolve_slots};
+use crate::render::{RenderSettings, RenderedFiles, backend_section, render, server_options};
 use crate::runtime::{
-    MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
-    map_changes,
+    CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line,
+    make_before_break, map_changes,
 };
 
 /// What haproxy is known to run: the state, its server slots and its files.
@@ -112,21 +112,8 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
-        let options = desired.backends.get(&backend).map(|b| &b.options);
-        let server_options = options
-            .map(|o| server_options(o, settings))
-            .unwrap_or_default();
-        let cookie = options.is_some_and(|o| o.cookie.is_some());
-        let check = options.is_some_and(|o| o.health_check.is_some());
-        for change in changes {
-            runtime.push(RuntimeChange::Server {
-                backend: backend.clone(),
-                change,
-                server_options: server_options.clone(),
-                cookie,
-                check,
-            });
-        }
+        let options = desired.backends.get(&backend).map(|b| b.options.as_ref());
+        server_changes(&mut runtime, &backend, options, changes, settings);
     }
     let certificates = |files: &RenderedFiles| -> BTreeMap<PathBuf, String> {
         files
@@ -173,6 +160,127 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         runtime: make_before_break(runtime),
         reload: None,
     }
+}
+
+/// The runtime changes of one backend's slots.
+fn server_changes(
+    runtime: &mut Vec<RuntimeChange>,
+    backend: &BackendName,
+    options: Option<&tugboat_model::BackendOptions>,
+    changes: Vec<SlotChange>,
+    settings: &RenderSettings,
+) {
+    let server_options = options
+        .map(|o| server_options(o, settings))
+        .unwrap_or_default();
+    let cookie = options.is_some_and(|o| o.cookie.is_some());
+    let check = options.is_some_and(|o| o.health_check.is_some());
+    for change in changes {
+        runtime.push(RuntimeChange::Server {
+            backend: backend.clone(),
+            change,
+            server_options: server_options.clone(),
+            cookie,
+            check,
+        });
+    }
+}
+
+/// Plans a [`Patch`] of the state haproxy runs, when the model says that only the
+/// endpoints of some backends and the PEM of some certificates changed: the cost is
+/// what the patch touches (the config's sections of those backends are replaced, not
+/// the whole state rendered again), and the plan is the one [`plan`] makes for the
+/// patched state. `Err` gives `applied` back, untouched, when the patch needs more than
+/// runtime changes (a server added to a backend that refuses them, a certificate too
+/// large for one command) or names what haproxy does not run: plan the whole state then.
+pub fn plan_patch(
+    mut applied: Applied,
+    patch: &Patch,
+    settings: &RenderSettings,
+) -> Result<Plan, Applied> {
+    let config_path = settings.config_file();
+    let mut runtime: Vec<RuntimeChange> = Vec::new();
+    // Everything is checked before anything changes, so that `Err` leaves `applied` whole.
+    let mut backends = Vec::new();
+    let mut config_edits = Vec::new();
+    for (name, (ready, draining)) in &patch.endpoints {
+        let (Some(backend), Some(current)) =
+            (applied.desired.backends.get(name), applied.layout.backends.get(name))
+        else {
+            return Err(applied);
+        };
+        if backend.external.is_some() {
+            return Err(applied);
+        }
+        if backend.endpoints == *ready && backend.draining == *draining {
+            continue;
+        }
+        let mut next = backend.clone();
+        next.endpoints.clone_from(ready);
+        next.draining.clone_from(draining);
+        let (slots, changes) = evolve_slots(current, &next);
+        if changes.iter().any(|c| c.added) && !next.options.allows_dynamic_servers() {
+            return Err(applied);
+        }
+        let old_section = backend_section(name, backend, current, settings);
+        let new_section = backend_section(name, &next, &slots, settings);
+        if old_section != new_section {
+            config_edits.push((old_section, new_section));
+        }
+        server_changes(&mut runtime, name, Some(&next.options), changes, settings);
+        backends.push((name.clone(), next, slots));
+    }
+    let mut certificates = Vec::new();
+    for (name, pem) in &patch.certificates {
+        let path = settings.certificate(name);
+        let (Some(_), Some(old)) = (applied.desired.certificates.get(name), applied.files.get(&path))
+        else {
+            return Err(applied);
+        };
+        if pem.as_str().len() > MAX_CERTIFICATE {
+            return Err(applied);
+        }
+        if old != pem.as_str() {
+            runtime.push(RuntimeChange::CertUpload {
+                path: path.clone(),
+                pem: CertText(pem.as_str().to_string()),
+                new: false,
+            });
+            certificates.push((name.clone(), path, pem.clone()));
+        }
+    }
+    let mut changed = Vec::new();
+    if !config_edits.is_empty() {
+        let Some(mut config) = applied.files.files.get(&config_path).cloned() else {
+            return Err(applied);
+        };
+        for (old, new) in &config_edits {
+            let Some(at) = config.find(old.as_str()) else {
+                return Err(applied);
+            };
+            config.replace_range(at..at + old.len(), new);
+        }
+        applied.files.files.insert(config_path.clone(), config);
+        changed.push(config_path);
+    }
+    for (name, next, slots) in backends {
+        applied.layout.backends.insert(name.clone(), slots);
+        applied.desired.backends.insert(name, next);
+    }
+    for (name, path, pem) in certificates {
+        if let Some(certificate) = applied.desired.certificates.get_mut(&name) {
+            certificate.pem = pem.clone();
+        }
+        applied.files.files.insert(path.clone(), pem.as_str().to_string());
+        changed.push(path);
+    }
+    Ok(Plan {
+        next: applied,
+        changed,
+        removed: Vec::new(),
+        runtime: make_before_break(runtime),
+        reload: None,
+    })
 }
 
 /// Backends that no route uses any more stay (with their last servers) until the next
@@ -830,6 +938,67 @@ mod tests {
                 0..=4,
             ),
         )
+    }
+
+    /// The state with certificate `site` holding `pem` for `a.com`.
+    fn with_certificate(mut desired: Desired, pem: &str) -> Desired {
+        desired.certificates.insert(
+            "ns_site".into(),
+            tugboat_model::TlsCertificate {
+                name: "ns_site".into(),
+                pem: tugboat_model::tls::Pem::from_checked(pem.into()),
+                hosts: vec!["a.com".into()],
+            },
+        );
+        desired
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// A patch planned on its own gives the plan of the whole patched state: the same
+        /// files, slots and state, the same runtime changes, no reload; or it declines.
+        #[test]
+        fn a_patch_plans_what_the_whole_state_plans(
+            states in proptest::collection::vec(generated(), 2..=4),
+            certs in proptest::collection::vec(0usize..3, 4),
+        ) {
+            let settings = settings();
+            let pem = |i: usize| format!("PEM {i}\n");
+            let mut current = applied(with_certificate(generated_state(&states[0]), &pem(certs[0])));
+            for (i, next) in states[1..].iter().enumerate() {
+                // Only endpoints change: the routes stay those of the first state.
+                let mut whole = with_certificate(generated_state(next), &pem(certs[i + 1]));
+                whole.routes = current.desired.routes.clone();
+                let patch = Patch {
+                    endpoints: whole
+                        .backends
+                        .iter()
+                        .map(|(name, b)| (name.clone(), (b.endpoints.clone(), b.draining.clone())))
+                        .collect(),
+                    certificates: whole
+                        .certificates
+                        .iter()
+                        .map(|(name, c)| (name.clone(), c.pem.clone()))
+                        .collect(),
+                };
+                let expected = plan(Some(&current), whole, &settings);
+                match plan_patch(current.clone(), &patch, &settings) {
+                    Ok(patched) => {
+                        proptest::prop_assert_eq!(&patched.next, &expected.next);
+                        proptest::prop_assert_eq!(&patched.runtime, &expected.runtime);
+                        proptest::prop_assert_eq!(patched.reload, None);
+                        let sorted = |mut paths: Vec<PathBuf>| { paths.sort(); paths };
+                        proptest::prop_assert_eq!(sorted(patched.changed), sorted(expected.changed));
+                    }
+                    Err(back) => {
+                        proptest::prop_assert_eq!(&back, &current);
+                        proptest::prop_assert!(expected.reload.is_some(), "declined a runtime plan");
+                    }
+                }
+                current = expected.next;
+            }
+        }
     }
 
     proptest::proptest! {

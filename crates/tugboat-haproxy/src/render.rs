@@ -20,10 +20,10 @@ use std::path::{Path, PathBuf};
 
 use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
 use tugboat_model::tls::Pem;
-use tugboat_model::{Desired, HostMatch, PathMatch, Route};
+use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route};
 
 use crate::features::{FEATURE_SEPARATOR, feature_rules};
-use crate::layout::{Layout, fresh_slots};
+use crate::layout::{Layout, Server, fresh_slots};
 use crate::runtime::server_line;
 
 /// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
@@ -401,47 +401,6 @@ frontend stats
     }
     out.push_str(&features.sections);
     for (name, backend) in &desired.backends {
-        let options = &backend.options;
-        let balance = options
-            .balance
-            .as_ref()
-            .map_or_else(|| "roundrobin".to_string(), |b| b.directive());
-        let _ = write!(
-            out,
-            "\n# Service {} port {}\nbackend {name}\n    balance {balance}\n",
-            backend.service, backend.port
-        );
-        if let Some(timeout) = &options.timeout_server {
-            let _ = writeln!(out, "    timeout server {timeout}");
-        }
-        if let Some(timeout) = &options.timeout_connect {
-            let _ = writeln!(out, "    timeout connect {timeout}");
-        }
-        if let Some(path) = options
-            .health_check
-            .as_ref()
-            .and_then(|c| c.http_path.as_ref())
-        {
-            let _ = writeln!(out, "    option httpchk GET {path}");
-        }
-        if let Some(cookie) = &options.cookie {
-            let _ = writeln!(out, "    cookie {cookie} insert indirect nocache");
-        }
-        if options.blocked {
-            // A Secret the backend's TLS needs is missing: no request goes out without it.
-            out.push_str("    http-request deny deny_status 503\n");
-        }
-        let server_options = server_options(options, settings);
-        if !server_options.is_empty() {
-            let _ = writeln!(out, "    default-server {server_options}");
-        }
-        if let Some((host, port)) = &backend.external {
-            // Resolved when haproxy loads the config; a name that does not resolve
-            // leaves the server down instead of failing the whole config.
-            let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
-            out.push_str(&snippet_lines(options.snippet.as_ref()));
-            continue;
-        }
         let fresh;
         let slots = match layout.backends.get(name) {
             Some(slots) => slots,
@@ -451,13 +410,77 @@ frontend stats
                 &fresh
             }
         };
-        let cookie = options.cookie.is_some();
-        for (slot, server) in slots.iter().enumerate() {
-            out.push_str(&server_line(slot, server.as_ref(), cookie));
-        }
-        out.push_str(&snippet_lines(options.snippet.as_ref()));
+        write_backend(&mut out, name, backend, slots, settings);
     }
     out
+}
+
+/// The `backend` section of one backend with its server slots, as [`render`] writes it
+/// (the planner patches the config with it when only servers change).
+pub fn backend_section(
+    name: &BackendName,
+    backend: &Backend,
+    slots: &[Option<Server>],
+    settings: &RenderSettings,
+) -> String {
+    let mut out = String::with_capacity(256 + slots.len() * 48);
+    write_backend(&mut out, name, backend, slots, settings);
+    out
+}
+
+fn write_backend(
+    out: &mut String,
+    name: &BackendName,
+    backend: &Backend,
+    slots: &[Option<Server>],
+    settings: &RenderSettings,
+) {
+    let options = &backend.options;
+    let balance = options
+        .balance
+        .as_ref()
+        .map_or_else(|| "roundrobin".to_string(), |b| b.directive());
+    let _ = write!(
+        out,
+        "\n# Service {} port {}\nbackend {name}\n    balance {balance}\n",
+        backend.service, backend.port
+    );
+    if let Some(timeout) = &options.timeout_server {
+        let _ = writeln!(out, "    timeout server {timeout}");
+    }
+    if let Some(timeout) = &options.timeout_connect {
+        let _ = writeln!(out, "    timeout connect {timeout}");
+    }
+    if let Some(path) = options
+        .health_check
+        .as_ref()
+        .and_then(|c| c.http_path.as_ref())
+    {
+        let _ = writeln!(out, "    option httpchk GET {path}");
+    }
+    if let Some(cookie) = &options.cookie {
+        let _ = writeln!(out, "    cookie {cookie} insert indirect nocache");
+    }
+    if options.blocked {
+        // A Secret the backend's TLS needs is missing: no request goes out without it.
+        out.push_str("    http-request deny deny_status 503\n");
+    }
+    let server_options = server_options(options, settings);
+    if !server_options.is_empty() {
+        let _ = writeln!(out, "    default-server {server_options}");
+    }
+    if let Some((host, port)) = &backend.external {
+        // Resolved when haproxy loads the config; a name that does not resolve
+        // leaves the server down instead of failing the whole config.
+        let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
+        out.push_str(&snippet_lines(options.snippet.as_ref()));
+        return;
+    }
+    let cookie = options.cookie.is_some();
+    for (slot, server) in slots.iter().enumerate() {
+        out.push_str(&server_line(slot, server.as_ref(), cookie));
+    }
+    out.push_str(&snippet_lines(options.snippet.as_ref()));
 }
 
 /// The rules that normalize the request's path before anything looks at it, so that
