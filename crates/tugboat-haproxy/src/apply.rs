@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use tugboat_model::Desired;
+use tugboat_model::{Desired, Patch, stable_hash};
 
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
@@ -32,6 +32,10 @@ pub enum ApplyError {
     /// previous files are back in place.
     #[error("haproxy refused the new configuration and keeps the previous one: {message}")]
     Refused { message: String },
+    /// A runtime command of a patch was not taken: what haproxy runs is not known, and
+    /// the next apply reloads the whole state.
+    #[error("haproxy did not take a runtime update: {0}")]
+    RuntimeNotTaken(String),
 }
 
 /// How haproxy took an apply.
@@ -119,6 +123,40 @@ impl Applier {
         plan::plan(self.applied.as_ref(), desired, &self.settings)
     }
 
+    /// [`Applier::plan`] on a blocking thread, so that the runtime's other tasks (the
+    /// watches, the admin server) go on while a large state renders.
+    pub async fn plan_blocking(&mut self, desired: Desired) -> Plan {
+        let applied = self.applied.take();
+        let settings = self.settings.clone();
+        let planned = tokio::task::spawn_blocking(move || {
+            let plan = plan::plan(applied.as_ref(), desired, &settings);
+            (plan, applied)
+        })
+        .await;
+        match planned {
+            Ok((plan, applied)) => {
+                self.applied = applied;
+                plan
+            }
+            // The planner panicked: the same panic, here.
+            Err(err) => std::panic::resume_unwind(err.into_panic()),
+        }
+    }
+
+    /// Plans a patch of what haproxy runs (see [`plan::plan_patch`]); `None` when the
+    /// patch needs the whole state planned. The state haproxy runs moves into the plan:
+    /// until [`Applier::apply`] carries it out, nothing is known.
+    pub fn plan_patch(&mut self, patch: &Patch) -> Option<Plan> {
+        let applied = self.applied.take()?;
+        match plan::plan_patch(applied, patch, &self.settings) {
+            Ok(plan) => Some(plan),
+            Err(applied) => {
+                self.applied = Some(applied);
+                None
+            }
+        }
+    }
+
     /// Adopts the running haproxy when the marker says that this very master, with no
     /// reload since, runs the files that are on disk now (a restarted controller). The
     /// server slots are read back from the config. Returns whether it adopted.
@@ -195,6 +233,10 @@ impl Applier {
             report.runtime = started.elapsed();
             match result {
                 Ok(()) => report.delivery = Delivery::Runtime,
+                Err(problem) if plan.patched => {
+                    tracing::warn!("runtime update not taken ({problem}); the whole state follows");
+                    return Err(ApplyError::RuntimeNotTaken(problem));
+                }
                 Err(problem) => {
                     tracing::warn!("runtime update not taken ({problem}); reloading instead");
                     reload = Some(ReloadReason::UnknownState);
@@ -315,22 +357,14 @@ fn marker_header(info: &ProcInfo, files: &RenderedFiles) -> String {
     )
 }
 
-/// FNV-1a over paths and contents: stable across builds, enough to tell files apart.
+/// A stable hash of paths and contents, enough to tell two sets of files apart.
 pub fn fingerprint(files: &RenderedFiles) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for byte in bytes {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut hashes = Vec::with_capacity(files.files.len() * 16);
     for (path, contents) in &files.files {
-        feed(path.as_os_str().as_encoded_bytes());
-        feed(&[0]);
-        feed(contents.as_bytes());
-        feed(&[0]);
+        hashes.extend(stable_hash(path.as_os_str().as_encoded_bytes()).to_le_bytes());
+        hashes.extend(stable_hash(contents.as_bytes()).to_le_bytes());
     }
-    hash
+    stable_hash(&hashes)
 }
 
 /// Reads the server slots back from a config this crate rendered.

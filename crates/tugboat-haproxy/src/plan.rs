@@ -60,6 +60,9 @@ pub struct Plan {
     pub runtime: Vec<RuntimeChange>,
     /// `Some` when haproxy must reload.
     pub reload: Option<ReloadReason>,
+    /// Planned by [`plan_patch`]: the state before it is not kept, so a runtime command
+    /// haproxy does not take cannot fall back to a reload of these files.
+    pub patched: bool,
 }
 
 impl Plan {
@@ -159,6 +162,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         removed,
         runtime: make_before_break(runtime),
         reload: None,
+        patched: false,
     }
 }
 
@@ -280,6 +284,7 @@ pub fn plan_patch(
         removed: Vec::new(),
         runtime: make_before_break(runtime),
         reload: None,
+        patched: false,
     })
 }
 
@@ -376,6 +381,7 @@ fn reload_plan(
         removed,
         runtime: Vec::new(),
         reload: Some(reason),
+        patched: false,
     }
 }
 

@@ -28,13 +28,7 @@ pub struct FeatureSetId(String);
 impl FeatureSetId {
     /// The id of a feature set: a hash of its canonical (debug) text.
     pub fn of(features: &RouteFeatures) -> Self {
-        // FNV-1a, 64 bits: stable across builds and platforms, unlike std's hasher.
-        let text = format!("{features:?}");
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in text.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
+        let hash = crate::stable_hash(format!("{features:?}").as_bytes());
         Self(format!("f{hash:016x}"))
     }
 

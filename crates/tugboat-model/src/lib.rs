@@ -29,3 +29,9 @@ pub use incremental::{Model, Patch, Rebuilt, Update};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use references::{References, references};
 pub use snapshot::{ObjectKey, Objects, Snapshot};
+
+/// A 64-bit hash that is the same across builds, platforms and versions (XXH3, unlike
+/// std's hasher), for names and fingerprints that outlive the process.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
