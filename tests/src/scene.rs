@@ -24,7 +24,10 @@ pub enum Source {
     Api,
 }
 
-#[allow(clippy::large_enum_variant, reason = "one per test, never moved around")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per test, never moved around"
+)]
 enum Running {
     Folder(Pod),
     Api {

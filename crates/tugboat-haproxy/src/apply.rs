@@ -151,7 +151,7 @@ impl Applier {
         match plan::plan_patch(applied, patch, &self.settings) {
             Ok(plan) => Some(plan),
             Err(applied) => {
-                self.applied = Some(applied);
+                self.applied = Some(*applied);
                 None
             }
         }
@@ -214,6 +214,8 @@ impl Applier {
             reload: Duration::ZERO,
         };
         if plan.is_empty() {
+            // Nothing to do: what haproxy runs is the plan's state (a patch plan holds it).
+            self.applied = Some(plan.next);
             return Ok(report);
         }
         if self.initial_files.is_none() {

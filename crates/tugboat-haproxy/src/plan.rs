@@ -17,8 +17,8 @@ use tugboat_model::{BackendName, Desired, FeatureSetId, Patch, RouteFeatures};
 use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::render::{RenderSettings, RenderedFiles, backend_section, render, server_options};
 use crate::runtime::{
-    CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line,
-    make_before_break, map_changes,
+    CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
+    map_changes,
 };
 
 /// What haproxy is known to run: the state, its server slots and its files.
@@ -201,20 +201,21 @@ pub fn plan_patch(
     mut applied: Applied,
     patch: &Patch,
     settings: &RenderSettings,
-) -> Result<Plan, Applied> {
+) -> Result<Plan, Box<Applied>> {
     let config_path = settings.config_file();
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     // Everything is checked before anything changes, so that `Err` leaves `applied` whole.
     let mut backends = Vec::new();
     let mut config_edits = Vec::new();
     for (name, (ready, draining)) in &patch.endpoints {
-        let (Some(backend), Some(current)) =
-            (applied.desired.backends.get(name), applied.layout.backends.get(name))
-        else {
-            return Err(applied);
+        let (Some(backend), Some(current)) = (
+            applied.desired.backends.get(name),
+            applied.layout.backends.get(name),
+        ) else {
+            return Err(Box::new(applied));
         };
         if backend.external.is_some() {
-            return Err(applied);
+            return Err(Box::new(applied));
         }
         if backend.endpoints == *ready && backend.draining == *draining {
             continue;
@@ -224,7 +225,7 @@ pub fn plan_patch(
         next.draining.clone_from(draining);
         let (slots, changes) = evolve_slots(current, &next);
         if changes.iter().any(|c| c.added) && !next.options.allows_dynamic_servers() {
-            return Err(applied);
+            return Err(Box::new(applied));
         }
         let old_section = backend_section(name, backend, current, settings);
         let new_section = backend_section(name, &next, &slots, settings);
@@ -237,12 +238,14 @@ pub fn plan_patch(
     let mut certificates = Vec::new();
     for (name, pem) in &patch.certificates {
         let path = settings.certificate(name);
-        let (Some(_), Some(old)) = (applied.desired.certificates.get(name), applied.files.get(&path))
-        else {
-            return Err(applied);
+        let (Some(_), Some(old)) = (
+            applied.desired.certificates.get(name),
+            applied.files.get(&path),
+        ) else {
+            return Err(Box::new(applied));
         };
         if pem.as_str().len() > MAX_CERTIFICATE {
-            return Err(applied);
+            return Err(Box::new(applied));
         }
         if old != pem.as_str() {
             runtime.push(RuntimeChange::CertUpload {
@@ -256,11 +259,11 @@ pub fn plan_patch(
     let mut changed = Vec::new();
     if !config_edits.is_empty() {
         let Some(mut config) = applied.files.files.get(&config_path).cloned() else {
-            return Err(applied);
+            return Err(Box::new(applied));
         };
         for (old, new) in &config_edits {
             let Some(at) = config.find(old.as_str()) else {
-                return Err(applied);
+                return Err(Box::new(applied));
             };
             config.replace_range(at..at + old.len(), new);
         }
@@ -275,7 +278,10 @@ pub fn plan_patch(
         if let Some(certificate) = applied.desired.certificates.get_mut(&name) {
             certificate.pem = pem.clone();
         }
-        applied.files.files.insert(path.clone(), pem.as_str().to_string());
+        applied
+            .files
+            .files
+            .insert(path.clone(), pem.as_str().to_string());
         changed.push(path);
     }
     Ok(Plan {
@@ -998,7 +1004,7 @@ mod tests {
                         proptest::prop_assert_eq!(sorted(patched.changed), sorted(expected.changed));
                     }
                     Err(back) => {
-                        proptest::prop_assert_eq!(&back, &current);
+                        proptest::prop_assert_eq!(&*back, &current);
                         proptest::prop_assert!(expected.reload.is_some(), "declined a runtime plan");
                     }
                 }

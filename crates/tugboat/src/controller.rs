@@ -17,12 +17,16 @@ use anyhow::Context;
 use tokio::sync::watch;
 use tugboat_haproxy::apply::fingerprint;
 use tugboat_haproxy::{
-    Applier, ApplyError, Delivery, MasterCli, ReloadReason, RenderSettings, runtime_projection,
+    Applier, ApplyError, ApplyReport, Delivery, MasterCli, ReloadReason, RenderSettings,
+    runtime_projection,
 };
 use tugboat_model::class::ClassFilter;
 use tugboat_model::features::Snippet;
 use tugboat_model::problem::ProblemReason;
-use tugboat_model::{Desired, ObjectKey, ObjectProblem, Settings, Snapshot};
+use tugboat_model::{
+    BuildOutput, Desired, Model, ObjectKey, ObjectProblem, Patch, Rebuilt, Settings, Snapshot,
+    Update,
+};
 
 use crate::metrics::{ApplyOutcome, Metrics};
 
@@ -176,6 +180,10 @@ async fn check_haproxy(applier: &mut Applier) -> bool {
 
 #[derive(Default)]
 struct LoopState {
+    /// The model kept between updates: most changes are patches of its last output.
+    model: Model,
+    /// Whether haproxy runs the model's last output (so that a patch of it applies).
+    in_sync: bool,
     problems: BTreeSet<ObjectProblem>,
     /// Fingerprint of the files haproxy refused; not tried again until they change.
     refused: Option<u64>,
@@ -201,11 +209,47 @@ enum UpdateFailure {
     Again,
 }
 
+/// Runs `work` on a blocking thread: building and planning a large state would hold up
+/// the runtime's other tasks (the watches, the admin server) for as long.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        // The work panicked: the same panic, here.
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+/// The model brought to `snapshot`: a patch when haproxy runs its last output and the
+/// change allows one, else a full build.
+async fn build(
+    state: &mut LoopState,
+    snapshot: &Arc<Snapshot>,
+    settings: Settings,
+    patch_allowed: bool,
+) -> Update {
+    let mut model = std::mem::take(&mut state.model);
+    let snapshot = snapshot.clone();
+    let (model, update) = blocking(move || {
+        let update = if patch_allowed {
+            model.update(&snapshot, &settings)
+        } else {
+            Update::Full(
+                Box::new(model.rebuild(&snapshot, &settings)),
+                Rebuilt::First,
+            )
+        };
+        (model, update)
+    })
+    .await;
+    state.model = model;
+    update
+}
+
 async fn update(
     config: &ControllerConfig,
     applier: &mut Applier,
     state: &mut LoopState,
-    snapshot: &Snapshot,
+    snapshot: &Arc<Snapshot>,
     status: &watch::Sender<ControllerStatus>,
 ) -> Result<(), UpdateFailure> {
     let started = Instant::now();
@@ -213,7 +257,145 @@ async fn update(
         now: crate::tls::now(),
         ..config.model.clone()
     };
-    let mut output = tugboat_model::build(snapshot, &settings);
+    // Set again only when this update leaves haproxy running the model's output.
+    let patch_allowed = std::mem::take(&mut state.in_sync) && applier.applied().is_some();
+    let output = match build(state, snapshot, settings.clone(), patch_allowed).await {
+        Update::Patch(patch) => {
+            let build = started.elapsed();
+            if let Some(result) = apply_patch(
+                config,
+                applier,
+                state,
+                &patch,
+                started,
+                build,
+                snapshot.len(),
+            )
+            .await
+            {
+                return result;
+            }
+            // The patch needs the whole state planned.
+            match build_full(state, snapshot, settings).await {
+                Some(output) => output,
+                None => return Err(UpdateFailure::Retry),
+            }
+        }
+        Update::Full(output, reason) => {
+            tracing::debug!(reason = reason.as_str(), "full build");
+            *output
+        }
+    };
+    apply_full(config, applier, state, snapshot, status, output, started).await
+}
+
+/// A full build of `snapshot`, whatever changed.
+async fn build_full(
+    state: &mut LoopState,
+    snapshot: &Arc<Snapshot>,
+    settings: Settings,
+) -> Option<BuildOutput> {
+    match build(state, snapshot, settings, false).await {
+        Update::Full(output, _) => Some(*output),
+        Update::Patch(_) => None,
+    }
+}
+
+/// Carries out a patch of what haproxy runs (endpoints, certificates): runtime commands
+/// only, planned at the cost of what changed. `None` when the patch needs the whole
+/// state planned.
+async fn apply_patch(
+    config: &ControllerConfig,
+    applier: &mut Applier,
+    state: &mut LoopState,
+    patch: &Patch,
+    started: Instant,
+    build: Duration,
+    objects: usize,
+) -> Option<Result<(), UpdateFailure>> {
+    if patch.is_empty() {
+        tracing::debug!("no change");
+        state.in_sync = true;
+        return Some(Ok(()));
+    }
+    let plan_started = Instant::now();
+    let plan = applier.plan_patch(patch)?;
+    let render = plan_started.elapsed();
+    let result = applier.apply(plan).await;
+    if let Some(metrics) = &config.metrics {
+        let outcome = match &result {
+            Ok(_) => ApplyOutcome::Runtime,
+            Err(_) => ApplyOutcome::Failed { reload: false },
+        };
+        metrics.record_apply(outcome, started.elapsed());
+    }
+    Some(match result {
+        Ok(report) => {
+            state.in_sync = true;
+            log_applied(
+                applier, objects, &report, false, build, render, started, "patch",
+            );
+            Ok(())
+        }
+        Err(err) => {
+            tracing::error!(total_ms = ms(started.elapsed()), "update failed: {err}");
+            match err {
+                // The whole state follows at once, with a reload.
+                ApplyError::RuntimeNotTaken(_) => Err(UpdateFailure::Again),
+                _ => Err(UpdateFailure::Retry),
+            }
+        }
+    })
+}
+
+fn ms(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+/// The update line: what was applied, how, and where the time went.
+#[allow(clippy::too_many_arguments)]
+fn log_applied(
+    applier: &Applier,
+    objects: usize,
+    report: &ApplyReport,
+    reload_pending: bool,
+    build: Duration,
+    render: Duration,
+    started: Instant,
+    built: &str,
+) {
+    let (backends, routes) = applier.applied().map_or((0, 0), |a| {
+        (a.desired.backends.len(), a.desired.routes.len())
+    });
+    tracing::info!(
+        objects,
+        backends,
+        routes,
+        built,
+        delivery = report.delivery.as_str(),
+        reload_pending,
+        files_written = report.files_written,
+        runtime_commands = report.runtime_commands,
+        build_ms = ms(build),
+        render_ms = ms(render),
+        write_ms = ms(report.write),
+        runtime_ms = ms(report.runtime),
+        reload_ms = ms(report.reload),
+        total_ms = ms(started.elapsed()),
+        "applied"
+    );
+}
+
+/// Plans and carries out the whole desired state.
+async fn apply_full(
+    config: &ControllerConfig,
+    applier: &mut Applier,
+    state: &mut LoopState,
+    snapshot: &Snapshot,
+    status: &watch::Sender<ControllerStatus>,
+    mut output: BuildOutput,
+    started: Instant,
+) -> Result<(), UpdateFailure> {
     leave_out_refused_snippets(
         &mut output.desired,
         &mut output.problems,
@@ -237,14 +419,14 @@ async fn update(
         }
     }
 
-    let (backends, routes) = (output.desired.backends.len(), output.desired.routes.len());
     let render_started = Instant::now();
     // The desired state moves into the plan (a large cluster's state is not copied).
-    let mut plan = applier.plan(output.desired);
+    let mut plan = applier.plan_blocking(output.desired).await;
     let render = render_started.elapsed();
     if plan.is_empty() {
         tracing::debug!("no change");
         state.reload_pending_since = None;
+        state.in_sync = true;
         mark_ready(status, &plan.next.desired);
         return Ok(());
     }
@@ -264,7 +446,7 @@ async fn update(
                 return Ok(());
             };
             let projected = runtime_projection(&applied.desired, &plan.next.desired);
-            plan = applier.plan(projected);
+            plan = applier.plan_blocking(projected).await;
             if plan.reload.is_some() || plan.is_empty() {
                 return Ok(());
             }
@@ -295,7 +477,6 @@ async fn update(
         };
         metrics.record_apply(outcome, started.elapsed());
     }
-    let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
     match result {
         Ok(report) => {
             state.refused = None;
@@ -305,21 +486,16 @@ async fn update(
             if let Some(applied) = applier.applied() {
                 mark_ready(status, &applied.desired);
             }
-            tracing::info!(
-                objects = snapshot.len(),
-                backends,
-                routes,
-                delivery = report.delivery.as_str(),
+            state.in_sync = !reload_pending;
+            log_applied(
+                applier,
+                snapshot.len(),
+                &report,
                 reload_pending,
-                files_written = report.files_written,
-                runtime_commands = report.runtime_commands,
-                build_ms = ms(build),
-                render_ms = ms(render),
-                write_ms = ms(report.write),
-                runtime_ms = ms(report.runtime),
-                reload_ms = ms(report.reload),
-                total_ms = ms(started.elapsed()),
-                "applied"
+                build,
+                render,
+                started,
+                "full",
             );
             Ok(())
         }
