@@ -24,7 +24,10 @@ pub enum Source {
     Api,
 }
 
-#[allow(clippy::large_enum_variant, reason = "one per test, never moved around")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per test, never moved around"
+)]
 enum Running {
     Folder(Pod),
     Api {
@@ -187,6 +190,15 @@ impl Scene {
         match &self.running {
             Running::Folder(pod) => Some(pod.manifests_dir().to_path_buf()),
             Running::Api { .. } => None,
+        }
+    }
+
+    /// Stops the controller and starts a new one on the same source and configuration,
+    /// as a rolling update of the controller container does; haproxy keeps running.
+    pub async fn restart_controller(&mut self) {
+        match &mut self.running {
+            Running::Folder(pod) => pod.restart_controller().await,
+            Running::Api { pod, .. } => pod.restart_controller().await,
         }
     }
 
