@@ -1,8 +1,10 @@
-//! The backend keys of issue 7, end to end on real haproxy: TLS to the servers (a
-//! verified certificate, a wrong CA, a client certificate, HTTP/2 with and without TLS),
-//! health checks (a server that stops answering and servers added at runtime are taken
-//! out), cookie persistence, raw snippets (off by default, checked, and a snippet haproxy
-//! refuses is left out while the rest applies) and access lists kept in ConfigMaps.
+//! The backend keys of issue 7, end to end on real haproxy, from the manifests folder
+//! and from the API: TLS to the servers (a verified certificate, a wrong CA, a client
+//! certificate, HTTP/2 with and without TLS), health checks (a server that stops
+//! answering and servers added at runtime are taken out), cookie persistence, raw
+//! snippets (off by default, checked, and a snippet haproxy refuses is left out while
+//! the rest applies) and access lists kept in ConfigMaps. In API mode the problems are
+//! also posted as Warning Events.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,18 +16,22 @@ use der::Decode;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tugboat_model::problem::ProblemReason;
 use tugboat_testkit::http::request;
-use tugboat_testkit::manifests::yaml_string;
-use tugboat_testkit::manifests::{endpoint_slice, service};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    mk_config_map, mk_endpoint_slice, mk_ingress, mk_secret, mk_service, mk_tls_secret, to_json,
+    with_keys,
+};
 use tugboat_testkit::tls::Authority;
-use tugboat_testkit::{HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
+use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
-haproxy_tests!(
+scene_tests!(
     backend_tls_verification_client_certificates_and_h2,
     health_checks_take_failing_servers_out,
     health_checks_cover_servers_added_at_runtime,
@@ -35,57 +41,51 @@ haproxy_tests!(
     access_lists_from_configmaps,
 );
 
-fn annotations_block(annotations: &[(&str, &str)]) -> String {
-    let mut block = String::new();
-    if !annotations.is_empty() {
-        block.push_str("  annotations:\n");
-        for (key, value) in annotations {
-            block.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
-        }
+/// `tugboat.dev/` keys: `(KEY, value)`.
+type Keys<'a> = &'a [(&'a str, &'a str)];
+
+/// Service `name` with the `tugboat.dev/` keys `keys`, port 80 named http, and its
+/// EndpointSlice of `addrs`, as JSON.
+fn service(name: &str, keys: Keys, addrs: &[SocketAddr]) -> [Value; 2] {
+    [
+        to_json(&with_keys(mk_service(name, "http", 80), keys)),
+        to_json(&mk_endpoint_slice(name, "http", addrs)),
+    ]
+}
+
+/// Ingress `name` routing `NAME.example.com` `/` to Service `name` port 80, as JSON.
+fn route(name: &str) -> Value {
+    to_json(&mk_ingress(name, &format!("{name}.example.com"), name))
+}
+
+/// Creates or replaces each of `objects`.
+fn apply_all(pod: &Scene, objects: &[Value]) {
+    for object in objects {
+        pod.apply(object);
     }
-    block
 }
 
-/// A Service `name` with annotations, port 80 named http, and endpoints `addrs`.
-fn annotated_service(name: &str, annotations: &[(&str, &str)], addrs: &[SocketAddr]) -> String {
-    let text = service(name, "http", 80).replacen(
-        "  namespace: default\n",
-        &format!("  namespace: default\n{}", annotations_block(annotations)),
-        1,
-    );
-    format!("{text}---\n{}", endpoint_slice(name, "http", addrs))
-}
-
-/// An Ingress routing `host` `/` to `service` port 80.
-fn ingress(name: &str, annotations: &[(&str, &str)], host: &str, service: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  \
-         namespace: default\n{}spec:\n  rules:\n  - host: \"{host}\"\n    http:\n      paths:\n      \
-         - path: /\n        pathType: Prefix\n        backend:\n          \
-         service: {{name: {service}, port: {{number: 80}}}}\n",
-        annotations_block(annotations)
+/// In API mode, waits for the Warning Event with `reason` the leader posts on the
+/// object `name` (a folder has nowhere to post one).
+async fn expect_warning(pod: &Scene, name: &str, reason: ProblemReason) {
+    let Some(api) = pod.api() else {
+        return;
+    };
+    eventually(
+        &format!("a {} Warning Event on {name}", reason.as_str()),
+        Duration::from_secs(10),
+        || async {
+            api.list("Event")
+                .into_iter()
+                .any(|e| {
+                    (e["regarding"]["name"] == name || e["involvedObject"]["name"] == name)
+                        && e["type"] == "Warning"
+                        && e["reason"] == reason.as_str()
+                })
+                .then_some(())
+        },
     )
-}
-
-/// A Secret with `stringData`.
-fn secret(name: &str, data: &[(&str, &str)]) -> String {
-    let mut out = format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\nstringData:\n"
-    );
-    for (key, value) in data {
-        out.push_str(&format!("  {key}: |\n"));
-        for line in value.lines() {
-            out.push_str(&format!("    {line}\n"));
-        }
-    }
-    out
-}
-
-fn refs(files: &[(String, String)]) -> Vec<(&str, &str)> {
-    files
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect()
+    .await;
 }
 
 /// `key=value` of a backend's body.
@@ -96,14 +96,12 @@ fn field<'a>(reply: &'a Reply, name: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
 }
 
-async fn try_get(pod: &Pod, host: &str) -> Option<Reply> {
-    request(pod.haproxy.http_addr(), "GET", host, "/", &[])
-        .await
-        .ok()
+async fn try_get(pod: &Scene, host: &str) -> Option<Reply> {
+    request(pod.http_addr(), "GET", host, "/", &[]).await.ok()
 }
 
-async fn get(pod: &Pod, host: &str) -> Reply {
-    request(pod.haproxy.http_addr(), "GET", host, "/", &[])
+async fn get(pod: &Scene, host: &str) -> Reply {
+    request(pod.http_addr(), "GET", host, "/", &[])
         .await
         .expect("request through haproxy")
 }
@@ -293,7 +291,10 @@ async fn h2_answer<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(())
 }
 
-async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBinary) {
+async fn backend_tls_verification_client_certificates_and_h2(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let servers_ca = Authority::new("servers-ca");
     let other_ca = Authority::new("other-ca");
     let clients_ca = Authority::new("clients-ca");
@@ -315,101 +316,63 @@ async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBin
     )
     .await;
     let cleartext = proto_backend("cleartext", None).await;
-    let files: Vec<(String, String)> = vec![
+    let mut objects = vec![
+        to_json(&mk_secret(
+            "servers-ca",
+            "Opaque",
+            &[("ca.crt", servers_ca.pem.as_bytes())],
+        )),
+        to_json(&mk_secret(
+            "other-ca",
+            "Opaque",
+            &[("ca.crt", other_ca.pem.as_bytes())],
+        )),
+        to_json(&mk_tls_secret("client", &client_pem, &client_key_pem)),
+    ];
+    let services: [(&str, Keys, SocketAddr); 8] = [
         (
-            "ca.yaml".into(),
-            secret("servers-ca", &[("ca.crt", &servers_ca.pem)]),
-        ),
-        (
-            "other.yaml".into(),
-            secret("other-ca", &[("ca.crt", &other_ca.pem)]),
-        ),
-        (
-            "client.yaml".into(),
-            secret(
-                "client",
-                &[("tls.crt", &client_pem), ("tls.key", &client_key_pem)],
-            ),
-        ),
-        (
-            "mtls.yaml".into(),
-            annotated_service(
-                "mtls",
-                &[
-                    ("server-ssl", "true"),
-                    ("server-ca", "servers-ca"),
-                    ("server-crt", "client"),
-                ],
-                &[mtls.addr],
-            ),
+            "mtls",
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "servers-ca"),
+                ("server-crt", "client"),
+            ],
+            mtls.addr,
         ),
         // The same server without a client certificate: its handshake fails.
         (
-            "mtls-anonymous.yaml".into(),
-            annotated_service(
-                "mtls-anonymous",
-                &[("server-ssl", "true"), ("server-ca", "servers-ca")],
-                &[mtls.addr],
-            ),
+            "mtls-anonymous",
+            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            mtls.addr,
         ),
         (
-            "wrong-ca.yaml".into(),
-            annotated_service(
-                "wrong-ca",
-                &[("server-ssl", "true"), ("server-ca", "other-ca")],
-                &[optional.addr],
-            ),
+            "wrong-ca",
+            &[("server-ssl", "true"), ("server-ca", "other-ca")],
+            optional.addr,
+        ),
+        ("unverified", &[("server-ssl", "true")], optional.addr),
+        (
+            "missing-ca",
+            &[("server-ssl", "true"), ("server-ca", "no-such-secret")],
+            optional.addr,
         ),
         (
-            "unverified.yaml".into(),
-            annotated_service("unverified", &[("server-ssl", "true")], &[optional.addr]),
+            "h2-tls",
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "servers-ca"),
+                ("server-proto", "h2"),
+            ],
+            optional.addr,
         ),
-        (
-            "missing-ca.yaml".into(),
-            annotated_service(
-                "missing-ca",
-                &[("server-ssl", "true"), ("server-ca", "no-such-secret")],
-                &[optional.addr],
-            ),
-        ),
-        (
-            "h2-tls.yaml".into(),
-            annotated_service(
-                "h2-tls",
-                &[
-                    ("server-ssl", "true"),
-                    ("server-ca", "servers-ca"),
-                    ("server-proto", "h2"),
-                ],
-                &[optional.addr],
-            ),
-        ),
-        (
-            "h2c.yaml".into(),
-            annotated_service("h2c", &[("server-proto", "h2")], &[cleartext.addr]),
-        ),
-        (
-            "h1.yaml".into(),
-            annotated_service("h1", &[], &[cleartext.addr]),
-        ),
+        ("h2c", &[("server-proto", "h2")], cleartext.addr),
+        ("h1", &[], cleartext.addr),
     ];
-    let mut files = files;
-    for name in [
-        "mtls",
-        "mtls-anonymous",
-        "wrong-ca",
-        "unverified",
-        "missing-ca",
-        "h2-tls",
-        "h2c",
-        "h1",
-    ] {
-        files.push((
-            format!("ing-{name}.yaml"),
-            ingress(name, &[], &format!("{name}.example.com"), name),
-        ));
+    for (name, keys, addr) in services {
+        objects.extend(service(name, keys, &[addr]));
+        objects.push(route(name));
     }
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("h1.example.com", "/", 200).await;
 
     // Verified with the right CA, client certificate presented.
@@ -435,7 +398,7 @@ async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBin
     assert_eq!(field(&reply, "client"), Some("none"));
     // A CA Secret that does not exist: 503 and a problem, never unverified traffic.
     assert_eq!(get(&pod, "missing-ca.example.com").await.status, 503);
-    let problems = pod.status.borrow().problems.clone();
+    let problems = pod.status().problems;
     assert!(
         problems
             .iter()
@@ -443,6 +406,7 @@ async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBin
                 && p.message.contains("no-such-secret")),
         "{problems:?}"
     );
+    expect_warning(&pod, "missing-ca", ProblemReason::SecretNotFound).await;
     // HTTP/2 over TLS (ALPN) and in clear text (prior knowledge).
     let reply = get(&pod, "h2-tls.example.com").await;
     assert_eq!(reply.status, 200, "{reply:?}");
@@ -458,10 +422,7 @@ async fn backend_tls_verification_client_certificates_and_h2(haproxy: HaproxyBin
     );
 
     // The key files are private.
-    let client_file = pod
-        .haproxy
-        .lib_dir
-        .join("backend-tls/client_default_client.pem");
+    let client_file = pod.lib_dir.join("backend-tls/client_default_client.pem");
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&client_file)
             .expect("client certificate file")
@@ -534,9 +495,8 @@ async fn switch_backend(name: &str, addr: SocketAddr, healthy: bool) -> SwitchBa
 }
 
 /// Server name -> (address, operational state: 0 down, 2 up) of a backend.
-async fn server_states(pod: &Pod, backend: &str) -> BTreeMap<String, (String, u8)> {
+async fn server_states(pod: &Scene, backend: &str) -> BTreeMap<String, (String, u8)> {
     let answer = pod
-        .haproxy
         .cli()
         .command(&format!("@1 show servers state {backend}"))
         .await
@@ -553,7 +513,7 @@ async fn server_states(pod: &Pod, backend: &str) -> BTreeMap<String, (String, u8
 }
 
 /// Waits until the server at `ip` of `backend` has operational state `state`.
-async fn wait_server_state(pod: &Pod, backend: &str, ip: &str, state: u8) {
+async fn wait_server_state(pod: &Scene, backend: &str, ip: &str, state: u8) {
     eventually(
         &format!("{backend} server at {ip} in state {state}"),
         Duration::from_secs(15),
@@ -570,21 +530,16 @@ async fn wait_server_state(pod: &Pod, backend: &str, ip: &str, state: u8) {
 
 const CHECKS: &[(&str, &str)] = &[("check-http", "/healthz"), ("check-interval", "200ms")];
 
-async fn health_checks_take_failing_servers_out(haproxy: HaproxyBinary) {
+async fn health_checks_take_failing_servers_out(haproxy: HaproxyBinary, source: Source) {
     let port = tugboat_testkit::free_port();
     let one = switch_backend("web", ([127, 0, 140, 1], port).into(), true).await;
     let two = switch_backend("web", ([127, 0, 140, 2], port).into(), true).await;
-    let files: Vec<(String, String)> = vec![
-        (
-            "web.yaml".into(),
-            annotated_service("web", CHECKS, &[one.addr, two.addr]),
-        ),
-        (
-            "ing.yaml".into(),
-            ingress("web", &[], "web.example.com", "web"),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let objects = [
+        &service("web", CHECKS, &[one.addr, two.addr])[..],
+        &[route("web")],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("web.example.com", "/", 200).await;
     wait_server_state(&pod, "default_web_80", "127.0.140.2", 2).await;
     // Both serve.
@@ -611,7 +566,7 @@ async fn health_checks_take_failing_servers_out(haproxy: HaproxyBinary) {
     wait_server_state(&pod, "default_web_80", "127.0.140.2", 2).await;
     assert_parked_in_maintenance(&pod, "default_web_80").await;
     // An endpoint gone at runtime: its slot is parked in maintenance too.
-    pod.write_manifest("web.yaml", &annotated_service("web", CHECKS, &[one.addr]));
+    pod.apply(&mk_endpoint_slice("web", "http", &[one.addr]));
     eventually("the slot parked", Duration::from_secs(10), || async {
         (!server_states(&pod, "default_web_80")
             .await
@@ -623,22 +578,13 @@ async fn health_checks_take_failing_servers_out(haproxy: HaproxyBinary) {
     assert_parked_in_maintenance(&pod, "default_web_80").await;
 }
 
-async fn health_checks_cover_servers_added_at_runtime(haproxy: HaproxyBinary) {
+async fn health_checks_cover_servers_added_at_runtime(haproxy: HaproxyBinary, source: Source) {
     let port = tugboat_testkit::free_port();
     let good = switch_backend("web", ([127, 0, 141, 1], port).into(), true).await;
-    let files: Vec<(String, String)> = vec![
-        (
-            "web.yaml".into(),
-            annotated_service("web", CHECKS, &[good.addr]),
-        ),
-        (
-            "ing.yaml".into(),
-            ingress("web", &[], "web.example.com", "web"),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let objects = [&service("web", CHECKS, &[good.addr])[..], &[route("web")]].concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("web.example.com", "/", 200).await;
-    let reloads = pod.haproxy.show_proc().await.reloads;
+    let reloads = pod.show_proc().await.reloads;
     // A sick endpoint into a free slot, and enough more to need `add server` (a fresh
     // backend of one endpoint has 8 slots): all sick.
     let mut sick = Vec::new();
@@ -647,14 +593,14 @@ async fn health_checks_cover_servers_added_at_runtime(haproxy: HaproxyBinary) {
     }
     let mut addrs = vec![good.addr];
     addrs.extend(sick.iter().map(|s| s.addr));
-    pod.write_manifest("web.yaml", &annotated_service("web", CHECKS, &addrs));
+    pod.apply(&mk_endpoint_slice("web", "http", &addrs));
     let backend = "default_web_80";
     eventually("the new servers", Duration::from_secs(10), || async {
         (server_states(&pod, backend).await.len() >= 10).then_some(())
     })
     .await;
     assert_eq!(
-        pod.haproxy.show_proc().await.reloads,
+        pod.show_proc().await.reloads,
         reloads,
         "the endpoints were added at runtime"
     );
@@ -674,9 +620,8 @@ async fn health_checks_cover_servers_added_at_runtime(haproxy: HaproxyBinary) {
 
 /// Free slots (parked on 127.0.0.1) are in maintenance (admin state), not merely down,
 /// health checks or not.
-async fn assert_parked_in_maintenance(pod: &Pod, backend: &str) {
+async fn assert_parked_in_maintenance(pod: &Scene, backend: &str) {
     let answer = pod
-        .haproxy
         .cli()
         .command(&format!("@1 show servers state {backend}"))
         .await
@@ -696,18 +641,12 @@ async fn assert_parked_in_maintenance(pod: &Pod, backend: &str) {
 
 // ---- Cookie persistence ----
 
-async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary) {
-    let servers = tugboat_testkit::manifests::start_backends("web", 142, 3).await;
+async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary, source: Source) {
+    let servers = start_backends("web", 142, 3).await;
     let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
     let keys = [("cookie-persistence", "TUGBOAT")];
-    let files: Vec<(String, String)> = vec![
-        ("web.yaml".into(), annotated_service("web", &keys, &addrs)),
-        (
-            "ing.yaml".into(),
-            ingress("web", &[], "web.example.com", "web"),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let objects = [&service("web", &keys, &addrs)[..], &[route("web")]].concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("web.example.com", "/", 200).await;
     let first = get(&pod, "web.example.com").await;
     let cookie = first
@@ -719,7 +658,7 @@ async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary)
     let endpoint = first.endpoint().expect("endpoint").to_string();
     for _ in 0..10 {
         let reply = request(
-            pod.haproxy.http_addr(),
+            pod.http_addr(),
             "GET",
             "web.example.com",
             "/",
@@ -746,7 +685,7 @@ async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary)
         .copied()
         .filter(|a| a.to_string() != endpoint)
         .collect();
-    pod.write_manifest("web.yaml", &annotated_service("web", &keys, &rest));
+    pod.apply(&mk_endpoint_slice("web", "http", &rest));
     eventually(
         "the gone endpoint's clients moved",
         Duration::from_secs(10),
@@ -756,7 +695,7 @@ async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary)
             let pod = &pod;
             async move {
                 let reply = request(
-                    pod.haproxy.http_addr(),
+                    pod.http_addr(),
                     "GET",
                     "web.example.com",
                     "/",
@@ -777,31 +716,23 @@ async fn cookie_persistence_keeps_a_client_on_its_server(haproxy: HaproxyBinary)
 
 // ---- Snippets ----
 
-async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary) {
-    let servers = tugboat_testkit::manifests::start_backends("web", 143, 1).await;
+async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary, source: Source) {
+    let servers = start_backends("web", 143, 1).await;
     let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
-    let files: Vec<(String, String)> = vec![
-        (
-            "web.yaml".into(),
-            annotated_service(
-                "web",
-                &[(
-                    "backend-config-snippet",
-                    "http-response set-header X-Snippet yes",
-                )],
-                &addrs,
-            ),
-        ),
-        (
-            "ing.yaml".into(),
-            ingress("web", &[], "web.example.com", "web"),
-        ),
-    ];
+    let web = service(
+        "web",
+        &[(
+            "backend-config-snippet",
+            "http-response set-header X-Snippet yes",
+        )],
+        &addrs,
+    );
+    let objects = [&web[..], &[route("web")]].concat();
     // Off: not applied, and the Service is told.
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("web.example.com", "/", 200).await;
     assert_eq!(get(&pod, "web.example.com").await.header("x-snippet"), None);
-    let problems = pod.status.borrow().problems.clone();
+    let problems = pod.status().problems;
     assert!(
         problems
             .iter()
@@ -810,26 +741,23 @@ async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary) {
                 && p.message.contains("--allow-snippets")),
         "{problems:?}"
     );
+    expect_warning(&pod, "web", ProblemReason::NotAllowed).await;
     drop(pod);
 
     // On: applied; a snippet that loads code is refused, naming the directive.
-    let mut files = files;
-    files.push((
-        "lua.yaml".into(),
-        annotated_service(
-            "lua",
-            &[(
-                "backend-config-snippet",
-                "http-response set-header X-A b\nlua-load /tmp/x.lua",
-            )],
-            &addrs,
-        ),
-    ));
-    files.push((
-        "ing-lua.yaml".into(),
-        ingress("lua", &[], "lua.example.com", "lua"),
-    ));
-    let pod = Pod::start_with(&haproxy, &refs(&files), |c| c.model.allow_snippets = true).await;
+    let lua = service(
+        "lua",
+        &[(
+            "backend-config-snippet",
+            "http-response set-header X-A b\nlua-load /tmp/x.lua",
+        )],
+        &addrs,
+    );
+    let objects = [&objects[..], &lua, &[route("lua")]].concat();
+    let pod = Scene::start_with(&haproxy, source, &objects, |c| {
+        c.model.allow_snippets = true
+    })
+    .await;
     eventually("the snippet's header", Duration::from_secs(10), || async {
         let reply = try_get(&pod, "web.example.com").await?;
         (reply.header("x-snippet") == Some("yes")).then_some(())
@@ -842,54 +770,48 @@ async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary) {
         None,
         "a refused snippet is left out whole"
     );
-    let problems = pod.status.borrow().problems.clone();
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.object.name == "lua" && p.message.contains("'lua-load'")),
-        "{problems:?}"
-    );
+    let problems = pod.status().problems;
+    let refused = problems
+        .iter()
+        .find(|p| p.object.name == "lua" && p.message.contains("'lua-load'"))
+        .unwrap_or_else(|| panic!("the refused snippet reported: {problems:?}"));
+    expect_warning(&pod, "lua", refused.reason).await;
 }
 
-async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: HaproxyBinary) {
-    let servers = tugboat_testkit::manifests::start_backends("web", 144, 1).await;
+async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let servers = start_backends("web", 144, 1).await;
     let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
-    let files: Vec<(String, String)> = vec![
-        (
-            "web.yaml".into(),
-            annotated_service(
-                "web",
-                &[(
-                    "backend-config-snippet",
-                    "http-response set-header X-Snippet good",
-                )],
-                &addrs,
-            ),
-        ),
-        (
-            "ing.yaml".into(),
-            ingress("web", &[], "web.example.com", "web"),
-        ),
-    ];
-    let pod = Pod::start_with(&haproxy, &refs(&files), |c| c.model.allow_snippets = true).await;
+    let web = service(
+        "web",
+        &[(
+            "backend-config-snippet",
+            "http-response set-header X-Snippet good",
+        )],
+        &addrs,
+    );
+    let objects = [&web[..], &[route("web")]].concat();
+    let pod = Scene::start_with(&haproxy, source, &objects, |c| {
+        c.model.allow_snippets = true
+    })
+    .await;
     eventually("the good snippet", Duration::from_secs(10), || async {
         (try_get(&pod, "web.example.com").await?.header("x-snippet") == Some("good")).then_some(())
     })
     .await;
-    let config = pod.haproxy.config_dir.join("haproxy.cfg");
+    let config = pod.config_dir.join("haproxy.cfg");
     let good_config = std::fs::read_to_string(&config).expect("config");
 
     // A snippet haproxy does not understand, and a new route in the same update.
-    let bad = annotated_service(
+    let bad = service(
         "bad",
         &[("backend-config-snippet", "no-such-directive 1")],
         &addrs,
     );
-    pod.write_manifest("bad.yaml", &bad);
-    pod.write_manifest(
-        "ing-bad.yaml",
-        &ingress("bad", &[], "bad.example.com", "bad"),
-    );
+    apply_all(&pod, &bad);
+    pod.apply(&route("bad"));
     // The refusal is reported on the Service (with haproxy's words where its master
     // socket gives them: 2.7 on)...
     let cause = if haproxy.series == "2.6" {
@@ -901,8 +823,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: Hap
         "the refusal as a problem",
         Duration::from_secs(15),
         || async {
-            pod.status
-                .borrow()
+            pod.status()
                 .problems
                 .iter()
                 .any(|p| {
@@ -923,12 +844,12 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: Hap
     let now = std::fs::read_to_string(&config).expect("config");
     assert!(!now.contains("no-such-directive"), "{now}");
     assert_ne!(now, good_config);
-    assert_eq!(pod.haproxy.show_proc().await.failed_reloads, 0);
+    assert_eq!(pod.show_proc().await.failed_reloads, 0);
 
     // Fixed: applied, and the problem is gone.
-    pod.write_manifest(
-        "bad.yaml",
-        &annotated_service(
+    apply_all(
+        &pod,
+        &service(
             "bad",
             &[(
                 "backend-config-snippet",
@@ -941,7 +862,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: Hap
         (try_get(&pod, "bad.example.com").await?.header("x-snippet") == Some("fixed")).then_some(())
     })
     .await;
-    let problems = pod.status.borrow().problems.clone();
+    let problems = pod.status().problems;
     assert!(
         !problems.iter().any(|p| p.object.name == "bad"),
         "{problems:?}"
@@ -950,15 +871,8 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(haproxy: Hap
 
 // ---- Access lists in ConfigMaps ----
 
-fn config_map(name: &str, key: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata:\n  {key}: {}\n",
-        yaml_string(value)
-    )
-}
-
-async fn access_lists_from_configmaps(haproxy: HaproxyBinary) {
-    let servers = tugboat_testkit::manifests::start_backends("web", 145, 1).await;
+async fn access_lists_from_configmaps(haproxy: HaproxyBinary, source: Source) {
+    let servers = start_backends("web", 145, 1).await;
     let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
     // 300 networks and addresses; the test client is 127.0.0.1.
     let mut others = String::from("# documentation networks\n");
@@ -966,86 +880,44 @@ async fn access_lists_from_configmaps(haproxy: HaproxyBinary) {
         others.push_str(&format!("198.{}.{}.0/24\n", 18 + i / 256, i % 256));
     }
     let with_loopback = format!("{others}127.0.0.0/8 # the tests\n");
-    let files: Vec<(String, String)> = vec![
-        ("web.yaml".into(), annotated_service("web", &[], &addrs)),
-        ("others.yaml".into(), config_map("others", "list", &others)),
-        (
-            "loopback.yaml".into(),
-            config_map("loopback", "list", &with_loopback),
-        ),
-        (
-            "broken.yaml".into(),
-            config_map("broken", "list", "10.0.0.1\nnot-an-address\n"),
-        ),
-        (
-            "allowed.yaml".into(),
-            ingress(
-                "allowed",
-                &[("allow-list", "configmap:loopback/list")],
-                "allowed.example.com",
-                "web",
-            ),
-        ),
-        (
-            "not-allowed.yaml".into(),
-            ingress(
-                "not-allowed",
-                &[("allow-list", "configmap:others/list")],
-                "not-allowed.example.com",
-                "web",
-            ),
-        ),
-        (
-            "denied.yaml".into(),
-            ingress(
-                "denied",
-                &[("deny-list", "configmap:loopback/list")],
-                "denied.example.com",
-                "web",
-            ),
-        ),
-        (
-            "not-denied.yaml".into(),
-            ingress(
-                "not-denied",
-                &[("deny-list", "configmap:others/list")],
-                "not-denied.example.com",
-                "web",
-            ),
-        ),
-        (
-            "broken-ing.yaml".into(),
-            ingress(
-                "broken",
-                &[("deny-list", "configmap:broken/list")],
-                "broken.example.com",
-                "web",
-            ),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
+    let mut objects = service("web", &[], &addrs).to_vec();
+    for (name, list) in [
+        ("others", others.as_str()),
+        ("loopback", with_loopback.as_str()),
+        ("broken", "10.0.0.1\nnot-an-address\n"),
+    ] {
+        objects.push(to_json(&mk_config_map(name, &[("list", list)])));
+    }
+    for (name, key, list) in [
+        ("allowed", "allow-list", "loopback"),
+        ("not-allowed", "allow-list", "others"),
+        ("denied", "deny-list", "loopback"),
+        ("not-denied", "deny-list", "others"),
+        ("broken", "deny-list", "broken"),
+    ] {
+        let value = format!("configmap:{list}/list");
+        let ingress = mk_ingress(name, &format!("{name}.example.com"), "web");
+        objects.push(to_json(&with_keys(ingress, &[(key, &value)])));
+    }
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("allowed.example.com", "/", 200).await;
     assert_eq!(get(&pod, "not-allowed.example.com").await.status, 403);
     assert_eq!(get(&pod, "denied.example.com").await.status, 403);
     assert_eq!(get(&pod, "not-denied.example.com").await.status, 200);
     // A list that does not parse fails closed, with a problem naming the line.
     assert_eq!(get(&pod, "broken.example.com").await.status, 403);
-    let problems = pod.status.borrow().problems.clone();
-    assert!(
-        problems
-            .iter()
-            .any(|p| p.object.name == "broken" && p.message.contains("line 2")),
-        "{problems:?}"
-    );
+    let problems = pod.status().problems;
+    let broken = problems
+        .iter()
+        .find(|p| p.object.name == "broken" && p.message.contains("line 2"))
+        .unwrap_or_else(|| panic!("the broken list reported: {problems:?}"));
+    expect_warning(&pod, "broken", broken.reason).await;
     // Written as a pattern file with every entry.
-    let file = pod
-        .haproxy
-        .config_dir
-        .join("patterns/default_others_list.lst");
+    let file = pod.config_dir.join("patterns/default_others_list.lst");
     let text = std::fs::read_to_string(&file).expect("pattern file");
     assert_eq!(text.lines().count(), 300);
     // The list changes: the file follows (the client is now allowed).
-    pod.write_manifest("others.yaml", &config_map("others", "list", &with_loopback));
+    pod.apply(&mk_config_map("others", &[("list", &with_loopback)]));
     pod.wait_for_status("not-allowed.example.com", "/", 200)
         .await;
 }

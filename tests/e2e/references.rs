@@ -1,7 +1,9 @@
-//! End to end on the Kubernetes API: the Secrets that keys name reach the controller
-//! wherever the key is set. `auth-secret` and `server-ca` on a Service, and
-//! `auth-secret` in the controller's ConfigMap, name Secrets that only the model's
-//! reference list (`tugboat_model::references`) tells the API source to fetch.
+//! The Secrets that keys name reach the controller wherever the key is set:
+//! `auth-secret` and `server-ca` on a Service, and `auth-secret` in the controller's
+//! ConfigMap, name Secrets that only the model's reference list
+//! (`tugboat_model::references`) tells a source to take: the API source fetches them,
+//! the folder source keeps them out of the snapshot otherwise. Every scenario runs from
+//! both sources.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,61 +11,45 @@ use std::time::Duration;
 
 use rustls::ServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tugboat_model::ObjectKey;
-use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::http::request;
-use tugboat_testkit::manifests::{endpoint_slice, service, start_backends, yaml_string};
-use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH, mk_secret};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_basic_auth_secret, mk_config_map, mk_endpoint_slice,
+    mk_ingress, mk_secret, mk_service, mk_service_of, to_json, with_keys,
+};
 use tugboat_testkit::tls::Authority;
-use tugboat_testkit::{ClusterPod, FakeApiServer, HaproxyBinary, Reply, eventually, haproxy_tests};
+use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
-haproxy_tests!(
-    auth_secret_named_on_a_service_comes_from_the_api,
-    auth_secret_named_in_the_config_map_comes_from_the_api,
-    server_ca_named_on_a_service_comes_from_the_api,
+scene_tests!(
+    auth_secret_named_on_a_service_reaches_the_controller,
+    auth_secret_named_in_the_config_map_reaches_the_controller,
+    server_ca_named_on_a_service_reaches_the_controller,
 );
 
-/// A Service `name` of namespace `default` with `tugboat.dev/` annotations, port 80
-/// named http, and its EndpointSlice of `addrs`.
-fn annotated_service(name: &str, annotations: &[(&str, &str)], addrs: &[SocketAddr]) -> String {
-    let mut block = String::new();
-    if !annotations.is_empty() {
-        block.push_str("  annotations:\n");
-        for (key, value) in annotations {
-            block.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
-        }
-    }
-    let text = service(name, "http", 80).replacen(
-        "  namespace: default\n",
-        &format!("  namespace: default\n{block}"),
-        1,
-    );
-    format!("{text}---\n{}", endpoint_slice(name, "http", addrs))
+/// Service `name` with the `tugboat.dev/` keys `keys`, port 80 named http, and its
+/// EndpointSlice of `addrs`, as JSON.
+fn service(name: &str, keys: &[(&str, &str)], addrs: &[SocketAddr]) -> [Value; 2] {
+    [
+        to_json(&with_keys(mk_service(name, "http", 80), keys)),
+        to_json(&mk_endpoint_slice(name, "http", addrs)),
+    ]
 }
 
-/// An Ingress of class `tugboat` routing `host` `/` to `service` port 80.
-fn ingress(name: &str, host: &str, service: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  \
-         namespace: default\nspec:\n  ingressClassName: tugboat\n  rules:\n  - host: {host}\n    \
-         http:\n      paths:\n      - path: /\n        pathType: Prefix\n        backend:\n          \
-         service: {{name: {service}, port: {{number: 80}}}}\n"
-    )
-}
-
-async fn get(pod: &ClusterPod, host: &str, headers: &[(&str, &str)]) -> Reply {
-    request(pod.haproxy.http_addr(), "GET", host, "/", headers)
+async fn get(pod: &Scene, host: &str, headers: &[(&str, &str)]) -> Reply {
+    request(pod.http_addr(), "GET", host, "/", headers)
         .await
         .expect("request through haproxy")
 }
 
 /// 401 without credentials, then (once the Secret is in) 200 with the right password
 /// and 401 with a wrong one.
-async fn expect_basic_auth(pod: &ClusterPod, host: &str) {
+async fn expect_basic_auth(pod: &Scene, host: &str) {
     pod.wait_for_status(host, "/", 401).await;
     let authorized = eventually(
         "the right password accepted",
@@ -81,87 +67,100 @@ async fn expect_basic_auth(pod: &ClusterPod, host: &str) {
     assert_eq!(get(pod, host, &[]).await.status, 401);
 }
 
-async fn auth_secret_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinary) {
+async fn auth_secret_named_on_a_service_reaches_the_controller(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let web = start_backends("web", 161, 1).await;
     let addrs: Vec<SocketAddr> = web.iter().map(|s| s.addr).collect();
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&annotated_service(
-        "web",
-        &[("auth-type", "basic-auth"), ("auth-secret", "users")],
-        &addrs,
-    ));
-    let htpasswd = format!("ann:{S3CRET_HASH}\n");
-    server.apply(&mk_secret(
-        "users",
-        "Opaque",
-        &[("auth", htpasswd.as_bytes())],
-    ));
-    server.apply_yaml(&ingress("private", "private.example.com", "web"));
-    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    let objects = [
+        &service(
+            "web",
+            &[("auth-type", "basic-auth"), ("auth-secret", "users")],
+            &addrs,
+        )[..],
+        &[
+            to_json(&mk_basic_auth_secret("users", &[("ann", S3CRET_HASH)])),
+            to_json(&mk_ingress("private", "private.example.com", "web")),
+        ],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     expect_basic_auth(&pod, "private.example.com").await;
-    let problems = pod.status.borrow().problems.clone();
+    let problems = pod.status().problems;
     assert!(problems.is_empty(), "{problems:?}");
 }
 
-async fn auth_secret_named_in_the_config_map_comes_from_the_api(haproxy: HaproxyBinary) {
+async fn auth_secret_named_in_the_config_map_reaches_the_controller(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let web = start_backends("web", 162, 1).await;
-    let addrs: Vec<SocketAddr> = web.iter().map(|s| s.addr).collect();
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&annotated_service("web", &[], &addrs));
     // The controller's ConfigMap, in its own namespace, turns basic auth on for every
     // route; the Secret is looked up in the namespace of each route.
-    server.apply_yaml(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tugboat, namespace: tugboat-system}\n\
-         data: {auth-type: basic-auth, auth-secret: users}\n",
+    let settings = in_namespace(
+        mk_config_map(
+            "tugboat",
+            &[("auth-type", "basic-auth"), ("auth-secret", "users")],
+        ),
+        "tugboat-system",
     );
-    let htpasswd = format!("ann:{S3CRET_HASH}\n");
-    server.apply(&mk_secret(
-        "users",
-        "Opaque",
-        &[("auth", htpasswd.as_bytes())],
-    ));
-    server.apply_yaml(&ingress("private", "private.example.com", "web"));
-    let mut options = options("pod-a");
-    options.source.settings.config_map = Some(ObjectKey::new("tugboat-system", "tugboat"));
-    let pod = ClusterPod::start(&haproxy, &server, options).await;
+    let objects = [
+        &mk_service_of("web", &web)[..],
+        &[
+            to_json(&settings),
+            to_json(&mk_basic_auth_secret("users", &[("ann", S3CRET_HASH)])),
+            to_json(&mk_ingress("private", "private.example.com", "web")),
+        ],
+    ]
+    .concat();
+    let pod = Scene::start_with(&haproxy, source, &objects, |config| {
+        config.model.config_map = Some(ObjectKey::new("tugboat-system", "tugboat"));
+    })
+    .await;
     expect_basic_auth(&pod, "private.example.com").await;
 }
 
-async fn server_ca_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinary) {
+async fn server_ca_named_on_a_service_reaches_the_controller(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let servers_ca = Authority::new("tugboat-servers-ca");
     let other_ca = Authority::new("another-ca");
     let backend = tls_backend("secure", &servers_ca).await;
-    let server = FakeApiServer::start().await;
-    server.apply_yaml(TUGBOAT_CLASS);
-    server.apply(&mk_secret(
-        "servers-ca",
-        "Opaque",
-        &[("ca.crt", servers_ca.pem.as_bytes())],
-    ));
-    server.apply(&mk_secret(
-        "other-ca",
-        "Opaque",
-        &[("ca.crt", other_ca.pem.as_bytes())],
-    ));
-    server.apply_yaml(&annotated_service(
-        "secure",
-        &[("server-ssl", "true"), ("server-ca", "servers-ca")],
-        &[backend.addr],
-    ));
-    // The same server checked against a CA that did not sign it: the CA is really used.
-    server.apply_yaml(&annotated_service(
-        "wrong-ca",
-        &[("server-ssl", "true"), ("server-ca", "other-ca")],
-        &[backend.addr],
-    ));
-    server.apply_yaml(&ingress("secure", "secure.example.com", "secure"));
-    server.apply_yaml(&ingress("wrong-ca", "wrong-ca.example.com", "wrong-ca"));
-    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    let objects = [
+        &service(
+            "secure",
+            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            &[backend.addr],
+        )[..],
+        // The same server checked against a CA that did not sign it: the CA is really
+        // used.
+        &service(
+            "wrong-ca",
+            &[("server-ssl", "true"), ("server-ca", "other-ca")],
+            &[backend.addr],
+        ),
+        &[
+            to_json(&mk_secret(
+                "servers-ca",
+                "Opaque",
+                &[("ca.crt", servers_ca.pem.as_bytes())],
+            )),
+            to_json(&mk_secret(
+                "other-ca",
+                "Opaque",
+                &[("ca.crt", other_ca.pem.as_bytes())],
+            )),
+            to_json(&mk_ingress("secure", "secure.example.com", "secure")),
+            to_json(&mk_ingress("wrong-ca", "wrong-ca.example.com", "wrong-ca")),
+        ],
+    ]
+    .concat();
+    let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_until_ready().await;
     let reply = eventually(
-        "the backend verified with the CA from the API",
+        "the backend verified with the named CA",
         Duration::from_secs(15),
         || async {
             let reply = get(&pod, "secure.example.com", &[]).await;
@@ -171,7 +170,7 @@ async fn server_ca_named_on_a_service_comes_from_the_api(haproxy: HaproxyBinary)
     .await;
     assert!(reply.body.contains("service=secure tls=yes"), "{reply:?}");
     assert_eq!(get(&pod, "wrong-ca.example.com", &[]).await.status, 503);
-    let problems = pod.status.borrow().problems.clone();
+    let problems = pod.status().problems;
     assert!(
         !problems.iter().any(|p| p.message.contains("servers-ca")),
         "{problems:?}"

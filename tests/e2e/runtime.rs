@@ -1,40 +1,66 @@
 //! End to end: changes that haproxy takes at runtime, with no reload (the master pid and
-//! the reload counter in `show proc` prove it), and the cases that do need one.
+//! the reload counter in `show proc` prove it), and the cases that do need one. Every
+//! scenario with a controller runs from the manifests folder and from the API.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::Value;
 use tugboat_haproxy::{Applier, ProcInfo};
-use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
-use tugboat_testkit::{EchoServer, Haproxy, HaproxyBinary, Pod, eventually, haproxy_tests};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    mk_endpoint_slice, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
+};
+use tugboat_testkit::{
+    EchoServer, Haproxy, HaproxyBinary, Scene, Source, eventually, haproxy_tests, scene_tests,
+};
 
-haproxy_tests!(
+scene_tests!(
     endpoints_scale_without_reload,
     routes_change_without_reload,
     new_backends_reload_once_per_burst,
     unexpected_runtime_answer_falls_back_to_reload,
     restarted_haproxy_keeps_converging,
-    restarted_controller_adopts_without_reload,
-    prefix_map_matches_longest_key_in_any_order,
     thousands_of_routes_at_once_are_split_not_dropped,
     refused_config_is_retried_only_when_the_desired_state_changes,
     whole_endpoint_sets_flip_under_load_without_a_failed_request,
     restarted_controller_adopts_lingering_backends_without_reload,
 );
 
-fn ingress(name: &str, host: &str, service: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}}}\n\
-         spec: {{rules: [{{host: {host}, http: {{paths: [{{path: /, pathType: Prefix, \
-         backend: {{service: {{name: {service}, port: {{number: 80}}}}}}}}]}}}}]}}\n"
-    )
+// `restarted_controller_adopts_without_reload` computes the desired state itself, with
+// the library, from the manifests folder, and drives an `Applier` by hand: no source
+// takes part beyond the first apply. `prefix_map_matches_longest_key_in_any_order` runs
+// haproxy alone.
+haproxy_tests!(
+    restarted_controller_adopts_without_reload,
+    prefix_map_matches_longest_key_in_any_order,
+);
+
+/// The EndpointSlice of Service `service` (port named http) for `servers`.
+fn endpoints(service: &str, servers: &[EchoServer]) -> EndpointSlice {
+    let addrs: Vec<std::net::SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    mk_endpoint_slice(service, "http", &addrs)
+}
+
+/// Services of echo backends `(name, servers)` and `ingresses`, as JSON, for a scene.
+fn objects(services: &[(&str, &[EchoServer])], ingresses: &[(&str, &str, &str)]) -> Vec<Value> {
+    let mut objects: Vec<Value> = services
+        .iter()
+        .flat_map(|(name, servers)| mk_service_of(name, servers))
+        .collect();
+    objects.extend(
+        ingresses
+            .iter()
+            .map(|(name, host, service)| to_json(&mk_ingress(name, host, service))),
+    );
+    objects
 }
 
 /// Endpoints seen answering `host` over `rounds` requests.
-async fn endpoints_seen(pod: &Pod, host: &str, rounds: usize) -> BTreeSet<String> {
+async fn endpoints_seen(pod: &Scene, host: &str, rounds: usize) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     for _ in 0..rounds {
         if let Ok(reply) = pod.get(host, "/").await
@@ -46,7 +72,7 @@ async fn endpoints_seen(pod: &Pod, host: &str, rounds: usize) -> BTreeSet<String
     seen
 }
 
-async fn wait_for_endpoints(pod: &Pod, host: &str, servers: &[EchoServer]) {
+async fn wait_for_endpoints(pod: &Scene, host: &str, servers: &[EchoServer]) {
     let expected: BTreeSet<String> = servers.iter().map(|s| s.addr.to_string()).collect();
     let rounds = servers.len() * 4;
     eventually(
@@ -68,57 +94,55 @@ fn assert_no_reload(before: &ProcInfo, after: &ProcInfo) {
     );
 }
 
-async fn endpoints_scale_without_reload(haproxy: HaproxyBinary) {
+async fn endpoints_scale_without_reload(haproxy: HaproxyBinary, source: Source) {
     let all = start_backends("web", 21, 12).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &all[..1])),
-            ("ingress.yaml", &ingress("web", "web.example.com", "web")),
-        ],
+        source,
+        &objects(&[("web", &all[..1])], &[("web", "web.example.com", "web")]),
     )
     .await;
     wait_for_endpoints(&pod, "web.example.com", &all[..1]).await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // Up to 3, beyond the free slots (12 > 8: add server), down to 2, then replaced.
     for servers in [&all[..3], &all[..12], &all[5..7], &all[9..11]] {
-        pod.write_manifest("web.yaml", &service_with_endpoints("web", servers));
+        pod.apply(&endpoints("web", servers));
         wait_for_endpoints(&pod, "web.example.com", servers).await;
     }
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
     // The files hold the same state: a reload keeps serving exactly these endpoints.
-    pod.haproxy.cli().reload().await.expect("reload");
+    pod.cli().reload().await.expect("reload");
     wait_for_endpoints(&pod, "web.example.com", &all[9..11]).await;
 }
 
-async fn routes_change_without_reload(haproxy: HaproxyBinary) {
+async fn routes_change_without_reload(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 22, 1).await;
     let api = start_backends("api", 23, 1).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("api.yaml", &service_with_endpoints("api", &api)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-            ("b.yaml", &ingress("b", "b.example.com", "api")),
-        ],
+        source,
+        &objects(
+            &[("web", &web), ("api", &api)],
+            &[("a", "a.example.com", "web"), ("b", "b.example.com", "api")],
+        ),
     )
     .await;
     pod.wait_for_service("a.example.com", "/", "web").await;
     pod.wait_for_service("b.example.com", "/", "api").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // Added, changed, removed: all for backends haproxy already has.
-    pod.write_manifest("c.yaml", &ingress("c", "c.example.com", "api"));
+    pod.apply(&mk_ingress("c", "c.example.com", "api"));
     pod.wait_for_service("c.example.com", "/", "api").await;
-    pod.write_manifest("a.yaml", &ingress("a", "a.example.com", "api"));
+    pod.apply(&mk_ingress("a", "a.example.com", "api"));
     pod.wait_for_service("a.example.com", "/", "api").await;
-    pod.remove_manifest("b.yaml");
+    pod.delete(&mk_ingress("b", "b.example.com", "api"));
     pod.wait_for_status("b.example.com", "/", 404).await;
     // A longer prefix added at runtime wins over the shorter one already there.
-    let longer = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: d}\n\
-        spec: {rules: [{host: c.example.com, http: {paths: [{path: /v2, pathType: Prefix, \
-        backend: {service: {name: web, port: {number: 80}}}}]}}]}\n";
-    pod.write_manifest("d.yaml", longer);
+    let longer = mk_ingress_with_rules(
+        "d",
+        vec![mk_rule(Some("c.example.com"), &[prefix("/v2", "web")])],
+    );
+    pod.apply(&longer);
     pod.wait_for_service("c.example.com", "/v2/items", "web")
         .await;
     assert_eq!(
@@ -128,33 +152,27 @@ async fn routes_change_without_reload(haproxy: HaproxyBinary) {
             .service(),
         Some("api")
     );
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
 }
 
-async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary) {
+async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 24, 1).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-        ],
+        source,
+        &objects(&[("web", &web)], &[("a", "a.example.com", "web")]),
     )
     .await;
     pod.wait_for_service("a.example.com", "/", "web").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // Three new Services and their Ingresses, written one after the other.
     let mut backends = Vec::new();
     for (index, name) in ["one", "two", "three"].into_iter().enumerate() {
         let servers = start_backends(name, 25 + index as u8, 1).await;
-        pod.write_manifest(
-            &format!("{name}.yaml"),
-            &service_with_endpoints(name, &servers),
-        );
-        pod.write_manifest(
-            &format!("{name}-ingress.yaml"),
-            &ingress(name, &format!("{name}.example.com"), name),
-        );
+        for object in mk_service_of(name, &servers) {
+            pod.apply(&object);
+        }
+        pod.apply(&mk_ingress(name, &format!("{name}.example.com"), name));
         backends.push(servers);
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
@@ -162,7 +180,7 @@ async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary) {
         pod.wait_for_service(&format!("{name}.example.com"), "/", name)
             .await;
     }
-    let after = pod.haproxy.show_proc().await;
+    let after = pod.show_proc().await;
     assert_eq!(after.master_pid, before.master_pid);
     assert_eq!(
         after.reloads,
@@ -171,35 +189,33 @@ async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary) {
     );
 }
 
-async fn unexpected_runtime_answer_falls_back_to_reload(haproxy: HaproxyBinary) {
+async fn unexpected_runtime_answer_falls_back_to_reload(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 28, 1).await;
     let api = start_backends("api", 29, 1).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("api.yaml", &service_with_endpoints("api", &api)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-            ("b.yaml", &ingress("b", "b.example.com", "api")),
-        ],
+        source,
+        &objects(
+            &[("web", &web), ("api", &api)],
+            &[("a", "a.example.com", "web"), ("b", "b.example.com", "api")],
+        ),
     )
     .await;
     pod.wait_for_service("a.example.com", "/", "web").await;
     pod.wait_for_service("b.example.com", "/", "api").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // Someone removes the route behind the controller's back: its `set map` will fail.
-    let map = pod.haproxy.config_dir.join("maps/routes-prefix.map");
+    let map = pod.config_dir.join("maps/routes-prefix.map");
     let answer = pod
-        .haproxy
         .cli()
         .worker_command(&format!("del map {} a.example.com/", map.display()))
         .await
         .expect("del map");
     assert!(answer.trim().is_empty(), "{answer}");
     pod.wait_for_status("a.example.com", "/", 404).await;
-    pod.write_manifest("a.yaml", &ingress("a", "a.example.com", "api"));
+    pod.apply(&mk_ingress("a", "a.example.com", "api"));
     pod.wait_for_service("a.example.com", "/", "api").await;
-    let after = pod.haproxy.show_proc().await;
+    let after = pod.show_proc().await;
     assert_eq!(
         after.reloads,
         before.reloads + 1,
@@ -207,58 +223,55 @@ async fn unexpected_runtime_answer_falls_back_to_reload(haproxy: HaproxyBinary) 
     );
 }
 
-async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary) {
+async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary, source: Source) {
     let all = start_backends("web", 30, 3).await;
-    let mut pod = Pod::start_with(
+    let mut pod = Scene::start_with(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &all[..1])),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-        ],
+        source,
+        &objects(&[("web", &all[..1])], &[("a", "a.example.com", "web")]),
         |config| config.haproxy_check_interval = Duration::from_millis(200),
     )
     .await;
     wait_for_endpoints(&pod, "a.example.com", &all[..1]).await;
-    pod.write_manifest("web.yaml", &service_with_endpoints("web", &all[..2]));
+    pod.apply(&endpoints("web", &all[..2]));
     wait_for_endpoints(&pod, "a.example.com", &all[..2]).await;
     // haproxy dies and comes back on the same folders: it serves the current files.
-    let old_master = pod.haproxy.show_proc().await.master_pid;
-    pod.haproxy.restart().await;
-    assert_ne!(pod.haproxy.show_proc().await.master_pid, old_master);
+    let old_master = pod.show_proc().await.master_pid;
+    pod.restart().await;
+    assert_ne!(pod.show_proc().await.master_pid, old_master);
     wait_for_endpoints(&pod, "a.example.com", &all[..2]).await;
     // The controller notices the new master and applies its state once (a reload).
     eventually(
         "the controller re-applies to the new master",
         Duration::from_secs(10),
-        || async { (pod.haproxy.show_proc().await.reloads == 1).then_some(()) },
+        || async { (pod.show_proc().await.reloads == 1).then_some(()) },
     )
     .await;
     // And the controller keeps updating it at runtime.
-    let before = pod.haproxy.show_proc().await;
-    pod.write_manifest("web.yaml", &service_with_endpoints("web", &all[1..3]));
+    let before = pod.show_proc().await;
+    pod.apply(&endpoints("web", &all[1..3]));
     wait_for_endpoints(&pod, "a.example.com", &all[1..3]).await;
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
 }
 
 async fn restarted_controller_adopts_without_reload(haproxy: HaproxyBinary) {
     let web = start_backends("web", 31, 2).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-        ],
+        Source::Folder,
+        &objects(&[("web", &web)], &[("a", "a.example.com", "web")]),
     )
     .await;
     wait_for_endpoints(&pod, "a.example.com", &web).await;
-    let contents = tugboat_kube::load_folder(pod.manifests_dir()).expect("manifests");
+    let folder = pod.manifests_dir().expect("a folder scene");
+    let contents = tugboat_kube::load_folder(&folder).expect("manifests");
     let settings = tugboat_model::Settings::new(tugboat::tls::now());
     let class = tugboat_model::class::ClassFilter::default();
     let served = tugboat_kube::manifests::served(&contents, &class, &settings);
     let desired = tugboat_model::build(&served.snapshot, &settings).desired;
     // A new applier, as after a controller restart, finds haproxy running these files.
-    let mut applier = Applier::new(pod.haproxy.cli(), pod.haproxy.render_settings());
-    let marker = tugboat_haproxy::apply::marker_path(&pod.haproxy.config_dir);
+    let mut applier = Applier::new(pod.cli(), pod.render_settings());
+    let marker = tugboat_haproxy::apply::marker_path(&pod.config_dir);
     eventually(
         "the controller's apply marker",
         Duration::from_secs(10),
@@ -268,13 +281,13 @@ async fn restarted_controller_adopts_without_reload(haproxy: HaproxyBinary) {
         },
     )
     .await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     assert!(applier.adopt(&desired).await, "adopts the running haproxy");
     assert!(applier.plan(desired.clone()).is_empty(), "nothing to do");
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
     // After a reload it did not see, adopting is refused (the state is not known).
-    pod.haproxy.cli().reload().await.expect("reload");
-    let mut applier = Applier::new(pod.haproxy.cli(), pod.haproxy.render_settings());
+    pod.cli().reload().await.expect("reload");
+    let mut applier = Applier::new(pod.cli(), pod.render_settings());
     assert!(!applier.adopt(&desired).await);
 }
 
@@ -317,30 +330,24 @@ async fn prefix_map_matches_longest_key_in_any_order(binary: HaproxyBinary) {
     assert_eq!(get("/x/q").await, "short");
 }
 
-async fn thousands_of_routes_at_once_are_split_not_dropped(haproxy: HaproxyBinary) {
+async fn thousands_of_routes_at_once_are_split_not_dropped(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 32, 1).await;
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-        ],
+        source,
+        &objects(&[("web", &web)], &[("a", "a.example.com", "web")]),
     )
     .await;
     pod.wait_for_service("a.example.com", "/", "web").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // 1500 hosts in one Ingress: ~60 KB of map entries, far above haproxy's 16 KB buffer.
-    let mut many = String::from(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: many}\nspec:\n  rules:\n",
-    );
-    for i in 0..1500 {
-        let _ = write!(
-            many,
-            "  - host: host-{i}.bulk.example.com\n    http: {{paths: [{{path: /, pathType: Prefix, \
-             backend: {{service: {{name: web, port: {{number: 80}}}}}}}}]}}\n"
-        );
-    }
-    pod.write_manifest("many.yaml", &many);
+    let rules = (0..1500)
+        .map(|i| {
+            let host = format!("host-{i}.bulk.example.com");
+            mk_rule(Some(&host), &[prefix("/", "web")])
+        })
+        .collect();
+    pod.apply(&mk_ingress_with_rules("many", rules));
     pod.wait_for_service("host-1499.bulk.example.com", "/", "web")
         .await;
     for i in [0, 1, 499, 500, 750, 1000, 1498] {
@@ -350,20 +357,21 @@ async fn thousands_of_routes_at_once_are_split_not_dropped(haproxy: HaproxyBinar
             .expect("GET");
         assert_eq!(reply.service(), Some("web"), "host-{i}: {reply:?}");
     }
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
 }
 
-async fn refused_config_is_retried_only_when_the_desired_state_changes(haproxy: HaproxyBinary) {
+async fn refused_config_is_retried_only_when_the_desired_state_changes(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let web = start_backends("web", 33, 1).await;
     // Something else holds the port the controller asks haproxy to bind.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     let taken_port = taken.local_addr().expect("address").port();
-    let pod = Pod::start_with(
+    let pod = Scene::start_with(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-        ],
+        source,
+        &objects(&[("web", &web)], &[("a", "a.example.com", "web")]),
         |config| config.render.stats_port = taken_port,
     )
     .await;
@@ -371,13 +379,13 @@ async fn refused_config_is_retried_only_when_the_desired_state_changes(haproxy: 
         "haproxy refuses the config",
         Duration::from_secs(20),
         || async {
-            let proc = pod.haproxy.show_proc().await;
+            let proc = pod.show_proc().await;
             (proc.failed_reloads == 1).then_some(proc)
         },
     )
     .await;
     // haproxy keeps running what it had; the files it loaded come back in place.
-    let config_file = pod.haproxy.config_dir.join("haproxy.cfg");
+    let config_file = pod.config_dir.join("haproxy.cfg");
     eventually(
         "the previous files back",
         Duration::from_secs(10),
@@ -389,14 +397,14 @@ async fn refused_config_is_retried_only_when_the_desired_state_changes(haproxy: 
     .await;
     // No retry while nothing changes.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(pod.haproxy.show_proc().await.reloads, refused.reloads);
-    assert!(!pod.status.borrow().ready);
+    assert_eq!(pod.show_proc().await.reloads, refused.reloads);
+    assert!(!pod.status().ready);
     // A change of the desired state is tried again, and loads once the port is free.
     drop(taken);
-    pod.write_manifest("b.yaml", &ingress("b", "b.example.com", "web"));
+    pod.apply(&mk_ingress("b", "b.example.com", "web"));
     pod.wait_for_service("b.example.com", "/", "web").await;
     pod.wait_for_service("a.example.com", "/", "web").await;
-    assert_eq!(pod.haproxy.show_proc().await.failed_reloads, 0);
+    assert_eq!(pod.show_proc().await.failed_reloads, 0);
 }
 
 /// Requests sent by a client loop, and those that failed (with the first few answers).
@@ -441,23 +449,24 @@ async fn client_loop(
     count
 }
 
-async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: HaproxyBinary) {
+async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     // Blue/green: Service `web` points at two endpoints, then at two others, back and
     // forth; all four stay alive. Every flip is applied at runtime, and at no moment may
     // the backend have no server to send a request to.
     let blue = start_backends("blue", 34, 2).await;
     let green = start_backends("green", 35, 2).await;
     let host = "flip.example.com";
-    let pod = Pod::start(
+    let pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &blue)),
-            ("ingress.yaml", &ingress("flip", host, "web")),
-        ],
+        source,
+        &objects(&[("web", &blue)], &[("flip", host, "web")]),
     )
     .await;
     pod.wait_for_service(host, "/", "blue").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..2)
@@ -481,7 +490,7 @@ async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: H
         } else {
             (&blue, "blue")
         };
-        pod.write_manifest("web.yaml", &service_with_endpoints("web", servers));
+        pod.apply(&endpoints("web", servers));
         // The flip is live once the new set answers (bounded; every answer counts).
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -512,9 +521,9 @@ async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: H
         total.examples.extend(count.examples);
         total.examples.truncate(5);
     }
-    let after = pod.haproxy.show_proc().await;
+    let after = pod.show_proc().await;
     eprintln!(
-        "haproxy {}: {flips} endpoint-set flips in {elapsed:?}; {} of {} requests failed; \
+        "haproxy {} ({source:?}): {flips} endpoint-set flips in {elapsed:?}; {} of {} requests failed; \
          reloads {} -> {}",
         haproxy.series, total.failed, total.sent, before.reloads, after.reloads
     );
@@ -528,26 +537,28 @@ async fn whole_endpoint_sets_flip_under_load_without_a_failed_request(haproxy: H
     assert_no_reload(&before, &after);
 }
 
-async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: HaproxyBinary) {
+async fn restarted_controller_adopts_lingering_backends_without_reload(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
     let web = start_backends("web", 36, 2).await;
     let api = start_backends("api", 37, 1).await;
-    let mut pod = Pod::start(
+    let mut pod = Scene::start(
         &haproxy,
-        &[
-            ("web.yaml", &service_with_endpoints("web", &web[..1])),
-            ("api.yaml", &service_with_endpoints("api", &api)),
-            ("a.yaml", &ingress("a", "a.example.com", "web")),
-            ("b.yaml", &ingress("b", "b.example.com", "api")),
-        ],
+        source,
+        &objects(
+            &[("web", &web[..1]), ("api", &api)],
+            &[("a", "a.example.com", "web"), ("b", "b.example.com", "api")],
+        ),
     )
     .await;
     pod.wait_for_service("a.example.com", "/", "web").await;
     pod.wait_for_service("b.example.com", "/", "api").await;
-    let before = pod.haproxy.show_proc().await;
+    let before = pod.show_proc().await;
     // No route uses `api` any more: its route goes at runtime, its backend lingers.
-    pod.remove_manifest("b.yaml");
+    pod.delete(&mk_ingress("b", "b.example.com", "api"));
     pod.wait_for_status("b.example.com", "/", 404).await;
-    let config_file = pod.haproxy.config_dir.join("haproxy.cfg");
+    let config_file = pod.config_dir.join("haproxy.cfg");
     eventually(
         "the unused backend lingers in the files",
         Duration::from_secs(5),
@@ -559,7 +570,7 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: 
         },
     )
     .await;
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
     // Let the controller finish its update (files, then the marker).
     tokio::time::sleep(Duration::from_millis(300)).await;
 
@@ -569,14 +580,14 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: 
         "the restarted controller is ready",
         Duration::from_secs(10),
         || {
-            let ready = pod.status.borrow().ready;
+            let ready = pod.status().ready;
             async move { ready.then_some(()) }
         },
     )
     .await;
     // Longer than the reload window: a reload the new controller wanted would be done.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
+    assert_no_reload(&before, &pod.show_proc().await);
     pod.wait_for_service("a.example.com", "/", "web").await;
     assert_eq!(
         pod.get("b.example.com", "/").await.expect("GET").status,
@@ -584,10 +595,10 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(haproxy: 
     );
 
     // Later changes still apply: endpoints at runtime, and the route back to `api`.
-    pod.write_manifest("web.yaml", &service_with_endpoints("web", &web));
+    pod.apply(&endpoints("web", &web));
     wait_for_endpoints(&pod, "a.example.com", &web).await;
-    assert_no_reload(&before, &pod.haproxy.show_proc().await);
-    pod.write_manifest("b.yaml", &ingress("b", "b.example.com", "api"));
+    assert_no_reload(&before, &pod.show_proc().await);
+    pod.apply(&mk_ingress("b", "b.example.com", "api"));
     pod.wait_for_service("b.example.com", "/", "api").await;
     pod.wait_for_service("a.example.com", "/", "web").await;
 }

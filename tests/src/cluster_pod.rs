@@ -49,6 +49,10 @@ pub struct ClusterPod {
     pub status: watch::Receiver<ControllerStatus>,
     pub metrics: Arc<Metrics>,
     controller: JoinHandle<anyhow::Result<()>>,
+    /// What the controller was started with, for [`ClusterPod::restart_controller`].
+    config: ControllerConfig,
+    client: kube::Client,
+    options: ClusterOptions,
 }
 
 /// Requests go through the replica's haproxy (`pod.get`, `pod.wait_for_service`, ...).
@@ -95,10 +99,11 @@ impl ClusterPod {
         options.source.settings = config.model.clone();
         config.metrics = Some(metrics.clone());
         let (status_tx, status) = watch::channel(ControllerStatus::default());
+        let client = api.client();
         let controller = tokio::spawn(cluster::run_with_cluster(
-            config,
-            api.client(),
-            options,
+            config.clone(),
+            client.clone(),
+            options.clone(),
             status_tx,
         ));
         Self {
@@ -106,7 +111,26 @@ impl ClusterPod {
             status,
             metrics,
             controller,
+            config,
+            client,
+            options,
         }
+    }
+
+    /// Stops the controller and starts a new one with the same configuration and
+    /// identity, as a rolling update of the controller container does; haproxy keeps
+    /// running. The new controller's status replaces the old one's.
+    pub async fn restart_controller(&mut self) {
+        self.controller.abort();
+        let _ = (&mut self.controller).await;
+        let (status_tx, status) = watch::channel(ControllerStatus::default());
+        self.controller = tokio::spawn(cluster::run_with_cluster(
+            self.config.clone(),
+            self.client.clone(),
+            self.options.clone(),
+            status_tx,
+        ));
+        self.status = status;
     }
 
     /// Waits until the controller has applied its first configuration.

@@ -193,6 +193,15 @@ impl Scene {
         }
     }
 
+    /// Stops the controller and starts a new one on the same source and configuration,
+    /// as a rolling update of the controller container does; haproxy keeps running.
+    pub async fn restart_controller(&mut self) {
+        match &mut self.running {
+            Running::Folder(pod) => pod.restart_controller().await,
+            Running::Api { pod, .. } => pod.restart_controller().await,
+        }
+    }
+
     /// Whether the controller is still running.
     pub fn controller_running(&self) -> bool {
         match &self.running {
