@@ -1,22 +1,30 @@
-//! Annotations and ConfigMap keys, end to end on real haproxy: what a client sees for
-//! each feature, that a feature set on one path does not leak to the other paths of its
-//! host nor to another Ingress on the same host, the precedence Service > Ingress >
-//! ConfigMap, and that a route joining an existing feature set needs no reload.
+//! Annotations and ConfigMap keys, end to end on real haproxy, from the manifests
+//! folder and from the API: what a client sees for each feature, that a feature set on
+//! one path does not leak to the other paths of its host nor to another Ingress on the
+//! same host, the precedence Service > Ingress > ConfigMap, and that a route joining an
+//! existing feature set needs no reload. The objects that keys name (TLS and basic-auth
+//! Secrets, access-list ConfigMaps, the controller's ConfigMap) reach the controller
+//! from either source.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use k8s_openapi::api::networking::v1::Ingress;
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tugboat_model::ObjectKey;
 use tugboat_testkit::http::request;
-use tugboat_testkit::manifests::yaml_string;
-use tugboat_testkit::manifests::{endpoint_slice, service, service_with_endpoints, start_backends};
-use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH};
-use tugboat_testkit::tls::{certificate, exchange, tls_secret};
-use tugboat_testkit::{EchoServer, HaproxyBinary, Pod, Reply, eventually, haproxy_tests};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_basic_auth_secret, mk_config_map, mk_endpoint_slice,
+    mk_ingress_with_rules, mk_rule, mk_secret, mk_service, mk_service_of, mk_tls_secret, prefix,
+    to_json, with_keys, with_tls,
+};
+use tugboat_testkit::tls::{certificate, exchange};
+use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
-haproxy_tests!(
+scene_tests!(
     tls_redirect_and_hsts,
     redirects_rewrites_and_headers,
     cors_headers_and_preflight,
@@ -29,151 +37,105 @@ haproxy_tests!(
     syslog_log_format_and_strict_sni,
 );
 
-/// An Ingress `name` with annotations `tugboat.dev/<key>: <value>`, routing `host` +
-/// each `(path, service)` as a Prefix.
-fn ingress(
-    name: &str,
-    annotations: &[(&str, &str)],
-    host: &str,
-    paths: &[(&str, &str)],
-    tls: Option<&str>,
-) -> String {
-    let mut out = format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  \
-         namespace: default\n"
-    );
-    if !annotations.is_empty() {
-        out.push_str("  annotations:\n");
-        for (key, value) in annotations {
-            out.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
-        }
-    }
-    out.push_str("spec:\n");
-    if let Some(secret) = tls {
-        out.push_str(&format!(
-            "  tls:\n  - hosts: [\"{host}\"]\n    secretName: {secret}\n"
-        ));
-    }
-    out.push_str(&format!(
-        "  rules:\n  - host: \"{host}\"\n    http:\n      paths:\n"
-    ));
-    for (path, service) in paths {
-        out.push_str(&format!(
-            "      - path: \"{path}\"\n        pathType: Prefix\n        backend:\n          \
-             service: {{name: {service}, port: {{number: 80}}}}\n"
-        ));
-    }
-    out
-}
-
-/// A Service with annotations, one port 80 named http, and its endpoints.
-fn annotated_service(name: &str, annotations: &[(&str, &str)], addrs: &[SocketAddr]) -> String {
-    let mut text = service(name, "http", 80);
-    if !annotations.is_empty() {
-        let mut block = String::from("  annotations:\n");
-        for (key, value) in annotations {
-            block.push_str(&format!("    tugboat.dev/{key}: {}\n", yaml_string(value)));
-        }
-        text = text.replacen(
-            "  namespace: default\n",
-            &format!("  namespace: default\n{block}"),
-            1,
-        );
-    }
-    format!("{text}---\n{}", endpoint_slice(name, "http", addrs))
-}
-
-fn refs(files: &[(String, String)]) -> Vec<(&str, &str)> {
-    files
+/// An Ingress `name` with the keys `tugboat.dev/KEY: value`, routing `host` + each
+/// `(path, service)` as a Prefix.
+fn ingress(name: &str, keys: &[(&str, &str)], host: &str, paths: &[(&str, &str)]) -> Ingress {
+    let paths: Vec<_> = paths
         .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect()
+        .map(|(path, service)| prefix(path, service))
+        .collect();
+    with_keys(
+        mk_ingress_with_rules(name, vec![mk_rule(Some(host), &paths)]),
+        keys,
+    )
 }
 
-async fn backends(name: &str, net: u8) -> (Vec<EchoServer>, (String, String)) {
+/// A Service with keys, one port 80 named http, and its endpoints `addrs`.
+fn annotated_service(name: &str, keys: &[(&str, &str)], addrs: &[SocketAddr]) -> [Value; 2] {
+    [
+        to_json(&with_keys(mk_service(name, "http", 80), keys)),
+        to_json(&mk_endpoint_slice(name, "http", addrs)),
+    ]
+}
+
+/// One echo backend for Service `name` on loopback network `net`, and its objects.
+async fn backends(name: &str, net: u8) -> (Vec<EchoServer>, Vec<Value>) {
     let servers = start_backends(name, net, 1).await;
-    let file = (
-        format!("{name}.yaml"),
-        service_with_endpoints(name, &servers),
-    );
-    (servers, file)
+    let objects = mk_service_of(name, &servers).to_vec();
+    (servers, objects)
 }
 
-async fn send(pod: &Pod, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
-    request(pod.haproxy.http_addr(), method, host, path, headers)
+async fn send(
+    scene: &Scene,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Reply {
+    request(scene.http_addr(), method, host, path, headers)
         .await
         .expect("request through haproxy")
 }
 
 const HOST: &str = "shop.example.com";
 
-async fn tls_redirect_and_hsts(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 120).await;
+async fn tls_redirect_and_hsts(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 120).await;
     let (cert, key, _) = certificate(&[HOST], false);
-    let files = vec![
-        web,
-        ("tls.yaml".into(), tls_secret("shop-tls", &cert, &key)),
-        (
-            "secure.yaml".into(),
-            ingress(
-                "secure",
-                &[
-                    ("ssl-redirect", "true"),
-                    ("ssl-redirect-code", "301"),
-                    ("hsts", "true"),
-                    ("hsts-max-age", "100"),
-                    ("hsts-include-subdomains", "true"),
-                ],
-                HOST,
-                &[("/secure", "web")],
-                None,
-            ),
-        ),
-        (
-            "port.yaml".into(),
-            ingress(
-                "port",
-                &[("ssl-redirect", "true"), ("ssl-redirect-port", "9443")],
-                HOST,
-                &[("/port", "web")],
-                None,
-            ),
-        ),
-        (
-            "plain.yaml".into(),
-            ingress("plain", &[], HOST, &[("/plain", "web")], None),
-        ),
-        (
-            "tls-off.yaml".into(),
+    objects.extend([
+        to_json(&mk_tls_secret("shop-tls", &cert, &key)),
+        to_json(&ingress(
+            "secure",
+            &[
+                ("ssl-redirect", "true"),
+                ("ssl-redirect-code", "301"),
+                ("hsts", "true"),
+                ("hsts-max-age", "100"),
+                ("hsts-include-subdomains", "true"),
+            ],
+            HOST,
+            &[("/secure", "web")],
+        )),
+        to_json(&ingress(
+            "port",
+            &[("ssl-redirect", "true"), ("ssl-redirect-port", "9443")],
+            HOST,
+            &[("/port", "web")],
+        )),
+        to_json(&ingress("plain", &[], HOST, &[("/plain", "web")])),
+        to_json(&with_tls(
             ingress(
                 "tls-off",
                 &[("ssl-redirect", "false")],
                 "tls.example.com",
                 &[("/", "web")],
-                Some("shop-tls"),
             ),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_status(HOST, "/secure/x", 301).await;
-    let reply = pod.get(HOST, "/secure/x").await.expect("request");
+            &[(&["tls.example.com"], "shop-tls")],
+        )),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/secure/x", 301).await;
+    let reply = scene.get(HOST, "/secure/x").await.expect("request");
     assert_eq!(
         reply.header("location"),
         Some("https://shop.example.com/secure/x")
     );
-    let reply = pod.get(HOST, "/port/y?q=1").await.expect("request");
+    let reply = scene.get(HOST, "/port/y?q=1").await.expect("request");
     assert_eq!(reply.status, 308, "{reply:?}");
     assert_eq!(
         reply.header("location"),
         Some("https://shop.example.com:9443/port/y?q=1")
     );
     // Neighbours on the same host: no redirect.
-    assert_eq!(pod.get(HOST, "/plain").await.expect("request").status, 200);
+    assert_eq!(
+        scene.get(HOST, "/plain").await.expect("request").status,
+        200
+    );
     // A TLS host whose Ingress turns the redirect off.
-    let reply = pod.get("tls.example.com", "/").await.expect("request");
+    let reply = scene.get("tls.example.com", "/").await.expect("request");
     assert_eq!(reply.status, 200, "{reply:?}");
 
-    let https = pod.haproxy.https_addr();
+    let https = scene.https_addr();
     let secure = exchange(https, HOST, "/secure/x", &[b"http/1.1"])
         .await
         .expect("TLS")
@@ -193,51 +155,39 @@ async fn tls_redirect_and_hsts(haproxy: HaproxyBinary) {
     assert_eq!(plain.header("strict-transport-security"), None);
 }
 
-async fn redirects_rewrites_and_headers(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 121).await;
-    let files = vec![
-        web,
-        (
-            "moved.yaml".into(),
-            ingress(
-                "moved",
-                &[
-                    ("request-redirect", "https://new.example.com/landing"),
-                    ("request-redirect-code", "301"),
-                ],
-                HOST,
-                &[("/old", "web")],
-                None,
-            ),
-        ),
-        (
-            "api.yaml".into(),
-            ingress(
-                "api",
-                &[
-                    ("path-rewrite", "^/api/(.*) /\\1"),
-                    ("set-host", "internal.example.com"),
-                    ("request-set-header", "X-Team shop\nX-Env test"),
-                    ("response-set-header", "X-Frame-Options DENY"),
-                ],
-                HOST,
-                &[("/api", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_status(HOST, "/old", 301).await;
-    let reply = pod.get(HOST, "/old/page").await.expect("request");
+async fn redirects_rewrites_and_headers(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 121).await;
+    objects.extend([
+        to_json(&ingress(
+            "moved",
+            &[
+                ("request-redirect", "https://new.example.com/landing"),
+                ("request-redirect-code", "301"),
+            ],
+            HOST,
+            &[("/old", "web")],
+        )),
+        to_json(&ingress(
+            "api",
+            &[
+                ("path-rewrite", "^/api/(.*) /\\1"),
+                ("set-host", "internal.example.com"),
+                ("request-set-header", "X-Team shop\nX-Env test"),
+                ("response-set-header", "X-Frame-Options DENY"),
+            ],
+            HOST,
+            &[("/api", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/old", 301).await;
+    let reply = scene.get(HOST, "/old/page").await.expect("request");
     assert_eq!(
         reply.header("location"),
         Some("https://new.example.com/landing")
     );
-    let reply = pod.get(HOST, "/api/users").await.expect("request");
+    let reply = scene.get(HOST, "/api/users").await.expect("request");
     assert_eq!(reply.status, 200, "{reply:?}");
     assert!(reply.body.contains("path=/users"), "{reply:?}");
     assert!(
@@ -248,54 +198,42 @@ async fn redirects_rewrites_and_headers(haproxy: HaproxyBinary) {
     assert_eq!(reply.header("x-echo-req-env"), Some("test"), "{reply:?}");
     assert_eq!(reply.header("x-frame-options"), Some("DENY"));
     // The neighbour on the same host is untouched.
-    let reply = pod.get(HOST, "/apix/users").await.expect("request");
+    let reply = scene.get(HOST, "/apix/users").await.expect("request");
     assert!(reply.body.contains("path=/apix/users"), "{reply:?}");
     assert!(reply.body.contains("host=shop.example.com"), "{reply:?}");
     assert_eq!(reply.header("x-echo-req-team"), None);
     assert_eq!(reply.header("x-frame-options"), None);
 }
 
-async fn cors_headers_and_preflight(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 122).await;
-    let files = vec![
-        web,
-        (
-            "any.yaml".into(),
-            ingress(
-                "any",
-                &[("cors-enable", "true"), ("cors-allow-methods", "GET, POST")],
-                HOST,
-                &[("/any", "web")],
-                None,
-            ),
-        ),
-        (
-            "listed.yaml".into(),
-            ingress(
-                "listed",
-                &[
-                    ("cors-enable", "true"),
-                    ("cors-allow-origin", "https://app.example.com"),
-                    ("cors-allow-credentials", "true"),
-                    ("cors-max-age", "600"),
-                ],
-                HOST,
-                &[("/listed", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_service(HOST, "/any", "web").await;
+async fn cors_headers_and_preflight(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 122).await;
+    objects.extend([
+        to_json(&ingress(
+            "any",
+            &[("cors-enable", "true"), ("cors-allow-methods", "GET, POST")],
+            HOST,
+            &[("/any", "web")],
+        )),
+        to_json(&ingress(
+            "listed",
+            &[
+                ("cors-enable", "true"),
+                ("cors-allow-origin", "https://app.example.com"),
+                ("cors-allow-credentials", "true"),
+                ("cors-max-age", "600"),
+            ],
+            HOST,
+            &[("/listed", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_service(HOST, "/any", "web").await;
     let preflight = [
         ("Origin", "https://app.example.com"),
         ("Access-Control-Request-Method", "POST"),
     ];
-    let reply = send(&pod, "OPTIONS", HOST, "/any", &preflight).await;
+    let reply = send(&scene, "OPTIONS", HOST, "/any", &preflight).await;
     assert_eq!(reply.status, 204, "{reply:?}");
     assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
     assert_eq!(
@@ -303,11 +241,11 @@ async fn cors_headers_and_preflight(haproxy: HaproxyBinary) {
         Some("GET, POST")
     );
     assert_eq!(reply.header("access-control-max-age"), Some("86400"));
-    let reply = send(&pod, "GET", HOST, "/any", &preflight[..1]).await;
+    let reply = send(&scene, "GET", HOST, "/any", &preflight[..1]).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
 
-    let reply = send(&pod, "OPTIONS", HOST, "/listed", &preflight).await;
+    let reply = send(&scene, "OPTIONS", HOST, "/listed", &preflight).await;
     assert_eq!(reply.status, 204, "{reply:?}");
     assert_eq!(
         reply.header("access-control-allow-origin"),
@@ -320,76 +258,100 @@ async fn cors_headers_and_preflight(haproxy: HaproxyBinary) {
     assert_eq!(reply.header("access-control-max-age"), Some("600"));
     // An origin not in the list gets no CORS headers.
     let other = [("Origin", "https://evil.example.org")];
-    let reply = send(&pod, "GET", HOST, "/listed", &other).await;
+    let reply = send(&scene, "GET", HOST, "/listed", &other).await;
     assert_eq!(reply.header("access-control-allow-origin"), None);
 
     // The neighbour: no CORS, and OPTIONS goes to the backend.
-    let reply = send(&pod, "OPTIONS", HOST, "/other", &preflight).await;
+    let reply = send(&scene, "OPTIONS", HOST, "/other", &preflight).await;
     assert_eq!(reply.service(), Some("web"), "{reply:?}");
     assert_eq!(reply.header("access-control-allow-origin"), None);
 }
 
-async fn access_lists(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 123).await;
-    let files = vec![
-        web,
-        (
-            "denied.yaml".into(),
-            ingress(
-                "denied",
-                &[("deny-list", "127.0.0.0/8")],
-                HOST,
-                &[("/denied", "web")],
-                None,
-            ),
-        ),
-        (
-            "elsewhere.yaml".into(),
-            ingress(
-                "elsewhere",
-                &[("allow-list", "10.0.0.0/8, 192.168.0.1")],
-                HOST,
-                &[("/elsewhere", "web")],
-                None,
-            ),
-        ),
-        (
-            "local.yaml".into(),
-            ingress(
-                "local",
-                &[("whitelist", "127.0.0.1")],
-                HOST,
-                &[("/local", "web")],
-                None,
-            ),
-        ),
-        (
-            "header.yaml".into(),
-            ingress(
-                "header",
-                &[
-                    ("deny-list", "192.0.2.0/24"),
-                    ("src-ip-header", "X-Real-IP"),
-                ],
-                HOST,
-                &[("/header", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_status(HOST, "/denied", 403).await;
-    assert_eq!(pod.get(HOST, "/elsewhere").await.expect("req").status, 403);
-    assert_eq!(pod.get(HOST, "/local").await.expect("req").status, 200);
-    assert_eq!(pod.get(HOST, "/site").await.expect("req").status, 200);
-    let reply = send(&pod, "GET", HOST, "/header", &[("X-Real-IP", "192.0.2.7")]).await;
+async fn access_lists(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 123).await;
+    objects.extend([
+        to_json(&ingress(
+            "denied",
+            &[("deny-list", "127.0.0.0/8")],
+            HOST,
+            &[("/denied", "web")],
+        )),
+        to_json(&ingress(
+            "elsewhere",
+            &[("allow-list", "10.0.0.0/8, 192.168.0.1")],
+            HOST,
+            &[("/elsewhere", "web")],
+        )),
+        to_json(&ingress(
+            "local",
+            &[("whitelist", "127.0.0.1")],
+            HOST,
+            &[("/local", "web")],
+        )),
+        to_json(&ingress(
+            "header",
+            &[
+                ("deny-list", "192.0.2.0/24"),
+                ("src-ip-header", "X-Real-IP"),
+            ],
+            HOST,
+            &[("/header", "web")],
+        )),
+        // Lists in a ConfigMap, one network per line.
+        to_json(&mk_config_map(
+            "networks",
+            &[
+                ("loopback", "# this host\n127.0.0.0/8\n"),
+                ("others", "10.0.0.0/8\n192.0.2.0/24\n"),
+            ],
+        )),
+        to_json(&ingress(
+            "listed-deny",
+            &[("deny-list", "configmap:networks/loopback")],
+            HOST,
+            &[("/listed-deny", "web")],
+        )),
+        to_json(&ingress(
+            "listed-allow",
+            &[("allow-list", "configmap:networks/loopback")],
+            HOST,
+            &[("/listed-allow", "web")],
+        )),
+        to_json(&ingress(
+            "listed-others",
+            &[("deny-list", "configmap:networks/others")],
+            HOST,
+            &[("/listed-others", "web")],
+        )),
+        // A list in a ConfigMap that does not exist: every client is refused.
+        to_json(&ingress(
+            "listed-missing",
+            &[("allow-list", "configmap:nowhere/list")],
+            HOST,
+            &[("/listed-missing", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/denied", 403).await;
+    let status = |path: &'static str| {
+        let scene = &scene;
+        async move { scene.get(HOST, path).await.expect("req").status }
+    };
+    assert_eq!(status("/elsewhere").await, 403);
+    assert_eq!(status("/local").await, 200);
+    assert_eq!(status("/site").await, 200);
+    let reply = send(
+        &scene,
+        "GET",
+        HOST,
+        "/header",
+        &[("X-Real-IP", "192.0.2.7")],
+    )
+    .await;
     assert_eq!(reply.status, 403, "{reply:?}");
     let reply = send(
-        &pod,
+        &scene,
         "GET",
         HOST,
         "/header",
@@ -397,56 +359,71 @@ async fn access_lists(haproxy: HaproxyBinary) {
     )
     .await;
     assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(status("/listed-deny").await, 403);
+    assert_eq!(status("/listed-allow").await, 200);
+    assert_eq!(status("/listed-others").await, 200);
+    assert_eq!(status("/listed-missing").await, 403);
+    // From the API, the missing ConfigMap is a Warning Event on its Ingress; the
+    // ConfigMap that exists was there from the first configuration on: no Event.
+    let problems = scene.status().problems;
+    let missing = problems
+        .iter()
+        .find(|p| p.object.name == "listed-missing")
+        .expect("a problem for the missing ConfigMap");
+    if let Some(server) = scene.api() {
+        scene
+            .wait_for_warning("listed-missing", &missing.field)
+            .await;
+        let events = server.list("Event");
+        let about_listed: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                let name = e["regarding"]["name"]
+                    .as_str()
+                    .or(e["involvedObject"]["name"].as_str())
+                    .unwrap_or_default();
+                name.starts_with("listed-") && name != "listed-missing"
+            })
+            .collect();
+        assert!(about_listed.is_empty(), "{about_listed:?}");
+    }
 }
 
-fn secret(name: &str, key: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: default\n\
-         stringData:\n  {key}: '{value}'\n"
-    )
-}
-
-async fn basic_authentication(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 124).await;
-    let files = vec![
-        web,
-        ("users.yaml".into(), secret("users", "ann", S3CRET_HASH)),
-        (
-            "htpasswd.yaml".into(),
-            secret("apache", "auth", "bob:$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51"),
-        ),
-        (
-            "private.yaml".into(),
-            ingress(
-                "private",
-                &[
-                    ("auth-type", "basic-auth"),
-                    ("auth-secret", "users"),
-                    ("auth-realm", "Shop staff"),
-                ],
-                HOST,
-                &[("/private", "web")],
-                None,
-            ),
-        ),
-        (
-            "apache.yaml".into(),
-            ingress(
-                "apache",
-                &[("auth-type", "basic-auth"), ("auth-secret", "apache")],
-                HOST,
-                &[("/apache", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_status(HOST, "/private", 401).await;
-    let reply = pod.get(HOST, "/private").await.expect("request");
+async fn basic_authentication(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 124).await;
+    objects.extend([
+        // One key per user, holding the hash.
+        to_json(&mk_secret(
+            "users",
+            "Opaque",
+            &[("ann", S3CRET_HASH.as_bytes())],
+        )),
+        // An htpasswd file under `auth`.
+        to_json(&mk_basic_auth_secret(
+            "apache",
+            &[("bob", "$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51")],
+        )),
+        to_json(&ingress(
+            "private",
+            &[
+                ("auth-type", "basic-auth"),
+                ("auth-secret", "users"),
+                ("auth-realm", "Shop staff"),
+            ],
+            HOST,
+            &[("/private", "web")],
+        )),
+        to_json(&ingress(
+            "apache",
+            &[("auth-type", "basic-auth"), ("auth-secret", "apache")],
+            HOST,
+            &[("/apache", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/private", 401).await;
+    let reply = scene.get(HOST, "/private").await.expect("request");
     assert_eq!(
         reply.header("www-authenticate"),
         Some("Basic realm=\"Shop staff\"")
@@ -454,13 +431,16 @@ async fn basic_authentication(haproxy: HaproxyBinary) {
     // ann:s3cret and ann:wrong.
     let good = [("Authorization", ANN_S3CRET)];
     let bad = [("Authorization", "Basic YW5uOndyb25n")];
-    let reply = send(&pod, "GET", HOST, "/private", &good).await;
+    let reply = send(&scene, "GET", HOST, "/private", &good).await;
     assert_eq!(reply.status, 200, "{reply:?}");
-    assert_eq!(send(&pod, "GET", HOST, "/private", &bad).await.status, 401);
-    assert_eq!(pod.get(HOST, "/public").await.expect("req").status, 200);
+    assert_eq!(
+        send(&scene, "GET", HOST, "/private", &bad).await.status,
+        401
+    );
+    assert_eq!(scene.get(HOST, "/public").await.expect("req").status, 200);
     // $apr1$ cannot be verified: refused with a problem, and the route fails closed.
-    assert_eq!(pod.get(HOST, "/apache").await.expect("req").status, 401);
-    let problems = pod.status.borrow().problems.clone();
+    assert_eq!(scene.get(HOST, "/apache").await.expect("req").status, 401);
+    let problems = scene.status().problems;
     let problem = problems
         .iter()
         .find(|p| p.object.name == "apache")
@@ -470,37 +450,35 @@ async fn basic_authentication(haproxy: HaproxyBinary) {
         !problem.message.contains("V7uD6Y3E"),
         "hash leaked: {problem}"
     );
+    // From the API, the problem is also a Warning Event on the Ingress.
+    if let Some(event) = scene.wait_for_warning("apache", &problem.field).await {
+        let text = event.to_string();
+        assert!(text.contains("$apr1$"), "{event}");
+        assert!(!text.contains("V7uD6Y3E"), "hash leaked: {event}");
+    }
 }
 
-async fn rate_limits(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 125).await;
-    let files = vec![
-        web,
-        (
-            "limited.yaml".into(),
-            ingress(
-                "limited",
-                &[("rate-limit-requests", "3"), ("rate-limit-period", "10s")],
-                HOST,
-                &[("/limited", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_service(HOST, "/site", "web").await;
+async fn rate_limits(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 125).await;
+    objects.extend([
+        to_json(&ingress(
+            "limited",
+            &[("rate-limit-requests", "3"), ("rate-limit-period", "10s")],
+            HOST,
+            &[("/limited", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_service(HOST, "/site", "web").await;
     // The first request that reaches the limited route starts the count.
     let mut statuses = Vec::new();
     for _ in 0..5 {
-        statuses.push(pod.get(HOST, "/limited").await.expect("request").status);
+        statuses.push(scene.get(HOST, "/limited").await.expect("request").status);
     }
     assert_eq!(statuses, vec![200, 200, 200, 429, 429]);
     for _ in 0..5 {
-        assert_eq!(pod.get(HOST, "/site").await.expect("request").status, 200);
+        assert_eq!(scene.get(HOST, "/site").await.expect("request").status, 200);
     }
 }
 
@@ -539,50 +517,37 @@ async fn proxy_protocol_backend() -> (SocketAddr, tokio::task::JoinHandle<()>) {
     (addr, task)
 }
 
-async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary) {
+async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary, source: Source) {
     let (addr, _task) = proxy_protocol_backend().await;
     // Nine backends on one port (an EndpointSlice has one port for all): one now, all
     // nine later.
     let echo = start_backends("hashed", 127, 9).await;
     let all: Vec<SocketAddr> = echo.iter().map(|s| s.addr).collect();
-    let addrs = &all[..1];
-    let files = vec![
-        (
-            "proxied.yaml".into(),
-            annotated_service(
-                "proxied",
-                &[("send-proxy-protocol", "v1"), ("timeout-server", "5s")],
-                &[addr],
-            ),
-        ),
-        (
-            "hashed.yaml".into(),
-            annotated_service("hashed", &[("load-balance", "source")], addrs),
-        ),
-        (
-            "ingress.yaml".into(),
-            ingress(
-                "site",
-                &[("timeout-connect", "2s")],
-                HOST,
-                &[("/proxied", "proxied"), ("/hashed", "hashed")],
-                None,
-            ),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_status(HOST, "/proxied", 200).await;
-    let reply = pod.get(HOST, "/proxied").await.expect("request");
+    let objects = [
+        &annotated_service(
+            "proxied",
+            &[("send-proxy-protocol", "v1"), ("timeout-server", "5s")],
+            &[addr],
+        )[..],
+        &annotated_service("hashed", &[("load-balance", "source")], &all[..1]),
+        &[to_json(&ingress(
+            "site",
+            &[("timeout-connect", "2s")],
+            HOST,
+            &[("/proxied", "proxied"), ("/hashed", "hashed")],
+        ))],
+    ]
+    .concat();
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/proxied", 200).await;
+    let reply = scene.get(HOST, "/proxied").await.expect("request");
     assert!(reply.body.starts_with("PROXY TCP4 127.0.0.1 "), "{reply:?}");
-    pod.wait_for_service(HOST, "/hashed", "hashed").await;
-    let before = pod.haproxy.show_proc().await;
+    scene.wait_for_service(HOST, "/hashed", "hashed").await;
+    let before = scene.show_proc().await;
 
     // More endpoints than the slots with `balance source`: a reload, not `add server`.
-    pod.write_manifest(
-        "hashed.yaml",
-        &annotated_service("hashed", &[("load-balance", "source")], &all),
-    );
-    let config = pod.haproxy.config_dir.join("haproxy.cfg");
+    scene.apply(&mk_endpoint_slice("hashed", "http", &all));
+    let config = scene.config_dir.join("haproxy.cfg");
     eventually("9 servers of hashed", Duration::from_secs(10), || {
         let config = config.clone();
         async move {
@@ -592,74 +557,67 @@ async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary) {
     })
     .await;
     // The file is written before haproxy is told to reload; the count follows.
-    let haproxy = &pod.haproxy;
     eventually(
         "new servers by a reload",
         Duration::from_secs(10),
-        || async { (haproxy.show_proc().await.reloads > before.reloads).then_some(()) },
+        || async { (scene.reloads().await > before.reloads).then_some(()) },
     )
     .await;
-    pod.wait_for_service(HOST, "/hashed", "hashed").await;
+    scene.wait_for_service(HOST, "/hashed", "hashed").await;
 }
 
-async fn precedence_and_invalid_values(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 129).await;
+async fn precedence_and_invalid_values(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 129).await;
     let svc = start_backends("svc", 130, 1).await;
     let svc_addrs: Vec<SocketAddr> = svc.iter().map(|s| s.addr).collect();
-    let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tugboat\n  \
-                      namespace: ops\ndata:\n  response-set-header: X-Scope configmap\n  \
-                      timeout-client: 30s\n  timeout-http-keep-alive: 5s\n  \
-                      log-format: \"%ci:%cp %ST %HU\"\n  no-such-key: x\n";
-    let files = vec![
-        web,
-        ("config.yaml".into(), config_map.to_string()),
-        (
-            "svc.yaml".into(),
-            annotated_service(
-                "svc",
-                &[("response-set-header", "X-Scope service")],
-                &svc_addrs,
-            ),
+    let config_map = in_namespace(
+        mk_config_map(
+            "tugboat",
+            &[
+                ("response-set-header", "X-Scope configmap"),
+                ("timeout-client", "30s"),
+                ("timeout-http-keep-alive", "5s"),
+                ("log-format", "%ci:%cp %ST %HU"),
+                ("no-such-key", "x"),
+            ],
         ),
-        (
-            "annotated.yaml".into(),
-            ingress(
-                "annotated",
-                &[("response-set-header", "X-Scope ingress")],
-                HOST,
-                &[("/ingress", "web"), ("/service", "svc")],
-                None,
-            ),
-        ),
-        (
-            "invalid.yaml".into(),
-            ingress(
-                "invalid",
-                &[("response-set-header", "X-Scope \"quoted\"\nuse_backend x")],
-                HOST,
-                &[("/invalid", "web")],
-                None,
-            ),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start_with(&haproxy, &refs(&files), |config| {
+        "ops",
+    );
+    objects.push(to_json(&config_map));
+    objects.extend(annotated_service(
+        "svc",
+        &[("response-set-header", "X-Scope service")],
+        &svc_addrs,
+    ));
+    objects.extend([
+        to_json(&ingress(
+            "annotated",
+            &[("response-set-header", "X-Scope ingress")],
+            HOST,
+            &[("/ingress", "web"), ("/service", "svc")],
+        )),
+        to_json(&ingress(
+            "invalid",
+            &[("response-set-header", "X-Scope \"quoted\"\nuse_backend x")],
+            HOST,
+            &[("/invalid", "web")],
+        )),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
         config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
     })
     .await;
-    pod.wait_for_service(HOST, "/ingress", "web").await;
+    scene.wait_for_service(HOST, "/ingress", "web").await;
     let scope = |reply: Reply| reply.header("x-scope").map(str::to_string);
-    let pod = &pod;
-    let get = |path: &'static str| async move { pod.get(HOST, path).await.expect("request") };
+    let scene = &scene;
+    let get = |path: &'static str| async move { scene.get(HOST, path).await.expect("request") };
     assert_eq!(scope(get("/ingress").await).as_deref(), Some("ingress"));
     assert_eq!(scope(get("/service").await).as_deref(), Some("service"));
     assert_eq!(scope(get("/other").await).as_deref(), Some("configmap"));
     // The invalid value is ignored on that Ingress only: the ConfigMap's applies.
     assert_eq!(scope(get("/invalid").await).as_deref(), Some("configmap"));
-    let problems = pod.status.borrow().problems.clone();
+    let problems = scene.status().problems;
     let invalid = problems
         .iter()
         .find(|p| p.object.name == "invalid")
@@ -675,50 +633,46 @@ async fn precedence_and_invalid_values(haproxy: HaproxyBinary) {
             .any(|p| p.object.kind == "ConfigMap" && p.field == "data.no-such-key"),
         "{problems:?}"
     );
-    let config =
-        std::fs::read_to_string(pod.haproxy.config_dir.join("haproxy.cfg")).expect("config");
+    // From the API, both problems are also Warning Events on their objects.
+    scene.wait_for_warning("invalid", &invalid.field).await;
+    scene.wait_for_warning("tugboat", "data.no-such-key").await;
+    let config = std::fs::read_to_string(scene.config_dir.join("haproxy.cfg")).expect("config");
     assert!(config.contains("    timeout client 30s\n"), "{config}");
     assert!(config.contains("use_backend %[var(txn.backend)]"));
     assert!(!config.contains("use_backend x"), "{config}");
 }
 
-async fn a_route_joining_an_existing_feature_set_needs_no_reload(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 131).await;
+async fn a_route_joining_an_existing_feature_set_needs_no_reload(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let (_web, mut objects) = backends("web", 131).await;
     let headers = [("response-set-header", "X-Feature on")];
-    let files = vec![
-        web,
-        (
-            "first.yaml".into(),
-            ingress("first", &headers, HOST, &[("/first", "web")], None),
-        ),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], None),
-        ),
-    ];
-    let pod = Pod::start(&haproxy, &refs(&files)).await;
-    pod.wait_for_service(HOST, "/first", "web").await;
-    let before = pod.haproxy.show_proc().await;
-    pod.write_manifest(
-        "second.yaml",
-        &ingress("second", &headers, HOST, &[("/second", "web")], None),
-    );
+    objects.extend([
+        to_json(&ingress("first", &headers, HOST, &[("/first", "web")])),
+        to_json(&ingress("site", &[], HOST, &[("/", "web")])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_service(HOST, "/first", "web").await;
+    let before = scene.show_proc().await;
+    scene.apply(&ingress("second", &headers, HOST, &[("/second", "web")]));
     eventually(
         "the second route's feature",
         Duration::from_secs(10),
         || async {
-            let reply = pod.get(HOST, "/second").await.ok()?;
+            let reply = scene.get(HOST, "/second").await.ok()?;
             (reply.header("x-feature") == Some("on")).then_some(())
         },
     )
     .await;
-    let after = pod.haproxy.show_proc().await;
+    let after = scene.show_proc().await;
     assert_eq!(
         after.reloads, before.reloads,
         "the map changed, not the config"
     );
     assert_eq!(
-        pod.get(HOST, "/third")
+        scene
+            .get(HOST, "/third")
             .await
             .expect("req")
             .header("x-feature"),
@@ -726,37 +680,43 @@ async fn a_route_joining_an_existing_feature_set_needs_no_reload(haproxy: Haprox
     );
 }
 
-async fn syslog_log_format_and_strict_sni(haproxy: HaproxyBinary) {
-    let (_web, web) = backends("web", 132).await;
+async fn syslog_log_format_and_strict_sni(haproxy: HaproxyBinary, source: Source) {
+    let (_web, mut objects) = backends("web", 132).await;
     let syslog = tokio::net::UdpSocket::bind("127.0.0.1:0")
         .await
         .expect("bind syslog");
-    let syslog_addr = syslog.local_addr().expect("address");
+    let syslog_addr = syslog.local_addr().expect("address").to_string();
     let (cert, key, der) = certificate(&[HOST], false);
-    let config_map = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tugboat\n  namespace: ops\n\
-         data:\n  syslog-server: \"{syslog_addr}\"\n  log-format: \"tugboat-log %ST %HU\"\n  \
-         client-strict-sni: \"true\"\n  ssl-redirect: \"false\"\n"
-    );
-    let files = vec![
-        web,
-        ("config.yaml".into(), config_map),
-        ("tls.yaml".into(), tls_secret("shop-tls", &cert, &key)),
-        (
-            "site.yaml".into(),
-            ingress("site", &[], HOST, &[("/", "web")], Some("shop-tls")),
+    let config_map = in_namespace(
+        mk_config_map(
+            "tugboat",
+            &[
+                ("syslog-server", &syslog_addr),
+                ("log-format", "tugboat-log %ST %HU"),
+                ("client-strict-sni", "true"),
+                ("ssl-redirect", "false"),
+            ],
         ),
-    ];
-    let pod = Pod::start_with(&haproxy, &refs(&files), |config| {
+        "ops",
+    );
+    objects.extend([
+        to_json(&config_map),
+        to_json(&mk_tls_secret("shop-tls", &cert, &key)),
+        to_json(&with_tls(
+            ingress("site", &[], HOST, &[("/", "web")]),
+            &[(&[HOST], "shop-tls")],
+        )),
+    ]);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
         config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
     })
     .await;
     // ssl-redirect false in the ConfigMap: the TLS host is served over plain HTTP.
-    pod.wait_for_service(HOST, "/logged", "web").await;
+    scene.wait_for_service(HOST, "/logged", "web").await;
     let mut buffer = vec![0u8; 2048];
     let mut line = String::new();
     for _attempt in 0..20 {
-        let _ = pod.get(HOST, "/logged").await;
+        let _ = scene.get(HOST, "/logged").await;
         let received =
             tokio::time::timeout(Duration::from_millis(500), syslog.recv(&mut buffer)).await;
         if let Ok(Ok(size)) = received {
@@ -769,7 +729,7 @@ async fn syslog_log_format_and_strict_sni(haproxy: HaproxyBinary) {
     assert!(line.contains("tugboat-log 200 /logged"), "{line}");
 
     // Strict SNI: a known name gets its certificate, an unknown one no handshake.
-    let https = pod.haproxy.https_addr();
+    let https = scene.https_addr();
     let known = exchange(https, HOST, "/", &[b"http/1.1"])
         .await
         .expect("TLS");

@@ -6,7 +6,7 @@
 //! Every object lives in namespace `default` unless [`in_namespace`] moves it.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
@@ -15,7 +15,7 @@ use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
     IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
 use serde::Serialize;
 
@@ -164,6 +164,16 @@ pub fn with_tls(mut ingress: Ingress, entries: &[(&[&str], &str)]) -> Ingress {
     ingress
 }
 
+/// The Ingress with `spec.defaultBackend`: Service `service` port `port`, which takes
+/// every request no rule matches.
+pub fn with_default_backend(mut ingress: Ingress, service: &str, port: i32) -> Ingress {
+    ingress
+        .spec
+        .get_or_insert_with(IngressSpec::default)
+        .default_backend = Some(mk_backend(service, port));
+    ingress
+}
+
 /// The object with the annotations `tugboat.dev/KEY: value` for each `(KEY, value)`.
 pub fn with_keys<K: ResourceExt>(mut object: K, keys: &[(&str, &str)]) -> K {
     let annotations = object.annotations_mut();
@@ -179,6 +189,15 @@ pub fn in_namespace<K: ResourceExt>(mut object: K, namespace: &str) -> K {
     object
 }
 
+/// The object with `metadata.creationTimestamp` `rfc3339` (e.g. `2024-01-01T00:00:00Z`).
+/// Only a manifests folder keeps it: an API server sets its own when it creates the
+/// object.
+pub fn with_creation_timestamp<K: ResourceExt>(mut object: K, rfc3339: &str) -> K {
+    let timestamp = rfc3339.parse().expect("an RFC 3339 timestamp");
+    object.meta_mut().creation_timestamp = Some(Time(timestamp));
+    object
+}
+
 /// A Service with one TCP port `port` named `port_name`.
 pub fn mk_service(name: &str, port_name: &str, port: i32) -> Service {
     Service {
@@ -186,6 +205,25 @@ pub fn mk_service(name: &str, port_name: &str, port: i32) -> Service {
         spec: Some(ServiceSpec {
             ports: Some(vec![ServicePort {
                 name: Some(port_name.to_string()),
+                port,
+                protocol: Some("TCP".to_string()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+/// A Service of type ExternalName: `external_name` (a DNS name), one unnamed TCP port
+/// `port`.
+pub fn mk_external_name_service(name: &str, external_name: &str, port: i32) -> Service {
+    Service {
+        metadata: meta(name),
+        spec: Some(ServiceSpec {
+            type_: Some("ExternalName".to_string()),
+            external_name: Some(external_name.to_string()),
+            ports: Some(vec![ServicePort {
                 port,
                 protocol: Some("TCP".to_string()),
                 ..ServicePort::default()
@@ -226,6 +264,23 @@ pub fn mk_endpoint_slice(service: &str, port_name: &str, addrs: &[SocketAddr]) -
             })
             .collect(),
     }
+}
+
+/// The EndpointSlice with the endpoint of address `ip` in state `conditions` (e.g. not
+/// ready, or terminating but still serving).
+pub fn with_endpoint_conditions(
+    mut slice: EndpointSlice,
+    ip: IpAddr,
+    conditions: EndpointConditions,
+) -> EndpointSlice {
+    let address = ip.to_string();
+    let endpoint = slice
+        .endpoints
+        .iter_mut()
+        .find(|endpoint| endpoint.addresses.contains(&address))
+        .expect("an endpoint with that address");
+    endpoint.conditions = Some(conditions);
+    slice
 }
 
 /// Service `name` (port 80 named `http`) and its EndpointSlice of `servers`, as JSON:
@@ -344,5 +399,49 @@ mod tests {
         ));
         assert_eq!(slice["ports"][0]["port"], 8080);
         assert_eq!(slice["endpoints"][0]["addresses"][0], "127.0.0.1");
+    }
+
+    #[test]
+    fn shapes_for_defaults_external_names_ages_and_endpoint_states() {
+        let ingress = to_json(&with_creation_timestamp(
+            with_default_backend(
+                mk_ingress("site", "site.example.com", "web"),
+                "fallback",
+                8080,
+            ),
+            "2024-01-01T00:00:00Z",
+        ));
+        assert_eq!(
+            ingress["spec"]["defaultBackend"]["service"]["name"],
+            "fallback"
+        );
+        assert_eq!(
+            ingress["spec"]["defaultBackend"]["service"]["port"]["number"],
+            8080
+        );
+        assert_eq!(
+            ingress["metadata"]["creationTimestamp"],
+            "2024-01-01T00:00:00Z"
+        );
+        let outside = to_json(&mk_external_name_service("outside", "localhost", 8080));
+        assert_eq!(outside["spec"]["type"], "ExternalName");
+        assert_eq!(outside["spec"]["externalName"], "localhost");
+        assert_eq!(outside["spec"]["ports"][0]["port"], 8080);
+        let addrs: Vec<SocketAddr> = ["127.0.0.1:80", "127.0.0.2:80"]
+            .iter()
+            .map(|a| a.parse().expect("address"))
+            .collect();
+        let slice = to_json(&with_endpoint_conditions(
+            mk_endpoint_slice("web", "http", &addrs),
+            addrs[1].ip(),
+            EndpointConditions {
+                ready: Some(false),
+                serving: Some(true),
+                terminating: Some(true),
+            },
+        ));
+        assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
+        assert_eq!(slice["endpoints"][1]["conditions"]["ready"], false);
+        assert_eq!(slice["endpoints"][1]["conditions"]["terminating"], true);
     }
 }

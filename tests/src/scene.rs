@@ -202,6 +202,31 @@ impl Scene {
         }
     }
 
+    /// In API mode, waits for the Warning Event the controller posts about the object
+    /// `name` for its field `field` (the Event's note starts with it) and returns the
+    /// Event. A folder gets no Events: `None`.
+    pub async fn wait_for_warning(&self, name: &str, field: &str) -> Option<Value> {
+        let server = self.api()?;
+        let start = format!("{field}: ");
+        let event = crate::eventually(
+            &format!("a Warning Event about {name} {field}"),
+            std::time::Duration::from_secs(10),
+            || async {
+                server.list("Event").into_iter().find(|event| {
+                    let about = event["regarding"]["name"] == name
+                        || event["involvedObject"]["name"] == name;
+                    let note = event["note"]
+                        .as_str()
+                        .or(event["message"].as_str())
+                        .unwrap_or_default();
+                    about && event["type"] == "Warning" && note.starts_with(&start)
+                })
+            },
+        )
+        .await;
+        Some(event)
+    }
+
     /// Whether the controller is still running.
     pub fn controller_running(&self) -> bool {
         match &self.running {

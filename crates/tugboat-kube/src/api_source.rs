@@ -12,7 +12,8 @@
 //! (and, per kind, the fields the controller never reads) as they arrive. Secrets are
 //! watched except the types no Ingress uses (tokens, image pull secrets, Helm releases).
 //! ConfigMaps are watched by name: the ones the flags name from the start (awaited
-//! before the first snapshot), the others from the moment an object names them.
+//! before the first snapshot), the others from the moment an object names them (the
+//! snapshot that first names one waits for its first list).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -37,6 +38,10 @@ use crate::watched::Watched;
 const SECRET_TYPES_NOT_READ: &str = "type!=kubernetes.io/service-account-token,\
 type!=bootstrap.kubernetes.io/token,type!=kubernetes.io/dockerconfigjson,\
 type!=kubernetes.io/dockercfg,type!=helm.sh/release.v1";
+
+/// How long a snapshot waits for the first list of a ConfigMap an object just named
+/// (a list takes milliseconds; a watch the API refuses never lists).
+const NAMED_CONFIG_MAP_WAIT: Duration = Duration::from_secs(3);
 
 /// What the API source watches and how it filters.
 #[derive(Debug, Clone)]
@@ -300,13 +305,15 @@ impl ApiSource {
         );
     }
 
-    /// The snapshot of what this controller serves. Watches the ConfigMaps it refers to
-    /// that no flag names (starting a watch for a newly named one; its content joins a
-    /// later snapshot once listed).
-    fn build_snapshot(&self) -> Snapshot {
+    /// The snapshot of what this controller serves, and the watches it started: the
+    /// ConfigMaps it refers to that no flag names are watched from the moment an object
+    /// names them; a newly named one's content is missing from this snapshot (see
+    /// [`ApiSource::complete_snapshot`]).
+    fn build_snapshot(&self) -> (Snapshot, Vec<ObjectStore<ConfigMap>>) {
         let mut stores: Vec<&ObjectStore<ConfigMap>> = self.stores.config_maps.iter().collect();
+        let mut started = Vec::new();
         let Ok(mut listed) = self.listed.lock() else {
-            return self.stores.snapshot(&self.config, &stores).0;
+            return (self.stores.snapshot(&self.config, &stores).0, started);
         };
         stores.extend(listed.values().map(|(store, _)| store));
         let (snapshot, wanted) = self.stores.snapshot(&self.config, &stores);
@@ -320,11 +327,36 @@ impl ApiSource {
                     &mut tasks,
                 );
                 if let Some(task) = tasks.pop() {
+                    started.push(store.clone());
                     listed.insert(key.clone(), (store, task));
                 }
             }
         }
-        snapshot
+        (snapshot, started)
+    }
+
+    /// The snapshot of what this controller serves, with the ConfigMaps it names: when
+    /// an object names a ConfigMap not watched yet, waits for the new watch's first list
+    /// (at most [`NAMED_CONFIG_MAP_WAIT`]) and builds again. Without the wait, a
+    /// `configmap:` access list would read as missing until the next snapshot: its route
+    /// failing closed for everybody, and a Warning Event saying it does not exist.
+    async fn complete_snapshot(&self) -> Snapshot {
+        let deadline = tokio::time::Instant::now() + NAMED_CONFIG_MAP_WAIT;
+        loop {
+            let (snapshot, started) = self.build_snapshot();
+            if started.is_empty() {
+                return snapshot;
+            }
+            let listed =
+                futures::future::join_all(started.iter().map(ObjectStore::wait_until_listed));
+            if tokio::time::timeout_at(deadline, listed).await.is_err() {
+                tracing::warn!(
+                    "ConfigMaps named by objects are not listed after {NAMED_CONFIG_MAP_WAIT:?}; \
+                     they join a later snapshot"
+                );
+                return snapshot;
+            }
+        }
     }
 
     /// Publishes the first snapshot once every store is synced, then a new one after
@@ -342,7 +374,7 @@ impl ApiSource {
         let mut last: Option<Arc<Snapshot>> = None;
         loop {
             let built = tokio::time::Instant::now();
-            let snapshot = self.build_snapshot();
+            let snapshot = self.complete_snapshot().await;
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
             }
@@ -437,7 +469,97 @@ where
 #[cfg(test)]
 mod tests {
 
+    use serde_json::{Value, json};
+
     use super::*;
+
+    /// A client of an API that answers each list from `lists` (by path; an empty list
+    /// for any other path), the ConfigMap lists after `config_map_delay`, and holds every
+    /// watch open without events.
+    fn fake_api(lists: BTreeMap<&'static str, Value>, config_map_delay: Duration) -> Client {
+        let lists = Arc::new(lists);
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let lists = lists.clone();
+            async move {
+                let path = request.uri().path().to_string();
+                let query = request.uri().query().unwrap_or_default().to_string();
+                if query.contains("watch=true") {
+                    std::future::pending::<()>().await;
+                }
+                if path.ends_with("/configmaps") {
+                    tokio::time::sleep(config_map_delay).await;
+                }
+                let items = lists.get(path.as_str()).cloned().unwrap_or(json!([]));
+                let list = json!({
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "metadata": {"resourceVersion": "1"},
+                    "items": items,
+                });
+                let body = kube::client::Body::from(list.to_string().into_bytes());
+                http::Response::builder()
+                    .header("content-type", "application/json")
+                    .body(body)
+            }
+        });
+        Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn a_config_map_an_ingress_names_is_in_the_first_snapshot() {
+        let ingress = json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {
+                "name": "guarded",
+                "namespace": "default",
+                "annotations": {"tugboat.dev/allow-list": "configmap:networks/list"},
+            },
+            "spec": {"ingressClassName": "tugboat"},
+        });
+        let class = json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "tugboat"},
+            "spec": {"controller": tugboat_model::class::DEFAULT_CONTROLLER_CLASS},
+        });
+        let networks = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "networks", "namespace": "default"},
+            "data": {"list": "127.0.0.0/8\n"},
+        });
+        let client = fake_api(
+            BTreeMap::from([
+                ("/apis/networking.k8s.io/v1/ingresses", json!([ingress])),
+                ("/apis/networking.k8s.io/v1/ingressclasses", json!([class])),
+                ("/api/v1/namespaces/default/configmaps", json!([networks])),
+            ]),
+            Duration::from_millis(100),
+        );
+        let source = ApiSource::start(client, ApiSourceConfig::default());
+        let (sender, mut snapshots) = watch::channel(Arc::new(Snapshot::default()));
+        let publishing = async {
+            source.publish(sender, None).await;
+        };
+        let first = async {
+            snapshots.changed().await.expect("a first snapshot");
+            snapshots.borrow().clone()
+        };
+        let first = tokio::select! {
+            () = publishing => panic!("publishing stopped"),
+            first = tokio::time::timeout(Duration::from_secs(10), first) => {
+                first.expect("a first snapshot in time")
+            }
+        };
+        assert_eq!(first.ingresses.len(), 1);
+        assert!(
+            first
+                .config_maps
+                .contains_key(&ObjectKey::new("default", "networks")),
+            "the named ConfigMap is in the first snapshot"
+        );
+    }
 
     #[test]
     fn equal_objects_in_new_allocations_are_the_same_content() {

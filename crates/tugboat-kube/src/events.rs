@@ -2,7 +2,10 @@
 //!
 //! Each problem is posted once while it lasts: the same problem in the next update posts
 //! nothing; a problem that goes away and comes back is posted again. kube's `Recorder`
-//! writes `events.k8s.io/v1` Events, which `kubectl describe` shows.
+//! writes `events.k8s.io/v1` Events, which `kubectl describe` shows: one `Recorder` per
+//! problem, because a `Recorder` folds the Events of one object with the same reason
+//! into one series that keeps the first note, which would hide every problem of that
+//! reason on the object but the first (two invalid certificates of one Ingress).
 
 use std::collections::BTreeSet;
 
@@ -28,7 +31,8 @@ pub fn api_version_of(kind: &str) -> &'static str {
 
 /// Posts Warning Events for new problems.
 pub struct ProblemEvents {
-    recorder: Recorder,
+    client: Client,
+    reporter: Reporter,
     posted: BTreeSet<ObjectProblem>,
 }
 
@@ -40,7 +44,8 @@ impl ProblemEvents {
             instance: Some(instance),
         };
         Self {
-            recorder: Recorder::new(client, reporter),
+            client,
+            reporter,
             posted: BTreeSet::new(),
         }
     }
@@ -80,7 +85,8 @@ impl ProblemEvents {
                 action: "Sync".into(),
                 secondary: None,
             };
-            match self.recorder.publish(&event, &reference).await {
+            let recorder = Recorder::new(self.client.clone(), self.reporter.clone());
+            match recorder.publish(&event, &reference).await {
                 Ok(()) => {
                     count += 1;
                     self.posted.insert(problem);
@@ -108,8 +114,67 @@ fn note(problem: &ObjectProblem) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
     use tugboat_model::problem::ProblemReason;
+
+    fn problem(field: &str, message: &str) -> ObjectProblem {
+        ObjectProblem {
+            object: ObjectRef {
+                kind: "Ingress",
+                namespace: "default".into(),
+                name: "tls".into(),
+            },
+            field: field.into(),
+            reason: ProblemReason::InvalidCertificate,
+            message: message.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn problems_of_one_reason_on_one_object_are_each_an_event() {
+        // An API that records what it is sent and answers it back.
+        let received: Arc<Mutex<Vec<(String, serde_json::Value)>>> = Arc::default();
+        let log = received.clone();
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let log = log.clone();
+            async move {
+                let method = request.method().to_string();
+                let body = http_body_util::BodyExt::collect(request.into_body())
+                    .await
+                    .map(|collected| collected.to_bytes())
+                    .unwrap_or_default();
+                let object: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                log.lock().expect("log").push((method, object));
+                http::Response::builder()
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(body.to_vec()))
+            }
+        });
+        let mut events = ProblemEvents::new(Client::new(service, "default"), "pod-a".into());
+        let problems = [
+            problem("spec.tls[1].secretName", "the certificate expired"),
+            problem("spec.tls[2].secretName", "the key does not belong"),
+        ];
+        assert_eq!(events.report(&problems, |_| None).await, 2);
+        let received = received.lock().expect("log").clone();
+        let created: Vec<&str> = received
+            .iter()
+            .filter(|(method, _)| method == "POST")
+            .filter_map(|(_, event)| event["note"].as_str())
+            .collect();
+        assert_eq!(
+            created,
+            [
+                "spec.tls[1].secretName: the certificate expired",
+                "spec.tls[2].secretName: the key does not belong",
+            ],
+            "{received:?}"
+        );
+        // The same problems again: nothing new.
+        assert_eq!(events.report(&problems, |_| None).await, 0);
+    }
 
     #[test]
     fn notes_are_cut_on_a_character_boundary() {
