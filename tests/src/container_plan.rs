@@ -49,7 +49,8 @@ pub struct ContainerPlan {
     /// An empty folder of this machine where the root file system is assembled.
     pub root: PathBuf,
     /// Folders of this machine bound read-only at the same path (shared libraries: the
-    /// test's binaries are linked against this machine's libc, not the image's).
+    /// test's binaries are linked against this machine's libc, not the image's, or
+    /// against the libraries in a folder they name themselves).
     pub host_dirs: Vec<PathBuf>,
     /// Symbolic links to create (path, target), e.g. `/lib` -> `usr/lib`.
     pub symlinks: Vec<(PathBuf, PathBuf)>,

@@ -5,6 +5,7 @@
 pub mod cluster_pod;
 pub mod container_plan;
 pub mod echo;
+pub mod elf_loader;
 pub mod fake_apiserver;
 pub mod haproxy;
 pub mod http;

@@ -19,7 +19,9 @@
 //! haproxy binaries of `scripts/get-haproxy.sh`, the controller built by Cargo) with the
 //! image's entrypoint, cmd, user, working directory, environment and stop signal.
 //! Binaries of this machine need its shared libraries: `/usr/lib` and friends are
-//! mounted read-only into every container, which the real images do not have.
+//! mounted read-only into every container, which the real images do not have, and so
+//! are the folders a binary names as its interpreter's or its run path (haproxy 3.0,
+//! when it is Debian trixie's binary with trixie's libraries beside it).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -939,7 +941,12 @@ impl Pod {
             };
             set(var.name.clone(), value);
         }
-        let (host_dirs, symlinks) = host_library_dirs();
+        let (mut host_dirs, symlinks) = host_library_dirs();
+        for folder in own_library_dirs(&image.files, &host_dirs)? {
+            if !host_dirs.contains(&folder) {
+                host_dirs.push(folder);
+            }
+        }
         Ok(ContainerPlan {
             name: name.clone(),
             root: self.dir.path().join("containers").join(name).join("root"),
@@ -1330,6 +1337,33 @@ impl Pod {
     pub fn container_spec(&self, name: &str) -> anyhow::Result<&Container> {
         self.spec_of(name)
     }
+}
+
+/// The folders outside `host_dirs` that the image's binaries load from: a binary that
+/// carries its own libraries (haproxy 3.0 from Debian trixie's package, with trixie's
+/// glibc beside it) names them as its interpreter and run paths, at their path on this
+/// machine. A copy of such a binary (the setcap'ed one) names the original's folders.
+fn own_library_dirs(files: &[ImageFile], host_dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut folders = Vec::new();
+    for file in files {
+        let Some(paths) = crate::elf_loader::loader_paths(&file.source)? else {
+            continue;
+        };
+        for folder in paths.folders() {
+            let real = std::fs::canonicalize(&folder).with_context(|| {
+                format!(
+                    "{} loads from {}, which is not there",
+                    file.source.display(),
+                    folder.display()
+                )
+            })?;
+            // /lib64 -> usr/lib64 and the like: already in every container.
+            if !host_dirs.iter().any(|dir| real.starts_with(dir)) && !folders.contains(&folder) {
+                folders.push(folder);
+            }
+        }
+    }
+    Ok(folders)
 }
 
 /// This machine's library folders, bound read-only into every container (the test's
