@@ -258,16 +258,24 @@ pub fn plan_patch(
     }
     let mut changed = Vec::new();
     if !config_edits.is_empty() {
-        let Some(mut config) = applied.files.files.get(&config_path).cloned() else {
+        // Where each old section is, found before anything changes; then replaced from
+        // the last to the first, so that the positions before stay right.
+        let Some(config) = applied.files.files.get(&config_path) else {
             return Err(Box::new(applied));
         };
-        for (old, new) in &config_edits {
-            let Some(at) = config.find(old.as_str()) else {
+        let mut places = Vec::with_capacity(config_edits.len());
+        for (old, new) in config_edits {
+            let Some(at) = memchr::memmem::find(config.as_bytes(), old.as_bytes()) else {
                 return Err(Box::new(applied));
             };
-            config.replace_range(at..at + old.len(), new);
+            places.push((at, old.len(), new));
         }
-        applied.files.files.insert(config_path.clone(), config);
+        places.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
+        if let Some(config) = applied.files.files.get_mut(&config_path) {
+            for (at, len, new) in places {
+                config.replace_range(at..at + len, &new);
+            }
+        }
         changed.push(config_path);
     }
     for (name, next, slots) in backends {

@@ -1,12 +1,15 @@
 //! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]`:
-//! loads the fake API
-//! server with a large cluster (by default 10,000 Ingresses, 10,000 Services, 10,000
-//! EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real `tugboat` binary
-//! against it and a real haproxy (3.4 unless `--haproxy` names another series), and prints the time to the first successful apply
-//! (wall clock and the controller's CPU time) and the controller's peak RSS. Then, on the
-//! same cluster, it moves one endpoint of a different EndpointSlice `--changes` times (20
-//! by default) and prints how long each took to reach haproxy's running servers, next to
-//! a bare runtime-API round trip measured in the same run, and the reloads they caused.
+//! loads the fake API server with a large cluster (by default 10,000 Ingresses, 10,000
+//! Services, 10,000 EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real
+//! `tugboat` binary against it and a real haproxy (3.4 unless `--haproxy` names another
+//! series), and prints the time to the first successful apply (wall clock and the
+//! controller's CPU time) and the controller's peak RSS. Then, on the same cluster, it
+//! makes `--changes` changes (20 by default) of each kind, one at a time: an endpoint
+//! moves, a host's route moves to another Service, a TLS Secret gets another
+//! certificate. It prints how long each kind took to reach haproxy (its servers, its
+//! route map, its certificate), next to a bare runtime-API round trip measured in the
+//! same run, the controller's CPU per change (idle CPU over the same time taken out),
+//! and the reloads the changes caused.
 //! A benchmark, not a test.
 //!
 //! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
@@ -27,6 +30,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// How long to wait for one endpoint change to reach haproxy.
 const CHANGE_LIMIT: Duration = Duration::from_secs(30);
+/// How long the controller's idle CPU is measured for.
+const IDLE_SPELL: Duration = Duration::from_secs(3);
 /// The quiet spell before each change, so that each one is applied on its own.
 const CHANGE_SPACING: Duration = Duration::from_millis(300);
 
@@ -34,11 +39,20 @@ struct Figures {
     wall: Duration,
     cpu_seconds: f64,
     peak_rss_bytes: u64,
-    /// From the EndpointSlice write to the new address in haproxy's servers.
-    changes: Vec<Duration>,
-    /// A bare `show servers state` round trip, measured between the changes.
+    /// One entry per kind of change: endpoint, route, certificate.
+    kinds: Vec<KindFigures>,
+    /// A bare runtime-API round trip, measured between the changes.
     round_trips: Vec<Duration>,
     reloads_during_changes: u64,
+}
+
+/// The changes of one kind: each one from the API write to haproxy running it.
+struct KindFigures {
+    kind: &'static str,
+    latencies: Vec<Duration>,
+    /// The controller's CPU per change, with what it burns idle over the same time
+    /// taken out (its status ticks and health checks).
+    cpu_per_change: Duration,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -77,51 +91,73 @@ async fn main() -> anyhow::Result<()> {
     );
     let mut figures = Vec::new();
     for run in 1..=runs {
-        let result = run_once(&tugboat, &haproxy, &server, changes.min(ingresses)).await?;
+        let result = run_once(
+            &tugboat,
+            &haproxy,
+            &server,
+            ingresses,
+            changes.min(ingresses / 10).max(1),
+        )
+        .await?;
         println!(
             "run {run}: first apply after {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
             result.wall.as_secs_f64(),
             result.cpu_seconds,
             result.peak_rss_bytes as f64 / 1e6
         );
-        if !result.changes.is_empty() {
+        let round_trip = median_ms(&result.round_trips);
+        for kind in &result.kinds {
             println!(
-                "run {run}: {} endpoint changes reached haproxy in {:.1} ms median ({:.1} ms \
-                 at most), {} reloads; runtime-API round trip {:.2} ms median",
-                result.changes.len(),
-                median_ms(&result.changes),
-                result
-                    .changes
-                    .iter()
-                    .max()
-                    .map_or(0.0, |d| d.as_secs_f64() * 1e3),
-                result.reloads_during_changes,
-                median_ms(&result.round_trips),
+                "run {run}: {} {} changes reached haproxy in {:.1} ms median ({:.1}x the \
+                 runtime-API round trip of {round_trip:.2} ms), {:.2} ms controller CPU each",
+                kind.latencies.len(),
+                kind.kind,
+                median_ms(&kind.latencies),
+                median_ms(&kind.latencies) / round_trip,
+                kind.cpu_per_change.as_secs_f64() * 1e3,
             );
         }
+        println!(
+            "run {run}: {} reloads during the changes",
+            result.reloads_during_changes
+        );
         figures.push(result);
     }
     let median = |mut values: Vec<f64>| {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
-    let all_changes: Vec<Duration> = figures.iter().flat_map(|f| f.changes.clone()).collect();
     let all_round_trips: Vec<Duration> =
         figures.iter().flat_map(|f| f.round_trips.clone()).collect();
-    if !all_changes.is_empty() {
-        println!(
-            "all runs: endpoint change to haproxy {:.1} ms median over {} changes, {:.0}x the \
-             runtime-API round trip ({:.2} ms median); {} reloads",
-            median_ms(&all_changes),
-            all_changes.len(),
-            median_ms(&all_changes) / median_ms(&all_round_trips),
-            median_ms(&all_round_trips),
+    let round_trip = median_ms(&all_round_trips);
+    for kind in ["endpoint", "route", "certificate"] {
+        let of_kind = || {
             figures
                 .iter()
-                .map(|f| f.reloads_during_changes)
-                .sum::<u64>(),
+                .flat_map(|f| f.kinds.iter().filter(move |k| k.kind == kind))
+        };
+        let latencies: Vec<Duration> = of_kind().flat_map(|k| k.latencies.clone()).collect();
+        let cpu = median(
+            of_kind()
+                .map(|k| k.cpu_per_change.as_secs_f64() * 1e3)
+                .collect(),
+        );
+        println!(
+            "all runs, {ingresses} Ingresses: {kind} change to haproxy {:.1} ms median over {} \
+             changes, {:.1}x the runtime-API round trip ({round_trip:.2} ms median); \
+             controller CPU {cpu:.2} ms per change (median of runs)",
+            median_ms(&latencies),
+            latencies.len(),
+            median_ms(&latencies) / round_trip,
         );
     }
+    println!(
+        "all runs: {} reloads during the changes",
+        figures
+            .iter()
+            .map(|f| f.reloads_during_changes)
+            .sum::<u64>()
+    );
     println!(
         "median of {runs}: first apply {:.2} s wall, {:.2} s controller CPU, peak RSS {:.1} MB",
         median(figures.iter().map(|f| f.wall.as_secs_f64()).collect()),
@@ -136,27 +172,33 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Polls haproxy until a server of `backend` has `address`.
-async fn wait_for_server(
+/// Polls haproxy with `command` until its answer contains `expected`.
+async fn wait_for(
     cli: &tugboat_haproxy::MasterCli,
-    backend: &str,
-    address: &str,
+    command: &str,
+    expected: &str,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let command = format!("show servers state {backend}");
     loop {
-        if cli
-            .worker_command(&command)
-            .await?
-            .contains(&format!(" {address} "))
-        {
+        if cli.worker_command(command).await?.contains(expected) {
             return Ok(());
         }
         if started.elapsed() > CHANGE_LIMIT {
-            bail!("{address} did not reach haproxy's {backend} within {CHANGE_LIMIT:?}");
+            bail!("'{command}' did not show '{expected}' within {CHANGE_LIMIT:?}");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+/// A certificate and key (PEM) for [`ROTATED_SUBJECT`], valid now.
+fn rotated_certificate() -> anyhow::Result<(String, String)> {
+    let mut params = rcgen::CertificateParams::new(vec![ROTATED_SUBJECT.to_string()])?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, ROTATED_SUBJECT);
+    let key = rcgen::KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 fn median_ms(values: &[Duration]) -> f64 {
@@ -217,20 +259,52 @@ fn endpoint_address(index: usize, endpoint: usize) -> String {
 }
 
 /// Fills the API server.
+/// A real RSA-2048 certificate and key, of the size most clusters carry: every Secret
+/// passes the controller's checks and becomes a certificate file for haproxy.
+const CERTIFICATE: &str = include_str!("../../../crates/tugboat-model/src/testdata/rsa.crt");
+const KEY: &str = include_str!("../../../crates/tugboat-model/src/testdata/rsa-pkcs1.key");
+/// The subject of the certificate TLS Secrets are rotated to.
+const ROTATED_SUBJECT: &str = "rotated.bench.example";
+
+/// TLS Secret `tls-{index}` holding `cert` and `key` (PEM).
+fn tls_secret(index: usize, cert: &str, key: &str) -> serde_json::Value {
+    let base64 = |text: &str| json!(k8s_openapi::ByteString(text.as_bytes().to_vec()));
+    json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": format!("tls-{index}"), "namespace": NAMESPACE},
+        "data": {"tls.crt": base64(cert), "tls.key": base64(key)}
+    })
+}
+
+/// Ingress `ing-{index}`: `host-{index}.example.com/` to Service `svc-{service}`, with
+/// TLS Secret `tls-{index}` for every tenth.
+fn ingress(index: usize, service: usize) -> serde_json::Value {
+    let tls = if index.is_multiple_of(10) {
+        json!([{"hosts": [format!("host-{index}.example.com")], "secretName": format!("tls-{index}")}])
+    } else {
+        json!(null)
+    };
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": format!("ing-{index}"), "namespace": NAMESPACE,
+                     "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+        "spec": {
+            "ingressClassName": "tugboat",
+            "tls": tls,
+            "rules": [{"host": format!("host-{index}.example.com"), "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": format!("svc-{service}"), "port": {"number": 80}}}}
+            ]}}]
+        }
+    })
+}
+
+/// Fills the API server.
 fn load(server: &FakeApiServer, count: usize) {
     server.put(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "tugboat"}, "spec": {"controller": "tugboat.dev/ingress"}
     }));
-    // A real RSA-2048 certificate and key, of the size most clusters carry: every Secret
-    // passes the controller's checks and becomes a certificate file for haproxy.
-    let base64 = |text: &str| json!(k8s_openapi::ByteString(text.as_bytes().to_vec()));
-    let certificate = base64(include_str!(
-        "../../../crates/tugboat-model/src/testdata/rsa.crt"
-    ));
-    let key = base64(include_str!(
-        "../../../crates/tugboat-model/src/testdata/rsa-pkcs1.key"
-    ));
     for i in 0..count {
         let name = format!("svc-{i}");
         server.put(json!({
@@ -240,30 +314,10 @@ fn load(server: &FakeApiServer, count: usize) {
                      "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}
         }));
         server.put(endpoint_slice(i, None));
-        let tls = if i % 10 == 0 {
-            let secret = format!("tls-{i}");
-            server.put(json!({
-                "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-                "metadata": {"name": secret, "namespace": NAMESPACE},
-                "data": {"tls.crt": certificate, "tls.key": key}
-            }));
-            json!([{"hosts": [format!("host-{i}.example.com")], "secretName": secret}])
-        } else {
-            json!(null)
-        };
-        server.put(json!({
-            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"name": format!("ing-{i}"), "namespace": NAMESPACE,
-                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
-            "spec": {
-                "ingressClassName": "tugboat",
-                "tls": tls,
-                "rules": [{"host": format!("host-{i}.example.com"), "http": {"paths": [
-                    {"path": "/", "pathType": "Prefix",
-                     "backend": {"service": {"name": name, "port": {"number": 80}}}}
-                ]}}]
-            }
-        }));
+        if i.is_multiple_of(10) {
+            server.put(tls_secret(i, CERTIFICATE, KEY));
+        }
+        server.put(ingress(i, i));
     }
 }
 
@@ -271,6 +325,7 @@ async fn run_once(
     tugboat: &PathBuf,
     haproxy_binary: &HaproxyBinary,
     server: &FakeApiServer,
+    ingresses: usize,
     changes: usize,
 ) -> anyhow::Result<Figures> {
     let haproxy = Haproxy::start(haproxy_binary).await;
@@ -332,26 +387,102 @@ async fn run_once(
     let wall = started.elapsed();
     let usage = ProcessUsage::read_pid(&pid).context("cannot read the controller's /proc")?;
     let cli = haproxy.cli();
+    let cpu = || -> anyhow::Result<f64> {
+        Ok(ProcessUsage::read_pid(&pid)
+            .context("cannot read the controller's /proc")?
+            .cpu_seconds)
+    };
+    // What the controller burns idle (status ticks, health checks), per second.
+    let idle_started = (Instant::now(), cpu()?);
+    tokio::time::sleep(IDLE_SPELL).await;
+    let idle_rate = (cpu()? - idle_started.1) / idle_started.0.elapsed().as_secs_f64();
     let reloads_before = haproxy.show_proc().await.reloads;
-    let mut change_times = Vec::new();
+    let rotated = rotated_certificate()?;
     let mut round_trips = Vec::new();
-    for index in 0..changes {
-        tokio::time::sleep(CHANGE_SPACING).await;
-        let backend = format!("{NAMESPACE}_svc-{index}_80");
-        let command = format!("show servers state {backend}");
-        let asked = Instant::now();
-        cli.worker_command(&command).await?;
-        round_trips.push(asked.elapsed());
-        // The first endpoint of the slice moves to an address no other endpoint has.
-        let address = format!("127.250.{}.{}", index / 256, index % 256);
-        server.put(endpoint_slice(index, Some(&address)));
-        let written = Instant::now();
-        wait_for_server(&cli, &backend, &address).await?;
-        change_times.push(written.elapsed());
-        // Put the slice back (for the next run), and let that settle before the next
-        // change so that each change is measured on its own.
-        server.put(endpoint_slice(index, None));
-        wait_for_server(&cli, &backend, &endpoint_address(index, 0)).await?;
+    let mut kinds = Vec::new();
+    let settings = haproxy.render_settings();
+    let prefix_map = settings.prefix_map();
+    for kind in ["endpoint", "route", "certificate"] {
+        let phase = (Instant::now(), cpu()?);
+        let mut latencies = Vec::new();
+        for index in 0..changes {
+            tokio::time::sleep(CHANGE_SPACING).await;
+            let asked = Instant::now();
+            cli.worker_command("show info").await?;
+            round_trips.push(asked.elapsed());
+            // Each change is made, measured, then undone (for the next run) and let to
+            // settle, so that each one is applied on its own.
+            match kind {
+                "endpoint" => {
+                    // The first endpoint of the slice moves to an address no other has.
+                    let backend = format!("{NAMESPACE}_svc-{index}_80");
+                    let address = format!("127.250.{}.{}", index / 256, index % 256);
+                    server.put(endpoint_slice(index, Some(&address)));
+                    let written = Instant::now();
+                    wait_for(
+                        &cli,
+                        &format!("show servers state {backend}"),
+                        &format!(" {address} "),
+                    )
+                    .await?;
+                    latencies.push(written.elapsed());
+                    server.put(endpoint_slice(index, None));
+                    wait_for(
+                        &cli,
+                        &format!("show servers state {backend}"),
+                        &format!(" {} ", endpoint_address(index, 0)),
+                    )
+                    .await?;
+                }
+                "route" => {
+                    // The host's route moves to the next Service.
+                    let other = (index + 1) % ingresses;
+                    let lookup =
+                        format!("get map {} host-{index}.example.com/", prefix_map.display());
+                    server.put(ingress(index, other));
+                    let written = Instant::now();
+                    wait_for(
+                        &cli,
+                        &lookup,
+                        &format!("value=\"{NAMESPACE}_svc-{other}_80"),
+                    )
+                    .await?;
+                    latencies.push(written.elapsed());
+                    server.put(ingress(index, index));
+                    wait_for(
+                        &cli,
+                        &lookup,
+                        &format!("value=\"{NAMESPACE}_svc-{index}_80"),
+                    )
+                    .await?;
+                }
+                _ => {
+                    // A TLS Secret gets another certificate (every tenth Ingress has one).
+                    let secret = index * 10 % ingresses;
+                    let path = settings.certificate(&format!("{NAMESPACE}_tls-{secret}"));
+                    let show = format!("show ssl cert {}", path.display());
+                    let original = cli.worker_command(&show).await?;
+                    let original = original
+                        .lines()
+                        .find(|line| line.starts_with("Serial:"))
+                        .with_context(|| format!("no serial in '{show}': {original}"))?
+                        .to_string();
+                    server.put(tls_secret(secret, &rotated.0, &rotated.1));
+                    let written = Instant::now();
+                    wait_for(&cli, &show, ROTATED_SUBJECT).await?;
+                    latencies.push(written.elapsed());
+                    server.put(tls_secret(secret, CERTIFICATE, KEY));
+                    wait_for(&cli, &show, &original).await?;
+                }
+            }
+        }
+        let (wall, used) = (phase.0.elapsed().as_secs_f64(), cpu()? - phase.1);
+        let per_change = ((used - idle_rate * wall) / (2 * changes).max(1) as f64).max(0.0);
+        kinds.push(KindFigures {
+            kind,
+            latencies,
+            cpu_per_change: Duration::from_secs_f64(per_change),
+        });
     }
     let reloads_during_changes = haproxy.show_proc().await.reloads - reloads_before;
     child.kill().await.ok();
@@ -359,7 +490,7 @@ async fn run_once(
         wall,
         cpu_seconds: usage.cpu_seconds,
         peak_rss_bytes: usage.peak_resident_bytes,
-        changes: change_times,
+        kinds,
         round_trips,
         reloads_during_changes,
     })
