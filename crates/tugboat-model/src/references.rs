@@ -23,7 +23,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
 use crate::annotations::{self, ALIAS_PREFIX, Named, PREFIX, Scope};
 use crate::build::Settings;
-use crate::snapshot::{ObjectKey, Objects, Snapshot};
+use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
 
 /// The Secrets and ConfigMaps a snapshot refers to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +44,59 @@ impl References {
             Named::Secret(name) => self.secrets.insert(ObjectKey::new(namespace, name)),
             Named::ConfigMap(name) => self.config_maps.insert(ObjectKey::new(namespace, name)),
         };
+    }
+}
+
+/// [`references`] kept between snapshots: worked out again only when what it reads
+/// changed (the Ingresses, the Services, the controller's ConfigMap, the flags), so
+/// that an EndpointSlice or a Secret change costs a walk of pointers here.
+#[derive(Debug, Default)]
+pub struct ReferencesMemo {
+    last: Option<Remembered>,
+}
+
+#[derive(Debug)]
+struct Remembered {
+    ingresses: Objects<Ingress>,
+    services: Objects<crate::objects::Service>,
+    own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
+    settings: Settings,
+    references: References,
+}
+
+impl ReferencesMemo {
+    /// What [`references`] answers for `snapshot` and `settings`.
+    pub fn get(&mut self, snapshot: &Snapshot, settings: &Settings) -> References {
+        let own = settings
+            .config_map
+            .as_ref()
+            .and_then(|key| snapshot.config_maps.get(key))
+            .cloned();
+        let settings = Settings {
+            now: 0,
+            ..settings.clone()
+        };
+        if let Some(last) = &self.last
+            && last.settings == settings
+            && same_objects(&last.ingresses, &snapshot.ingresses)
+            && same_objects(&last.services, &snapshot.services)
+            && match (&last.own, &own) {
+                (None, None) => true,
+                (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+                _ => false,
+            }
+        {
+            return last.references.clone();
+        }
+        let found = references(snapshot, &settings);
+        self.last = Some(Remembered {
+            ingresses: snapshot.ingresses.clone(),
+            services: snapshot.services.clone(),
+            own,
+            settings,
+            references: found.clone(),
+        });
+        found
     }
 }
 
@@ -274,6 +327,55 @@ mod tests {
         let found = references(&with_ingress(tls), &settings());
         assert_eq!(keys(&found.secrets), ["shop/site"]);
         assert!(found.config_maps.is_empty());
+    }
+
+    /// The memo answers what [`references`] answers as Ingresses, Services, the
+    /// controller's ConfigMap and the flags change, and keeps its answer while only
+    /// other objects change.
+    #[test]
+    fn the_memo_follows_what_references_read() {
+        let mut memo = ReferencesMemo::default();
+        let mut snapshot = with_ingress(ingress(
+            "shop",
+            "a",
+            json!({"tugboat.dev/auth-secret": "users"}),
+        ));
+        let mut settings = settings();
+        let mut check = |snapshot: &Snapshot, settings: &Settings| {
+            assert_eq!(memo.get(snapshot, settings), references(snapshot, settings));
+        };
+        check(&snapshot, &settings);
+        snapshot.ingresses.insert(
+            ObjectKey::new("shop", "a"),
+            Arc::new(ingress(
+                "shop",
+                "a",
+                json!({"tugboat.dev/auth-secret": "others"}),
+            )),
+        );
+        check(&snapshot, &settings);
+        snapshot.services.insert(
+            ObjectKey::new("shop", "web"),
+            Arc::new(service(
+                "shop",
+                "web",
+                json!({"tugboat.dev/server-ca": "ca"}),
+            )),
+        );
+        check(&snapshot, &settings);
+        settings.config_map = Some(ObjectKey::new("ops", "tugboat"));
+        check(&snapshot, &settings);
+        snapshot.config_maps.insert(
+            ObjectKey::new("ops", "tugboat"),
+            Arc::new(config_map(
+                "ops",
+                "tugboat",
+                json!({"allow-list": "configmap:nets"}),
+            )),
+        );
+        check(&snapshot, &settings);
+        settings.now = 42;
+        check(&snapshot, &settings);
     }
 
     #[test]
