@@ -17,6 +17,7 @@ use thiserror::Error;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::time::{Instant, sleep, timeout};
+use tugboat_model::backoff::Backoff;
 
 /// What went wrong talking to the master CLI.
 #[derive(Debug, Error)]
@@ -90,7 +91,7 @@ impl MasterCli {
     /// to the command timeout. Returns the full reply.
     pub async fn command(&self, command: &str) -> Result<String, CliError> {
         let deadline = Instant::now() + self.command_timeout;
-        let mut delay = RETRY_FIRST;
+        let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
         loop {
             let last_error = match self.exchange(command, self.command_timeout).await {
                 Ok(reply) if !reply.is_empty() => return Ok(reply),
@@ -101,11 +102,10 @@ impl MasterCli {
                 Err(err @ CliError::Io { .. }) if is_transient(&err) => err,
                 Err(err) => return Err(err),
             };
-            if Instant::now() + delay > deadline {
+            if Instant::now() + backoff.peek() > deadline {
                 return Err(last_error);
             }
-            sleep(delay).await;
-            delay = (delay * 2).min(RETRY_MAX);
+            sleep(backoff.next_delay()).await;
         }
     }
 
@@ -247,14 +247,13 @@ impl MasterCli {
     /// `Success=0 ... Another reload is still in progress.` without touching anything.
     async fn send_reload_when_idle(&self) -> Result<String, CliError> {
         let deadline = Instant::now() + self.reload_timeout;
-        let mut delay = RETRY_FIRST;
+        let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
         loop {
             let reply = self.send_reload().await?;
-            if !is_busy_reloading(&reply) || Instant::now() + delay > deadline {
+            if !is_busy_reloading(&reply) || Instant::now() + backoff.peek() > deadline {
                 return Ok(reply);
             }
-            sleep(delay).await;
-            delay = (delay * 2).min(RETRY_MAX);
+            sleep(backoff.next_delay()).await;
         }
     }
 
@@ -262,13 +261,14 @@ impl MasterCli {
     /// the command is sent, a closed or reset connection is the 2.6 answer, not an error.
     async fn send_reload(&self) -> Result<String, CliError> {
         let deadline = Instant::now() + self.command_timeout;
-        let mut delay = RETRY_FIRST;
+        let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
         let mut stream = loop {
             match UnixStream::connect(&self.path).await {
                 Ok(stream) => break stream,
-                Err(source) if is_transient_io(&source) && Instant::now() + delay < deadline => {
-                    sleep(delay).await;
-                    delay = (delay * 2).min(RETRY_MAX);
+                Err(source)
+                    if is_transient_io(&source) && Instant::now() + backoff.peek() < deadline =>
+                {
+                    sleep(backoff.next_delay()).await;
                 }
                 Err(source) => {
                     return Err(CliError::Io {
@@ -334,7 +334,7 @@ impl MasterCli {
     /// Waits, forever, until the master socket answers `show proc`. Logs the first
     /// failure and then one line every ten seconds, so a user sees why nothing happens.
     pub async fn wait_until_ready(&self) -> ProcInfo {
-        let mut delay = Duration::from_millis(50);
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
         let started = Instant::now();
         let mut next_log = started;
         loop {
@@ -358,21 +358,19 @@ impl MasterCli {
                     }
                 }
             }
-            sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
+            sleep(backoff.next_delay()).await;
         }
     }
 }
 
 async fn connect_retrying(path: &Path, limit: Duration) -> io::Result<UnixStream> {
     let deadline = Instant::now() + limit;
-    let mut delay = RETRY_FIRST;
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     loop {
         match UnixStream::connect(path).await {
             Ok(stream) => return Ok(stream),
-            Err(err) if is_transient_io(&err) && Instant::now() + delay < deadline => {
-                sleep(delay).await;
-                delay = (delay * 2).min(RETRY_MAX);
+            Err(err) if is_transient_io(&err) && Instant::now() + backoff.peek() < deadline => {
+                sleep(backoff.next_delay()).await;
             }
             Err(err) => return Err(err),
         }

@@ -8,6 +8,7 @@
 
 pub mod annotations;
 pub mod auth;
+pub mod backoff;
 pub mod build;
 pub mod class;
 pub mod desired;

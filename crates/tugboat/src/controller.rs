@@ -20,6 +20,7 @@ use tugboat_haproxy::{
     Applier, ApplyError, ApplyReport, Delivery, MasterCli, ReloadReason, RenderSettings,
     runtime_projection,
 };
+use tugboat_model::backoff::Backoff;
 use tugboat_model::class::ClassFilter;
 use tugboat_model::features::Snippet;
 use tugboat_model::problem::ProblemReason;
@@ -115,6 +116,7 @@ pub async fn run(
     applier.cli().wait_until_ready().await;
     let mut state = LoopState::default();
     let mut retry_in: Option<Duration> = None;
+    let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
     let mut health = tokio::time::interval(config.haproxy_check_interval);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut synced = false;
@@ -147,11 +149,12 @@ pub async fn run(
         let snapshot = snapshots.borrow_and_update().clone();
         last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
-            Ok(()) | Err(UpdateFailure::WaitForChange) => None,
-            Err(UpdateFailure::Again) => Some(Duration::ZERO),
-            Err(UpdateFailure::Retry) => {
-                Some(retry_in.map_or(RETRY_FIRST, |d| (d * 2).min(RETRY_MAX)))
+            Ok(()) | Err(UpdateFailure::WaitForChange) => {
+                backoff.reset();
+                None
             }
+            Err(UpdateFailure::Again) => Some(Duration::ZERO),
+            Err(UpdateFailure::Retry) => Some(backoff.next_delay()),
         };
     }
 }
