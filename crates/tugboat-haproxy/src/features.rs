@@ -16,7 +16,7 @@ use tugboat_model::features::{
     CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
 };
 
-use crate::render::RenderSettings;
+use crate::settings::RenderSettings;
 
 /// The separator between a route's backend and its feature set in the maps' values.
 pub const FEATURE_SEPARATOR: char = '.';

@@ -16,6 +16,7 @@ pub mod layout;
 pub mod plan;
 pub mod render;
 pub mod runtime;
+pub mod settings;
 
 pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};

@@ -19,118 +19,13 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
-use tugboat_model::tls::Pem;
 use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route};
 
 use crate::features::{FEATURE_SEPARATOR, feature_rules};
 use crate::layout::{Layout, Server, fresh_slots};
 use crate::runtime::server_line;
+pub use crate::settings::*;
 
-/// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
-#[derive(Debug, Clone)]
-pub struct RenderSettings {
-    /// The folder haproxy loads with `-f` (absolute).
-    pub config_dir: PathBuf,
-    /// Certificates and crt-lists (absolute).
-    pub lib_dir: PathBuf,
-    pub bind_address: IpAddr,
-    pub http_port: u16,
-    pub https_port: u16,
-    /// haproxy's own port: `/healthz` (monitor-uri, for probes), `/metrics` (its
-    /// Prometheus exporter) and `/stats`. 0: none.
-    pub stats_port: u16,
-    /// The certificate for unmatched SNI when no valid `--default-ssl-certificate` is
-    /// given: the controller's own.
-    pub fallback_certificate: Pem,
-}
-
-impl RenderSettings {
-    /// Settings with the pod's default folders and ports and a placeholder certificate:
-    /// for tests and examples, where no haproxy reads the files.
-    pub fn example() -> Self {
-        Self {
-            config_dir: "/etc/haproxy".into(),
-            lib_dir: "/var/lib/haproxy".into(),
-            bind_address: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-            http_port: 8080,
-            https_port: 8443,
-            stats_port: 1024,
-            fallback_certificate: Pem::from_checked("FALLBACK PEM\n".into()),
-        }
-    }
-
-    pub fn config_file(&self) -> PathBuf {
-        self.config_dir.join(CONFIG_FILE)
-    }
-
-    pub fn exact_map(&self) -> PathBuf {
-        self.config_dir.join(MAPS_DIR).join(EXACT_MAP)
-    }
-
-    pub fn prefix_map(&self) -> PathBuf {
-        self.config_dir.join(MAPS_DIR).join(PREFIX_MAP)
-    }
-
-    pub fn tls_hosts_map(&self) -> PathBuf {
-        self.config_dir.join(MAPS_DIR).join(TLS_HOSTS_MAP)
-    }
-
-    /// The maps, whose changes go through the runtime API.
-    pub fn maps(&self) -> [PathBuf; 3] {
-        [self.exact_map(), self.prefix_map(), self.tls_hosts_map()]
-    }
-
-    pub fn crt_list(&self) -> PathBuf {
-        self.lib_dir.join(CRT_LIST)
-    }
-
-    pub fn default_certificate(&self) -> PathBuf {
-        self.lib_dir.join(DEFAULT_CERTIFICATE)
-    }
-
-    /// The file of the certificate called `name`.
-    pub fn certificate(&self, name: &str) -> PathBuf {
-        self.lib_dir.join(CERTS_DIR).join(format!("{name}.pem"))
-    }
-
-    /// Whether `path` is a certificate file (its changes go through the runtime API).
-    pub fn is_certificate(&self, path: &Path) -> bool {
-        path == self.default_certificate()
-            || (path.parent() == Some(&self.lib_dir.join(CERTS_DIR))
-                && path.extension().is_some_and(|e| e == "pem"))
-    }
-
-    /// A file of the backends' TLS (CA bundle, client certificate), by its name.
-    pub fn backend_file(&self, name: &str) -> PathBuf {
-        self.lib_dir.join(BACKEND_TLS_DIR).join(name)
-    }
-
-    /// A pattern file of an access list, by its name.
-    pub fn pattern_file(&self, name: &str) -> PathBuf {
-        self.config_dir.join(PATTERNS_DIR).join(name)
-    }
-
-    fn error_page(&self, code: u16) -> PathBuf {
-        self.config_dir
-            .join(ERRORFILES_DIR)
-            .join(format!("{code}.http"))
-    }
-}
-
-/// The main config file, the one the init container seeds.
-pub const CONFIG_FILE: &str = "haproxy.cfg";
-pub const MAPS_DIR: &str = "maps";
-pub const EXACT_MAP: &str = "routes-exact.map";
-pub const PREFIX_MAP: &str = "routes-prefix.map";
-pub const TLS_HOSTS_MAP: &str = "tls-hosts.map";
-pub const CRT_LIST: &str = "crt-list.txt";
-pub const DEFAULT_CERTIFICATE: &str = "default.pem";
-pub const CERTS_DIR: &str = "certs";
-pub const ERRORFILES_DIR: &str = "errorfiles";
-/// CA bundles and client certificates for TLS to backends (under the lib folder).
-pub const BACKEND_TLS_DIR: &str = "backend-tls";
-/// Pattern files of long access lists (under the config folder).
-pub const PATTERNS_DIR: &str = "patterns";
 /// The backend that answers requests no route matches, when no Ingress sets one.
 pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 
