@@ -28,7 +28,7 @@ use kube::{Api, Client, Resource};
 use tokio::sync::{Notify, watch};
 use tugboat_model::class::{ClassFilter, ClassInfo};
 use tugboat_model::objects::{EndpointSlice, Service};
-use tugboat_model::{ObjectKey, Objects, References, Settings, Snapshot};
+use tugboat_model::{ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot};
 
 use crate::store::{ObjectStore, StoreWriter, object_store};
 use crate::watched::Watched;
@@ -117,6 +117,7 @@ impl ClusterStores {
         &self,
         config: &ApiSourceConfig,
         config_maps: &[&ObjectStore<ConfigMap>],
+        memo: &mut ReferencesMemo,
     ) -> (Snapshot, References) {
         let classes: Vec<ClassInfo> = self
             .ingress_classes
@@ -133,7 +134,7 @@ impl ClusterStores {
             secrets: merged(&self.secrets),
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
         };
-        let wanted = tugboat_model::references(&snapshot, &config.settings);
+        let wanted = memo.get(&snapshot, &config.settings);
         wanted.narrow(&mut snapshot);
         (snapshot, wanted)
     }
@@ -141,8 +142,8 @@ impl ClusterStores {
 
 /// Whether two snapshots hold the same objects with the same content.
 pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
-    fn same<V: PartialEq>(a: &Objects<V>, b: &Objects<V>) -> bool {
-        a.ptr_eq(b)
+    fn same<V: PartialEq + Clone>(a: &Objects<V>, b: &Objects<V>) -> bool {
+        tugboat_model::snapshot::same_objects(a, b)
             || a.len() == b.len()
                 && a.iter()
                     .zip(b)
@@ -169,6 +170,10 @@ pub struct ApiSource {
     /// ConfigMaps that objects name (`configmap:NAME/KEY`) and no flag does, watched by
     /// name from the moment an object names them.
     listed: std::sync::Mutex<ListedConfigMaps>,
+    /// The references of the last snapshot, worked out again only when what they read
+    /// changed (an EndpointSlice change does not walk every Ingress). Locked with
+    /// `listed`, after it.
+    references: std::sync::Mutex<ReferencesMemo>,
     /// ConfigMaps the flags name, watched from the start (`stores.config_maps`).
     flagged_config_maps: BTreeSet<ObjectKey>,
 }
@@ -263,6 +268,7 @@ impl ApiSource {
         Self {
             client: client.clone(),
             listed: std::sync::Mutex::new(BTreeMap::new()),
+            references: std::sync::Mutex::new(ReferencesMemo::default()),
             flagged_config_maps,
             stores: ClusterStores {
                 ingresses,
@@ -312,11 +318,15 @@ impl ApiSource {
     fn build_snapshot(&self) -> (Snapshot, Vec<ObjectStore<ConfigMap>>) {
         let mut stores: Vec<&ObjectStore<ConfigMap>> = self.stores.config_maps.iter().collect();
         let mut started = Vec::new();
-        let Ok(mut listed) = self.listed.lock() else {
-            return (self.stores.snapshot(&self.config, &stores).0, started);
+        let (Ok(mut listed), Ok(mut memo)) = (self.listed.lock(), self.references.lock()) else {
+            let mut memo = ReferencesMemo::default();
+            return (
+                self.stores.snapshot(&self.config, &stores, &mut memo).0,
+                started,
+            );
         };
         stores.extend(listed.values().map(|(store, _)| store));
-        let (snapshot, wanted) = self.stores.snapshot(&self.config, &stores);
+        let (snapshot, wanted) = self.stores.snapshot(&self.config, &stores, &mut memo);
         for key in &wanted.config_maps {
             if !self.flagged_config_maps.contains(key) && !listed.contains_key(key) {
                 let mut tasks = Vec::new();

@@ -38,14 +38,16 @@ impl fmt::Display for ObjectKey {
 /// Objects of one kind by namespace and name: a persistent map, cheap to copy.
 pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
 
-/// Whether two maps hold the very same objects (the same `Arc`s): a walk of pointers,
-/// never a deep comparison. Two maps of equal objects made apart answer `false`.
+/// Whether two maps hold the very same objects (the same `Arc`s, in the same order): a
+/// walk of pointers, never a deep comparison; two maps of equal objects made apart
+/// answer `false`. The keys are not compared: an object's `Arc` is made for one key
+/// (its namespace and name), so the same objects in the same order have the same keys.
 pub fn same_objects<K: Clone>(a: &Objects<K>, b: &Objects<K>) -> bool {
     a.ptr_eq(b)
         || a.len() == b.len()
-            && a.iter()
-                .zip(b.iter())
-                .all(|((ka, va), (kb, vb))| ka == kb && Arc::ptr_eq(va, vb))
+            && a.values()
+                .zip(b.values())
+                .all(|(va, vb)| Arc::ptr_eq(va, vb))
 }
 
 /// All objects relevant to routing, as one consistent view.
