@@ -139,17 +139,22 @@ impl ClusterStores {
     }
 }
 
-/// Whether two snapshots hold the same objects with the same content.
+/// Whether two snapshots hold the same objects with the same content, as far as the
+/// controller reads it (not an Ingress' status: see [`Watched::differs_for_controller`]).
 pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
-    fn same<V: PartialEq>(a: &Objects<V>, b: &Objects<V>) -> bool {
+    fn same_by<V>(a: &Objects<V>, b: &Objects<V>, equal: impl Fn(&V, &V) -> bool) -> bool {
         a.ptr_eq(b)
             || a.len() == b.len()
                 && a.iter()
                     .zip(b)
-                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || va == vb))
+                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || equal(va, vb)))
     }
-    same(&a.ingresses, &b.ingresses)
-        && same(&a.services, &b.services)
+    fn same<V: PartialEq>(a: &Objects<V>, b: &Objects<V>) -> bool {
+        same_by(a, b, V::eq)
+    }
+    same_by(&a.ingresses, &b.ingresses, |x, y| {
+        !Ingress::differs_for_controller(x, y)
+    }) && same(&a.services, &b.services)
         && same(&a.endpoint_slices, &b.endpoint_slices)
         && same(&a.secrets, &b.secrets)
         && same(&a.config_maps, &b.config_maps)
@@ -578,6 +583,36 @@ mod tests {
         changed.metadata.annotations = Some([("a".into(), "b".into())].into());
         b.services
             .insert(ObjectKey::new("default", "web"), Arc::new(changed));
+        assert!(!same_content(&a, &b));
+    }
+
+    #[test]
+    fn an_ingress_status_is_not_content_but_its_spec_is() {
+        let ingress = |status: serde_json::Value, host: &str| -> Arc<Ingress> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"rules": [{"host": host}]},
+                    "status": status
+                }))
+                .expect("valid Ingress"),
+            )
+        };
+        let key = ObjectKey::new("default", "web");
+        let mut a = Snapshot::default();
+        a.ingresses
+            .insert(key.clone(), ingress(serde_json::json!({}), "a.example.com"));
+        let mut b = Snapshot::default();
+        b.ingresses.insert(
+            key.clone(),
+            ingress(
+                serde_json::json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}),
+                "a.example.com",
+            ),
+        );
+        assert!(same_content(&a, &b));
+        b.ingresses
+            .insert(key, ingress(serde_json::json!({}), "b.example.com"));
         assert!(!same_content(&a, &b));
     }
 }

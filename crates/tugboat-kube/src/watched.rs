@@ -28,6 +28,13 @@ pub trait Watched: Sized {
     type Wire: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static;
     /// What the store keeps of a decoded object.
     fn keep(wire: Self::Wire) -> Self;
+
+    /// Whether an update from `before` to `after` can change what the controller
+    /// builds. An update that cannot (an Ingress' status) still reaches the store, for
+    /// the status writer, but wakes no snapshot.
+    fn differs_for_controller(_before: &Self, _after: &Self) -> bool {
+        true
+    }
 }
 
 /// Drops what the controller never reads. The resource version goes too: the watch has
@@ -86,6 +93,11 @@ impl Watched for Ingress {
             spec.tls.iter_mut().for_each(shrink);
         }
         ingress
+    }
+
+    /// The model reads no status: what the leader writes there changes nothing.
+    fn differs_for_controller(before: &Self, after: &Self) -> bool {
+        before.metadata != after.metadata || before.spec != after.spec
     }
 }
 
