@@ -29,6 +29,7 @@ haproxy_tests!(
     leadership_moves_when_the_leader_stops,
     waits_for_an_api_server_that_is_not_up_yet,
     access_lists_from_config_maps_are_watched,
+    a_restarted_leader_rewrites_no_status_that_is_right,
 );
 
 fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
@@ -702,6 +703,74 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
         tls.certificate, der,
         "the TLS Secret from the API is served"
     );
+}
+
+/// The paths of the Ingress status writes the API server took so far.
+fn ingress_status_writes(server: &FakeApiServer) -> Vec<String> {
+    server
+        .writes()
+        .into_iter()
+        .filter(|w| w.path.ends_with("/status") && w.path.contains("/ingresses/"))
+        .map(|w| w.path)
+        .collect()
+}
+
+async fn a_restarted_leader_rewrites_no_status_that_is_right(haproxy: HaproxyBinary) {
+    let (_web, server) = shop_cluster(38).await;
+    for name in ["cart", "pay"] {
+        server.apply_yaml(&ingress(
+            "default",
+            name,
+            Some("tugboat"),
+            &format!("{name}.example.com"),
+            "web",
+        ));
+    }
+    let mut opts = options("pod-a");
+    opts.publish.addresses = vec!["127.0.0.13".into()];
+    let has_status = |name: &'static str| {
+        let server = &server;
+        move || async move {
+            let object = server.get("Ingress", "default", name)?;
+            (object["status"]["loadBalancer"]["ingress"] == json!([{"ip": "127.0.0.13"}]))
+                .then_some(())
+        }
+    };
+    let pod = ClusterPod::start(&haproxy, &server, opts.clone()).await;
+    for name in ["shop", "cart", "pay"] {
+        eventually(
+            "status from the first leader",
+            Duration::from_secs(10),
+            has_status(name),
+        )
+        .await;
+    }
+    drop(pod);
+    let before = ingress_status_writes(&server).len();
+    assert_eq!(before, 3, "{:?}", ingress_status_writes(&server));
+    // While no controller runs, an Ingress joins; the restarted leader writes its status
+    // and only its.
+    server.apply_yaml(&ingress(
+        "default",
+        "later",
+        Some("tugboat"),
+        "later.example.com",
+        "web",
+    ));
+    let pod = ClusterPod::start(&haproxy, &server, opts).await;
+    eventually(
+        "status from the restarted leader",
+        Duration::from_secs(15),
+        has_status("later"),
+    )
+    .await;
+    // Two status intervals: the periodic check finds nothing else to write.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        ingress_status_writes(&server)[before..],
+        ["/apis/networking.k8s.io/v1/namespaces/default/ingresses/later/status"]
+    );
+    pod.wait_for_service("later.example.com", "/", "web").await;
 }
 
 async fn leadership_moves_when_the_leader_stops(haproxy: HaproxyBinary) {

@@ -10,7 +10,7 @@ use tugboat::cluster::{self, ClusterOptions, Election};
 use tugboat::controller::{ControllerConfig, ControllerStatus};
 use tugboat::metrics::Metrics;
 use tugboat_kube::api_source::ApiSourceConfig;
-use tugboat_kube::status::PublishTarget;
+use tugboat_kube::status::{PublishTarget, StatusPace};
 
 use crate::{FakeApiServer, Haproxy, HaproxyBinary};
 
@@ -40,6 +40,7 @@ pub fn options(identity: &str) -> ClusterOptions {
         },
         publish: PublishTarget::default(),
         status_interval: Duration::from_millis(500),
+        status_pace: StatusPace::default(),
     }
 }
 

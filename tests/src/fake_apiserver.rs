@@ -573,6 +573,10 @@ impl Store {
             .and_then(|m| m.get(&key))
             .cloned();
         let version = self.next_version();
+        // As the API server does: the generation follows the spec, not the status.
+        let spec_changed = existing
+            .as_ref()
+            .is_some_and(|old| old.get("spec") != object.get("spec"));
         object["apiVersion"] = json!(resource.api_version());
         object["kind"] = json!(resource.kind);
         let meta = &mut object["metadata"];
@@ -586,7 +590,7 @@ impl Store {
                 meta["uid"] = old["metadata"]["uid"].clone();
                 meta["creationTimestamp"] = old["metadata"]["creationTimestamp"].clone();
                 let generation = old["metadata"]["generation"].as_u64().unwrap_or(1);
-                meta["generation"] = json!(generation + 1);
+                meta["generation"] = json!(generation + u64::from(spec_changed));
             }
             None => {
                 self.next_uid += 1;

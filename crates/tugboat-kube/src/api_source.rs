@@ -140,20 +140,52 @@ impl ClusterStores {
     }
 }
 
-/// Whether two snapshots hold the same objects with the same content.
+/// Whether two snapshots hold the same objects with the same content, as far as the
+/// controller reads it (not an Ingress' status: see [`Watched::differs_for_controller`]).
 pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
-    fn same<V: PartialEq + Clone>(a: &Objects<V>, b: &Objects<V>) -> bool {
+    fn same_by<V: Clone>(a: &Objects<V>, b: &Objects<V>, equal: impl Fn(&V, &V) -> bool) -> bool {
         tugboat_model::snapshot::same_objects(a, b)
             || a.len() == b.len()
                 && a.iter()
                     .zip(b)
-                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || va == vb))
+                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || equal(va, vb)))
     }
-    same(&a.ingresses, &b.ingresses)
-        && same(&a.services, &b.services)
+    fn same<V: PartialEq + Clone>(a: &Objects<V>, b: &Objects<V>) -> bool {
+        same_by(a, b, V::eq)
+    }
+    same_by(&a.ingresses, &b.ingresses, |x, y| {
+        !Ingress::differs_for_controller(x, y)
+    }) && same(&a.services, &b.services)
         && same(&a.endpoint_slices, &b.endpoint_slices)
         && same(&a.secrets, &b.secrets)
         && same(&a.config_maps, &b.config_maps)
+}
+
+/// Puts back `last`'s copy of each Ingress that changed only where the controller does
+/// not read (its status, which the leader writes): the controller then gets the very
+/// objects it already built from, and does no work for a status write.
+fn keep_ingresses_unchanged_for_controller(
+    ingresses: &mut Objects<Ingress>,
+    last: &Objects<Ingress>,
+) {
+    if ingresses.ptr_eq(last) {
+        return;
+    }
+    let mut last_entries = last.iter().peekable();
+    let mut unchanged = Vec::new();
+    for (key, ingress) in ingresses.iter() {
+        while last_entries.next_if(|(k, _)| *k < key).is_some() {}
+        if let Some((k, old)) = last_entries.peek()
+            && *k == key
+            && !Arc::ptr_eq(old, ingress)
+            && !Ingress::differs_for_controller(old, ingress)
+        {
+            unchanged.push((key.clone(), Arc::clone(old)));
+        }
+    }
+    for (key, old) in unchanged {
+        ingresses.insert(key, old);
+    }
 }
 
 /// The ConfigMaps watched because an object names them, with their watch tasks.
@@ -384,7 +416,10 @@ impl ApiSource {
         let mut last: Option<Arc<Snapshot>> = None;
         loop {
             let built = tokio::time::Instant::now();
-            let snapshot = self.complete_snapshot().await;
+            let mut snapshot = self.complete_snapshot().await;
+            if let Some(last) = &last {
+                keep_ingresses_unchanged_for_controller(&mut snapshot.ingresses, &last.ingresses);
+            }
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
             }
@@ -589,5 +624,73 @@ mod tests {
         b.services
             .insert(ObjectKey::new("default", "web"), Arc::new(changed));
         assert!(!same_content(&a, &b));
+    }
+
+    #[test]
+    fn an_ingress_status_is_not_content_but_its_spec_is() {
+        let ingress = |status: serde_json::Value, host: &str| -> Arc<Ingress> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"rules": [{"host": host}]},
+                    "status": status
+                }))
+                .expect("valid Ingress"),
+            )
+        };
+        let key = ObjectKey::new("default", "web");
+        let mut a = Snapshot::default();
+        a.ingresses
+            .insert(key.clone(), ingress(serde_json::json!({}), "a.example.com"));
+        let mut b = Snapshot::default();
+        b.ingresses.insert(
+            key.clone(),
+            ingress(
+                serde_json::json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}),
+                "a.example.com",
+            ),
+        );
+        assert!(same_content(&a, &b));
+        b.ingresses
+            .insert(key, ingress(serde_json::json!({}), "b.example.com"));
+        assert!(!same_content(&a, &b));
+    }
+
+    #[test]
+    fn ingresses_whose_status_alone_changed_are_the_last_snapshot_s() {
+        let ingress = |name: &str, host: &str, ip: Option<&str>| -> Arc<Ingress> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {"rules": [{"host": host}]},
+                    "status": {"loadBalancer": {"ingress": ip.map(|ip| vec![serde_json::json!({"ip": ip})])}}
+                }))
+                .expect("valid Ingress"),
+            )
+        };
+        let key = |name: &str| ObjectKey::new("default", name);
+        let last: Objects<Ingress> = [
+            (key("a"), ingress("a", "a.example.com", None)),
+            (key("b"), ingress("b", "b.example.com", None)),
+            (key("c"), ingress("c", "c.example.com", None)),
+        ]
+        .into_iter()
+        .collect();
+        let mut now: Objects<Ingress> = [
+            // Status only: the last copy comes back.
+            (key("a"), ingress("a", "a.example.com", Some("192.0.2.1"))),
+            // Its spec changed: kept.
+            (key("b"), ingress("b", "b2.example.com", Some("192.0.2.1"))),
+            // New.
+            (key("d"), ingress("d", "d.example.com", None)),
+        ]
+        .into_iter()
+        .collect();
+        let new_b = now[&key("b")].clone();
+        keep_ingresses_unchanged_for_controller(&mut now, &last);
+        assert!(Arc::ptr_eq(&now[&key("a")], &last[&key("a")]));
+        assert!(Arc::ptr_eq(&now[&key("b")], &new_b));
+        assert_eq!(now.len(), 3);
+        assert!(now.contains_key(&key("d")));
     }
 }

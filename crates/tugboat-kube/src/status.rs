@@ -4,19 +4,27 @@
 //!
 //! The addresses come from `--publish-service` (its LoadBalancer ingress, else its
 //! external IPs, else its cluster IP) or `--publish-address`. Only the leader writes;
-//! a write happens only when an Ingress' status differs from what it should be, so a
-//! steady state costs no API calls. An Ingress is cleared only when its status holds
-//! exactly our addresses, so that the status another controller wrote is left alone.
+//! a write happens only when an Ingress' status (as the watch store holds it) differs
+//! from what it should be, so a steady state, a re-list or a new leader costs no API
+//! calls. An Ingress is cleared only when its status holds exactly our addresses, so
+//! that the status another controller wrote is left alone. Writes go at a pace
+//! ([`StatusPace`]): a few in flight, a bounded rate, and a growing pause after
+//! failures and `429 Too Many Requests` (for `Retry-After` when the server gives it).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
-use tugboat_model::ObjectKey;
+use tokio::time::Instant;
+use tugboat_model::{ObjectKey, Objects};
 
 /// The field manager the controller writes status with.
 pub const FIELD_MANAGER: &str = "tugboat";
@@ -43,11 +51,6 @@ pub enum StatusError {
     #[error("cannot read the publish Service {service}: {source}")]
     PublishService {
         service: ObjectKey,
-        source: kube::Error,
-    },
-    #[error("cannot write the status of Ingress {ingress}: {source}")]
-    Patch {
-        ingress: ObjectKey,
         source: kube::Error,
     },
 }
@@ -103,12 +106,13 @@ pub fn entries_from_service(service: &Service) -> Vec<IngressLoadBalancerIngress
         .unwrap_or_default()
 }
 
-fn current_entries(ingress: &Ingress) -> Vec<IngressLoadBalancerIngress> {
+/// The entries an Ingress' status holds now, borrowed.
+fn current_entries(ingress: &Ingress) -> &[IngressLoadBalancerIngress] {
     ingress
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.clone())
+        .and_then(|lb| lb.ingress.as_deref())
         .unwrap_or_default()
 }
 
@@ -118,63 +122,113 @@ pub fn status_change(
     served: bool,
     ours: &[IngressLoadBalancerIngress],
 ) -> Option<Vec<IngressLoadBalancerIngress>> {
+    needs_write(ingress, served, ours).then(|| if served { ours.to_vec() } else { Vec::new() })
+}
+
+/// Whether an Ingress' status differs from what it should be: ours when `served`,
+/// else not ours (cleared only when it holds exactly our addresses).
+fn needs_write(ingress: &Ingress, served: bool, ours: &[IngressLoadBalancerIngress]) -> bool {
     let current = current_entries(ingress);
     if served {
-        (current != ours).then(|| ours.to_vec())
+        current != ours
     } else {
-        (!current.is_empty() && current == ours).then(Vec::new)
+        !current.is_empty() && current == ours
     }
 }
 
-/// Writes Ingress status through the API.
-#[derive(Clone)]
-pub struct StatusWriter {
-    client: Client,
-    target: PublishTarget,
+/// How fast the leader writes status: a few writes in flight, a steady rate, and a
+/// growing pause after a failure or a `429 Too Many Requests`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusPace {
+    /// Writes in flight at most.
+    pub in_flight: usize,
+    /// Writes started per second at most.
+    pub per_second: u32,
+    /// The pause after the first failure in a row; it doubles with each further one.
+    pub backoff_first: Duration,
+    /// The longest pause.
+    pub backoff_max: Duration,
 }
 
-impl StatusWriter {
-    pub fn new(client: Client, target: PublishTarget) -> Self {
-        Self { client, target }
-    }
-
-    /// The addresses to publish now.
-    pub async fn addresses(&self) -> Result<Vec<IngressLoadBalancerIngress>, StatusError> {
-        let mut entries = entries_from_addresses(&self.target.addresses);
-        if let Some(key) = &self.target.service {
-            let api: Api<Service> = Api::namespaced(self.client.clone(), &key.namespace);
-            let service =
-                api.get(&key.name)
-                    .await
-                    .map_err(|source| StatusError::PublishService {
-                        service: key.clone(),
-                        source,
-                    })?;
-            entries.extend(entries_from_service(&service));
+impl Default for StatusPace {
+    fn default() -> Self {
+        Self {
+            in_flight: 4,
+            per_second: 50,
+            backoff_first: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(60),
         }
-        Ok(entries)
+    }
+}
+
+impl StatusPace {
+    /// The time between two starts.
+    fn spacing(&self) -> Duration {
+        Duration::from_secs(1) / self.per_second.max(1)
     }
 
-    /// Brings every Ingress' status in line; returns how many were written.
-    pub async fn sync(
+    /// The pause after `failures` failures in a row (at least one).
+    fn backoff(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(16);
+        self.backoff_first
+            .saturating_mul(1 << doublings)
+            .min(self.backoff_max)
+    }
+}
+
+/// What became of one status write that the API server took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchOutcome {
+    Written,
+    /// The Ingress is gone (deleted since the store saw it): nothing to write.
+    Gone,
+}
+
+/// A status write that did not go through; it is tried again after a pause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatchError {
+    /// `429 Too Many Requests`, with the server's `Retry-After` when it gave one.
+    #[error("the API server asks to slow down (429)")]
+    Throttled { retry_after: Option<Duration> },
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A write in flight: the Ingress and how it went.
+type PatchFuture = BoxFuture<'static, (ObjectKey, Result<PatchOutcome, PatchError>)>;
+
+/// Writes the status of one Ingress: `entries`, or none (cleared) when empty.
+pub trait PatchStatus: Send + Sync + 'static {
+    fn patch(
         &self,
-        ingresses: impl IntoIterator<Item = Arc<Ingress>>,
-        served: &BTreeSet<ObjectKey>,
-    ) -> Result<usize, StatusError> {
-        if !self.target.is_set() {
-            return Ok(0);
-        }
-        let ours = self.addresses().await?;
-        let mut written = 0;
-        for ingress in ingresses {
-            let key = ObjectKey::new(
-                ingress.metadata.namespace.clone().unwrap_or_default(),
-                ingress.metadata.name.clone().unwrap_or_default(),
-            );
-            let Some(entries) = status_change(&ingress, served.contains(&key), &ours) else {
-                continue;
-            };
-            let api: Api<Ingress> = Api::namespaced(self.client.clone(), &key.namespace);
+        ingress: &ObjectKey,
+        entries: Vec<IngressLoadBalancerIngress>,
+    ) -> BoxFuture<'static, Result<PatchOutcome, PatchError>>;
+}
+
+/// [`PatchStatus`] through the Kubernetes API: a merge patch of the `status`
+/// subresource. The answer's body (the whole Ingress) is read and dropped, not decoded.
+#[derive(Clone)]
+pub struct ApiPatch {
+    client: Client,
+}
+
+impl ApiPatch {
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+}
+
+impl PatchStatus for ApiPatch {
+    fn patch(
+        &self,
+        ingress: &ObjectKey,
+        entries: Vec<IngressLoadBalancerIngress>,
+    ) -> BoxFuture<'static, Result<PatchOutcome, PatchError>> {
+        let client = self.client.clone();
+        let key = ingress.clone();
+        Box::pin(async move {
+            let api: Api<Ingress> = Api::namespaced(client.clone(), &key.namespace);
             let value = if entries.is_empty() {
                 serde_json::Value::Null
             } else {
@@ -185,22 +239,246 @@ impl StatusWriter {
                 field_manager: Some(FIELD_MANAGER.into()),
                 ..Default::default()
             };
-            match api
-                .patch_status(&key.name, &params, &Patch::Merge(&patch))
+            let request = kube::core::Request::new(api.resource_url())
+                .patch_subresource("status", &key.name, &params, &Patch::Merge(&patch))
+                .map_err(|err| PatchError::Failed(err.to_string()))?;
+            let response = client
+                .send(request.map(kube::client::Body::from))
                 .await
-            {
-                Ok(_) => written += 1,
-                // Deleted since the store saw it: nothing to write.
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(source) => {
-                    return Err(StatusError::Patch {
-                        ingress: key,
-                        source,
-                    });
+                .map_err(|err| PatchError::Failed(err.to_string()))?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = response
+                .into_body()
+                .collect_bytes()
+                .await
+                .map_err(|err| PatchError::Failed(err.to_string()))?;
+            match status {
+                status if status.is_success() => Ok(PatchOutcome::Written),
+                http::StatusCode::NOT_FOUND => Ok(PatchOutcome::Gone),
+                http::StatusCode::TOO_MANY_REQUESTS => Err(PatchError::Throttled { retry_after }),
+                status => {
+                    let message = serde_json::from_slice::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v["message"].as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    Err(PatchError::Failed(format!("{status}: {message}")))
+                }
+            }
+        })
+    }
+}
+
+/// The addresses to publish now, from `--publish-address` and the publish Service.
+pub async fn published_addresses(
+    client: &Client,
+    target: &PublishTarget,
+) -> Result<Vec<IngressLoadBalancerIngress>, StatusError> {
+    let mut entries = entries_from_addresses(&target.addresses);
+    if let Some(key) = &target.service {
+        let api: Api<Service> = Api::namespaced(client.clone(), &key.namespace);
+        let service = api
+            .get(&key.name)
+            .await
+            .map_err(|source| StatusError::PublishService {
+                service: key.clone(),
+                source,
+            })?;
+        entries.extend(entries_from_service(&service));
+    }
+    Ok(entries)
+}
+
+/// Keeps Ingress status in line, writing only what differs, at a pace.
+///
+/// It keeps the set of served Ingresses it last saw and the keys still to check; a new
+/// served set costs a comparison of the two sets and a check of the Ingresses that
+/// joined or left it. Whether a write is needed is decided from the watch store's copy
+/// of the Ingress just before writing, so that an Ingress already right (after a
+/// re-list, a restart or a change of leader) is never written. Nothing else grows with
+/// the number of Ingresses: at most [`StatusPace::in_flight`] writes exist at a time.
+pub struct StatusWriter<P> {
+    patcher: Arc<P>,
+    pace: StatusPace,
+    /// The addresses to publish; `None` until known.
+    ours: Option<Vec<IngressLoadBalancerIngress>>,
+    /// The served Ingresses as last seen; `None` until the controller is ready.
+    served: Option<BTreeSet<ObjectKey>>,
+    /// Whether this replica writes (it leads).
+    active: bool,
+    /// Every Ingress is to be checked at the next [`reconcile`](Self::reconcile).
+    sweep_due: bool,
+    /// Ingresses to check, and write if they differ.
+    pending: BTreeSet<ObjectKey>,
+    in_flight: FuturesUnordered<PatchFuture>,
+    /// When the next write may start (the rate, or a pause after failures).
+    next_start: Instant,
+    /// Failures in a row, for the backoff.
+    failures: u32,
+    /// Writes done since [`take_written`](Self::take_written).
+    written: usize,
+}
+
+impl<P: PatchStatus> StatusWriter<P> {
+    pub fn new(patcher: P, pace: StatusPace) -> Self {
+        Self {
+            patcher: Arc::new(patcher),
+            pace,
+            ours: None,
+            served: None,
+            active: false,
+            sweep_due: false,
+            pending: BTreeSet::new(),
+            in_flight: FuturesUnordered::new(),
+            next_start: Instant::now(),
+            failures: 0,
+            written: 0,
+        }
+    }
+
+    /// Starts writing (becoming the leader: every Ingress is checked once) or stops
+    /// (dropping the writes in flight and what was left to check).
+    pub fn set_active(&mut self, active: bool) {
+        if active == self.active {
+            return;
+        }
+        self.active = active;
+        self.sweep_due = active;
+        self.pending.clear();
+        self.in_flight = FuturesUnordered::new();
+        self.failures = 0;
+    }
+
+    /// Every Ingress is checked at the next [`reconcile`](Self::reconcile) (a periodic
+    /// check, e.g. for status another writer changed).
+    pub fn check_all(&mut self) {
+        self.sweep_due = self.active;
+    }
+
+    /// The addresses to publish; when they change, every Ingress is checked.
+    pub fn set_addresses(&mut self, ours: Vec<IngressLoadBalancerIngress>) {
+        if self.ours.as_ref() != Some(&ours) {
+            self.ours = Some(ours);
+            self.sweep_due = self.active;
+        }
+    }
+
+    /// The Ingresses the controller serves now: those that joined or left the set are
+    /// checked.
+    pub fn set_served(&mut self, served: &BTreeSet<ObjectKey>) {
+        let Some(known) = self.served.as_mut() else {
+            self.served = Some(served.clone());
+            self.sweep_due = self.active;
+            return;
+        };
+        let changed: Vec<ObjectKey> = known.symmetric_difference(served).cloned().collect();
+        for key in changed {
+            if !known.remove(&key) {
+                known.insert(key.clone());
+            }
+            if self.active {
+                self.pending.insert(key);
+            }
+        }
+    }
+
+    /// Whether there are writes to start or in flight.
+    pub fn is_busy(&self) -> bool {
+        self.sweep_due || !self.pending.is_empty() || !self.in_flight.is_empty()
+    }
+
+    /// Checks what is due against `ingresses` (the watch store) and starts the writes
+    /// the pace allows now.
+    pub fn reconcile(&mut self, ingresses: &Objects<Ingress>) {
+        if !self.active {
+            return;
+        }
+        let (Some(ours), Some(served)) = (self.ours.as_deref(), self.served.as_ref()) else {
+            return;
+        };
+        if std::mem::take(&mut self.sweep_due) {
+            for (key, ingress) in ingresses {
+                if needs_write(ingress, served.contains(key), ours) {
+                    self.pending.insert(key.clone());
                 }
             }
         }
-        Ok(written)
+        let now = Instant::now();
+        while self.in_flight.len() < self.pace.in_flight.max(1) && now >= self.next_start {
+            let Some(key) = self.pending.pop_first() else {
+                break;
+            };
+            let Some(entries) = ingresses
+                .get(&key)
+                .and_then(|ingress| status_change(ingress, served.contains(&key), ours))
+            else {
+                continue;
+            };
+            let write = self.patcher.patch(&key, entries);
+            self.in_flight
+                .push(Box::pin(async move { (key, write.await) }));
+            self.next_start = self.next_start.max(now) + self.pace.spacing();
+        }
+    }
+
+    /// Waits until a write finishes (and takes its outcome in) or the next one may
+    /// start; never resolves while there is nothing to do. Cancel-safe.
+    pub async fn progress(&mut self) {
+        let may_start = self.active
+            && self.in_flight.len() < self.pace.in_flight.max(1)
+            && (self.sweep_due || !self.pending.is_empty());
+        let next_start = self.next_start;
+        let finished = tokio::select! {
+            Some(finished) = self.in_flight.next(), if !self.in_flight.is_empty() => finished,
+            () = tokio::time::sleep_until(next_start), if may_start => return,
+            else => return std::future::pending().await,
+        };
+        self.finished(finished);
+    }
+
+    fn finished(&mut self, (key, outcome): (ObjectKey, Result<PatchOutcome, PatchError>)) {
+        let pause = match outcome {
+            Ok(PatchOutcome::Written) => {
+                self.written += 1;
+                self.failures = 0;
+                return;
+            }
+            Ok(PatchOutcome::Gone) => {
+                self.failures = 0;
+                return;
+            }
+            Err(PatchError::Throttled { retry_after }) => {
+                self.failures = self.failures.saturating_add(1);
+                let pause = retry_after.unwrap_or_else(|| self.pace.backoff(self.failures));
+                tracing::debug!(ingress = %key, ?pause, "status writes throttled");
+                pause
+            }
+            Err(PatchError::Failed(message)) => {
+                self.failures = self.failures.saturating_add(1);
+                let pause = self.pace.backoff(self.failures);
+                tracing::warn!(
+                    "cannot write the status of Ingress {key}: {message}; retrying in {pause:?}"
+                );
+                pause
+            }
+        };
+        self.next_start = self.next_start.max(Instant::now() + pause);
+        self.pending.insert(key);
+    }
+
+    /// The writes done since the last call.
+    pub fn take_written(&mut self) -> usize {
+        std::mem::take(&mut self.written)
+    }
+
+    /// Ingresses still to check (for tests and logs).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
     }
 }
 
@@ -282,5 +560,282 @@ mod tests {
         assert_eq!(status_change(&with_ours, false, &ours), Some(vec![]));
         assert_eq!(status_change(&with_theirs, false, &ours), None);
         assert_eq!(status_change(&empty, false, &ours), None);
+    }
+
+    /// A [`PatchStatus`] that takes `latency` per write, answers from `script` (then
+    /// `Written`), and records every write and the most writes in flight at once.
+    #[derive(Default)]
+    struct FakePatch {
+        state: std::sync::Mutex<FakeState>,
+        latency: Duration,
+    }
+
+    #[derive(Default)]
+    struct FakeState {
+        script: std::collections::VecDeque<Result<PatchOutcome, PatchError>>,
+        writes: Vec<Write>,
+        in_flight: usize,
+        most_in_flight: usize,
+    }
+
+    /// When a write started, to which Ingress, what, and how it went.
+    type Write = (
+        Instant,
+        ObjectKey,
+        Vec<IngressLoadBalancerIngress>,
+        Result<PatchOutcome, PatchError>,
+    );
+
+    /// Shares the fake between the writer and the test.
+    struct SharedPatch(Arc<FakePatch>);
+
+    impl PatchStatus for SharedPatch {
+        fn patch(
+            &self,
+            ingress: &ObjectKey,
+            entries: Vec<IngressLoadBalancerIngress>,
+        ) -> BoxFuture<'static, Result<PatchOutcome, PatchError>> {
+            let fake = self.0.clone();
+            let key = ingress.clone();
+            Box::pin(async move {
+                let outcome = {
+                    let mut state = fake.state.lock().expect("lock");
+                    let outcome = state
+                        .script
+                        .pop_front()
+                        .unwrap_or(Ok(PatchOutcome::Written));
+                    state
+                        .writes
+                        .push((Instant::now(), key, entries, outcome.clone()));
+                    state.in_flight += 1;
+                    state.most_in_flight = state.most_in_flight.max(state.in_flight);
+                    outcome
+                };
+                tokio::time::sleep(fake.latency).await;
+                fake.state.lock().expect("lock").in_flight -= 1;
+                outcome
+            })
+        }
+    }
+
+    fn key(i: usize) -> ObjectKey {
+        ObjectKey::new("default", format!("ing-{i:05}"))
+    }
+
+    fn ingress_with(i: usize, entries: &[IngressLoadBalancerIngress]) -> Arc<Ingress> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": key(i).name, "namespace": "default"},
+                "status": {"loadBalancer": {"ingress": entries}}
+            }))
+            .expect("valid Ingress"),
+        )
+    }
+
+    /// `count` Ingresses with no status.
+    fn store(count: usize) -> Objects<Ingress> {
+        (0..count).map(|i| (key(i), ingress_with(i, &[]))).collect()
+    }
+
+    fn new_writer(
+        pace: StatusPace,
+        latency: Duration,
+    ) -> (StatusWriter<SharedPatch>, Arc<FakePatch>) {
+        let fake = Arc::new(FakePatch {
+            latency,
+            ..Default::default()
+        });
+        let mut writer = StatusWriter::new(SharedPatch(fake.clone()), pace);
+        writer.set_addresses(vec![ip("192.0.2.10")]);
+        (writer, fake)
+    }
+
+    /// Runs the writer until it has nothing left to do; each write lands in `store`, as
+    /// the watch would bring it back.
+    async fn run_until_idle(
+        writer: &mut StatusWriter<SharedPatch>,
+        fake: &FakePatch,
+        store: &mut Objects<Ingress>,
+    ) {
+        let mut landed = 0;
+        let limit = Instant::now() + Duration::from_secs(3600);
+        while writer.is_busy() {
+            assert!(Instant::now() < limit, "the writer never went idle");
+            writer.reconcile(store);
+            if !writer.is_busy() {
+                break;
+            }
+            writer.progress().await;
+            let state = fake.state.lock().expect("lock");
+            for (_, key, entries, _) in state.writes[landed..]
+                .iter()
+                .filter(|w| w.3 == Ok(PatchOutcome::Written))
+            {
+                let i: usize = key.name["ing-".len()..].parse().expect("index");
+                store.insert(key.clone(), ingress_with(i, entries));
+            }
+            landed = state.writes.len();
+        }
+    }
+
+    fn served(range: std::ops::Range<usize>) -> BTreeSet<ObjectKey> {
+        range.map(key).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_what_differs_once_and_nothing_after_a_restart() {
+        let mut ingresses = store(10);
+        // Ingress 0 already holds our address.
+        ingresses.insert(key(0), ingress_with(0, &[ip("192.0.2.10")]));
+        let (mut writer, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_served(&served(0..6));
+        writer.set_active(true);
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        let written: Vec<ObjectKey> = fake
+            .state
+            .lock()
+            .expect("lock")
+            .writes
+            .iter()
+            .map(|w| w.1.clone())
+            .collect();
+        assert_eq!(written, (1..6).map(key).collect::<Vec<_>>());
+        assert_eq!(writer.take_written(), 5);
+
+        // A new leader (or a restart) on the same store writes nothing.
+        let (mut restarted, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        restarted.set_served(&served(0..6));
+        restarted.set_active(true);
+        run_until_idle(&mut restarted, &fake, &mut ingresses).await;
+        assert!(fake.state.lock().expect("lock").writes.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_of_served_set_checks_only_what_joined_or_left() {
+        let mut ingresses = store(1000);
+        let (mut writer, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_served(&served(0..500));
+        writer.set_active(true);
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        fake.state.lock().expect("lock").writes.clear();
+
+        // 500 leaves (cleared), 500 and 501 join (ours).
+        let mut now_served = served(0..500);
+        now_served.remove(&key(499));
+        now_served.extend([key(500), key(501)]);
+        writer.set_served(&now_served);
+        assert_eq!(writer.pending(), 3);
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        let writes = fake.state.lock().expect("lock").writes.clone();
+        let written: Vec<_> = writes.iter().map(|w| (w.1.clone(), w.2.clone())).collect();
+        assert_eq!(
+            written,
+            vec![
+                (key(499), vec![]),
+                (key(500), vec![ip("192.0.2.10")]),
+                (key(501), vec![ip("192.0.2.10")]),
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_keep_to_the_concurrency_and_the_rate() {
+        let pace = StatusPace {
+            in_flight: 3,
+            per_second: 20,
+            ..StatusPace::default()
+        };
+        let mut ingresses = store(60);
+        // Slow writes: the concurrency is what holds them back.
+        let (mut writer, fake) = new_writer(pace, Duration::from_millis(400));
+        writer.set_served(&served(0..60));
+        writer.set_active(true);
+        let started = Instant::now();
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        {
+            let state = fake.state.lock().expect("lock");
+            assert_eq!(state.writes.len(), 60);
+            assert_eq!(state.most_in_flight, 3);
+            // 3 at a time, 400 ms each: 20 rounds.
+            assert!(started.elapsed() >= Duration::from_millis(20 * 400));
+        }
+
+        // Fast writes: the rate is what holds them back.
+        let mut ingresses = store(60);
+        let (mut writer, fake) = new_writer(pace, Duration::from_millis(1));
+        writer.set_served(&served(0..60));
+        writer.set_active(true);
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        let state = fake.state.lock().expect("lock");
+        for pair in state.writes.windows(2) {
+            assert!(
+                pair[1].0 - pair[0].0 >= Duration::from_millis(50),
+                "writes 50 ms apart at least"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_pauses_for_retry_after_and_errors_back_off_doubling() {
+        let pace = StatusPace {
+            in_flight: 1,
+            per_second: 1000,
+            backoff_first: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(2),
+        };
+        let mut ingresses = store(2);
+        let (mut writer, fake) = new_writer(pace, Duration::from_millis(1));
+        fake.state.lock().expect("lock").script = [
+            Err(PatchError::Throttled {
+                retry_after: Some(Duration::from_secs(7)),
+            }),
+            Err(PatchError::Failed("boom".into())),
+            Err(PatchError::Failed("boom".into())),
+            Err(PatchError::Failed("boom".into())),
+            Err(PatchError::Failed("boom".into())),
+            Ok(PatchOutcome::Gone),
+        ]
+        .into();
+        writer.set_served(&served(0..2));
+        writer.set_active(true);
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        let state = fake.state.lock().expect("lock");
+        let gaps: Vec<u128> = state
+            .writes
+            .windows(2)
+            .map(|pair| (pair[1].0 - pair[0].0).as_millis())
+            .collect();
+        // Retry-After 7 s (failures in a row: 1), then 1 s, 2 s, 2 s (the cap), 2 s;
+        // after the answer that is not a failure, at the rate again. Each gap also holds
+        // the 1 ms write.
+        assert_eq!(gaps, vec![7001, 1001, 2001, 2001, 2001, 1]);
+        let names: Vec<&str> = state.writes.iter().map(|w| w.1.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["ing-00000"; 6]
+                .into_iter()
+                .chain(["ing-00001"])
+                .collect::<Vec<_>>()
+        );
+        drop(state);
+        assert_eq!(writer.take_written(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_an_active_writer_writes_and_stopping_drops_the_rest() {
+        let mut ingresses = store(20);
+        let (mut writer, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_served(&served(0..20));
+        writer.reconcile(&ingresses);
+        assert!(!writer.is_busy());
+        writer.set_active(true);
+        writer.reconcile(&ingresses);
+        writer.progress().await;
+        writer.set_active(false);
+        assert!(!writer.is_busy());
+        let written = fake.state.lock().expect("lock").writes.len();
+        assert!(written < 20, "{written} writes");
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        assert_eq!(fake.state.lock().expect("lock").writes.len(), written);
     }
 }

@@ -87,7 +87,8 @@ pub fn object_store<K>() -> (ObjectStore<K>, StoreWriter<K>) {
 }
 
 impl<K: Watched> StoreWriter<K> {
-    /// Applies one event. Returns whether the store's content changed (a listed object
+    /// Applies one event. Returns whether the store's content changed in a way the
+    /// controller may care about ([`Watched::differs_for_controller`]; a listed object
     /// only changes it when its list completes).
     pub fn apply(&mut self, event: watcher::Event<K::Wire>) -> bool {
         match event {
@@ -109,8 +110,9 @@ impl<K: Watched> StoreWriter<K> {
             }
             watcher::Event::Apply(object) => match key_of(&object) {
                 Some(key) => {
-                    self.write().insert(key, Arc::new(K::keep(object)));
-                    true
+                    let kept = Arc::new(K::keep(object));
+                    let before = self.write().insert(key, kept.clone());
+                    before.is_none_or(|before| K::differs_for_controller(&before, &kept))
                 }
                 None => false,
             },
@@ -139,6 +141,7 @@ pub fn key_of<K: Resource>(object: &K) -> Option<ObjectKey> {
 mod tests {
     use super::*;
     use crate::watched::ServiceWire;
+    use k8s_openapi::api::networking::v1::Ingress;
     use tugboat_model::objects::Service;
 
     fn service(name: &str, port: i32) -> ServiceWire {
@@ -198,5 +201,39 @@ mod tests {
         drop(writer);
         store.wait_until_listed().await;
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn an_ingress_status_update_is_stored_but_is_no_change() {
+        let ingress = |host: &str, ip: Option<&str>| -> Ingress {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"rules": [{"host": host}]},
+                "status": {"loadBalancer": {"ingress": ip.map(|ip| vec![serde_json::json!({"ip": ip})])}}
+            }))
+            .expect("valid Ingress")
+        };
+        let (store, mut writer) = object_store::<Ingress>();
+        assert!(writer.apply(watcher::Event::Apply(ingress("a.example.com", None))));
+        assert!(!writer.apply(watcher::Event::Apply(ingress(
+            "a.example.com",
+            Some("192.0.2.1")
+        ))));
+        let key = ObjectKey::new("shop", "web");
+        let stored = store.objects().get(&key).cloned().expect("stored");
+        assert_eq!(
+            stored
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref())
+                .map(Vec::len),
+            Some(1),
+            "the status reaches the store"
+        );
+        assert!(writer.apply(watcher::Event::Apply(ingress(
+            "b.example.com",
+            Some("192.0.2.1")
+        ))));
     }
 }

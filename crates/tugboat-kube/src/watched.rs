@@ -28,12 +28,21 @@ pub trait Watched: Sized {
     type Wire: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static;
     /// What the store keeps of a decoded object.
     fn keep(wire: Self::Wire) -> Self;
+
+    /// Whether an update from `before` to `after` can change what the controller
+    /// builds. An update that cannot (an Ingress' status) still reaches the store, for
+    /// the status writer, but wakes no snapshot.
+    fn differs_for_controller(_before: &Self, _after: &Self) -> bool {
+        true
+    }
 }
 
 /// Drops what the controller never reads. The resource version goes too: the watch has
 /// read it before this runs, and without it an update that changes nothing the store
-/// keeps compares equal and publishes nothing.
+/// keeps compares equal and publishes nothing. So does the generation, which an API
+/// server may move on a status write.
 fn strip_metadata(meta: &mut ObjectMeta) {
+    meta.generation = None;
     meta.managed_fields = None;
     meta.owner_references = None;
     meta.finalizers = None;
@@ -86,6 +95,11 @@ impl Watched for Ingress {
             spec.tls.iter_mut().for_each(shrink);
         }
         ingress
+    }
+
+    /// The model reads no status: what the leader writes there changes nothing.
+    fn differs_for_controller(before: &Self, after: &Self) -> bool {
+        before.metadata != after.metadata || before.spec != after.spec
     }
 }
 
@@ -237,12 +251,13 @@ mod tests {
         assert_eq!(annotations.get("keep").map(String::as_str), Some("me"));
 
         let mut meta: ObjectMeta = serde_json::from_value(serde_json::json!({
-            "name": "x", "resourceVersion": "42", "labels": {},
+            "name": "x", "resourceVersion": "42", "generation": 3, "labels": {},
             "annotations": {LAST_APPLIED_ANNOTATION: "{}"}
         }))
         .expect("valid metadata");
         strip_metadata(&mut meta);
         assert_eq!(meta.resource_version, None);
+        assert_eq!(meta.generation, None);
         assert_eq!(meta.annotations, None, "an emptied map is dropped");
         assert_eq!(meta.labels, None);
     }

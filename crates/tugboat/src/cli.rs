@@ -15,7 +15,7 @@ use tugboat_haproxy::RenderSettings;
 use tugboat_model::{ObjectKey, Settings};
 
 use tugboat_kube::api_source::ApiSourceConfig;
-use tugboat_kube::status::PublishTarget;
+use tugboat_kube::status::{PublishTarget, StatusPace};
 use tugboat_model::class::ClassFilter;
 
 use crate::admin::{self, AdminState};
@@ -445,6 +445,7 @@ fn cluster_options(
             addresses: args.publish_address.clone(),
         },
         status_interval: Duration::from_secs(30),
+        status_pace: StatusPace::default(),
     })
 }
 

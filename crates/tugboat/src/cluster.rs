@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, ObjectCounts};
 use tugboat_kube::events::ProblemEvents;
 use tugboat_kube::leader::{self, LeaderElection};
-use tugboat_kube::status::{PublishTarget, StatusWriter};
+use tugboat_kube::status::{self, ApiPatch, PublishTarget, StatusPace, StatusWriter};
 use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
 
 use crate::controller::{self, ControllerConfig, ControllerStatus};
@@ -38,6 +38,8 @@ pub struct ClusterOptions {
     pub publish: PublishTarget,
     /// How often the leader re-checks status (the publish Service may change).
     pub status_interval: Duration,
+    /// How fast the leader writes status.
+    pub status_pace: StatusPace,
 }
 
 /// Runs the controller on the objects of the cluster `client` talks to, until an error.
@@ -113,6 +115,11 @@ pub async fn run_with_cluster_until(
 const RELEASE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The leader's duties: Ingress status and Events. Runs forever.
+///
+/// Status writes go on in the background of this loop, at their pace; a new served set
+/// is handed to the writer, which checks only the Ingresses that joined or left it.
+/// Events are reported when the controller's problems may have changed and on every
+/// tick.
 async fn lead(
     client: Client,
     stores: ClusterStores,
@@ -121,16 +128,22 @@ async fn lead(
     mut status: watch::Receiver<ControllerStatus>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
 ) {
-    let writer = StatusWriter::new(client.clone(), options.publish.clone());
-    let mut events = ProblemEvents::new(client, options.election.identity.clone());
+    let publishing = options.publish.is_set();
+    let mut writer = StatusWriter::new(ApiPatch::new(client.clone()), options.status_pace);
+    let mut events = ProblemEvents::new(client.clone(), options.election.identity.clone());
     let mut tick = tokio::time::interval(options.status_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was_leader = false;
+    // Writes since the writer was last idle, logged when it is.
+    let mut written_unreported = 0;
     loop {
+        let mut status_changed = false;
+        let mut ticked = false;
         tokio::select! {
             changed = leader.changed() => {
                 if changed.is_err() {
                     tracing::error!("leader election stopped; this replica no longer writes status");
+                    writer.set_active(false);
                     std::future::pending::<()>().await;
                 }
             }
@@ -138,10 +151,13 @@ async fn lead(
                 if changed.is_err() {
                     return;
                 }
+                status_changed = true;
             }
-            _ = tick.tick() => {}
+            _ = tick.tick() => ticked = true,
+            () = writer.progress() => {}
         }
         let is_leader = *leader.borrow_and_update();
+        let became_leader = is_leader && !was_leader;
         if is_leader != was_leader {
             tracing::info!(
                 identity = %options.election.identity,
@@ -152,41 +168,58 @@ async fn lead(
                 metrics.set_leader(is_leader);
             }
             events.forget();
+            writer.set_active(is_leader && publishing);
             was_leader = is_leader;
         }
         if !is_leader {
             continue;
         }
-        let current = status.borrow_and_update().clone();
-        if !current.ready {
-            continue;
-        }
-        match writer
-            .sync(
-                stores.all_ingresses().values().cloned(),
-                &current.served_ingresses,
-            )
-            .await
-        {
-            Ok(0) => {}
-            Ok(written) => {
-                tracing::info!(ingresses = written, "wrote Ingress status");
+        // Once the controller is ready: its problems, and the served set for the writer
+        // (read under the channel's lock, not copied).
+        let problems = if status_changed || ticked || became_leader {
+            let current = status.borrow_and_update();
+            if current.ready && publishing {
+                writer.set_served(&current.served_ingresses);
+            }
+            current.ready.then(|| current.problems.clone())
+        } else {
+            None
+        };
+        if publishing {
+            if ticked || became_leader {
+                match status::published_addresses(&client, &options.publish).await {
+                    Ok(addresses) => writer.set_addresses(addresses),
+                    Err(err) => tracing::warn!("{err}"),
+                }
+                writer.check_all();
+            }
+            if writer.is_busy() {
+                writer.reconcile(&stores.all_ingresses());
+            }
+            let written = writer.take_written();
+            if written > 0 {
+                written_unreported += written;
                 if let Some(metrics) = &metrics {
                     metrics.add_status_writes(written);
                 }
             }
-            Err(err) => tracing::warn!("{err}"),
+            if written_unreported > 0 && !writer.is_busy() {
+                tracing::info!(ingresses = written_unreported, "wrote Ingress status");
+                written_unreported = 0;
+            }
         }
-        let uids = ingress_uids(&stores, &current.problems);
-        let posted = events
-            .report(&current.problems, |object: &ObjectRef| {
-                uids.iter()
-                    .find(|(o, _)| o == object)
-                    .map(|(_, uid)| uid.clone())
-            })
-            .await;
-        if let Some(metrics) = &metrics {
-            metrics.add_events_posted(posted);
+        if let Some(problems) = problems {
+            let uids = ingress_uids(&stores, &problems);
+            let posted = events
+                .report(&problems, |object: &ObjectRef| {
+                    uids.iter()
+                        .find(|(o, _)| o == object)
+                        .map(|(_, uid)| uid.clone())
+                })
+                .await;
+            if let Some(metrics) = &metrics {
+                metrics.add_events_posted(posted);
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]`:
-//! loads the fake API server with a large cluster (by default 10,000 Ingresses, 10,000
+//! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]
+//! [--no-publish]`: loads the fake API server with a large cluster (by default 10,000 Ingresses, 10,000
 //! Services, 10,000 EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real
 //! `tugboat` binary against it and a real haproxy (3.4 unless `--haproxy` names another
 //! series), and prints the time to the first successful apply (wall clock and the
@@ -10,6 +10,11 @@
 //! route map, its certificate), next to a bare runtime-API round trip measured in the
 //! same run, the controller's CPU per change (idle CPU over the same time taken out),
 //! and the reloads the changes caused.
+//!
+//! The controller publishes Ingress status (`--publish-address 127.0.0.1`), so its
+//! status writes go on, at their pace, during the measures; each run prints how many it
+//! made (the runs share the cluster: a later run rewrites nothing already right).
+//! `--no-publish` measures without.
 //! A benchmark, not a test.
 //!
 //! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
@@ -61,9 +66,23 @@ async fn main() -> anyhow::Result<()> {
     let mut ingresses = 10_000usize;
     let mut changes = 20usize;
     let mut series = "3.4".to_string();
+    let mut publish = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let value = args.next().context("every option takes a value")?;
+        match arg.as_str() {
+            "--no-publish" => {
+                publish = false;
+                continue;
+            }
+            "--publish" => {
+                publish = true;
+                continue;
+            }
+            _ => {}
+        }
+        let value = args
+            .next()
+            .context("every option but --publish and --no-publish takes a value")?;
         match arg.as_str() {
             "--runs" => runs = value.parse().context("--runs N")?,
             "--ingresses" => ingresses = value.parse().context("--ingresses N")?,
@@ -71,7 +90,8 @@ async fn main() -> anyhow::Result<()> {
             "--haproxy" => series = value,
             other => {
                 bail!(
-                    "unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]"
+                    "unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N] \
+                     [--haproxy X.Y] [--no-publish]"
                 )
             }
         }
@@ -89,14 +109,24 @@ async fn main() -> anyhow::Result<()> {
         ingresses / 10,
         started.elapsed().as_secs_f64()
     );
+    println!(
+        "status publishing {}",
+        if publish {
+            "on (--publish-address 127.0.0.1)"
+        } else {
+            "off (--no-publish)"
+        }
+    );
     let mut figures = Vec::new();
     for run in 1..=runs {
+        let status_writes_before = status_writes(&server);
         let result = run_once(
             &tugboat,
             &haproxy,
             &server,
             ingresses,
             changes.min(ingresses / 10).max(1),
+            publish,
         )
         .await?;
         println!(
@@ -121,6 +151,18 @@ async fn main() -> anyhow::Result<()> {
             "run {run}: {} reloads during the changes",
             result.reloads_during_changes
         );
+        if publish {
+            let with_status = server
+                .list("Ingress")
+                .iter()
+                .filter(|i| !i["status"]["loadBalancer"]["ingress"].is_null())
+                .count();
+            println!(
+                "run {run}: {} Ingress status writes; {with_status} of {ingresses} Ingresses \
+                 hold a status",
+                status_writes(&server) - status_writes_before
+            );
+        }
         figures.push(result);
     }
     let median = |mut values: Vec<f64>| {
@@ -199,6 +241,15 @@ fn rotated_certificate() -> anyhow::Result<(String, String)> {
     let key = rcgen::KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
     Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// The Ingress status writes the API server took so far.
+fn status_writes(server: &FakeApiServer) -> usize {
+    server
+        .writes()
+        .iter()
+        .filter(|w| w.path.contains("/ingresses/") && w.path.ends_with("/status"))
+        .count()
 }
 
 fn median_ms(values: &[Duration]) -> f64 {
@@ -327,6 +378,7 @@ async fn run_once(
     server: &FakeApiServer,
     ingresses: usize,
     changes: usize,
+    publish: bool,
 ) -> anyhow::Result<Figures> {
     let haproxy = Haproxy::start(haproxy_binary).await;
     let dir = tempfile::tempdir().context("temporary folder")?;
@@ -360,6 +412,11 @@ async fn run_once(
         .arg(&kubeconfig)
         .args(["--controller-address", "127.0.0.1"])
         .args(["--controller-port", &admin_port.to_string()])
+        .args(if publish {
+            &["--publish-address", "127.0.0.1"][..]
+        } else {
+            &[]
+        })
         .env("POD_NAME", "bench")
         .env("POD_NAMESPACE", "tugboat-system")
         .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
