@@ -429,7 +429,11 @@ impl<P: PatchStatus> StatusWriter<P> {
     /// Waits until a write finishes (and takes its outcome in) or the next one may
     /// start; never resolves while there is nothing to do. Cancel-safe.
     pub async fn progress(&mut self) {
+        // Nothing may start before the addresses and the served set are known: without
+        // them `reconcile` does nothing, and waking it would spin.
         let may_start = self.active
+            && self.ours.is_some()
+            && self.served.is_some()
             && self.in_flight.len() < self.pace.in_flight.max(1)
             && (self.sweep_due || !self.pending.is_empty());
         let next_start = self.next_start;
@@ -680,6 +684,22 @@ mod tests {
 
     fn served(range: std::ops::Range<usize>) -> BTreeSet<ObjectKey> {
         range.map(key).collect()
+    }
+
+    /// Before the controller's first apply (no served set yet) an active writer with a
+    /// check due waits: its progress does not resolve, so the leader's loop does not
+    /// spin on it.
+    #[tokio::test(start_paused = true)]
+    async fn nothing_to_do_before_the_served_set_is_known() {
+        let (mut writer, _fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_active(true);
+        writer.check_all();
+        writer.reconcile(&store(10));
+        let waited = tokio::time::timeout(Duration::from_secs(60), writer.progress()).await;
+        assert!(
+            waited.is_err(),
+            "progress resolved with nothing it could do"
+        );
     }
 
     #[tokio::test(start_paused = true)]
