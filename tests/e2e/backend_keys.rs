@@ -25,7 +25,7 @@ use tugboat_model::problem::ProblemReason;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_config_map, mk_endpoint_slice, mk_ingress, mk_secret, mk_service, mk_tls_secret, to_json,
+    mk_ca_secret, mk_config_map, mk_endpoint_slice, mk_ingress, mk_service, mk_tls_secret, to_json,
     with_keys,
 };
 use tugboat_testkit::tls::Authority;
@@ -317,16 +317,8 @@ async fn backend_tls_verification_client_certificates_and_h2(
     .await;
     let cleartext = proto_backend("cleartext", None).await;
     let mut objects = vec![
-        to_json(&mk_secret(
-            "servers-ca",
-            "Opaque",
-            &[("ca.crt", servers_ca.pem.as_bytes())],
-        )),
-        to_json(&mk_secret(
-            "other-ca",
-            "Opaque",
-            &[("ca.crt", other_ca.pem.as_bytes())],
-        )),
+        to_json(&mk_ca_secret("servers-ca", &servers_ca.pem)),
+        to_json(&mk_ca_secret("other-ca", &other_ca.pem)),
         to_json(&mk_tls_secret("client", &client_pem, &client_key_pem)),
     ];
     let services: [(&str, Keys, SocketAddr); 8] = [

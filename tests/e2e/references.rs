@@ -20,8 +20,8 @@ use tugboat_model::ObjectKey;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_basic_auth_secret, mk_config_map, mk_endpoint_slice,
-    mk_ingress, mk_secret, mk_service, mk_service_of, to_json, with_keys,
+    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_basic_auth_secret, mk_ca_secret, mk_config_map,
+    mk_endpoint_slice, mk_ingress, mk_service, mk_service_of, to_json, with_keys,
 };
 use tugboat_testkit::tls::Authority;
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
@@ -142,16 +142,8 @@ async fn server_ca_named_on_a_service_reaches_the_controller(
             &[backend.addr],
         ),
         &[
-            to_json(&mk_secret(
-                "servers-ca",
-                "Opaque",
-                &[("ca.crt", servers_ca.pem.as_bytes())],
-            )),
-            to_json(&mk_secret(
-                "other-ca",
-                "Opaque",
-                &[("ca.crt", other_ca.pem.as_bytes())],
-            )),
+            to_json(&mk_ca_secret("servers-ca", &servers_ca.pem)),
+            to_json(&mk_ca_secret("other-ca", &other_ca.pem)),
             to_json(&mk_ingress("secure", "secure.example.com", "secure")),
             to_json(&mk_ingress("wrong-ca", "wrong-ca.example.com", "wrong-ca")),
         ],

@@ -12,7 +12,7 @@ use tugboat_testkit::manifests::{service_with_endpoints, start_backends};
 use tugboat_testkit::objects::{
     exact, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
 };
-use tugboat_testkit::{HaproxyBinary, Pod, Scene, Source, haproxy_tests, scene_tests};
+use tugboat_testkit::{EchoServer, HaproxyBinary, Pod, Scene, Source, haproxy_tests, scene_tests};
 
 /// The shop: `/` to web, `/api` to api's port named http, `/healthz` (Exact) to api.
 fn shop_ingress(root_service: &str) -> Ingress {
@@ -38,16 +38,20 @@ scene_tests!(
 
 haproxy_tests!(a_folder_serves_only_its_ingress_classes);
 
+/// The shop with its Services `web` and `api`, each with its echo backends.
+fn shop_objects(web: &[EchoServer], api: &[EchoServer]) -> Vec<serde_json::Value> {
+    [
+        &mk_service_of("web", web)[..],
+        &mk_service_of("api", api),
+        &[to_json(&shop_ingress("web"))],
+    ]
+    .concat()
+}
+
 async fn routes_by_host_and_path(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 11, 1).await;
     let api = start_backends("api", 12, 1).await;
-    let objects = [
-        &mk_service_of("web", &web)[..],
-        &mk_service_of("api", &api),
-        &[to_json(&shop_ingress("web"))],
-    ]
-    .concat();
-    let pod = Scene::start(&haproxy, source, &objects).await;
+    let pod = Scene::start(&haproxy, source, &shop_objects(&web, &api)).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     let cases = [
@@ -102,13 +106,7 @@ async fn balances_across_ready_endpoints(haproxy: HaproxyBinary, source: Source)
 async fn follows_changes_live(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 14, 1).await;
     let api = start_backends("api", 15, 1).await;
-    let objects = [
-        &mk_service_of("web", &web)[..],
-        &mk_service_of("api", &api),
-        &[to_json(&shop_ingress("web"))],
-    ]
-    .concat();
-    let pod = Scene::start(&haproxy, source, &objects).await;
+    let pod = Scene::start(&haproxy, source, &shop_objects(&web, &api)).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     // Edit: the root of the shop now goes to api.

@@ -325,6 +325,11 @@ pub fn mk_tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> Secret {
     )
 }
 
+/// An Opaque Secret holding a CA bundle (PEM) under `ca.crt`, as `server-ca` reads it.
+pub fn mk_ca_secret(name: &str, ca_pem: &str) -> Secret {
+    mk_secret(name, "Opaque", &[("ca.crt", ca_pem.as_bytes())])
+}
+
 /// An Opaque Secret for basic auth: key `auth` holds one `user:hash` line per user
 /// (an htpasswd file).
 pub fn mk_basic_auth_secret(name: &str, users: &[(&str, &str)]) -> Secret {
