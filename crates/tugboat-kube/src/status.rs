@@ -387,9 +387,15 @@ impl<P: PatchStatus> StatusWriter<P> {
         }
     }
 
+    /// Whether it may write: it leads, and knows the addresses and the served set.
+    fn can_write(&self) -> bool {
+        self.active && self.ours.is_some() && self.served.is_some()
+    }
+
     /// Whether there are writes to start or in flight.
     pub fn is_busy(&self) -> bool {
-        self.sweep_due || !self.pending.is_empty() || !self.in_flight.is_empty()
+        self.can_write()
+            && (self.sweep_due || !self.pending.is_empty() || !self.in_flight.is_empty())
     }
 
     /// Checks what is due against `ingresses` (the watch store) and starts the writes
@@ -431,9 +437,7 @@ impl<P: PatchStatus> StatusWriter<P> {
     pub async fn progress(&mut self) {
         // Nothing may start before the addresses and the served set are known: without
         // them `reconcile` does nothing, and waking it would spin.
-        let may_start = self.active
-            && self.ours.is_some()
-            && self.served.is_some()
+        let may_start = self.can_write()
             && self.in_flight.len() < self.pace.in_flight.max(1)
             && (self.sweep_due || !self.pending.is_empty());
         let next_start = self.next_start;
@@ -839,6 +843,23 @@ mod tests {
         );
         drop(state);
         assert_eq!(writer.take_written(), 1);
+    }
+
+    /// The leader's loop reconciles only a busy writer: before the served set is known
+    /// it is not busy, and once it is, the due check starts its writes.
+    #[tokio::test(start_paused = true)]
+    async fn idle_until_the_served_set_is_known_then_writes() {
+        let ingresses = store(5);
+        let (mut writer, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_active(true);
+        writer.check_all();
+        writer.reconcile(&ingresses);
+        assert!(!writer.is_busy());
+        writer.set_served(&served(0..5));
+        assert!(writer.is_busy());
+        writer.reconcile(&ingresses);
+        writer.progress().await;
+        assert_eq!(fake.state.lock().expect("lock").writes.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
