@@ -46,7 +46,25 @@ where
 }
 
 /// A free TCP port on 127.0.0.1 (bound, then released).
+///
+/// Tests run as parallel processes, and a port the kernel picks (`bind :0`) can be
+/// picked again by another process before the first one's haproxy binds it; haproxy
+/// binds with `SO_REUSEPORT`, so both would then serve the port, each answering the
+/// other's requests. So each process takes its ports from its own slice below the
+/// ephemeral range (by its pid), checked free; the kernel's pick is the last resort.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 10_000;
+    const SLICE: u16 = 32;
+    const SLICES: u16 = 700;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let slice = (std::process::id() % u32::from(SLICES)) as u16;
+    for _ in 0..SLICE {
+        let port = FIRST + slice * SLICE + NEXT.fetch_add(1, Ordering::Relaxed) % SLICE;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
