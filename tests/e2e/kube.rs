@@ -3,16 +3,22 @@
 //! IngressClass filtering, namespace scoping, leader election with status and Events,
 //! and resilience to dropped watches, API server restarts and `410 Gone`.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use serde_json::{Value, json};
 use tugboat::admin::{self, AdminState};
 use tugboat::controller::ControllerStatus;
 use tugboat_model::ObjectKey;
 use tugboat_model::class::ClassFilter;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
-use tugboat_testkit::manifests::{endpoint_slice, start_backends};
-use tugboat_testkit::objects::{ANN_S3CRET, S3CRET_HASH, mk_secret};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_config_map, mk_endpoint_slice, mk_ingress,
+    mk_ingress_class, mk_secret, mk_service, mk_service_of, mk_tls_secret, to_json, to_yaml,
+    with_class, with_keys, with_tls,
+};
 use tugboat_testkit::{
     ClusterPod, EchoServer, FakeApiServer, HaproxyBinary, eventually, haproxy_tests,
 };
@@ -32,41 +38,23 @@ haproxy_tests!(
     a_restarted_leader_rewrites_no_status_that_is_right,
 );
 
-fn ingress(namespace: &str, name: &str, class: Option<&str>, host: &str, service: &str) -> String {
-    let class = class.map_or(String::new(), |c| format!("  ingressClassName: {c}\n"));
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
-         spec:\n{class}  rules:\n  - host: {host}\n    http:\n      paths:\n      - path: /\n        pathType: Prefix\n\
-         \x20       backend: {{service: {{name: {service}, port: {{number: 80}}}}}}\n"
-    )
-}
-
 /// A fake API server with Tugboat's IngressClass, a Service `web` (one echo backend on
 /// 127.0.`net`.1) and an Ingress `shop` routing shop.example.com to it.
 async fn shop_cluster(net: u8) -> (Vec<EchoServer>, FakeApiServer) {
     let web = start_backends("web", net, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "web",
-    ));
+    apply_service(&server, "web", &web);
+    server.apply(&mk_ingress("shop", "shop.example.com", "web"));
     (web, server)
 }
 
-/// A Service and its EndpointSlice in `namespace`.
-fn service_in(namespace: &str, name: &str, servers: &[EchoServer]) -> String {
-    let addrs: Vec<_> = servers.iter().map(|s| s.addr).collect();
-    let text = format!(
-        "{}---\n{}",
-        tugboat_testkit::manifests::service(name, "http", 80),
-        endpoint_slice(name, "http", &addrs)
-    );
-    text.replace("namespace: default", &format!("namespace: {namespace}"))
+/// Service `name` (port 80 named `http`) and its EndpointSlice of `servers`, in
+/// namespace `default`.
+fn apply_service(server: &FakeApiServer, name: &str, servers: &[EchoServer]) {
+    for object in mk_service_of(name, servers) {
+        server.apply(&object);
+    }
 }
 
 async fn routes_objects_created_updated_and_deleted_in_the_api(haproxy: HaproxyBinary) {
@@ -76,19 +64,13 @@ async fn routes_objects_created_updated_and_deleted_in_the_api(haproxy: HaproxyB
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     // Ingress update: another Service (created now).
-    server.apply_yaml(&service_in("default", "api", &api_backend));
-    server.apply_yaml(&ingress(
-        "default",
-        "shop",
-        Some("tugboat"),
-        "shop.example.com",
-        "api",
-    ));
+    apply_service(&server, "api", &api_backend);
+    server.apply(&mk_ingress("shop", "shop.example.com", "api"));
     pod.wait_for_service("shop.example.com", "/", "api").await;
 
     // EndpointSlice update: the api Service now points at the web backend's address.
     let addrs: Vec<_> = web.iter().map(|s| s.addr).collect();
-    server.apply_yaml(&endpoint_slice("api", "http", &addrs));
+    server.apply(&mk_endpoint_slice("api", "http", &addrs));
     pod.wait_for_service("shop.example.com", "/", "web").await;
 
     // EndpointSlice delete: no endpoints, 503.
@@ -117,13 +99,7 @@ async fn routes_objects_created_updated_and_deleted_in_the_api(haproxy: HaproxyB
 
     // IngressClass delete: a new Ingress of that class is not served.
     assert!(server.delete("IngressClass", "", "tugboat"));
-    server.apply_yaml(&ingress(
-        "default",
-        "late",
-        Some("tugboat"),
-        "late.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("late", "late.example.com", "web"));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         pod.get("late.example.com", "/")
@@ -142,40 +118,22 @@ async fn serves_only_its_ingress_classes(haproxy: HaproxyBinary) {
     let web = start_backends("web", 23, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(
-        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: nginx\n\
-         spec:\n  controller: k8s.io/ingress-nginx\n",
-    );
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "ours",
-        Some("tugboat"),
-        "ours.example.com",
-        "web",
-    ));
-    server.apply_yaml(&ingress(
-        "default",
-        "theirs",
+    server.apply(&mk_ingress_class("nginx", "k8s.io/ingress-nginx", false));
+    apply_service(&server, "web", &web);
+    server.apply(&mk_ingress("ours", "ours.example.com", "web"));
+    server.apply(&with_class(
+        mk_ingress("theirs", "theirs.example.com", "web"),
         Some("nginx"),
-        "theirs.example.com",
-        "web",
     ));
     // Another controller's Ingress pointing at a Service that does not exist: it must
     // not give a problem, an Event or a status.
-    server.apply_yaml(&ingress(
-        "default",
-        "theirs-broken",
+    server.apply(&with_class(
+        mk_ingress("theirs-broken", "broken.example.com", "nope"),
         Some("nginx"),
-        "broken.example.com",
-        "nope",
     ));
-    server.apply_yaml(&ingress(
-        "default",
-        "classless",
+    server.apply(&with_class(
+        mk_ingress("classless", "classless.example.com", "web"),
         None,
-        "classless.example.com",
-        "web",
     ));
     let mut opts = options("pod-a");
     opts.publish.addresses = vec!["127.0.0.10".into()];
@@ -218,29 +176,22 @@ async fn serves_only_its_ingress_classes(haproxy: HaproxyBinary) {
     );
 
     // Our class becomes the default: the classless Ingress is served.
-    server.apply_yaml(
-        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: tugboat\n  annotations:\n\
-         \x20   ingressclass.kubernetes.io/is-default-class: \"true\"\nspec:\n  controller: tugboat.dev/ingress\n",
-    );
+    server.apply(&mk_ingress_class("tugboat", "tugboat.dev/ingress", true));
     pod.wait_for_service("classless.example.com", "/", "web")
         .await;
 
     // The legacy annotation names the class too.
-    server.apply_yaml(
-        &ingress("default", "legacy", None, "legacy.example.com", "web").replace(
-            "  namespace: default\n",
-            "  namespace: default\n  annotations:\n    kubernetes.io/ingress.class: tugboat\n",
-        ),
-    );
+    let mut legacy = with_class(mk_ingress("legacy", "legacy.example.com", "web"), None);
+    legacy
+        .annotations_mut()
+        .insert("kubernetes.io/ingress.class".into(), "tugboat".into());
+    server.apply(&legacy);
     pod.wait_for_service("legacy.example.com", "/", "web").await;
 
     // Our Ingress moves to another class: it stops routing and its status is cleared.
-    server.apply_yaml(&ingress(
-        "default",
-        "ours",
+    server.apply(&with_class(
+        mk_ingress("ours", "ours.example.com", "web"),
         Some("nginx"),
-        "ours.example.com",
-        "web",
     ));
     pod.wait_for_status("ours.example.com", "/", 404).await;
     eventually("status cleared", Duration::from_secs(10), || async {
@@ -256,14 +207,13 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
     let web = start_backends("web", 24, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
+    let addrs: Vec<SocketAddr> = web.iter().map(|s| s.addr).collect();
     for ns in ["team-a", "team-b", "team-c"] {
-        server.apply_yaml(&service_in(ns, "web", &web));
-        server.apply_yaml(&ingress(
+        server.apply(&in_namespace(mk_service("web", "http", 80), ns));
+        server.apply(&in_namespace(mk_endpoint_slice("web", "http", &addrs), ns));
+        server.apply(&in_namespace(
+            mk_ingress("shop", &format!("{ns}.example.com"), "web"),
             ns,
-            "shop",
-            Some("tugboat"),
-            &format!("{ns}.example.com"),
-            "web",
         ));
     }
     let mut opts = options("pod-a");
@@ -294,12 +244,9 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
     );
     // A change in an unwatched namespace is not seen.
     for ns in ["team-c", "team-b"] {
-        server.apply_yaml(&ingress(
+        server.apply(&in_namespace(
+            mk_ingress("more", &format!("more-{ns}.example.com"), "web"),
             ns,
-            "more",
-            Some("tugboat"),
-            &format!("more-{ns}.example.com"),
-            "web",
         ));
     }
     pod.wait_for_service("more-team-b.example.com", "/", "web")
@@ -315,13 +262,7 @@ async fn watches_only_the_given_namespaces(haproxy: HaproxyBinary) {
 
 async fn only_the_leader_writes_status_and_events(haproxy: HaproxyBinary) {
     let (_web, server) = shop_cluster(25).await;
-    server.apply_yaml(&ingress(
-        "default",
-        "broken",
-        Some("tugboat"),
-        "broken.example.com",
-        "missing",
-    ));
+    server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
     let mut options_a = options("pod-a");
     options_a.publish.addresses = vec!["127.0.0.11".into()];
     let mut options_b = options("pod-b");
@@ -367,13 +308,7 @@ async fn only_the_leader_writes_status_and_events(haproxy: HaproxyBinary) {
     )
     .await;
     // More updates (a new Ingress) do not post the same problem again.
-    server.apply_yaml(&ingress(
-        "default",
-        "more",
-        Some("tugboat"),
-        "more.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("more", "more.example.com", "web"));
     leader_pod
         .wait_for_service("more.example.com", "/", "web")
         .await;
@@ -414,14 +349,8 @@ async fn survives_dropped_watches_and_api_server_restarts(haproxy: HaproxyBinary
     let web = start_backends("web", 26, 1).await;
     let mut server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "one",
-        Some("tugboat"),
-        "one.example.com",
-        "web",
-    ));
+    apply_service(&server, "web", &web);
+    server.apply(&mk_ingress("one", "one.example.com", "web"));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_service("one.example.com", "/", "web").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -432,13 +361,7 @@ async fn survives_dropped_watches_and_api_server_restarts(haproxy: HaproxyBinary
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(pod.reloads().await, reloads);
     // A change after the drop is seen (a new host on the same backend: maps only).
-    server.apply_yaml(&ingress(
-        "default",
-        "two",
-        Some("tugboat"),
-        "two.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("two", "two.example.com", "web"));
     pod.wait_for_service("two.example.com", "/", "web").await;
 
     // The API server goes away: haproxy keeps serving.
@@ -447,13 +370,7 @@ async fn survives_dropped_watches_and_api_server_restarts(haproxy: HaproxyBinary
     pod.wait_for_service("one.example.com", "/", "web").await;
     // A change made while it was away (as through another API server) is seen when it
     // is back.
-    server.apply_yaml(&ingress(
-        "default",
-        "three",
-        Some("tugboat"),
-        "three.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("three", "three.example.com", "web"));
     server.restart().await;
     pod.wait_for_service("three.example.com", "/", "web").await;
     assert!(pod.controller_running());
@@ -463,14 +380,8 @@ async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
     let web = start_backends("web", 27, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    server.apply_yaml(&ingress(
-        "default",
-        "one",
-        Some("tugboat"),
-        "one.example.com",
-        "web",
-    ));
+    apply_service(&server, "web", &web);
+    server.apply(&mk_ingress("one", "one.example.com", "web"));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_service("one.example.com", "/", "web").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -491,13 +402,7 @@ async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
         "a re-list of the same objects reloaded haproxy"
     );
     // Watching goes on after the re-list.
-    server.apply_yaml(&ingress(
-        "default",
-        "two",
-        Some("tugboat"),
-        "two.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("two", "two.example.com", "web"));
     pod.wait_for_service("two.example.com", "/", "web").await;
 }
 
@@ -532,16 +437,17 @@ async fn kubectl_creates_an_ingress_that_routes() {
     let manifest = dir.path().join("objects.yaml");
     std::fs::write(
         &manifest,
-        format!(
-            "{TUGBOAT_CLASS}---\n{}---\n{}",
-            service_in("default", "web", &web),
-            ingress(
-                "default",
-                "shop",
-                Some("tugboat"),
-                "kubectl.example.com",
-                "web"
-            )
+        to_yaml(
+            &[
+                vec![to_json(&mk_ingress_class(
+                    "tugboat",
+                    "tugboat.dev/ingress",
+                    false,
+                ))],
+                mk_service_of("web", &web).to_vec(),
+                vec![to_json(&mk_ingress("shop", "kubectl.example.com", "web"))],
+            ]
+            .concat(),
         ),
     )
     .expect("write manifest");
@@ -579,13 +485,7 @@ async fn kubectl_creates_an_ingress_that_routes() {
 
 async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinary) {
     let (_web, server) = shop_cluster(29).await;
-    server.apply_yaml(&ingress(
-        "default",
-        "broken",
-        Some("tugboat"),
-        "broken.example.com",
-        "missing",
-    ));
+    server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
     // Not ready until the first apply: the API source waits for its stores.
     let (status_tx, status_rx) = tokio::sync::watch::channel(ControllerStatus::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -642,43 +542,22 @@ async fn tls_and_basic_auth_secrets_come_from_the_api(haproxy: HaproxyBinary) {
     let web = start_backends("web", 29, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
+    apply_service(&server, "web", &web);
     server.apply(&mk_secret(
         "users",
         "Opaque",
         &[("ann", S3CRET_HASH.as_bytes())],
     ));
     let (cert, key, der) = tugboat_testkit::tls::certificate(&["secure.example.com"], false);
-    server.apply(&mk_secret(
-        "site-tls",
-        "kubernetes.io/tls",
-        &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
+    server.apply(&mk_tls_secret("site-tls", &cert, &key));
+    server.apply(&with_keys(
+        mk_ingress("private", "private.example.com", "web"),
+        &[("auth-type", "basic-auth"), ("auth-secret", "users")],
     ));
-    let private = ingress(
-        "default",
-        "private",
-        Some("tugboat"),
-        "private.example.com",
-        "web",
-    )
-    .replace(
-        "  namespace: default\n",
-        "  namespace: default\n  annotations:\n    tugboat.dev/auth-type: basic-auth\n    \
-             tugboat.dev/auth-secret: users\n",
-    );
-    server.apply_yaml(&private);
-    let secure = ingress(
-        "default",
-        "secure",
-        Some("tugboat"),
-        "secure.example.com",
-        "web",
-    )
-    .replace(
-        "  rules:\n",
-        "  tls:\n  - hosts: [secure.example.com]\n    secretName: site-tls\n  rules:\n",
-    );
-    server.apply_yaml(&secure);
+    server.apply(&with_tls(
+        mk_ingress("secure", "secure.example.com", "web"),
+        &[(&["secure.example.com"], "site-tls")],
+    ));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_status("private.example.com", "/", 401).await;
     let authorized = tugboat_testkit::http::request(
@@ -718,13 +597,7 @@ fn ingress_status_writes(server: &FakeApiServer) -> Vec<String> {
 async fn a_restarted_leader_rewrites_no_status_that_is_right(haproxy: HaproxyBinary) {
     let (_web, server) = shop_cluster(38).await;
     for name in ["cart", "pay"] {
-        server.apply_yaml(&ingress(
-            "default",
-            name,
-            Some("tugboat"),
-            &format!("{name}.example.com"),
-            "web",
-        ));
+        server.apply(&mk_ingress(name, &format!("{name}.example.com"), "web"));
     }
     let mut opts = options("pod-a");
     opts.publish.addresses = vec!["127.0.0.13".into()];
@@ -750,13 +623,7 @@ async fn a_restarted_leader_rewrites_no_status_that_is_right(haproxy: HaproxyBin
     assert_eq!(before, 3, "{:?}", ingress_status_writes(&server));
     // While no controller runs, an Ingress joins; the restarted leader writes its status
     // and only its.
-    server.apply_yaml(&ingress(
-        "default",
-        "later",
-        Some("tugboat"),
-        "later.example.com",
-        "web",
-    ));
+    server.apply(&mk_ingress("later", "later.example.com", "web"));
     let pod = ClusterPod::start(&haproxy, &server, opts).await;
     eventually(
         "status from the restarted leader",
@@ -848,25 +715,18 @@ async fn access_lists_from_config_maps_are_watched(haproxy: HaproxyBinary) {
     let web = start_backends("web", 32, 1).await;
     let server = FakeApiServer::start().await;
     server.apply_yaml(TUGBOAT_CLASS);
-    server.apply_yaml(&service_in("default", "web", &web));
-    let list = |networks: &str| {
-        format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: blocked, namespace: default}}\n\
-             data: {{networks: \"{networks}\"}}\n"
-        )
-    };
-    server.apply_yaml(&list("127.0.0.0/8"));
-    let guarded = ingress("default", "guarded", Some("tugboat"), "guarded.example.com", "web")
-        .replace(
-            "  namespace: default\n",
-            "  namespace: default\n  annotations:\n    tugboat.dev/deny-list: configmap:blocked/networks\n",
-        );
-    server.apply_yaml(&guarded);
+    apply_service(&server, "web", &web);
+    let list = |networks: &str| mk_config_map("blocked", &[("networks", networks)]);
+    server.apply(&list("127.0.0.0/8"));
+    server.apply(&with_keys(
+        mk_ingress("guarded", "guarded.example.com", "web"),
+        &[("deny-list", "configmap:blocked/networks")],
+    ));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     // The ConfigMap the Ingress names is watched: loopback clients are denied...
     pod.wait_for_status("guarded.example.com", "/", 403).await;
     // ...and a change of the list is followed.
-    server.apply_yaml(&list("192.0.2.0/24"));
+    server.apply(&list("192.0.2.0/24"));
     pod.wait_for_service("guarded.example.com", "/", "web")
         .await;
 }

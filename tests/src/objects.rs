@@ -12,8 +12,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
-    IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec,
+    IngressRule, IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::ResourceExt;
@@ -172,6 +172,28 @@ pub fn with_default_backend(mut ingress: Ingress, service: &str, port: i32) -> I
         .get_or_insert_with(IngressSpec::default)
         .default_backend = Some(mk_backend(service, port));
     ingress
+}
+
+/// The cluster-wide IngressClass `name` of controller `controller` (Tugboat's is
+/// `tugboat.dev/ingress`), annotated as the cluster's default class when `default`.
+pub fn mk_ingress_class(name: &str, controller: &str, default: bool) -> IngressClass {
+    let annotations = default.then(|| {
+        BTreeMap::from([(
+            "ingressclass.kubernetes.io/is-default-class".to_string(),
+            "true".to_string(),
+        )])
+    });
+    IngressClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            annotations,
+            ..ObjectMeta::default()
+        },
+        spec: Some(IngressClassSpec {
+            controller: Some(controller.to_string()),
+            ..IngressClassSpec::default()
+        }),
+    }
 }
 
 /// The object with the annotations `tugboat.dev/KEY: value` for each `(KEY, value)`.
@@ -448,5 +470,15 @@ mod tests {
         assert_eq!(slice["endpoints"][0]["conditions"]["ready"], true);
         assert_eq!(slice["endpoints"][1]["conditions"]["ready"], false);
         assert_eq!(slice["endpoints"][1]["conditions"]["terminating"], true);
+        let class = to_json(&mk_ingress_class("tugboat", "tugboat.dev/ingress", true));
+        assert_eq!(class["kind"], "IngressClass");
+        assert!(class["metadata"]["namespace"].is_null());
+        assert_eq!(class["spec"]["controller"], "tugboat.dev/ingress");
+        assert_eq!(
+            class["metadata"]["annotations"]["ingressclass.kubernetes.io/is-default-class"],
+            "true"
+        );
+        let other = to_json(&mk_ingress_class("nginx", "k8s.io/ingress-nginx", false));
+        assert!(other["metadata"]["annotations"].is_null());
     }
 }
