@@ -24,6 +24,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
+use tugboat_model::backoff::Backoff;
 use tugboat_model::{ObjectKey, Objects};
 
 /// The field manager the controller writes status with.
@@ -167,12 +168,9 @@ impl StatusPace {
         Duration::from_secs(1) / self.per_second.max(1)
     }
 
-    /// The pause after `failures` failures in a row (at least one).
-    fn backoff(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(16);
-        self.backoff_first
-            .saturating_mul(1 << doublings)
-            .min(self.backoff_max)
+    /// The pauses after failures in a row: doubling from `backoff_first`.
+    fn backoff(&self) -> Backoff {
+        Backoff::new(self.backoff_first, self.backoff_max)
     }
 }
 
@@ -318,8 +316,8 @@ pub struct StatusWriter<P> {
     in_flight: FuturesUnordered<PatchFuture>,
     /// When the next write may start (the rate, or a pause after failures).
     next_start: Instant,
-    /// Failures in a row, for the backoff.
-    failures: u32,
+    /// The pause after the next failure (back to the first after a success).
+    backoff: Backoff,
     /// Writes done since [`take_written`](Self::take_written).
     written: usize,
 }
@@ -336,7 +334,7 @@ impl<P: PatchStatus> StatusWriter<P> {
             pending: BTreeSet::new(),
             in_flight: FuturesUnordered::new(),
             next_start: Instant::now(),
-            failures: 0,
+            backoff: pace.backoff(),
             written: 0,
         }
     }
@@ -351,7 +349,7 @@ impl<P: PatchStatus> StatusWriter<P> {
         self.sweep_due = active;
         self.pending.clear();
         self.in_flight = FuturesUnordered::new();
-        self.failures = 0;
+        self.backoff.reset();
     }
 
     /// Every Ingress is checked at the next [`reconcile`](Self::reconcile) (a periodic
@@ -453,22 +451,22 @@ impl<P: PatchStatus> StatusWriter<P> {
         let pause = match outcome {
             Ok(PatchOutcome::Written) => {
                 self.written += 1;
-                self.failures = 0;
+                self.backoff.reset();
                 return;
             }
             Ok(PatchOutcome::Gone) => {
-                self.failures = 0;
+                self.backoff.reset();
                 return;
             }
             Err(PatchError::Throttled { retry_after }) => {
-                self.failures = self.failures.saturating_add(1);
-                let pause = retry_after.unwrap_or_else(|| self.pace.backoff(self.failures));
+                // A failure in a row either way; the server's word wins when it gives one.
+                let backoff = self.backoff.next_delay();
+                let pause = retry_after.unwrap_or(backoff);
                 tracing::debug!(ingress = %key, ?pause, "status writes throttled");
                 pause
             }
             Err(PatchError::Failed(message)) => {
-                self.failures = self.failures.saturating_add(1);
-                let pause = self.pace.backoff(self.failures);
+                let pause = self.backoff.next_delay();
                 tracing::warn!(
                     "cannot write the status of Ingress {key}: {message}; retrying in {pause:?}"
                 );

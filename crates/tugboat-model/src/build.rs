@@ -51,6 +51,15 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether the operator's flags are the same (the time aside).
+    pub fn same_flags(&self, other: &Settings) -> bool {
+        *self
+            == Settings {
+                now: self.now,
+                ..other.clone()
+            }
+    }
+
     /// Defaults: nothing optional set, ExternalName off, redirects on.
     pub fn new(now: i64) -> Self {
         Self {

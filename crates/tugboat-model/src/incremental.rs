@@ -166,11 +166,7 @@ impl Model {
     fn patch(&mut self, snapshot: &Snapshot, settings: &Settings) -> Result<Patch, Rebuilt> {
         let seen = self.seen.as_mut().ok_or(Rebuilt::First)?;
         let now = settings.now;
-        if (Settings {
-            now,
-            ..seen.settings.clone()
-        }) != *settings
-        {
+        if !seen.settings.same_flags(settings) {
             return Err(Rebuilt::Settings);
         }
         if seen.reads.next_validity_change.is_some_and(|at| now >= at) {

@@ -72,12 +72,8 @@ impl ReferencesMemo {
             .as_ref()
             .and_then(|key| snapshot.config_maps.get(key))
             .cloned();
-        let settings = Settings {
-            now: 0,
-            ..settings.clone()
-        };
         if let Some(last) = &self.last
-            && last.settings == settings
+            && last.settings.same_flags(settings)
             && same_objects(&last.ingresses, &snapshot.ingresses)
             && same_objects(&last.services, &snapshot.services)
             && match (&last.own, &own) {
@@ -88,12 +84,12 @@ impl ReferencesMemo {
         {
             return last.references.clone();
         }
-        let found = references(snapshot, &settings);
+        let found = references(snapshot, settings);
         self.last = Some(Remembered {
             ingresses: snapshot.ingresses.clone(),
             services: snapshot.services.clone(),
             own,
-            settings,
+            settings: settings.clone(),
             references: found.clone(),
         });
         found

@@ -230,22 +230,36 @@ async fn build(
     settings: Settings,
     patch_allowed: bool,
 ) -> Update {
+    if !patch_allowed {
+        let output = build_full(state, snapshot, settings).await;
+        return Update::Full(Box::new(output), Rebuilt::First);
+    }
     let mut model = std::mem::take(&mut state.model);
     let snapshot = snapshot.clone();
     let (model, update) = blocking(move || {
-        let update = if patch_allowed {
-            model.update(&snapshot, &settings)
-        } else {
-            Update::Full(
-                Box::new(model.rebuild(&snapshot, &settings)),
-                Rebuilt::First,
-            )
-        };
+        let update = model.update(&snapshot, &settings);
         (model, update)
     })
     .await;
     state.model = model;
     update
+}
+
+/// A full build of `snapshot`, whatever changed.
+async fn build_full(
+    state: &mut LoopState,
+    snapshot: &Arc<Snapshot>,
+    settings: Settings,
+) -> BuildOutput {
+    let mut model = std::mem::take(&mut state.model);
+    let snapshot = snapshot.clone();
+    let (model, output) = blocking(move || {
+        let output = model.rebuild(&snapshot, &settings);
+        (model, output)
+    })
+    .await;
+    state.model = model;
+    output
 }
 
 async fn update(
@@ -279,10 +293,7 @@ async fn update(
                 return result;
             }
             // The patch needs the whole state planned.
-            match build_full(state, snapshot, settings).await {
-                Some(output) => output,
-                None => return Err(UpdateFailure::Retry),
-            }
+            build_full(state, snapshot, settings).await
         }
         Update::Full(output, reason) => {
             tracing::debug!(reason = reason.as_str(), "full build");
@@ -290,18 +301,6 @@ async fn update(
         }
     };
     apply_full(config, applier, state, snapshot, status, output, started).await
-}
-
-/// A full build of `snapshot`, whatever changed.
-async fn build_full(
-    state: &mut LoopState,
-    snapshot: &Arc<Snapshot>,
-    settings: Settings,
-) -> Option<BuildOutput> {
-    match build(state, snapshot, settings, false).await {
-        Update::Full(output, _) => Some(*output),
-        Update::Patch(_) => None,
-    }
 }
 
 /// Carries out a patch of what haproxy runs (endpoints, certificates): runtime commands
