@@ -26,7 +26,7 @@ haproxy=$haproxy_dir/haproxy-$series/haproxy
 
 say "building tugboat"
 cargo build --quiet -p tugboat -p tugboat-testkit --bins
-bin=$PWD/target/debug
+bin=${CARGO_TARGET_DIR:-$PWD/target}/debug
 
 rm -rf "$work"
 mkdir -p "$work"/{etc,lib,run}
