@@ -6,7 +6,7 @@
 //! Service's EndpointSlices. Anything wrong in an object becomes an [`ObjectProblem`] and
 //! only the faulty part of that object is left out.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -24,6 +24,7 @@ use crate::snapshot::{ObjectKey, Snapshot};
 use crate::tls::{ParsedPair, Pem, parse_tls_secret};
 use crate::validate;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The operator's settings the model needs (from the controller's flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +111,20 @@ pub(crate) struct Reads {
     pub secrets: HashMap<ObjectKey, SecretUse>,
     /// The first time after `now` at which a certificate check changes its outcome.
     pub next_validity_change: Option<i64>,
+    /// The (host, path) keys that more than one rule claimed: who gets one depends on
+    /// every claimant.
+    pub contested_routes: HashSet<(HostMatch, PathMatch)>,
+    /// Who uses each backend.
+    pub backend_use: HashMap<BackendName, BackendUse>,
+}
+
+/// Who uses a backend.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BackendUse {
+    /// The Ingresses that use it, in build order: the first sets its options.
+    pub ingresses: Vec<ObjectKey>,
+    /// `--default-backend-service` names it.
+    pub flag: bool,
 }
 
 impl Reads {
@@ -118,6 +133,14 @@ impl Reads {
         if usage == SecretUse::Other {
             *entry = SecretUse::Other;
         }
+    }
+
+    /// Takes in what another build read (of one Ingress built alone).
+    pub(crate) fn absorb(&mut self, other: Reads) {
+        for (key, usage) in other.secrets {
+            self.secret(&key, usage);
+        }
+        self.validity_change(other.next_validity_change);
     }
 
     fn validity_change(&mut self, at: Option<i64>) {
@@ -177,39 +200,20 @@ pub(crate) fn build_with(
         .get_in("ssl-redirect", &[Scope::ConfigMap], annotations::parse_bool)
         .unwrap_or(true);
     problems.append(&mut global_resolver.problems);
-    let mut builder = Builder {
-        config_map_layer: &config_map_layer,
-        service_layers: HashMap::new(),
-        feature_sets: BTreeMap::new(),
-        userlists: BTreeMap::new(),
-        backend_files: BTreeMap::new(),
-        pattern_files: BTreeMap::new(),
-        backend_options_owner: HashMap::new(),
-        default_options: Arc::default(),
+    let mut builder = Builder::new(
         snapshot,
         settings,
-        slices_by_service: index_slices(snapshot),
-        backends: BTreeMap::new(),
-        resolution_errors: HashMap::new(),
-        routes: BTreeMap::new(),
-        default_backend: None,
-        certificates: BTreeMap::new(),
-        checked_secrets: HashMap::new(),
+        &config_map_layer,
         parsed,
-        reads: Reads::default(),
-        certificate_of_host: BTreeMap::new(),
-        tls_hosts: BTreeSet::new(),
+        index_slices(snapshot),
         problems,
-    };
+    );
     let mut ingresses: Vec<(&ObjectKey, &Ingress)> = snapshot
         .ingresses
         .iter()
         .map(|(key, ingress)| (key, ingress.as_ref()))
         .collect();
-    ingresses.sort_by(|(ka, a), (kb, b)| {
-        let age = |i: &Ingress| i.metadata.creation_timestamp.as_ref().map(|t| t.0);
-        age(a).cmp(&age(b)).then_with(|| ka.cmp(kb))
-    });
+    ingresses.sort_by(|(ka, a), (kb, b)| ingress_order(ka, a).cmp(&ingress_order(kb, b)));
     for (key, ingress) in ingresses {
         builder.add_ingress(key, ingress);
     }
@@ -243,6 +247,93 @@ pub(crate) fn build_with(
         problems: builder.problems,
     };
     (output, builder.reads)
+}
+
+/// The order in which a build takes Ingresses: oldest first, then by namespace and
+/// name. The older of two claims wins.
+pub(crate) fn ingress_order<'a>(
+    key: &'a ObjectKey,
+    ingress: &'a Ingress,
+) -> (Option<&'a Time>, &'a ObjectKey) {
+    (ingress.metadata.creation_timestamp.as_ref(), key)
+}
+
+/// What one Ingress adds to a build, built alone: no other Ingress, nothing the flags
+/// name. [`crate::incremental`] compares it before and after a change of that Ingress.
+#[derive(Debug, Default)]
+pub(crate) struct IngressAlone {
+    /// Its routes, sorted by host and path.
+    pub routes: Vec<Route>,
+    pub backends: BTreeMap<BackendName, Backend>,
+    pub default_backend: Option<BackendName>,
+    pub certificates: BTreeMap<String, TlsCertificate>,
+    pub tls_hosts: BTreeSet<HostMatch>,
+    pub feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
+    pub userlists: BTreeMap<String, Vec<UserHash>>,
+    pub backend_files: BTreeMap<String, Pem>,
+    pub pattern_files: BTreeMap<String, String>,
+    /// Sorted, without duplicates.
+    pub problems: Vec<ObjectProblem>,
+    pub reads: Reads,
+}
+
+/// The Services an Ingress names (its default backend and every path's), in its
+/// namespace.
+pub(crate) fn services_named(key: &ObjectKey, ingress: &Ingress) -> BTreeSet<ObjectKey> {
+    let Some(spec) = &ingress.spec else {
+        return BTreeSet::new();
+    };
+    let paths = spec
+        .rules
+        .iter()
+        .flatten()
+        .filter_map(|rule| rule.http.as_ref())
+        .flat_map(|http| &http.paths)
+        .map(|path| &path.backend);
+    spec.default_backend
+        .iter()
+        .chain(paths)
+        .filter_map(|backend| backend.service.as_ref())
+        .map(|service| ObjectKey::new(&key.namespace, &service.name))
+        .collect()
+}
+
+/// Builds one Ingress alone (see [`IngressAlone`]) with the EndpointSlices of the
+/// Services it names in `slices_by_service`.
+pub(crate) fn build_ingress_alone<'a>(
+    snapshot: &'a Snapshot,
+    settings: &'a Settings,
+    parsed: &'a mut ParsedSecrets,
+    slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
+    key: &ObjectKey,
+    ingress: &Ingress,
+) -> IngressAlone {
+    // The ConfigMap's own problems belong to the whole build, not to this Ingress.
+    let config_map_layer = config_map_layer(snapshot, settings, &mut Vec::new());
+    let mut builder = Builder::new(
+        snapshot,
+        settings,
+        &config_map_layer,
+        parsed,
+        slices_by_service,
+        Vec::new(),
+    );
+    builder.add_ingress(key, ingress);
+    builder.problems.sort();
+    builder.problems.dedup();
+    IngressAlone {
+        routes: builder.routes.into_values().collect(),
+        backends: builder.backends,
+        default_backend: builder.default_backend.map(|(backend, _)| backend),
+        certificates: builder.certificates,
+        tls_hosts: builder.tls_hosts,
+        feature_sets: builder.feature_sets,
+        userlists: builder.userlists,
+        backend_files: builder.backend_files,
+        pattern_files: builder.pattern_files,
+        problems: builder.problems,
+        reads: builder.reads,
+    }
 }
 
 /// The keys of the `--configmap` ConfigMap (an empty layer when not set or missing).
@@ -313,8 +404,6 @@ struct Builder<'a> {
     service_layers: HashMap<ObjectKey, Layer>,
     feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
     userlists: BTreeMap<String, Vec<UserHash>>,
-    /// The Ingress whose keys set a backend's options (the oldest that uses it).
-    backend_options_owner: HashMap<BackendName, ObjectKey>,
     /// The default backend options, shared by every backend that has them.
     default_options: Arc<BackendOptions>,
     /// Files of the backends' TLS, by file name.
@@ -338,7 +427,40 @@ struct Builder<'a> {
     problems: Vec<ObjectProblem>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(
+        snapshot: &'a Snapshot,
+        settings: &'a Settings,
+        config_map_layer: &'a Layer,
+        parsed: &'a mut ParsedSecrets,
+        slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
+        problems: Vec<ObjectProblem>,
+    ) -> Self {
+        Builder {
+            config_map_layer,
+            service_layers: HashMap::new(),
+            feature_sets: BTreeMap::new(),
+            userlists: BTreeMap::new(),
+            backend_files: BTreeMap::new(),
+            pattern_files: BTreeMap::new(),
+            default_options: Arc::default(),
+            snapshot,
+            settings,
+            slices_by_service,
+            backends: BTreeMap::new(),
+            resolution_errors: HashMap::new(),
+            routes: BTreeMap::new(),
+            default_backend: None,
+            certificates: BTreeMap::new(),
+            checked_secrets: HashMap::new(),
+            parsed,
+            reads: Reads::default(),
+            certificate_of_host: BTreeMap::new(),
+            tls_hosts: BTreeSet::new(),
+            problems,
+        }
+    }
+
     fn add_ingress(&mut self, key: &ObjectKey, ingress: &Ingress) {
         let object = ObjectRef {
             kind: "Ingress",
@@ -356,8 +478,10 @@ impl Builder<'_> {
         );
         let ingress_layer = &ingress_layer;
         let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
+        let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
             let backend = self.backend(&object, key, default, "spec.defaultBackend", ingress_layer);
+            used.extend(backend.clone());
             if self.default_backend.is_none() && backend.is_some() {
                 self.default_backend = backend.map(|b| (b, key.clone()));
             }
@@ -395,6 +519,7 @@ impl Builder<'_> {
                 ) else {
                     continue;
                 };
+                used.insert(backend.clone());
                 let service = self
                     .backends
                     .get(&backend)
@@ -421,6 +546,10 @@ impl Builder<'_> {
         }
         for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
             self.add_tls(&object, key, tls_index, tls);
+        }
+        for name in used {
+            let usage = self.reads.backend_use.entry(name).or_default();
+            usage.ingresses.push(key.clone());
         }
     }
 
@@ -566,6 +695,7 @@ impl Builder<'_> {
         };
         let port = ServicePortRef::Number(port);
         let name = BackendName::for_service_port(&key, &port).ok()?;
+        self.reads.backend_use.entry(name.clone()).or_default().flag = true;
         if !self.backends.contains_key(&name) {
             let resolved = self.resolve_endpoints(&key, &port).unwrap_or_default();
             let backend = resolved.into_backend(key, port, self.default_options.clone());
@@ -913,12 +1043,13 @@ impl Builder<'_> {
                 options.blocked |= tls.client_certificate.is_none();
             }
         }
-        match self.backend_options_owner.get(name) {
-            None => {
-                self.backend_options_owner
-                    .insert(name.clone(), ingress.clone());
-                Some(options)
-            }
+        let owner = self
+            .reads
+            .backend_use
+            .get(name)
+            .and_then(|usage| usage.ingresses.first());
+        match owner {
+            None => Some(options),
             Some(owner) => {
                 let current = self.backends.get(name).map(|b| b.options.as_ref());
                 if current != Some(&options) && owner != ingress {
@@ -950,6 +1081,7 @@ impl Builder<'_> {
     ) {
         let slot = (host.clone(), path.clone());
         if let Some(existing) = self.routes.get(&slot) {
+            self.reads.contested_routes.insert(slot);
             let owner = if existing.ingress == *ingress {
                 "an earlier rule of this Ingress".to_string()
             } else {

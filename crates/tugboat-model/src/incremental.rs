@@ -4,8 +4,9 @@
 //! the parts they share are skipped, so the comparison costs what changed) and answers
 //! with the smallest thing that brings the last output up to date:
 //! - a [`Patch`] when only EndpointSlices changed (the endpoints of the backends of their
-//!   Services) or Secrets used only as `spec.tls` certificates whose check still passes
-//!   (the certificate's PEM): nothing else of the output can depend on those;
+//!   Services), Secrets used only as `spec.tls` certificates whose check still passes
+//!   (the certificate's PEM), or Ingresses whose change moves only their own routes
+//!   between backends that exist (see [`crate::route_patch`]);
 //! - a full [`build`](crate::build) otherwise ([`Rebuilt`] says why), with the TLS
 //!   Secrets that did not change taken as parsed before.
 //!
@@ -16,7 +17,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::build::{ParsedSecrets, Reads, SecretUse, build_with, slice_endpoints};
-use crate::desired::{BackendName, Desired, Endpoint, ServicePortRef};
+use crate::desired::{Backend, BackendName, Desired, Endpoint, Route, ServicePortRef};
+use crate::problem::ObjectProblem;
+use crate::route_patch::{RouteChanges, RoutesSeen};
 use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
 use crate::tls::Pem;
 use crate::{BuildOutput, Settings};
@@ -52,7 +55,8 @@ impl Rebuilt {
     }
 }
 
-/// What changed in the output, when it is only endpoints and certificates.
+/// What changed in the output, when it is only endpoints, certificates and the routes
+/// of some Ingresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Patch {
     /// The ready and draining endpoints of backends whose EndpointSlices changed (maybe
@@ -60,15 +64,33 @@ pub struct Patch {
     pub endpoints: BTreeMap<BackendName, (Vec<Endpoint>, Vec<Endpoint>)>,
     /// The new PEM of certificates, by certificate name.
     pub certificates: BTreeMap<String, Pem>,
+    /// The routes of Ingresses that changed, by Ingress: they replace all the routes
+    /// that Ingress had (none: it has none now), sorted by host and path.
+    pub routes: BTreeMap<ObjectKey, Vec<Route>>,
+    /// Backends that join the output (`Some`) or leave it (`None`) as Ingresses start
+    /// or stop using them.
+    pub backends: BTreeMap<BackendName, Option<Backend>>,
+    /// Every problem of the output, when they changed.
+    pub problems: Option<Vec<ObjectProblem>>,
 }
 
 impl Patch {
     pub fn is_empty(&self) -> bool {
-        self.endpoints.is_empty() && self.certificates.is_empty()
+        self.endpoints.is_empty()
+            && self.certificates.is_empty()
+            && self.routes.is_empty()
+            && self.backends.is_empty()
+            && self.problems.is_none()
     }
 
     /// Applies the patch to the state it was computed against.
     pub fn apply_to(&self, desired: &mut Desired) {
+        for (name, backend) in &self.backends {
+            match backend {
+                Some(backend) => desired.backends.insert(name.clone(), backend.clone()),
+                None => desired.backends.remove(name),
+            };
+        }
         for (name, (ready, draining)) in &self.endpoints {
             if let Some(backend) = desired.backends.get_mut(name) {
                 backend.endpoints.clone_from(ready);
@@ -80,6 +102,30 @@ impl Patch {
                 certificate.pem = pem.clone();
             }
         }
+        replace_routes(&mut desired.routes, &self.routes);
+    }
+
+    /// Applies the patch to the output it was computed against (problems too).
+    pub fn apply_to_output(&self, output: &mut BuildOutput) {
+        self.apply_to(&mut output.desired);
+        if let Some(problems) = &self.problems {
+            output.problems.clone_from(problems);
+        }
+    }
+}
+
+/// Replaces the routes of the Ingresses in `by_ingress` in `routes` (sorted by host
+/// and path, one route per key), keeping the order.
+pub fn replace_routes(routes: &mut Vec<Route>, by_ingress: &BTreeMap<ObjectKey, Vec<Route>>) {
+    if by_ingress.is_empty() {
+        return;
+    }
+    routes.retain(|route| !by_ingress.contains_key(&route.ingress));
+    for route in by_ingress.values().flatten() {
+        let at = routes
+            .binary_search_by(|r| (&r.host, &r.path).cmp(&(&route.host, &route.path)))
+            .unwrap_or_else(|at| at);
+        routes.insert(at, route.clone());
     }
 }
 
@@ -102,6 +148,8 @@ struct Seen {
     slices_of_service: HashMap<ObjectKey, Vec<ObjectKey>>,
     /// The backends of each Service: their name and Service port.
     backends_of_service: HashMap<ObjectKey, Vec<(BackendName, ServicePortRef)>>,
+    /// What Ingress changes are checked against (see [`crate::route_patch`]).
+    routes: RoutesSeen,
 }
 
 /// The model kept between updates (see the module).
@@ -135,7 +183,8 @@ impl Model {
 
     /// A full build, whatever changed (the caller lost the previous output).
     pub fn rebuild(&mut self, snapshot: &Snapshot, settings: &Settings) -> BuildOutput {
-        let (output, reads) = build_with(snapshot, settings, &mut self.parsed);
+        let (output, mut reads) = build_with(snapshot, settings, &mut self.parsed);
+        let routes = RoutesSeen::of(&output, &mut reads);
         let mut slices_of_service: HashMap<ObjectKey, Vec<ObjectKey>> = HashMap::new();
         for (key, slice) in &snapshot.endpoint_slices {
             if let Some(service) = service_of(key, slice) {
@@ -159,6 +208,7 @@ impl Model {
             reads,
             slices_of_service,
             backends_of_service,
+            routes,
         });
         output
     }
@@ -172,9 +222,7 @@ impl Model {
         if seen.reads.next_validity_change.is_some_and(|at| now >= at) {
             return Err(Rebuilt::Validity);
         }
-        if !unchanged(&seen.snapshot.ingresses, &snapshot.ingresses) {
-            return Err(Rebuilt::Ingresses);
-        }
+        let ingresses_changed = !unchanged(&seen.snapshot.ingresses, &snapshot.ingresses);
         if !unchanged(&seen.snapshot.services, &snapshot.services) {
             return Err(Rebuilt::Services);
         }
@@ -182,6 +230,37 @@ impl Model {
             return Err(Rebuilt::ConfigMaps);
         }
         let mut patch = Patch::default();
+        if ingresses_changed {
+            // Ingress and Secret changes together: built, not worked out one against
+            // the other.
+            if !same_objects(&seen.snapshot.secrets, &snapshot.secrets) {
+                return Err(Rebuilt::Ingresses);
+            }
+            let Seen {
+                snapshot: before,
+                settings: settings_before,
+                reads,
+                slices_of_service,
+                backends_of_service,
+                routes,
+            } = seen;
+            let changes = RouteChanges {
+                before,
+                settings_before,
+                after: snapshot,
+                settings,
+                slices_of_service,
+            };
+            changes
+                .patch(
+                    &mut self.parsed,
+                    reads,
+                    routes,
+                    backends_of_service,
+                    &mut patch,
+                )
+                .map_err(|_| Rebuilt::Ingresses)?;
+        }
         // Secrets first: they are the only part that can still call for a full build.
         if !same_objects(&seen.snapshot.secrets, &snapshot.secrets) {
             for item in seen.snapshot.secrets.diff(&snapshot.secrets) {
@@ -261,9 +340,9 @@ impl Model {
 }
 
 use imbl::ordmap::DiffItem as MapDiff;
-type DiffItem<'a, K> = MapDiff<'a, 'a, ObjectKey, Arc<K>>;
+pub(crate) type DiffItem<'a, K> = MapDiff<'a, 'a, ObjectKey, Arc<K>>;
 
-fn diff_key<'a, K>(item: &DiffItem<'a, K>) -> &'a ObjectKey {
+pub(crate) fn diff_key<'a, K>(item: &DiffItem<'a, K>) -> &'a ObjectKey {
     match *item {
         MapDiff::Add(key, _) | MapDiff::Remove(key, _) => key,
         MapDiff::Update { new: (key, _), .. } => key,
@@ -271,7 +350,7 @@ fn diff_key<'a, K>(item: &DiffItem<'a, K>) -> &'a ObjectKey {
 }
 
 /// The object before and after the change.
-fn diff_values<'a, K>(item: &DiffItem<'a, K>) -> (Option<&'a K>, Option<&'a K>) {
+pub(crate) fn diff_values<'a, K>(item: &DiffItem<'a, K>) -> (Option<&'a K>, Option<&'a K>) {
     match *item {
         MapDiff::Add(_, new) => (None, Some(Arc::as_ref(new))),
         MapDiff::Remove(_, old) => (Some(Arc::as_ref(old)), None),

@@ -17,6 +17,7 @@ pub mod incremental;
 pub mod objects;
 pub mod problem;
 pub mod references;
+mod route_patch;
 pub mod snapshot;
 pub mod tls;
 pub mod validate;

@@ -56,6 +56,14 @@ enum Change {
     Secret { secret: usize, content: usize },
     /// Ingress `ingress` in one of its variants.
     Ingress { ingress: usize, variant: usize },
+    /// The first path of Ingress `ingress` (if it exists) goes to Service `service`.
+    RouteTo { ingress: usize, service: usize },
+    /// The second path of Ingress `ingress` (if it exists) becomes `path`.
+    Path { ingress: usize, path: &'static str },
+    /// Ingress `ingress` gets an allow list, or loses it.
+    AllowList { ingress: usize, set: bool },
+    /// Ingress `ingress` is deleted.
+    DeleteIngress(usize),
     /// Service `service` with its port named or not.
     Service { service: usize, named: bool },
     /// The default certificate flag names Secret `tls-2`, or nothing.
@@ -181,6 +189,29 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 object(ingress(*index, *variant)),
             );
         }
+        Change::RouteTo { ingress, service } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] =
+                    json!(SERVICES[*service]);
+            });
+        }
+        Change::Path { ingress, path } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["spec"]["rules"][0]["http"]["paths"][1]["path"] = json!(path);
+            });
+        }
+        Change::AllowList { ingress, set } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["metadata"]["annotations"] = if *set {
+                    json!({"tugboat.dev/allow-list": "10.0.0.0/8"})
+                } else {
+                    json!({})
+                };
+            });
+        }
+        Change::DeleteIngress(index) => {
+            snapshot.ingresses.remove(&key(&format!("ing-{index}")));
+        }
         Change::Service {
             service: index,
             named,
@@ -197,6 +228,17 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
     }
 }
 
+/// Changes Ingress `index` in place, when it exists.
+fn edit_ingress(snapshot: &mut Snapshot, index: usize, edit: impl FnOnce(&mut Value)) {
+    let ingress_key = key(&format!("ing-{index}"));
+    let Some(current) = snapshot.ingresses.get(&ingress_key) else {
+        return;
+    };
+    let mut value = serde_json::to_value(current.as_ref()).expect("an Ingress serializes");
+    edit(&mut value);
+    snapshot.ingresses.insert(ingress_key, object(value));
+}
+
 fn change() -> impl Strategy<Value = Change> {
     let endpoints = proptest::collection::vec((1u8..6, any::<bool>()), 0..4);
     prop_oneof![
@@ -204,6 +246,11 @@ fn change() -> impl Strategy<Value = Change> {
             .prop_map(|(service, slice, endpoints)| Change::Slice { service, slice, endpoints }),
         3 => (0..3usize, 0..5usize).prop_map(|(secret, content)| Change::Secret { secret, content }),
         1 => (0..3usize, 0..3usize).prop_map(|(ingress, variant)| Change::Ingress { ingress, variant }),
+        3 => (0..3usize, 0..SERVICES.len()).prop_map(|(ingress, service)| Change::RouteTo { ingress, service }),
+        2 => (0..3usize, prop_oneof![Just("/missing"), Just("/a"), Just("/b")])
+            .prop_map(|(ingress, path)| Change::Path { ingress, path }),
+        1 => (0..3usize, any::<bool>()).prop_map(|(ingress, set)| Change::AllowList { ingress, set }),
+        1 => (0..3usize).prop_map(Change::DeleteIngress),
         1 => (0..SERVICES.len(), any::<bool>())
             .prop_map(|(service, named)| Change::Service { service, named }),
         1 => any::<bool>().prop_map(Change::DefaultCertificate),
@@ -265,7 +312,7 @@ fn start() -> (Snapshot, Settings) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn patches_give_what_a_full_build_gives(changes in proptest::collection::vec(change(), 1..40)) {
@@ -278,7 +325,7 @@ proptest! {
         for change in &changes {
             apply(change, &mut snapshot, &mut settings);
             match model.update(&snapshot, &settings) {
-                Update::Patch(patch) => patch.apply_to(&mut current.desired),
+                Update::Patch(patch) => patch.apply_to_output(&mut current),
                 Update::Full(output, _) => current = *output,
             }
             prop_assert_eq!(&current, &build(&snapshot, &settings), "after {:?}", change);
@@ -335,6 +382,56 @@ fn endpoint_and_certificate_changes_are_patches() {
         &Change::Ingress {
             ingress: 0,
             variant: 1,
+        },
+        &mut snapshot,
+        &mut settings,
+    );
+    assert!(matches!(
+        model.update(&snapshot, &settings),
+        Update::Full(_, tugboat_model::Rebuilt::Ingresses)
+    ));
+}
+
+#[test]
+fn a_route_moved_between_services_is_a_patch_of_its_routes() {
+    let (mut snapshot, mut settings) = start();
+    let mut model = Model::default();
+    let Update::Full(first, _) = model.update(&snapshot, &settings) else {
+        panic!("the first update is a full build");
+    };
+    let mut current = *first;
+    let ext = tugboat_model::BackendName::parse("default_ext_80").expect("a backend name");
+    // ing-1 alone uses Service ext: moving it to api (used by ing-2) drops ext.
+    for (service, ext_after) in [(1, None), (2, Some(()))] {
+        apply(
+            &Change::RouteTo {
+                ingress: 1,
+                service,
+            },
+            &mut snapshot,
+            &mut settings,
+        );
+        let Update::Patch(patch) = model.update(&snapshot, &settings) else {
+            panic!("moving a route to an existing Service is a patch");
+        };
+        assert_eq!(
+            patch.routes.keys().collect::<Vec<_>>(),
+            vec![&key("ing-1")],
+            "{patch:?}"
+        );
+        assert_eq!(
+            patch.backends.get(&ext).map(|b| b.as_ref().map(|_| ())),
+            Some(ext_after),
+            "{patch:?}"
+        );
+        patch.apply_to_output(&mut current);
+        assert_eq!(current, build(&snapshot, &settings));
+    }
+    // New keys on an Ingress: an allow list changes the route's features, a full build.
+    apply(
+        &Change::AllowList {
+            ingress: 1,
+            set: true,
         },
         &mut snapshot,
         &mut settings,
