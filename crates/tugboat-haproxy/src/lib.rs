@@ -4,6 +4,7 @@
 //! - [`files`] writes them atomically and can put the previous ones back;
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
 //! - [`layout`] keeps every endpoint in a stable server slot;
+//! - [`map_text`] edits route map files in place, a line at a time;
 //! - [`runtime`] names the changes haproxy takes without a reload, as CLI commands;
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod features;
 pub mod files;
 pub mod layout;
+pub mod map_text;
 pub mod plan;
 pub mod render;
 pub mod runtime;

@@ -12,13 +12,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use tugboat_model::{BackendName, Desired, FeatureSetId, Patch, RouteFeatures};
+use tugboat_model::incremental::replace_routes;
+use tugboat_model::{
+    BackendName, Desired, FeatureSetId, HostMatch, ObjectKey, Patch, Route, RouteFeatures,
+};
 
 use crate::layout::{Layout, SlotChange, evolve_slots};
-use crate::render::{RenderSettings, RenderedFiles, backend_section, render, server_options};
+use crate::map_text::{self, MapOrder};
+use crate::render::{
+    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, path_text, render,
+    server_options,
+};
 use crate::runtime::{
     CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
-    map_changes,
+    map_changes, map_entry_changes,
 };
 
 /// What haproxy is known to run: the state, its server slots and its files.
@@ -207,7 +214,31 @@ pub fn plan_patch(
     // Everything is checked before anything changes, so that `Err` leaves `applied` whole.
     let mut backends = Vec::new();
     let mut config_edits = Vec::new();
-    for (name, (ready, draining)) in &patch.endpoints {
+    // A backend that joins the state again lingers in haproxy (see
+    // `keep_unrouted_backends`): its section is there, as it would be rendered. One
+    // haproxy does not run needs a reload.
+    let mut endpoints: BTreeMap<&BackendName, (&Vec<_>, &Vec<_>)> = BTreeMap::new();
+    for (name, joined) in &patch.backends {
+        let Some(joined) = joined else { continue };
+        match applied.desired.backends.get(name) {
+            Some(lingering)
+                if lingering.options == joined.options
+                    && lingering.external == joined.external
+                    && lingering.service == joined.service
+                    && lingering.port == joined.port =>
+            {
+                endpoints.insert(name, (&joined.endpoints, &joined.draining));
+            }
+            _ => return Err(Box::new(applied)),
+        }
+    }
+    endpoints.extend(
+        patch
+            .endpoints
+            .iter()
+            .map(|(name, (ready, draining))| (name, (ready, draining))),
+    );
+    for (name, (ready, draining)) in endpoints {
         let (Some(backend), Some(current)) = (
             applied.desired.backends.get(name),
             applied.layout.backends.get(name),
@@ -256,6 +287,13 @@ pub fn plan_patch(
             certificates.push((name.clone(), path, pem.clone()));
         }
     }
+    let (exact_path, prefix_path) = (settings.exact_map(), settings.prefix_map());
+    if !patch.routes.is_empty()
+        && !(applied.files.files.contains_key(&exact_path)
+            && applied.files.files.contains_key(&prefix_path))
+    {
+        return Err(Box::new(applied));
+    }
     let mut changed = Vec::new();
     if !config_edits.is_empty() {
         // Where each old section is, found before anything changes; then replaced from
@@ -282,6 +320,14 @@ pub fn plan_patch(
         applied.layout.backends.insert(name.clone(), slots);
         applied.desired.backends.insert(name, next);
     }
+    if !patch.routes.is_empty() {
+        changed.extend(patch_route_maps(
+            &mut applied,
+            &patch.routes,
+            settings,
+            &mut runtime,
+        ));
+    }
     for (name, path, pem) in certificates {
         if let Some(certificate) = applied.desired.certificates.get_mut(&name) {
             certificate.pem = pem.clone();
@@ -300,6 +346,63 @@ pub fn plan_patch(
         reload: None,
         patched: false,
     })
+}
+
+/// Replaces the routes of the Ingresses in `by_ingress` in `applied` and edits the lines
+/// of the route maps they touch; adds the runtime changes of those lines to `runtime`
+/// (as [`map_changes`] gives them for the whole files) and gives the maps that changed.
+fn patch_route_maps(
+    applied: &mut Applied,
+    by_ingress: &BTreeMap<ObjectKey, Vec<Route>>,
+    settings: &RenderSettings,
+    runtime: &mut Vec<RuntimeChange>,
+) -> Vec<PathBuf> {
+    let paths: BTreeSet<(HostMatch, String)> = applied
+        .desired
+        .routes
+        .iter()
+        .filter(|route| by_ingress.contains_key(&route.ingress))
+        .chain(by_ingress.values().flatten())
+        .map(|route| (route.host.clone(), path_text(&route.path).to_string()))
+        .collect();
+    type Lines = (BTreeMap<String, String>, BTreeMap<String, String>);
+    let lines = |routes: &[Route]| -> Lines {
+        let (mut exact, mut prefix) = (BTreeMap::new(), BTreeMap::new());
+        for (host, path) in &paths {
+            let at = RoutesAtPath::find(routes, host, path);
+            exact.extend(at.exact_line(host, path));
+            prefix.extend(at.prefix_line(host, path));
+        }
+        (exact, prefix)
+    };
+    let (exact_before, prefix_before) = lines(&applied.desired.routes);
+    replace_routes(&mut applied.desired.routes, by_ingress);
+    let (exact_after, prefix_after) = lines(&applied.desired.routes);
+    let mut changed = Vec::new();
+    for (path, order, before, after) in [
+        (settings.exact_map(), MapOrder::Key, exact_before, exact_after),
+        (
+            settings.prefix_map(),
+            MapOrder::LongestFirst,
+            prefix_before,
+            prefix_after,
+        ),
+    ] {
+        if before == after {
+            continue;
+        }
+        if let Some(text) = applied.files.files.get_mut(&path) {
+            for key in before.keys().chain(after.keys()) {
+                let value = after.get(key);
+                if before.get(key) != value {
+                    map_text::set_line(text, order, key, value.map(String::as_str));
+                }
+            }
+        }
+        runtime.extend(map_entry_changes(&path, &before, &after));
+        changed.push(path);
+    }
+    changed
 }
 
 /// Backends that no route uses any more stay (with their last servers) until the next
@@ -960,6 +1063,18 @@ mod tests {
         )
     }
 
+    /// The state with its routes as the model makes them: sorted by host and path, one
+    /// per key (the first of a key wins).
+    fn sorted_routes(mut desired: Desired) -> Desired {
+        desired
+            .routes
+            .sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
+        desired
+            .routes
+            .dedup_by(|a, b| (&a.host, &a.path) == (&b.host, &b.path));
+        desired
+    }
+
     /// The state with certificate `site` holding `pem` for `a.com`.
     fn with_certificate(mut desired: Desired, pem: &str) -> Desired {
         desired.certificates.insert(
@@ -982,15 +1097,26 @@ mod tests {
         fn a_patch_plans_what_the_whole_state_plans(
             states in proptest::collection::vec(generated(), 2..=4),
             certs in proptest::collection::vec(0usize..3, 4),
+            route_changes in proptest::collection::vec(proptest::bool::ANY, 4),
         ) {
             let settings = settings();
             let pem = |i: usize| format!("PEM {i}\n");
-            let mut current = applied(with_certificate(generated_state(&states[0]), &pem(certs[0])));
+            let mut current = applied(with_certificate(
+                sorted_routes(generated_state(&states[0])),
+                &pem(certs[0]),
+            ));
             for (i, next) in states[1..].iter().enumerate() {
-                // Only endpoints change: the routes stay those of the first state.
-                let mut whole = with_certificate(generated_state(next), &pem(certs[i + 1]));
-                whole.routes = current.desired.routes.clone();
+                // Endpoints and certificates change, and the routes of the Ingress or not.
+                let mut whole =
+                    with_certificate(sorted_routes(generated_state(next)), &pem(certs[i + 1]));
+                let routes = if route_changes[i] {
+                    BTreeMap::from([(ObjectKey::new("ns", "ing"), whole.routes.clone())])
+                } else {
+                    whole.routes = current.desired.routes.clone();
+                    BTreeMap::new()
+                };
                 let patch = Patch {
+                    routes,
                     endpoints: whole
                         .backends
                         .iter()
@@ -1001,6 +1127,7 @@ mod tests {
                         .iter()
                         .map(|(name, c)| (name.clone(), c.pem.clone()))
                         .collect(),
+                    ..Patch::default()
                 };
                 let expected = plan(Some(&current), whole, &settings);
                 match plan_patch(current.clone(), &patch, &settings) {

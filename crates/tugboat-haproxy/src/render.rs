@@ -23,6 +23,7 @@ use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route};
 
 use crate::features::{FEATURE_SEPARATOR, feature_rules};
 use crate::layout::{Layout, Server, fresh_slots};
+use crate::map_text::{self, MapOrder};
 use crate::runtime::server_line;
 pub use crate::settings::*;
 
@@ -455,39 +456,77 @@ fn snippet_lines(snippet: Option<&Snippet>) -> String {
 
 /// The two route maps, as file contents.
 fn route_maps(routes: &[Route]) -> (String, String) {
-    let mut exact: BTreeMap<String, String> = BTreeMap::new();
-    let mut prefix: Vec<(String, String)> = Vec::new();
-    // Exact rules first, so that a Prefix rule on the same path never takes their key.
+    let mut at_path: BTreeMap<(&HostMatch, &str), RoutesAtPath> = BTreeMap::new();
     for route in routes {
-        if let PathMatch::Exact(path) = &route.path {
-            exact.insert(key(&route.host, path), map_value(route));
+        let entry = at_path
+            .entry((&route.host, path_text(&route.path)))
+            .or_default();
+        match route.path {
+            PathMatch::Exact(_) => entry.exact = Some(route),
+            PathMatch::Prefix(_) => entry.prefix = Some(route),
         }
     }
-    for route in routes {
-        if let PathMatch::Prefix(path) = &route.path {
-            let value = map_value(route);
-            if path == "/" {
-                prefix.push((key(&route.host, "/"), value));
-            } else {
-                exact
-                    .entry(key(&route.host, path))
-                    .or_insert_with(|| value.clone());
-                prefix.push((key(&route.host, &format!("{path}/")), value));
-            }
-        }
+    let (mut exact, mut prefix) = (Vec::new(), Vec::new());
+    for ((host, path), routes) in &at_path {
+        exact.extend(routes.exact_line(host, path));
+        prefix.extend(routes.prefix_line(host, path));
     }
-    // map_beg takes the first match in file order: longest key first.
-    prefix.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    let lines = |entries: &mut dyn Iterator<Item = (&String, &String)>| {
-        entries.fold(String::new(), |mut out, (k, v)| {
-            let _ = writeln!(out, "{k} {v}");
-            out
-        })
-    };
     (
-        lines(&mut exact.iter()),
-        lines(&mut prefix.iter().map(|(k, v)| (k, v))),
+        map_text::lines(MapOrder::Key, exact.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        map_text::lines(
+            MapOrder::LongestFirst,
+            prefix.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
     )
+}
+
+/// The path of a rule, whatever its type.
+pub fn path_text(path: &PathMatch) -> &str {
+    match path {
+        PathMatch::Exact(path) | PathMatch::Prefix(path) => path,
+    }
+}
+
+/// The routes on one host and path: the Exact one and the Prefix one. Together they
+/// make at most one line of each route map.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RoutesAtPath<'a> {
+    pub exact: Option<&'a Route>,
+    pub prefix: Option<&'a Route>,
+}
+
+impl<'a> RoutesAtPath<'a> {
+    /// The routes of `routes` (sorted by host and path) on `host` and `path`.
+    pub fn find(routes: &'a [Route], host: &HostMatch, path: &str) -> Self {
+        let find = |path: PathMatch| {
+            routes
+                .binary_search_by(|r| (&r.host, &r.path).cmp(&(host, &path)))
+                .ok()
+                .and_then(|at| routes.get(at))
+        };
+        Self {
+            exact: find(PathMatch::Exact(path.to_string())),
+            prefix: find(PathMatch::Prefix(path.to_string())),
+        }
+    }
+
+    /// The line of the exact map: the Exact rule's, else the Prefix rule's for its own
+    /// path (`/` has none: the prefix map's `host/` covers it).
+    pub fn exact_line(&self, host: &HostMatch, path: &str) -> Option<(String, String)> {
+        let route = self.exact.or(self.prefix.filter(|_| path != "/"))?;
+        Some((key(host, path), map_value(route)))
+    }
+
+    /// The line of the prefix map: the Prefix rule's, for what is under its path.
+    pub fn prefix_line(&self, host: &HostMatch, path: &str) -> Option<(String, String)> {
+        let route = self.prefix?;
+        let key = if path == "/" {
+            key(host, "/")
+        } else {
+            key(host, &format!("{path}/"))
+        };
+        Some((key, map_value(route)))
+    }
 }
 
 /// The map value of a route: its backend, and its feature set when it has one.

@@ -317,16 +317,25 @@ pub fn parse_map(text: &str) -> BTreeMap<&str, &str> {
 
 /// The runtime changes that turn map `old` into map `new` (file contents).
 pub fn map_changes(map: &Path, old: &str, new: &str) -> Vec<RuntimeChange> {
-    let (old, new) = (parse_map(old), parse_map(new));
+    map_entry_changes(map, &parse_map(old), &parse_map(new))
+}
+
+/// The runtime changes that turn the entries `old` of a map into `new`: the new keys
+/// in one batch, then the changed values, then the keys that go.
+pub fn map_entry_changes<K: AsRef<str> + Ord, V: AsRef<str> + PartialEq>(
+    map: &Path,
+    old: &BTreeMap<K, V>,
+    new: &BTreeMap<K, V>,
+) -> Vec<RuntimeChange> {
     let mut changes = Vec::new();
     let mut added = Vec::new();
-    for (key, value) in &new {
+    for (key, value) in new {
         match old.get(key) {
-            None => added.push((key.to_string(), value.to_string())),
+            None => added.push((key.as_ref().to_string(), value.as_ref().to_string())),
             Some(previous) if previous != value => changes.push(RuntimeChange::MapSet {
                 map: map.to_path_buf(),
-                key: key.to_string(),
-                value: value.to_string(),
+                key: key.as_ref().to_string(),
+                value: value.as_ref().to_string(),
             }),
             Some(_) => {}
         }
@@ -343,7 +352,7 @@ pub fn map_changes(map: &Path, old: &str, new: &str) -> Vec<RuntimeChange> {
     for key in old.keys().filter(|k| !new.contains_key(*k)) {
         changes.push(RuntimeChange::MapDel {
             map: map.to_path_buf(),
-            key: key.to_string(),
+            key: key.as_ref().to_string(),
         });
     }
     changes

@@ -284,6 +284,7 @@ async fn update(
                 applier,
                 state,
                 &patch,
+                status,
                 started,
                 build,
                 snapshot.len(),
@@ -303,18 +304,31 @@ async fn update(
     apply_full(config, applier, state, snapshot, status, output, started).await
 }
 
-/// Carries out a patch of what haproxy runs (endpoints, certificates): runtime commands
-/// only, planned at the cost of what changed. `None` when the patch needs the whole
-/// state planned.
+/// Carries out a patch of what haproxy runs (endpoints, certificates, the routes of
+/// some Ingresses): runtime commands only, planned at the cost of what changed. `None`
+/// when the patch needs the whole state planned.
+#[allow(clippy::too_many_arguments)]
 async fn apply_patch(
     config: &ControllerConfig,
     applier: &mut Applier,
     state: &mut LoopState,
     patch: &Patch,
+    status: &watch::Sender<ControllerStatus>,
     started: Instant,
     build: Duration,
     objects: usize,
 ) -> Option<Result<(), UpdateFailure>> {
+    if let Some(problems) = &patch.problems {
+        report_problems(&mut state.problems, problems);
+        if let Some(metrics) = &config.metrics {
+            metrics.set_problems(problems);
+        }
+        status.send_if_modified(|status| {
+            let changed = status.problems != *problems;
+            status.problems.clone_from(problems);
+            changed
+        });
+    }
     if patch.is_empty() {
         tracing::debug!("no change");
         state.in_sync = true;
@@ -334,6 +348,9 @@ async fn apply_patch(
     Some(match result {
         Ok(report) => {
             state.in_sync = true;
+            if let Some(applied) = applier.applied() {
+                mark_served(status, &applied.desired, patch);
+            }
             log_applied(
                 applier, objects, &report, false, build, render, started, "patch",
             );
@@ -618,6 +635,23 @@ fn mark_ready(status: &watch::Sender<ControllerStatus>, applied: &Desired) {
         let changed = !status.ready || status.served_ingresses != served;
         status.ready = true;
         status.served_ingresses = served;
+        changed
+    });
+}
+
+/// Brings the served set up to date for the Ingresses whose routes a patch replaced.
+fn mark_served(status: &watch::Sender<ControllerStatus>, applied: &Desired, patch: &Patch) {
+    status.send_if_modified(|status| {
+        let mut changed = false;
+        for (key, routes) in &patch.routes {
+            let served =
+                !routes.is_empty() || applied.default_backend_owner.as_ref() == Some(key);
+            changed |= if served {
+                status.served_ingresses.insert(key.clone())
+            } else {
+                status.served_ingresses.remove(key)
+            };
+        }
         changed
     });
 }
