@@ -31,7 +31,9 @@ fn locate(text: &str, order: MapOrder, key: &str) -> Result<Range<usize>, usize>
     while low < high {
         let middle = low + (high - low) / 2;
         let start = text[low..middle].rfind('\n').map_or(low, |at| low + at + 1);
-        let end = text[start..high].find('\n').map_or(high, |at| start + at + 1);
+        let end = text[start..high]
+            .find('\n')
+            .map_or(high, |at| start + at + 1);
         let line = &text[start..end];
         let line_key = line.split([' ', '\n']).next().unwrap_or(line);
         match order.cmp(line_key, key) {
@@ -55,10 +57,7 @@ pub fn set_line(text: &mut String, order: MapOrder, key: &str, value: Option<&st
 }
 
 /// The lines of `entries` in `order`, as a map file.
-pub fn lines<'a>(
-    order: MapOrder,
-    entries: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> String {
+pub fn lines<'a>(order: MapOrder, entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut entries: Vec<(&str, &str)> = entries.into_iter().collect();
     entries.sort_by(|(a, _), (b, _)| order.cmp(a, b));
     entries.dedup_by(|(a, _), (b, _)| a == b);

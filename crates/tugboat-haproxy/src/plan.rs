@@ -20,8 +20,7 @@ use tugboat_model::{
 use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
-    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, path_text, render,
-    server_options,
+    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, path_text, render, server_options,
 };
 use crate::runtime::{
     CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
@@ -288,10 +287,9 @@ pub fn plan_patch(
         }
     }
     let (exact_path, prefix_path) = (settings.exact_map(), settings.prefix_map());
-    if !patch.routes.is_empty()
-        && !(applied.files.files.contains_key(&exact_path)
-            && applied.files.files.contains_key(&prefix_path))
-    {
+    let has_maps = applied.files.files.contains_key(&exact_path)
+        && applied.files.files.contains_key(&prefix_path);
+    if !patch.routes.is_empty() && !has_maps {
         return Err(Box::new(applied));
     }
     let mut changed = Vec::new();
@@ -380,7 +378,12 @@ fn patch_route_maps(
     let (exact_after, prefix_after) = lines(&applied.desired.routes);
     let mut changed = Vec::new();
     for (path, order, before, after) in [
-        (settings.exact_map(), MapOrder::Key, exact_before, exact_after),
+        (
+            settings.exact_map(),
+            MapOrder::Key,
+            exact_before,
+            exact_after,
+        ),
         (
             settings.prefix_map(),
             MapOrder::LongestFirst,

@@ -472,7 +472,10 @@ fn route_maps(routes: &[Route]) -> (String, String) {
         prefix.extend(routes.prefix_line(host, path));
     }
     (
-        map_text::lines(MapOrder::Key, exact.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        map_text::lines(
+            MapOrder::Key,
+            exact.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        ),
         map_text::lines(
             MapOrder::LongestFirst,
             prefix.iter().map(|(k, v)| (k.as_str(), v.as_str())),

@@ -26,8 +26,9 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use tokio::sync::{Notify, watch};
-use tugboat_model::class::{ClassFilter, ClassInfo};
+use tugboat_model::class::{ClassFilter, ClassInfo, ServedMemo};
 use tugboat_model::objects::{EndpointSlice, Service};
+use tugboat_model::snapshot::DiffItem;
 use tugboat_model::{ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot};
 
 use crate::store::{ObjectStore, StoreWriter, object_store};
@@ -117,7 +118,7 @@ impl ClusterStores {
         &self,
         config: &ApiSourceConfig,
         config_maps: &[&ObjectStore<ConfigMap>],
-        memo: &mut ReferencesMemo,
+        memo: &mut SnapshotMemo,
     ) -> (Snapshot, References) {
         let classes: Vec<ClassInfo> = self
             .ingress_classes
@@ -126,36 +127,44 @@ impl ClusterStores {
             .map(|c| ClassInfo::from_ingress_class(c))
             .collect();
         let mut snapshot = Snapshot {
-            ingresses: config
-                .class
-                .served_ingresses(&self.all_ingresses(), &classes),
+            ingresses: memo
+                .served
+                .get(&config.class, &self.all_ingresses(), &classes),
             services: merged(&self.services),
             endpoint_slices: merged(&self.endpoint_slices),
             secrets: merged(&self.secrets),
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
         };
-        let wanted = memo.get(&snapshot, &config.settings);
+        let wanted = memo.references.get(&snapshot, &config.settings);
         wanted.narrow(&mut snapshot);
         (snapshot, wanted)
     }
 }
 
+/// The memos that make a snapshot cost what changed since the last one.
+#[derive(Default)]
+struct SnapshotMemo {
+    served: ServedMemo,
+    references: ReferencesMemo,
+}
+
 /// Whether two snapshots hold the same objects with the same content, as far as the
 /// controller reads it (not an Ingress' status: see [`Watched::differs_for_controller`]).
+/// Maps that share their unchanged parts cost what differs.
 pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
-    fn same_by<V: Clone>(a: &Objects<V>, b: &Objects<V>, equal: impl Fn(&V, &V) -> bool) -> bool {
-        tugboat_model::snapshot::same_objects(a, b)
-            || a.len() == b.len()
-                && a.iter()
-                    .zip(b)
-                    .all(|((ka, va), (kb, vb))| ka == kb && (Arc::ptr_eq(va, vb) || equal(va, vb)))
-    }
     fn same<V: PartialEq + Clone>(a: &Objects<V>, b: &Objects<V>) -> bool {
-        same_by(a, b, V::eq)
+        a.ptr_eq(b) || a.diff(b).next().is_none()
     }
-    same_by(&a.ingresses, &b.ingresses, |x, y| {
-        !Ingress::differs_for_controller(x, y)
-    }) && same(&a.services, &b.services)
+    let same_ingresses = a.ingresses.ptr_eq(&b.ingresses)
+        || a.ingresses.diff(&b.ingresses).all(|item| match item {
+            DiffItem::Update {
+                old: (_, old),
+                new: (_, new),
+            } => !Ingress::differs_for_controller(old, new),
+            DiffItem::Add(..) | DiffItem::Remove(..) => false,
+        });
+    same_ingresses
+        && same(&a.services, &b.services)
         && same(&a.endpoint_slices, &b.endpoint_slices)
         && same(&a.secrets, &b.secrets)
         && same(&a.config_maps, &b.config_maps)
@@ -171,18 +180,16 @@ fn keep_ingresses_unchanged_for_controller(
     if ingresses.ptr_eq(last) {
         return;
     }
-    let mut last_entries = last.iter().peekable();
-    let mut unchanged = Vec::new();
-    for (key, ingress) in ingresses.iter() {
-        while last_entries.next_if(|(k, _)| *k < key).is_some() {}
-        if let Some((k, old)) = last_entries.peek()
-            && *k == key
-            && !Arc::ptr_eq(old, ingress)
-            && !Ingress::differs_for_controller(old, ingress)
-        {
-            unchanged.push((key.clone(), Arc::clone(old)));
-        }
-    }
+    let unchanged: Vec<(ObjectKey, Arc<Ingress>)> = last
+        .diff(ingresses)
+        .filter_map(|item| match item {
+            DiffItem::Update {
+                old: (key, old),
+                new: (_, new),
+            } if !Ingress::differs_for_controller(old, new) => Some((key.clone(), Arc::clone(old))),
+            _ => None,
+        })
+        .collect();
     for (key, old) in unchanged {
         ingresses.insert(key, old);
     }
@@ -202,10 +209,10 @@ pub struct ApiSource {
     /// ConfigMaps that objects name (`configmap:NAME/KEY`) and no flag does, watched by
     /// name from the moment an object names them.
     listed: std::sync::Mutex<ListedConfigMaps>,
-    /// The references of the last snapshot, worked out again only when what they read
-    /// changed (an EndpointSlice change does not walk every Ingress). Locked with
-    /// `listed`, after it.
-    references: std::sync::Mutex<ReferencesMemo>,
+    /// The served Ingresses and the references of the last snapshot, worked out again
+    /// only for what changed (an EndpointSlice change does not walk every Ingress).
+    /// Locked with `listed`, after it.
+    memo: std::sync::Mutex<SnapshotMemo>,
     /// ConfigMaps the flags name, watched from the start (`stores.config_maps`).
     flagged_config_maps: BTreeSet<ObjectKey>,
 }
@@ -300,7 +307,7 @@ impl ApiSource {
         Self {
             client: client.clone(),
             listed: std::sync::Mutex::new(BTreeMap::new()),
-            references: std::sync::Mutex::new(ReferencesMemo::default()),
+            memo: std::sync::Mutex::new(SnapshotMemo::default()),
             flagged_config_maps,
             stores: ClusterStores {
                 ingresses,
@@ -350,8 +357,8 @@ impl ApiSource {
     fn build_snapshot(&self) -> (Snapshot, Vec<ObjectStore<ConfigMap>>) {
         let mut stores: Vec<&ObjectStore<ConfigMap>> = self.stores.config_maps.iter().collect();
         let mut started = Vec::new();
-        let (Ok(mut listed), Ok(mut memo)) = (self.listed.lock(), self.references.lock()) else {
-            let mut memo = ReferencesMemo::default();
+        let (Ok(mut listed), Ok(mut memo)) = (self.listed.lock(), self.memo.lock()) else {
+            let mut memo = SnapshotMemo::default();
             return (
                 self.stores.snapshot(&self.config, &stores, &mut memo).0,
                 started,

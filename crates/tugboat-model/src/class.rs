@@ -13,6 +13,7 @@
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 
+use crate::snapshot::DiffItem;
 use crate::snapshot::Objects;
 
 /// The controller value of IngressClasses Tugboat serves unless told otherwise.
@@ -162,6 +163,68 @@ impl ClassFilter {
                 class.controller, self.controller
             ),
         }
+    }
+}
+
+/// [`ClassFilter::served_ingresses`] kept between calls: a new map of every Ingress
+/// costs the Ingresses that changed since the last one (the maps share their unchanged
+/// parts), unless the filter or the classes changed.
+#[derive(Debug, Default)]
+pub struct ServedMemo {
+    last: Option<Served>,
+}
+
+#[derive(Debug)]
+struct Served {
+    filter: ClassFilter,
+    classes: Vec<ClassInfo>,
+    all: Objects<Ingress>,
+    served: Objects<Ingress>,
+}
+
+impl ServedMemo {
+    /// What `filter.served_ingresses(all, classes)` answers.
+    pub fn get(
+        &mut self,
+        filter: &ClassFilter,
+        all: &Objects<Ingress>,
+        classes: &[ClassInfo],
+    ) -> Objects<Ingress> {
+        if let Some(last) = &mut self.last
+            && last.filter == *filter
+            && last.classes == classes
+        {
+            if !last.all.ptr_eq(all) {
+                for item in last.all.diff(all) {
+                    match item {
+                        DiffItem::Add(key, ingress)
+                        | DiffItem::Update {
+                            new: (key, ingress),
+                            ..
+                        } => {
+                            if filter.serves_ingress(ingress, classes) {
+                                last.served.insert(key.clone(), ingress.clone());
+                            } else {
+                                last.served.remove(key);
+                            }
+                        }
+                        DiffItem::Remove(key, _) => {
+                            last.served.remove(key);
+                        }
+                    }
+                }
+                last.all = all.clone();
+            }
+            return last.served.clone();
+        }
+        let served = filter.served_ingresses(all, classes);
+        self.last = Some(Served {
+            filter: filter.clone(),
+            classes: classes.to_vec(),
+            all: all.clone(),
+            served: served.clone(),
+        });
+        served
     }
 }
 
@@ -362,5 +425,48 @@ mod tests {
             filter.why_not_served(Some("some-invalid-class-name"), &classes),
             "its class 'some-invalid-class-name' has no IngressClass"
         );
+    }
+
+    #[test]
+    fn the_memo_answers_what_a_full_walk_answers() {
+        use crate::snapshot::ObjectKey;
+        use std::sync::Arc;
+        let ingress = |name: &str, class: Option<&str>| {
+            let mut ingress = Ingress::default();
+            ingress.metadata.name = Some(name.into());
+            ingress.spec = Some(k8s_openapi::api::networking::v1::IngressSpec {
+                ingress_class_name: class.map(str::to_string),
+                ..Default::default()
+            });
+            (ObjectKey::new("ns", name), Arc::new(ingress))
+        };
+        let filter = ClassFilter::default();
+        let mut classes = vec![class("a", OURS, false), class("nginx", NGINX, false)];
+        let mut all: Objects<Ingress> = [ingress("one", Some("a")), ingress("two", Some("nginx"))]
+            .into_iter()
+            .collect();
+        let mut memo = ServedMemo::default();
+        let check = |memo: &mut ServedMemo, all: &Objects<Ingress>, classes: &[ClassInfo]| {
+            let expected = filter.served_ingresses(all, classes);
+            let got = memo.get(&filter, all, classes);
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>()
+            );
+        };
+        check(&mut memo, &all, &classes);
+        for (name, class_name) in [
+            ("three", Some("a")),
+            ("one", Some("nginx")),
+            ("two", Some("a")),
+        ] {
+            let (key, value) = ingress(name, class_name);
+            all.insert(key, value);
+            check(&mut memo, &all, &classes);
+        }
+        all.remove(&ObjectKey::new("ns", "three"));
+        check(&mut memo, &all, &classes);
+        classes[1].controller = OURS.into();
+        check(&mut memo, &all, &classes);
     }
 }

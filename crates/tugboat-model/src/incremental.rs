@@ -339,7 +339,7 @@ impl Model {
     }
 }
 
-use imbl::ordmap::DiffItem as MapDiff;
+use crate::snapshot::DiffItem as MapDiff;
 pub(crate) type DiffItem<'a, K> = MapDiff<'a, 'a, ObjectKey, Arc<K>>;
 
 pub(crate) fn diff_key<'a, K>(item: &DiffItem<'a, K>) -> &'a ObjectKey {

@@ -23,6 +23,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
 use crate::annotations::{self, ALIAS_PREFIX, Named, PREFIX, Scope};
 use crate::build::Settings;
+use crate::snapshot::DiffItem;
 use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
 
 /// The Secrets and ConfigMaps a snapshot refers to.
@@ -49,7 +50,8 @@ impl References {
 
 /// [`references`] kept between snapshots: worked out again only when what it reads
 /// changed (the Ingresses, the Services, the controller's ConfigMap, the flags), so
-/// that an EndpointSlice or a Secret change costs a walk of pointers here.
+/// that an EndpointSlice or a Secret change costs a walk of pointers here, and a change
+/// of a few Ingresses that name the same objects as before costs those Ingresses.
 #[derive(Debug, Default)]
 pub struct ReferencesMemo {
     last: Option<Remembered>,
@@ -64,6 +66,9 @@ struct Remembered {
     references: References,
 }
 
+/// At most this many changed Ingresses are looked at one by one.
+const MOST_INGRESSES_COMPARED: usize = 32;
+
 impl ReferencesMemo {
     /// What [`references`] answers for `snapshot` and `settings`.
     pub fn get(&mut self, snapshot: &Snapshot, settings: &Settings) -> References {
@@ -72,15 +77,15 @@ impl ReferencesMemo {
             .as_ref()
             .and_then(|key| snapshot.config_maps.get(key))
             .cloned();
-        if let Some(last) = &self.last
+        if let Some(last) = &mut self.last
             && last.settings.same_flags(settings)
-            && same_objects(&last.ingresses, &snapshot.ingresses)
             && same_objects(&last.services, &snapshot.services)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
                 _ => false,
             }
+            && last.follow_ingresses(snapshot)
         {
             return last.references.clone();
         }
@@ -96,6 +101,84 @@ impl ReferencesMemo {
     }
 }
 
+impl Remembered {
+    /// Takes in the Ingresses of `snapshot` (the Services and the rest unchanged) when
+    /// their changes leave the references as they are or only add to them: Ingresses
+    /// that name the same objects as before, new ones in namespaces that have
+    /// Ingresses already. `false`: work them out again.
+    fn follow_ingresses(&mut self, snapshot: &Snapshot) -> bool {
+        if same_objects(&self.ingresses, &snapshot.ingresses) {
+            return true;
+        }
+        let mut added = References::default();
+        for (count, item) in self.ingresses.diff(&snapshot.ingresses).enumerate() {
+            if count >= MOST_INGRESSES_COMPARED {
+                return false;
+            }
+            match item {
+                DiffItem::Update {
+                    old: (key, old),
+                    new: (_, new),
+                } => {
+                    let named =
+                        |ingress: &Ingress| named_by_ingress(key, ingress, &snapshot.services);
+                    if named(old) != named(new) {
+                        return false;
+                    }
+                }
+                DiffItem::Add(key, new) => {
+                    let has_namespace = self
+                        .ingresses
+                        .range(ObjectKey::new(&key.namespace, "")..)
+                        .next()
+                        .is_some_and(|(other, _)| other.namespace == key.namespace);
+                    if !has_namespace {
+                        return false;
+                    }
+                    let named = named_by_ingress(key, new, &snapshot.services);
+                    added.secrets.extend(named.secrets);
+                    added.config_maps.extend(named.config_maps);
+                }
+                DiffItem::Remove(..) => return false,
+            }
+        }
+        self.references.secrets.extend(added.secrets);
+        self.references.config_maps.extend(added.config_maps);
+        self.ingresses = snapshot.ingresses.clone();
+        true
+    }
+}
+
+/// What one Ingress names: its `spec.tls` Secrets, the objects its keys name, and the
+/// objects named by the keys of the Services it routes to.
+fn named_by_ingress(
+    key: &ObjectKey,
+    ingress: &Ingress,
+    services: &Objects<crate::objects::Service>,
+) -> References {
+    let mut found = References::default();
+    let spec = ingress.spec.as_ref();
+    for tls in spec.into_iter().flat_map(|s| s.tls.iter().flatten()) {
+        if let Some(name) = tls.secret_name.as_deref().filter(|n| !n.is_empty()) {
+            found.secrets.insert(ObjectKey::new(&key.namespace, name));
+        }
+    }
+    for named in named_by_annotations(ingress.metadata.annotations.as_ref(), Scope::Ingress) {
+        found.add(&key.namespace, named);
+    }
+    let services_named: BTreeSet<&str> = backend_services(ingress).collect();
+    for name in services_named {
+        let service_key = ObjectKey::new(&key.namespace, name);
+        if let Some(service) = services.get(&service_key) {
+            let annotations = service.metadata.annotations.as_ref();
+            for named in named_by_annotations(annotations, Scope::Service) {
+                found.add(&key.namespace, named);
+            }
+        }
+    }
+    found
+}
+
 /// The Secrets and ConfigMaps that `snapshot` (its Ingresses already selected by class)
 /// and the flags in `settings` refer to. The controller's ConfigMap is read from
 /// `snapshot.config_maps` when it is there.
@@ -105,30 +188,12 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
     found.config_maps.extend(settings.config_map.clone());
     found.config_maps.extend(settings.error_pages.clone());
 
-    let mut services = BTreeSet::new();
     let mut route_namespaces = BTreeSet::new();
     for (key, ingress) in &snapshot.ingresses {
         route_namespaces.insert(key.namespace.as_str());
-        let spec = ingress.spec.as_ref();
-        for tls in spec.into_iter().flat_map(|s| s.tls.iter().flatten()) {
-            if let Some(name) = tls.secret_name.as_deref().filter(|n| !n.is_empty()) {
-                found.secrets.insert(ObjectKey::new(&key.namespace, name));
-            }
-        }
-        for named in named_by_annotations(ingress.metadata.annotations.as_ref(), Scope::Ingress) {
-            found.add(&key.namespace, named);
-        }
-        for service in backend_services(ingress) {
-            services.insert(ObjectKey::new(&key.namespace, service));
-        }
-    }
-    for key in &services {
-        if let Some(service) = snapshot.services.get(key) {
-            let annotations = service.metadata.annotations.as_ref();
-            for named in named_by_annotations(annotations, Scope::Service) {
-                found.add(&key.namespace, named);
-            }
-        }
+        let named = named_by_ingress(key, ingress, &snapshot.services);
+        found.secrets.extend(named.secrets);
+        found.config_maps.extend(named.config_maps);
     }
     let own = settings
         .config_map
@@ -463,5 +528,78 @@ mod tests {
             };
             assert_eq!(key.refers, expected, "{}", key.name);
         }
+    }
+
+    #[test]
+    fn the_memo_follows_ingress_changes_as_a_full_walk_does() {
+        let mut settings = Settings::new(0);
+        settings.config_map = Some(ObjectKey::new("tugboat", "config"));
+        let mut snapshot = with_ingress(ingress("a", "one", json!({})));
+        snapshot.config_maps.insert(
+            ObjectKey::new("tugboat", "config"),
+            Arc::new(config_map(
+                "tugboat",
+                "config",
+                json!({"allow-list": "configmap:shared/ranges"}),
+            )),
+        );
+        snapshot.services.insert(
+            ObjectKey::new("a", "web"),
+            Arc::new(service(
+                "a",
+                "web",
+                json!({"tugboat.dev/server-ca": "web-ca"}),
+            )),
+        );
+        let mut memo = ReferencesMemo::default();
+        let mut steps: Vec<(ObjectKey, Option<Ingress>)> = Vec::new();
+        let key = |ns: &str, name: &str| ObjectKey::new(ns, name);
+        // Same names, other content; a new Ingress in a known namespace; one in a new
+        // namespace; another auth Secret; a removal.
+        let mut changed = ingress("a", "one", json!({}));
+        if let Some(rules) = changed.spec.as_mut().and_then(|s| s.rules.as_mut()) {
+            rules[0].host = Some("b.example.com".into());
+        }
+        steps.push((key("a", "one"), Some(changed)));
+        steps.push((
+            key("a", "two"),
+            Some(ingress(
+                "a",
+                "two",
+                json!({"tugboat.dev/auth-secret": "users"}),
+            )),
+        ));
+        steps.push((key("b", "three"), Some(ingress("b", "three", json!({})))));
+        steps.push((
+            key("a", "two"),
+            Some(ingress(
+                "a",
+                "two",
+                json!({"tugboat.dev/auth-secret": "others"}),
+            )),
+        ));
+        steps.push((key("b", "three"), None));
+        assert_eq!(
+            memo.get(&snapshot, &settings),
+            references(&snapshot, &settings)
+        );
+        for (at, ingress) in steps {
+            match ingress {
+                Some(ingress) => snapshot.ingresses.insert(at, Arc::new(ingress)),
+                None => snapshot.ingresses.remove(&at),
+            };
+            assert_eq!(
+                memo.get(&snapshot, &settings),
+                references(&snapshot, &settings)
+            );
+        }
+        let found = memo.get(&snapshot, &settings);
+        assert!(found.secrets.contains(&key("a", "others")), "{found:?}");
+        assert!(found.secrets.contains(&key("a", "web-ca")), "{found:?}");
+        assert!(found.config_maps.contains(&key("a", "shared")), "{found:?}");
+        assert!(
+            !found.config_maps.contains(&key("b", "ranges")),
+            "{found:?}"
+        );
     }
 }

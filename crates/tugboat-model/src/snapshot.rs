@@ -38,6 +38,10 @@ impl fmt::Display for ObjectKey {
 /// Objects of one kind by namespace and name: a persistent map, cheap to copy.
 pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
 
+/// One difference between two [`Objects`] maps (`old.diff(new)`, which skips the parts
+/// the maps share).
+pub use imbl::ordmap::DiffItem;
+
 /// Whether two maps hold the very same objects (the same `Arc`s, in the same order): a
 /// walk of pointers, never a deep comparison; two maps of equal objects made apart
 /// answer `false`. The keys are not compared: an object's `Arc` is made for one key
