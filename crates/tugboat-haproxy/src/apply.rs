@@ -7,7 +7,7 @@
 //! reload of the (already written) files, and a restarted controller can adopt a running
 //! haproxy without reloading it (see [`Applier::adopt`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -90,6 +90,43 @@ pub struct Applier {
     /// haproxy refuses the very first config.
     initial_files: Option<RenderedFiles>,
     master: Option<ProcInfo>,
+    /// The hash of each applied file, for the marker's fingerprint.
+    hashes: FileHashes,
+}
+
+/// The hash of each file's contents, kept between applies, so that the fingerprint of
+/// a large state costs the files that changed.
+#[derive(Debug, Default)]
+struct FileHashes {
+    by_path: HashMap<PathBuf, u64>,
+}
+
+impl FileHashes {
+    /// [`fingerprint`] of `files`, of which only `changed` differ from the last call.
+    fn fingerprint(&mut self, files: &RenderedFiles, changed: &[PathBuf]) -> u64 {
+        for path in changed {
+            self.by_path.remove(path);
+        }
+        let mut hashes = Vec::with_capacity(files.files.len() * 16);
+        for (path, contents) in &files.files {
+            let hash = match self.by_path.get(path) {
+                Some(hash) => *hash,
+                None => {
+                    let hash = stable_hash(contents.as_bytes());
+                    self.by_path.insert(path.clone(), hash);
+                    hash
+                }
+            };
+            hashes.extend(stable_hash(path.as_os_str().as_encoded_bytes()).to_le_bytes());
+            hashes.extend(hash.to_le_bytes());
+        }
+        // Every file has its hash now: more means some are gone.
+        if self.by_path.len() > files.files.len() {
+            self.by_path
+                .retain(|path, _| files.files.contains_key(path));
+        }
+        stable_hash(&hashes)
+    }
 }
 
 impl Applier {
@@ -102,6 +139,7 @@ impl Applier {
             applied: None,
             initial_files: None,
             master: None,
+            hashes: FileHashes::default(),
         }
     }
 
@@ -189,8 +227,8 @@ impl Applier {
                 .into_keys(),
         );
         let on_disk = files::read_current(paths.iter());
-        let adopted =
-            on_disk.files.len() == paths.len() && header == marker_header(&info, &on_disk);
+        let adopted = on_disk.files.len() == paths.len()
+            && header == marker_header(&info, fingerprint(&on_disk));
         if adopted {
             let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
             self.applied = Some(Applied {
@@ -279,9 +317,14 @@ impl Applier {
         for path in &plan.removed {
             files::remove(path)?;
         }
-        self.master = self.cli.show_proc().await.ok();
+        // Only a reload (or a restart, which the next check finds) changes what
+        // `show proc` says.
+        if reload.is_some() || self.master.is_none() {
+            self.master = self.cli.show_proc().await.ok();
+        }
         if let Some(info) = &self.master {
-            let text = marker_text(info, &plan.next.files, &self.settings);
+            let files_fingerprint = self.hashes.fingerprint(&plan.next.files, &plan.changed);
+            let text = marker_text(info, files_fingerprint, &plan.next.files, &self.settings);
             files::write_atomic(
                 &self.settings.config_dir.join(MARKER),
                 text.as_bytes(),
@@ -329,13 +372,18 @@ impl Applier {
 /// fingerprint), then the paths of the files that may belong to what lingers unused
 /// until the next reload (backend TLS files, access-list patterns), one a line: a
 /// restarted controller's render does not have them.
-fn marker_text(info: &ProcInfo, files: &RenderedFiles, settings: &RenderSettings) -> String {
+fn marker_text(
+    info: &ProcInfo,
+    files_fingerprint: u64,
+    files: &RenderedFiles,
+    settings: &RenderSettings,
+) -> String {
     let folder = |path: PathBuf| path.parent().map(Path::to_path_buf);
     let folders = [
         folder(settings.backend_file("-")),
         folder(settings.pattern_file("-")),
     ];
-    let mut text = marker_header(info, files);
+    let mut text = marker_header(info, files_fingerprint);
     text.push('\n');
     for path in files.files.keys() {
         if folders
@@ -350,12 +398,10 @@ fn marker_text(info: &ProcInfo, files: &RenderedFiles, settings: &RenderSettings
     text
 }
 
-fn marker_header(info: &ProcInfo, files: &RenderedFiles) -> String {
+fn marker_header(info: &ProcInfo, files_fingerprint: u64) -> String {
     format!(
-        "master={} reloads={} files={:016x}",
-        info.master_pid,
-        info.reloads,
-        fingerprint(files)
+        "master={} reloads={} files={files_fingerprint:016x}",
+        info.master_pid, info.reloads,
     )
 }
 
@@ -432,9 +478,12 @@ mod tests {
             ]
             .into(),
         };
-        let text = marker_text(&info, &files, &settings);
+        let text = marker_text(&info, fingerprint(&files), &files, &settings);
         let mut lines = text.lines();
-        assert_eq!(lines.next(), Some(marker_header(&info, &files).as_str()));
+        assert_eq!(
+            lines.next(),
+            Some(marker_header(&info, fingerprint(&files)).as_str())
+        );
         let listed: Vec<PathBuf> = lines.map(PathBuf::from).collect();
         assert_eq!(
             listed,
@@ -447,5 +496,21 @@ mod tests {
             .into_iter()
             .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn kept_hashes_give_the_fingerprint_of_the_whole_files() {
+        let mut files = RenderedFiles::default();
+        for (path, contents) in [("/a", "one"), ("/b", "two"), ("/c", "three")] {
+            files.files.insert(PathBuf::from(path), contents.into());
+        }
+        let mut hashes = FileHashes::default();
+        assert_eq!(hashes.fingerprint(&files, &[]), fingerprint(&files));
+        files.files.insert("/b".into(), "changed".into());
+        files.files.remove(Path::new("/c"));
+        files.files.insert("/d".into(), "new".into());
+        let changed = [PathBuf::from("/b"), PathBuf::from("/d")];
+        assert_eq!(hashes.fingerprint(&files, &changed), fingerprint(&files));
+        assert_eq!(hashes.by_path.len(), 3);
     }
 }

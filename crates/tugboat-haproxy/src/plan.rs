@@ -14,7 +14,8 @@ use std::path::PathBuf;
 
 use tugboat_model::incremental::replace_routes;
 use tugboat_model::{
-    BackendName, Desired, FeatureSetId, HostMatch, ObjectKey, Patch, Route, RouteFeatures,
+    BackendName, Desired, FeatureSetId, HostMatch, IngressRoutes, ObjectKey, Patch, Route,
+    RouteFeatures,
 };
 
 use crate::layout::{Layout, SlotChange, evolve_slots};
@@ -342,7 +343,7 @@ pub fn plan_patch(
         removed: Vec::new(),
         runtime: make_before_break(runtime),
         reload: None,
-        patched: false,
+        patched: true,
     })
 }
 
@@ -351,17 +352,21 @@ pub fn plan_patch(
 /// (as [`map_changes`] gives them for the whole files) and gives the maps that changed.
 fn patch_route_maps(
     applied: &mut Applied,
-    by_ingress: &BTreeMap<ObjectKey, Vec<Route>>,
+    by_ingress: &BTreeMap<ObjectKey, IngressRoutes>,
     settings: &RenderSettings,
     runtime: &mut Vec<RuntimeChange>,
 ) -> Vec<PathBuf> {
-    let paths: BTreeSet<(HostMatch, String)> = applied
-        .desired
-        .routes
-        .iter()
-        .filter(|route| by_ingress.contains_key(&route.ingress))
-        .chain(by_ingress.values().flatten())
-        .map(|route| (route.host.clone(), path_text(&route.path).to_string()))
+    let before = by_ingress
+        .values()
+        .flat_map(|change| &change.before)
+        .map(|(host, path)| (host, path));
+    let after = by_ingress
+        .values()
+        .flat_map(|change| &change.after)
+        .map(|route| (&route.host, &route.path));
+    let paths: BTreeSet<(HostMatch, String)> = before
+        .chain(after)
+        .map(|(host, path)| (host.clone(), path_text(path).to_string()))
         .collect();
     type Lines = (BTreeMap<String, String>, BTreeMap<String, String>);
     let lines = |routes: &[Route]| -> Lines {
@@ -1113,7 +1118,16 @@ mod tests {
                 let mut whole =
                     with_certificate(sorted_routes(generated_state(next)), &pem(certs[i + 1]));
                 let routes = if route_changes[i] {
-                    BTreeMap::from([(ObjectKey::new("ns", "ing"), whole.routes.clone())])
+                    let change = IngressRoutes {
+                        before: current
+                            .desired
+                            .routes
+                            .iter()
+                            .map(|r| (r.host.clone(), r.path.clone()))
+                            .collect(),
+                        after: whole.routes.clone(),
+                    };
+                    BTreeMap::from([(ObjectKey::new("ns", "ing"), change)])
                 } else {
                     whole.routes = current.desired.routes.clone();
                     BTreeMap::new()

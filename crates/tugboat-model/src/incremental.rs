@@ -17,7 +17,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::build::{ParsedSecrets, Reads, SecretUse, build_with, slice_endpoints};
-use crate::desired::{Backend, BackendName, Desired, Endpoint, Route, ServicePortRef};
+use crate::desired::{
+    Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
+};
 use crate::problem::ObjectProblem;
 use crate::route_patch::{RouteChanges, RoutesSeen};
 use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
@@ -64,9 +66,8 @@ pub struct Patch {
     pub endpoints: BTreeMap<BackendName, (Vec<Endpoint>, Vec<Endpoint>)>,
     /// The new PEM of certificates, by certificate name.
     pub certificates: BTreeMap<String, Pem>,
-    /// The routes of Ingresses that changed, by Ingress: they replace all the routes
-    /// that Ingress had (none: it has none now), sorted by host and path.
-    pub routes: BTreeMap<ObjectKey, Vec<Route>>,
+    /// The routes of Ingresses that changed, by Ingress.
+    pub routes: BTreeMap<ObjectKey, IngressRoutes>,
     /// Backends that join the output (`Some`) or leave it (`None`) as Ingresses start
     /// or stop using them.
     pub backends: BTreeMap<BackendName, Option<Backend>>,
@@ -114,18 +115,35 @@ impl Patch {
     }
 }
 
+/// The routes of one Ingress before and after a change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngressRoutes {
+    /// Where its routes were: (host, path).
+    pub before: Vec<(HostMatch, PathMatch)>,
+    /// Its routes now (none: it has none), sorted by host and path.
+    pub after: Vec<Route>,
+}
+
 /// Replaces the routes of the Ingresses in `by_ingress` in `routes` (sorted by host
-/// and path, one route per key), keeping the order.
-pub fn replace_routes(routes: &mut Vec<Route>, by_ingress: &BTreeMap<ObjectKey, Vec<Route>>) {
-    if by_ingress.is_empty() {
-        return;
+/// and path, one route per key), keeping the order: a binary search per route.
+pub fn replace_routes(routes: &mut Vec<Route>, by_ingress: &BTreeMap<ObjectKey, IngressRoutes>) {
+    let find = |routes: &[Route], host: &HostMatch, path: &PathMatch| {
+        routes.binary_search_by(|r| (&r.host, &r.path).cmp(&(host, path)))
+    };
+    for (ingress, change) in by_ingress {
+        for (host, path) in &change.before {
+            if let Ok(at) = find(routes, host, path)
+                && routes[at].ingress == *ingress
+            {
+                routes.remove(at);
+            }
+        }
     }
-    routes.retain(|route| !by_ingress.contains_key(&route.ingress));
-    for route in by_ingress.values().flatten() {
-        let at = routes
-            .binary_search_by(|r| (&r.host, &r.path).cmp(&(&route.host, &route.path)))
-            .unwrap_or_else(|at| at);
-        routes.insert(at, route.clone());
+    for route in by_ingress.values().flat_map(|change| &change.after) {
+        match find(routes, &route.host, &route.path) {
+            Ok(at) => routes[at] = route.clone(),
+            Err(at) => routes.insert(at, route.clone()),
+        }
     }
 }
 

@@ -27,7 +27,7 @@ pub use desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
-pub use incremental::{Model, Patch, Rebuilt, Update};
+pub use incremental::{IngressRoutes, Model, Patch, Rebuilt, Update};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use references::{References, ReferencesMemo, references};
 pub use snapshot::{ObjectKey, Objects, Snapshot};

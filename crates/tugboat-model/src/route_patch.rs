@@ -19,7 +19,7 @@ use crate::build::{
 };
 use crate::desired::{BackendName, HostMatch, PathMatch, ServicePortRef};
 use crate::features::BackendOptions;
-use crate::incremental::{Patch, diff_key, diff_values};
+use crate::incremental::{IngressRoutes, Patch, diff_key, diff_values};
 use crate::problem::{ObjectProblem, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
 use crate::{BuildOutput, Settings};
@@ -157,7 +157,16 @@ impl RouteChanges<'_> {
             seen.contested
                 .extend(after.reads.contested_routes.iter().cloned());
             reads.absorb(after.reads);
-            patch.routes.insert(key.clone(), after.routes);
+            let before = before
+                .routes
+                .iter()
+                .map(|route| (route.host.clone(), route.path.clone()))
+                .collect();
+            let routes = IngressRoutes {
+                before,
+                after: after.routes,
+            };
+            patch.routes.insert(key.clone(), routes);
         }
         patch.problems = Some(seen.problems.clone());
         Ok(())

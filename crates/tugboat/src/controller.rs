@@ -644,7 +644,8 @@ fn mark_served(status: &watch::Sender<ControllerStatus>, applied: &Desired, patc
     status.send_if_modified(|status| {
         let mut changed = false;
         for (key, routes) in &patch.routes {
-            let served = !routes.is_empty() || applied.default_backend_owner.as_ref() == Some(key);
+            let served =
+                !routes.after.is_empty() || applied.default_backend_owner.as_ref() == Some(key);
             changed |= if served {
                 status.served_ingresses.insert(key.clone())
             } else {
