@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::objects::{EndpointSlice, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
-use crate::annotations::{self, Layer, Resolver, Scope};
+use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
 use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
     TlsCertificate, UserHash,
@@ -46,6 +46,9 @@ pub struct Settings {
     /// Raw configuration snippets (`*-config-snippet` keys): off unless the operator
     /// enables them (`--allow-snippets`).
     pub allow_snippets: bool,
+    /// What the routes do when an object sets a key that restricts access and that
+    /// Tugboat does not support (`--unsupported-access-keys`): refuse (403) by default.
+    pub unsupported_access: UnsupportedAccess,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -70,6 +73,7 @@ impl Settings {
             allow_external_name: false,
             ssl_redirect: true,
             allow_snippets: false,
+            unsupported_access: UnsupportedAccess::Deny,
             now,
         }
     }
@@ -352,6 +356,7 @@ impl Builder<'_> {
             object.clone(),
             Scope::Ingress,
             ingress.metadata.annotations.as_ref(),
+            self.settings.unsupported_access,
             &mut self.problems,
         );
         let ingress_layer = &ingress_layer;
@@ -660,8 +665,13 @@ impl Builder<'_> {
                 .services
                 .get(service)
                 .and_then(|s| s.metadata.annotations.as_ref());
-            let layer =
-                Layer::from_annotations(object, Scope::Service, annotations, &mut self.problems);
+            let layer = Layer::from_annotations(
+                object,
+                Scope::Service,
+                annotations,
+                self.settings.unsupported_access,
+                &mut self.problems,
+            );
             self.service_layers.insert(service.clone(), layer);
         }
         match self.service_layers.get(service) {
@@ -681,6 +691,10 @@ impl Builder<'_> {
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
         let (mut features, lookups) = annotations::route_features(&mut resolver);
+        // Fail closed: a restriction Tugboat cannot honour refuses everybody.
+        features.deny_all = self.settings.unsupported_access == UnsupportedAccess::Deny
+            && (!service_layer.unsupported_access.is_empty()
+                || !ingress_layer.unsupported_access.is_empty());
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 &ingress_layer.object,

@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
+use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::{ObjectKey, Settings};
 
 use tugboat_kube::api_source::ApiSourceConfig;
@@ -97,6 +98,14 @@ pub struct ModelArgs {
     /// programs are refused (see docs/annotations.md).
     #[arg(long)]
     pub allow_snippets: bool,
+    /// What the routes of an Ingress (or of a Service) do when it sets an annotation that
+    /// restricts access (authentication, allow or deny lists, client certificates, rate
+    /// limits, external authentication) and that Tugboat does not support, under its own
+    /// prefix or another controller's: `deny` answers 403 to every request until the key
+    /// is removed or supported (fail closed); `ignore` serves them without the
+    /// restriction. Either way the object gets a problem naming the key.
+    #[arg(long, default_value = "deny", value_parser = parse_unsupported_access)]
+    pub unsupported_access_keys: UnsupportedAccess,
     /// Redirect plain HTTP to HTTPS (308) for hosts listed in an Ingress' spec.tls.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ssl_redirect: bool,
@@ -112,8 +121,18 @@ impl ModelArgs {
             allow_external_name: self.allow_external_name,
             ssl_redirect: self.ssl_redirect,
             allow_snippets: self.allow_snippets,
+            unsupported_access: self.unsupported_access_keys,
             now,
         }
+    }
+}
+
+/// Parses `deny` or `ignore`.
+fn parse_unsupported_access(text: &str) -> Result<UnsupportedAccess, String> {
+    match text {
+        "deny" => Ok(UnsupportedAccess::Deny),
+        "ignore" => Ok(UnsupportedAccess::Ignore),
+        _ => Err(format!("'{text}': expected deny or ignore")),
     }
 }
 

@@ -27,6 +27,10 @@ use crate::features::{
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate::{self, printable};
 
+pub mod prefixes;
+
+pub use prefixes::{Ecosystem, UnsupportedAccess};
+
 /// The annotation prefix of Tugboat's keys.
 pub const PREFIX: &str = "tugboat.dev/";
 /// The prefix accepted as an alias (other controllers' users have it).
@@ -575,6 +579,15 @@ pub fn reference_markdown() -> String {
          is accepted as an alias. Service beats Ingress beats ConfigMap beats the default. A value \
          that does not parse is ignored for that object only, with a warning naming the key, the \
          value and what was expected.\n\n\
+         No annotation under `tugboat.dev/`, `ingress.kubernetes.io/` or another controller's \
+         prefix (`nginx.ingress.kubernetes.io/`, `haproxy.org/`, `haproxy.com/`, \
+         `haproxy-ingress.github.io/`) is ignored silently: one that Tugboat does not read \
+         is a warning naming the object and the key (and `tugboat render` exits 1). When \
+         such a key restricts access (authentication of any kind, allow and deny lists, \
+         client certificates, rate and connection limits, external authentication, web \
+         application firewalls), the routes it applies to answer 403 to every request until \
+         it is removed or supported, unless the controller runs with \
+         `--unsupported-access-keys=ignore` (Helm: `controller.unsupportedAccessKeys`).\n\n\
          | key | scopes | values | default | example | what it does |\n\
          |---|---|---|---|---|---|\n",
     );
@@ -603,40 +616,49 @@ pub struct Layer {
     pub object: ObjectRef,
     pub scope: Scope,
     values: BTreeMap<&'static str, (String, String)>,
+    /// The annotations this object sets that restrict access and that Tugboat does not
+    /// support (full names, sorted).
+    pub unsupported_access: Vec<String>,
 }
 
 impl Layer {
-    /// The keys of an Ingress' or Service's annotations. Unknown `tugboat.dev/` keys and
-    /// keys that cannot be set on this kind of object become problems.
+    /// The keys of an Ingress' or Service's annotations. Every annotation under a known
+    /// prefix ([`prefixes::PREFIXES`]) is read or becomes a problem naming it: unknown
+    /// keys, keys of other controllers Tugboat does not support, keys that cannot be set
+    /// on this kind of object. Unsupported keys that restrict access are remembered in
+    /// [`Layer::unsupported_access`]: with `access` [`UnsupportedAccess::Deny`] the
+    /// routes they apply to refuse every request.
     pub fn from_annotations(
         object: ObjectRef,
         scope: Scope,
         annotations: Option<&BTreeMap<String, String>>,
+        access: UnsupportedAccess,
         problems: &mut Vec<ObjectProblem>,
     ) -> Self {
         let mut values = BTreeMap::new();
         let mut from_primary = BTreeMap::new();
+        let mut unsupported_access = Vec::new();
         for (name, value) in annotations.into_iter().flatten() {
-            let (rest, primary) = if let Some(rest) = name.strip_prefix(PREFIX) {
-                (rest, true)
-            } else if let Some(rest) = name.strip_prefix(ALIAS_PREFIX) {
-                (rest, false)
-            } else {
+            let Some((ecosystem, rest)) = prefixes::split_annotation(name) else {
                 continue;
             };
+            let primary = ecosystem == Ecosystem::Tugboat;
             let field = format!("metadata.annotations.{name}");
-            let Some(spec) = find_key(rest) else {
-                if primary {
-                    problems.push(ObjectProblem {
-                        object: object.clone(),
-                        field,
-                        reason: ProblemReason::InvalidField,
-                        message: format!(
-                            "unknown key '{}': see docs/annotations.md for the keys Tugboat reads",
-                            printable(rest)
-                        ),
-                    });
+            let spec = match ecosystem {
+                Ecosystem::Tugboat | Ecosystem::Legacy => find_key(rest),
+                _ => None,
+            };
+            let Some(spec) = spec else {
+                let restricts = prefixes::restricts_access(rest);
+                if restricts {
+                    unsupported_access.push(name.clone());
                 }
+                problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field,
+                    reason: ProblemReason::InvalidField,
+                    message: unsupported_message(ecosystem, rest, scope, restricts, access),
+                });
                 continue;
             };
             if !spec.scopes.contains(&scope) {
@@ -663,6 +685,7 @@ impl Layer {
             object,
             scope,
             values,
+            unsupported_access,
         }
     }
 
@@ -694,6 +717,7 @@ impl Layer {
             object,
             scope: Scope::ConfigMap,
             values,
+            unsupported_access: Vec::new(),
         }
     }
 
@@ -703,11 +727,48 @@ impl Layer {
             object,
             scope,
             values: BTreeMap::new(),
+            unsupported_access: Vec::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+}
+
+/// The problem of an annotation under a known prefix that Tugboat does not read.
+fn unsupported_message(
+    ecosystem: Ecosystem,
+    key: &str,
+    scope: Scope,
+    restricts: bool,
+    access: UnsupportedAccess,
+) -> String {
+    let key = printable(key);
+    let what = match ecosystem {
+        Ecosystem::Tugboat | Ecosystem::Legacy => {
+            format!("unknown key '{key}': see docs/annotations.md for the keys Tugboat reads")
+        }
+        _ => format!(
+            "{ecosystem} key '{key}' is not supported by Tugboat: see docs/annotations.md \
+             for the keys Tugboat reads"
+        ),
+    };
+    let routes = match scope {
+        Scope::Service => "the routes to this Service",
+        _ => "the routes of this Ingress",
+    };
+    match (restricts, access) {
+        (false, _) => format!("{what}; it has no effect"),
+        (true, UnsupportedAccess::Deny) => format!(
+            "{what}; it restricts access, so {routes} answer 403 to every request until it \
+             is removed or supported (the operator's --unsupported-access-keys=ignore serves \
+             them without it)"
+        ),
+        (true, UnsupportedAccess::Ignore) => format!(
+            "{what}; it restricts access, but the operator's --unsupported-access-keys=ignore \
+             serves {routes} without that restriction"
+        ),
     }
 }
 
