@@ -178,7 +178,7 @@ pub(crate) fn build_with(
     let mut global_resolver = Resolver::new(vec![&config_map_layer]);
     let global = annotations::global_options(&mut global_resolver, settings.allow_snippets);
     let config_map_redirect = global_resolver
-        .get_in("ssl-redirect", &[Scope::ConfigMap], annotations::parse_bool)
+        .get_in(&annotations::keys::SSL_REDIRECT, &[Scope::ConfigMap])
         .unwrap_or(true);
     problems.append(&mut global_resolver.problems);
     let mut builder = Builder {
@@ -783,7 +783,8 @@ impl Builder<'_> {
                     })
             })
             .and_then(|text| {
-                annotations::parse_pattern_list(text).map_err(|e| (ProblemReason::InvalidField, e))
+                annotations::parse_pattern_list(text)
+                    .map_err(|e| (ProblemReason::InvalidField, e.to_string()))
             });
         match text {
             Ok(entries) => {
