@@ -1,16 +1,22 @@
 //! Users moving from ingress-nginx and the HAProxy controllers, end to end on real
-//! haproxy: an annotation Tugboat does not support is never ignored silently (a
-//! problem and, from the API, a Warning Event name it), and one that restricts access
-//! makes its Ingress' routes answer 403 while every other Ingress keeps serving.
+//! haproxy: their keys that Tugboat reads behave as those controllers document; an
+//! annotation Tugboat does not support is never ignored silently (a problem and, from
+//! the API, a Warning Event name it), and one that restricts access makes its Ingress'
+//! routes answer 403 while every other Ingress keeps serving.
 
 use k8s_openapi::api::networking::v1::Ingress;
+use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json, with_annotations,
+    ANN_S3CRET, S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of, prefix,
+    to_json, with_annotations,
 };
-use tugboat_testkit::{HaproxyBinary, Scene, Source, scene_tests};
+use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
-scene_tests!(unsupported_access_keys_fail_closed);
+scene_tests!(
+    unsupported_access_keys_fail_closed,
+    other_controllers_keys_behave_as_they_document,
+);
 
 const HOST: &str = "move.example.com";
 
@@ -23,18 +29,24 @@ fn ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
     )
 }
 
+async fn send(scene: &Scene, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
+    request(scene.http_addr(), method, HOST, path, headers)
+        .await
+        .expect("request through haproxy")
+}
+
 async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 150, 1).await;
     let mut objects = mk_service_of("web", &web).to_vec();
     objects.extend([
-        // An allow list that would let the test client in: the 403 is the fail-closed
-        // answer, not the list at work.
+        // An allow list that lets the test client in, with an exception Tugboat cannot
+        // express: the 403 is the fail-closed answer, not the list at work.
         to_json(&ingress(
             "listed",
             "/listed",
             &[(
-                "nginx.ingress.kubernetes.io/whitelist-source-range",
-                "127.0.0.0/8",
+                "haproxy-ingress.github.io/allowlist-source-range",
+                "127.0.0.0/8,!127.0.0.99",
             )],
         )),
         to_json(&ingress(
@@ -79,14 +91,19 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         200
     );
     let problems = scene.status().problems;
-    for (name, key) in [
+    for (name, key, says) in [
         (
             "listed",
-            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "haproxy-ingress.github.io/allowlist-source-range",
+            "403",
         ),
-        ("office", "haproxy-ingress.github.io/oauth"),
-        ("external", "nginx.ingress.kubernetes.io/auth-url"),
-        ("buffers", "nginx.ingress.kubernetes.io/proxy-buffering"),
+        ("office", "haproxy-ingress.github.io/oauth", "403"),
+        ("external", "nginx.ingress.kubernetes.io/auth-url", "403"),
+        (
+            "buffers",
+            "nginx.ingress.kubernetes.io/proxy-buffering",
+            "no effect",
+        ),
     ] {
         let field = format!("metadata.annotations.{key}");
         let problem = problems
@@ -94,6 +111,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
             .find(|p| p.object.name == name && p.field == field)
             .unwrap_or_else(|| panic!("a problem naming {key}: {problems:?}"));
         assert!(problem.message.contains("not supported"), "{problem}");
+        assert!(problem.message.contains(says), "{problem}");
         // From the API, the problem is a Warning Event on the Ingress naming the key.
         if let Some(event) = scene.wait_for_warning(name, &field).await {
             assert!(event.to_string().contains(key), "{event}");
@@ -103,4 +121,110 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         !problems.iter().any(|p| p.object.name == "site"),
         "{problems:?}"
     );
+}
+
+async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 151, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.extend([
+        to_json(&mk_secret(
+            "users",
+            "Opaque",
+            &[("ann", S3CRET_HASH.as_bytes())],
+        )),
+        // ingress-nginx: allow and deny lists (the client is 127.0.0.1).
+        to_json(&ingress(
+            "nginx-elsewhere",
+            "/nginx-elsewhere",
+            &[(
+                "nginx.ingress.kubernetes.io/whitelist-source-range",
+                "10.0.0.0/8,192.168.0.1",
+            )],
+        )),
+        to_json(&ingress(
+            "nginx-local",
+            "/nginx-local",
+            &[(
+                "nginx.ingress.kubernetes.io/allowlist-source-range",
+                "127.0.0.1/32",
+            )],
+        )),
+        // HAProxy Ingress: a deny list.
+        to_json(&ingress(
+            "hi-denied",
+            "/hi-denied",
+            &[(
+                "haproxy-ingress.github.io/denylist-source-range",
+                "127.0.0.0/8",
+            )],
+        )),
+        // ingress-nginx: CORS with its default of credentials allowed.
+        to_json(&ingress(
+            "nginx-cors",
+            "/nginx-cors",
+            &[
+                ("nginx.ingress.kubernetes.io/enable-cors", "true"),
+                (
+                    "nginx.ingress.kubernetes.io/cors-allow-methods",
+                    "get, post",
+                ),
+            ],
+        )),
+        // ingress-nginx: HTTPS redirect without TLS on the Ingress (308).
+        to_json(&ingress(
+            "nginx-force",
+            "/nginx-force",
+            &[("nginx.ingress.kubernetes.io/force-ssl-redirect", "true")],
+        )),
+        // HAProxy Technologies: basic authentication with its default realm.
+        to_json(&ingress(
+            "ht-auth",
+            "/ht-auth",
+            &[
+                ("haproxy.org/auth-type", "basic-auth"),
+                ("haproxy.org/auth-secret", "default/users"),
+            ],
+        )),
+        to_json(&ingress("site", "/", &[])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/nginx-elsewhere", 403).await;
+    assert_eq!(send(&scene, "GET", "/nginx-local", &[]).await.status, 200);
+    assert_eq!(send(&scene, "GET", "/hi-denied", &[]).await.status, 403);
+
+    let preflight = [
+        ("Origin", "https://app.example.com"),
+        ("Access-Control-Request-Method", "POST"),
+    ];
+    let reply = send(&scene, "OPTIONS", "/nginx-cors", &preflight).await;
+    assert_eq!(reply.status, 204, "{reply:?}");
+    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(
+        reply.header("access-control-allow-methods"),
+        Some("GET, POST")
+    );
+    assert_eq!(
+        reply.header("access-control-allow-credentials"),
+        Some("true")
+    );
+
+    let reply = send(&scene, "GET", "/nginx-force/a?b=1", &[]).await;
+    assert_eq!(reply.status, 308, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some("https://move.example.com/nginx-force/a?b=1")
+    );
+
+    let reply = send(&scene, "GET", "/ht-auth", &[]).await;
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some("Basic realm=\"Protected Content\"")
+    );
+    let good = [("Authorization", ANN_S3CRET)];
+    assert_eq!(send(&scene, "GET", "/ht-auth", &good).await.status, 200);
+
+    assert_eq!(send(&scene, "GET", "/other", &[]).await.status, 200);
+    let problems = scene.status().problems;
+    assert!(problems.is_empty(), "{problems:?}");
 }

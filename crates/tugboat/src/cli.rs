@@ -45,6 +45,8 @@ pub enum Command {
     Render(Box<RenderArgs>),
     /// Print the reference of the annotation and ConfigMap keys (docs/annotations.md).
     AnnotationsReference,
+    /// Print the migration guide from other controllers (docs/migrating.md).
+    MigratingReference,
 }
 
 /// What haproxy's files look like and where they go.
@@ -311,6 +313,10 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Render(args) => render(&args),
         Command::AnnotationsReference => {
             print!("{}", tugboat_model::annotations::reference_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::MigratingReference => {
+            print!("{}", tugboat_model::annotations::migrating_markdown());
             Ok(ExitCode::SUCCESS)
         }
     };
@@ -586,7 +592,7 @@ mod tests {
         .expect("valid command line");
         match cli.command {
             Command::Run(args) => *args,
-            Command::Render(_) | Command::AnnotationsReference => panic!("expected run"),
+            _ => panic!("expected run"),
         }
     }
 

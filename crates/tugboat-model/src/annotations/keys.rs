@@ -5,6 +5,8 @@
 //! take them from here.
 
 use super::parse::*;
+use super::peers::{self, PeerKey};
+use super::prefixes::Ecosystem;
 use super::snippet::parse_snippet;
 use crate::features::{Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget};
 
@@ -84,6 +86,8 @@ pub struct KeySpec {
     pub help: &'static str,
     /// Whether the value names another object.
     pub refers: Refers,
+    /// The names other controllers give this key, read as it (see [`super::peers`]).
+    pub peers: &'static [PeerKey],
     /// The key's parser, without the value: whether a value is valid, and why not.
     pub check: fn(&str) -> Parsed<()>,
 }
@@ -170,6 +174,7 @@ const BASE: KeySpec = KeySpec {
     example: "",
     help: "",
     refers: Refers::Nothing,
+    peers: &[],
     check: |_| Ok(()),
 };
 
@@ -182,6 +187,7 @@ pub const SSL_REDIRECT: Key<bool> = key!(
         default: KeyDefault::None("`true` for hosts in a `spec.tls` (`--ssl-redirect`)"),
         example: "true",
         help: "Redirect plain HTTP to HTTPS. On an Ingress, `true` redirects its routes even without `spec.tls`, `false` never.",
+        peers: peers::SSL_REDIRECT,
         ..BASE
     }
 );
@@ -195,6 +201,7 @@ pub const SSL_REDIRECT_CODE: Key<u16> = key!(
         default: KeyDefault::Value("308"),
         example: "301",
         help: "Status code of the HTTPS redirect.",
+        peers: peers::SSL_REDIRECT_CODE,
         ..BASE
     }
 );
@@ -208,6 +215,7 @@ pub const SSL_REDIRECT_PORT: Key<u16> = key!(
         default: KeyDefault::None("none: the request's host is kept"),
         example: "443",
         help: "HTTPS port written in the redirect's location.",
+        peers: peers::SSL_REDIRECT_PORT,
         ..BASE
     }
 );
@@ -221,6 +229,7 @@ pub const CLIENT_STRICT_SNI: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Refuse TLS handshakes whose SNI matches no certificate instead of serving the default certificate.",
+        peers: peers::CLIENT_STRICT_SNI,
         ..BASE
     }
 );
@@ -234,6 +243,7 @@ pub const HSTS: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Send `Strict-Transport-Security` on HTTPS answers.",
+        peers: peers::HSTS,
         ..BASE
     }
 );
@@ -247,6 +257,7 @@ pub const HSTS_MAX_AGE: Key<u64> = key!(
         default: KeyDefault::Value("15768000"),
         example: "31536000",
         help: "`max-age` of the HSTS header.",
+        peers: peers::HSTS_MAX_AGE,
         ..BASE
     }
 );
@@ -260,6 +271,7 @@ pub const HSTS_INCLUDE_SUBDOMAINS: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Add `includeSubDomains` to the HSTS header.",
+        peers: peers::HSTS_INCLUDE_SUBDOMAINS,
         ..BASE
     }
 );
@@ -273,6 +285,7 @@ pub const HSTS_PRELOAD: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Add `preload` to the HSTS header.",
+        peers: peers::HSTS_PRELOAD,
         ..BASE
     }
 );
@@ -286,6 +299,7 @@ pub const REQUEST_REDIRECT: Key<RedirectTarget> = key!(
         default: KeyDefault::None("none"),
         example: "example.com:8443",
         help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL.",
+        peers: peers::REQUEST_REDIRECT,
         ..BASE
     }
 );
@@ -299,6 +313,7 @@ pub const REQUEST_REDIRECT_CODE: Key<u16> = key!(
         default: KeyDefault::Value("302"),
         example: "301",
         help: "Status code of `request-redirect`.",
+        peers: peers::REQUEST_REDIRECT_CODE,
         ..BASE
     }
 );
@@ -312,6 +327,7 @@ pub const PATH_REWRITE: Key<PathRewrite> = key!(
         default: KeyDefault::None("none"),
         example: "^/api/(.*) /\\1",
         help: "Rewrite the path before the request goes to the backend.",
+        peers: peers::PATH_REWRITE,
         ..BASE
     }
 );
@@ -338,6 +354,7 @@ pub const SET_HOST: Key<String> = key!(
         default: KeyDefault::None("none"),
         example: "internal.example.com",
         help: "Replace the `Host` header sent to the backend.",
+        peers: peers::SET_HOST,
         ..BASE
     }
 );
@@ -351,6 +368,7 @@ pub const REQUEST_SET_HEADER: Key<Vec<(String, String)>> = key!(
         default: KeyDefault::None("none"),
         example: "X-Team shop",
         help: "Set request headers before the request goes to the backend.",
+        peers: peers::REQUEST_SET_HEADER,
         ..BASE
     }
 );
@@ -364,6 +382,7 @@ pub const RESPONSE_SET_HEADER: Key<Vec<(String, String)>> = key!(
         default: KeyDefault::None("none"),
         example: "X-Frame-Options DENY",
         help: "Set response headers before the answer goes to the client.",
+        peers: peers::RESPONSE_SET_HEADER,
         ..BASE
     }
 );
@@ -377,6 +396,7 @@ pub const CORS_ENABLE: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Add CORS headers to answers and answer preflight requests (OPTIONS with `Origin` and `Access-Control-Request-Method`) with 204.",
+        peers: peers::CORS_ENABLE,
         ..BASE
     }
 );
@@ -390,6 +410,7 @@ pub const CORS_ALLOW_ORIGIN: Key<CorsOrigins> = key!(
         default: KeyDefault::Value("*"),
         example: "https://app.example.com",
         help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
+        peers: peers::CORS_ALLOW_ORIGIN,
         ..BASE
     }
 );
@@ -403,6 +424,7 @@ pub const CORS_ALLOW_METHODS: Key<String> = key!(
         default: KeyDefault::Value("GET, PUT, POST, DELETE, PATCH, OPTIONS"),
         example: "GET, POST",
         help: "`Access-Control-Allow-Methods`.",
+        peers: peers::CORS_ALLOW_METHODS,
         ..BASE
     }
 );
@@ -418,6 +440,7 @@ pub const CORS_ALLOW_HEADERS: Key<String> = key!(
         ),
         example: "Content-Type, Authorization",
         help: "`Access-Control-Allow-Headers`.",
+        peers: peers::CORS_ALLOW_HEADERS,
         ..BASE
     }
 );
@@ -431,6 +454,7 @@ pub const CORS_ALLOW_CREDENTIALS: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Send `Access-Control-Allow-Credentials: true`.",
+        peers: peers::CORS_ALLOW_CREDENTIALS,
         ..BASE
     }
 );
@@ -444,6 +468,7 @@ pub const CORS_MAX_AGE: Key<u64> = key!(
         default: KeyDefault::Value("86400"),
         example: "600",
         help: "`Access-Control-Max-Age` of preflight answers.",
+        peers: peers::CORS_MAX_AGE,
         ..BASE
     }
 );
@@ -459,6 +484,7 @@ pub const ALLOW_LIST: Key<AccessList> = key!(
         default: KeyDefault::None("none: every address"),
         example: "10.0.0.0/8, 192.168.1.7",
         help: "Only these client addresses are served; others get 403. A `configmap:` list is written as a pattern file (`-f`); when the ConfigMap or key is missing or holds something else than addresses, every client gets 403 (fail closed).",
+        peers: peers::ALLOW_LIST,
         ..BASE
     }
 );
@@ -474,6 +500,7 @@ pub const DENY_LIST: Key<AccessList> = key!(
         default: KeyDefault::None("none"),
         example: "203.0.113.0/24",
         help: "These client addresses get 403. When a `configmap:` list cannot be used, every client gets 403 (fail closed).",
+        peers: peers::DENY_LIST,
         ..BASE
     }
 );
@@ -487,6 +514,7 @@ pub const SRC_IP_HEADER: Key<String> = key!(
         default: KeyDefault::None("none: the connection's source address"),
         example: "X-Forwarded-For",
         help: "Take the client address for access lists and rate limits from the last value of this header (set it only behind a trusted load balancer).",
+        peers: peers::SRC_IP_HEADER,
         ..BASE
     }
 );
@@ -500,6 +528,7 @@ pub const AUTH_TYPE: Key<()> = key!(
         default: KeyDefault::None("none"),
         example: "basic-auth",
         help: "Require HTTP basic authentication (with `auth-secret`).",
+        peers: peers::AUTH_TYPE,
         ..BASE
     }
 );
@@ -514,6 +543,7 @@ pub const AUTH_SECRET: Key<String> = key!(
         default: KeyDefault::None("none"),
         example: "shop-users",
         help: "The users: an `auth` key in htpasswd format, or one key per user whose value is the password hash. Hashes: `$1$` (MD5-crypt), `$2b$`/`$2y$` (bcrypt), `$5$` (SHA-256-crypt), `$6$` (SHA-512-crypt); `$apr1$` is refused (haproxy cannot verify it).",
+        peers: peers::AUTH_SECRET,
         ..BASE
     }
 );
@@ -527,6 +557,7 @@ pub const AUTH_REALM: Key<String> = key!(
         default: KeyDefault::Value("Restricted"),
         example: "Shop staff",
         help: "The realm shown by browsers.",
+        peers: peers::AUTH_REALM,
         ..BASE
     }
 );
@@ -540,6 +571,7 @@ pub const RATE_LIMIT_REQUESTS: Key<u64> = key!(
         default: KeyDefault::None("none: no limit"),
         example: "100",
         help: "Requests allowed per client address and `rate-limit-period`; more get `rate-limit-status-code`.",
+        peers: peers::RATE_LIMIT_REQUESTS,
         ..BASE
     }
 );
@@ -553,6 +585,7 @@ pub const RATE_LIMIT_PERIOD: Key<String> = key!(
         default: KeyDefault::Value("1s"),
         example: "1m",
         help: "The period of `rate-limit-requests`.",
+        peers: peers::RATE_LIMIT_PERIOD,
         ..BASE
     }
 );
@@ -566,6 +599,7 @@ pub const RATE_LIMIT_STATUS_CODE: Key<u16> = key!(
         default: KeyDefault::Value("429"),
         example: "503",
         help: "Status answered over the limit.",
+        peers: peers::RATE_LIMIT_STATUS_CODE,
         ..BASE
     }
 );
@@ -579,6 +613,7 @@ pub const LOAD_BALANCE: Key<Balance> = key!(
         default: KeyDefault::Haproxy("roundrobin"),
         example: "leastconn",
         help: "How requests are spread over the endpoints. `source`, `uri` and `hdr` make every new endpoint a reload.",
+        peers: peers::LOAD_BALANCE,
         ..BASE
     }
 );
@@ -592,6 +627,7 @@ pub const TIMEOUT_SERVER: Key<String> = key!(
         default: KeyDefault::Value("50s"),
         example: "2m",
         help: "How long to wait for the backend's answer.",
+        peers: peers::TIMEOUT_SERVER,
         ..BASE
     }
 );
@@ -605,6 +641,7 @@ pub const TIMEOUT_CONNECT: Key<String> = key!(
         default: KeyDefault::Value("5s"),
         example: "2s",
         help: "How long to wait for a connection to the backend.",
+        peers: peers::TIMEOUT_CONNECT,
         ..BASE
     }
 );
@@ -618,6 +655,7 @@ pub const TIMEOUT_CLIENT: Key<String> = key!(
         default: KeyDefault::Value("50s"),
         example: "1m",
         help: "How long a client may stay silent.",
+        peers: peers::TIMEOUT_CLIENT,
         ..BASE
     }
 );
@@ -631,6 +669,7 @@ pub const TIMEOUT_HTTP_REQUEST: Key<String> = key!(
         default: KeyDefault::Value("10s"),
         example: "5s",
         help: "How long a client may take to send a request's headers.",
+        peers: peers::TIMEOUT_HTTP_REQUEST,
         ..BASE
     }
 );
@@ -644,6 +683,7 @@ pub const TIMEOUT_HTTP_KEEP_ALIVE: Key<String> = key!(
         default: KeyDefault::None("none (`timeout http-request` applies)"),
         example: "30s",
         help: "How long an idle keep-alive connection stays open.",
+        peers: peers::TIMEOUT_HTTP_KEEP_ALIVE,
         ..BASE
     }
 );
@@ -657,6 +697,7 @@ pub const TIMEOUT_QUEUE: Key<String> = key!(
         default: KeyDefault::None("none (`timeout connect` applies)"),
         example: "10s",
         help: "How long a request may wait for a free server.",
+        peers: peers::TIMEOUT_QUEUE,
         ..BASE
     }
 );
@@ -670,6 +711,7 @@ pub const TIMEOUT_TUNNEL: Key<String> = key!(
         default: KeyDefault::Value("1h"),
         example: "2h",
         help: "How long an idle tunnel (WebSocket) stays open.",
+        peers: peers::TIMEOUT_TUNNEL,
         ..BASE
     }
 );
@@ -683,6 +725,7 @@ pub const SEND_PROXY_PROTOCOL: Key<ProxyProtocol> = key!(
         default: KeyDefault::None("none"),
         example: "v2",
         help: "Send a PROXY protocol header to the backend's servers.",
+        peers: peers::SEND_PROXY_PROTOCOL,
         ..BASE
     }
 );
@@ -696,6 +739,7 @@ pub const SERVER_SSL: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
+        peers: peers::SERVER_SSL,
         ..BASE
     }
 );
@@ -710,6 +754,7 @@ pub const SERVER_CA: Key<String> = key!(
         default: KeyDefault::None("none: server certificates are not verified"),
         example: "backend-ca",
         help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+        peers: peers::SERVER_CA,
         ..BASE
     }
 );
@@ -724,6 +769,7 @@ pub const SERVER_CRT: Key<String> = key!(
         default: KeyDefault::None("none"),
         example: "haproxy-client",
         help: "With `server-ssl`: present this client certificate to the servers (mutual TLS). When the Secret cannot be used, the backend answers 503.",
+        peers: peers::SERVER_CRT,
         ..BASE
     }
 );
@@ -737,6 +783,7 @@ pub const SERVER_PROTO: Key<bool> = key!(
         default: KeyDefault::Value("h1"),
         example: "h2",
         help: "The HTTP version spoken to the servers: `h2` is HTTP/2 (`proto h2` in clear text, ALPN `h2` with `server-ssl`).",
+        peers: peers::SERVER_PROTO,
         ..BASE
     }
 );
@@ -750,6 +797,7 @@ pub const CHECK: Key<bool> = key!(
         default: KeyDefault::Value("false"),
         example: "true",
         help: "Health-check the servers (a TCP connection, or `check-http`); servers that fail are taken out until they pass again. Servers added at runtime are checked too.",
+        peers: peers::CHECK,
         ..BASE
     }
 );
@@ -763,6 +811,7 @@ pub const CHECK_HTTP: Key<String> = key!(
         default: KeyDefault::None("none: a TCP connection"),
         example: "/healthz",
         help: "Health-check with `GET <path>` (`option httpchk`): 2xx and 3xx pass. Turns checks on.",
+        peers: peers::CHECK_HTTP,
         ..BASE
     }
 );
@@ -776,6 +825,7 @@ pub const CHECK_INTERVAL: Key<String> = key!(
         default: KeyDefault::Haproxy("2s"),
         example: "5s",
         help: "Time between two checks of a server (with `check` or `check-http`).",
+        peers: peers::CHECK_INTERVAL,
         ..BASE
     }
 );
@@ -789,6 +839,7 @@ pub const COOKIE_PERSISTENCE: Key<String> = key!(
         default: KeyDefault::None("none"),
         example: "SERVERID",
         help: "Keep each client on one server with a cookie (`cookie <name> insert indirect nocache`); the value is the server's slot name (`s1`, `s2`, ...). A slot keeps its endpoint while the endpoint lives. When an endpoint goes away its clients are sent to another server and get a new cookie; a slot given to a new endpoint later sends the old cookie's clients there. A reload numbers the slots afresh, so clients may move once after a reload.",
+        peers: peers::COOKIE_PERSISTENCE,
         ..BASE
     }
 );
@@ -828,6 +879,7 @@ pub const SYSLOG_SERVER: Key<Option<String>> = key!(
         default: KeyDefault::Value("stdout"),
         example: "127.0.0.1:514",
         help: "Where haproxy sends its logs.",
+        peers: peers::SYSLOG_SERVER,
         ..BASE
     }
 );
@@ -841,6 +893,7 @@ pub const LOG_FORMAT: Key<String> = key!(
         default: KeyDefault::None("haproxy's HTTP log format"),
         example: "%ci:%cp [%tr] %ft %b/%s %ST %B %HM %HU",
         help: "The format of the request log lines.",
+        peers: peers::LOG_FORMAT,
         ..BASE
     }
 );
@@ -903,6 +956,15 @@ pub const KEYS: &[KeySpec] = &[
 pub fn find_key(name: &str) -> Option<&'static KeySpec> {
     KEYS.iter()
         .find(|k| k.name == name || k.aliases.contains(&name))
+}
+
+/// The Tugboat keys another controller's key is read as, with how: usually one, two
+/// for ingress-nginx's `backend-protocol` (`server-ssl` and `server-proto`).
+pub fn find_peer(ecosystem: Ecosystem, name: &str) -> Vec<(&'static KeySpec, &'static PeerKey)> {
+    KEYS.iter()
+        .flat_map(|spec| spec.peers.iter().map(move |peer| (spec, peer)))
+        .filter(|(_, peer)| peer.ecosystem == ecosystem && peer.name == name)
+        .collect()
 }
 
 /// The timeouts of haproxy's `defaults` section when the ConfigMap sets none: the keys'

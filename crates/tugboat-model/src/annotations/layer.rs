@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::keys::{Key, KeySpec, Scope, find_key};
+use super::keys::{Key, KeySpec, Refers, Scope, find_key, find_peer};
+use super::parse::ValueError;
+use super::peers::PeerKey;
 use super::prefixes::{self, Ecosystem, UnsupportedAccess};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate::printable;
@@ -35,56 +37,105 @@ impl Layer {
         access: UnsupportedAccess,
         problems: &mut Vec<ObjectProblem>,
     ) -> Self {
-        let mut values = BTreeMap::new();
-        let mut from_primary = BTreeMap::new();
+        let mut read = Read::default();
         let mut unsupported_access = Vec::new();
+        let mut implied = Vec::new();
         for (name, value) in annotations.into_iter().flatten() {
             let Some((ecosystem, rest)) = prefixes::split_annotation(name) else {
                 continue;
             };
-            let primary = ecosystem == Ecosystem::Tugboat;
             let field = format!("metadata.annotations.{name}");
-            let spec = match ecosystem {
-                Ecosystem::Tugboat | Ecosystem::Legacy => find_key(rest),
-                _ => None,
-            };
-            let Some(spec) = spec else {
-                let restricts = prefixes::restricts_access(rest);
-                if restricts {
+            let restricts = prefixes::restricts_access(rest);
+            let mut refuse = |message: String, problems: &mut Vec<ObjectProblem>| {
+                if restricts && !unsupported_access.contains(name) {
                     unsupported_access.push(name.clone());
                 }
                 problems.push(ObjectProblem {
                     object: object.clone(),
-                    field,
+                    field: field.clone(),
                     reason: ProblemReason::InvalidField,
-                    message: unsupported_message(ecosystem, rest, scope, restricts, access),
+                    message,
                 });
-                continue;
             };
-            if !spec.scopes.contains(&scope) {
-                problems.push(ObjectProblem {
-                    object: object.clone(),
-                    field,
-                    reason: ProblemReason::InvalidField,
-                    message: format!(
-                        "key '{}' cannot be set on {}: it belongs in the controller's ConfigMap",
-                        spec.name,
-                        object_kind_plural(scope)
-                    ),
-                });
+            let targets: Vec<(&'static KeySpec, Option<&'static PeerKey>)> = match ecosystem {
+                Ecosystem::Tugboat | Ecosystem::Legacy => find_key(rest)
+                    .map(|spec| (spec, None))
+                    .into_iter()
+                    .collect(),
+                _ => find_peer(ecosystem, rest)
+                    .into_iter()
+                    .map(|(spec, peer)| (spec, Some(peer)))
+                    .collect(),
+            };
+            if targets.is_empty() {
+                let message = unsupported_message(ecosystem, rest, scope, restricts, access);
+                refuse(message, problems);
                 continue;
             }
-            // The primary prefix wins over the alias prefix.
-            if from_primary.get(spec.name) == Some(&true) && !primary {
-                continue;
+            for (spec, peer) in targets {
+                if !spec.scopes.contains(&scope) {
+                    problems.push(ObjectProblem {
+                        object: object.clone(),
+                        field: field.clone(),
+                        reason: ProblemReason::InvalidField,
+                        message: format!(
+                            "key '{}' cannot be set on {}: it belongs in the controller's ConfigMap",
+                            spec.name,
+                            object_kind_plural(scope)
+                        ),
+                    });
+                    continue;
+                }
+                let Some(peer) = peer else {
+                    let rank = if ecosystem == Ecosystem::Tugboat {
+                        0
+                    } else {
+                        1
+                    };
+                    read.set(spec.name, rank, field.clone(), value.clone());
+                    continue;
+                };
+                // Another controller's key: its value written as Tugboat's.
+                let translated = match peer.translate {
+                    None => Ok(Some(value.clone())),
+                    Some(translate) => translate(value, &object.namespace),
+                };
+                let value = match translated {
+                    Ok(Some(value)) => value,
+                    // What Tugboat does anyway: nothing to set.
+                    Ok(None) => continue,
+                    Err(expected) => {
+                        let message = peer_value_message(peer, value, &expected, restricts, access);
+                        refuse(message, problems);
+                        continue;
+                    }
+                };
+                // A restriction whose value Tugboat refuses fails closed, as the other
+                // controllers do, rather than falling back to a more open scope.
+                if (restricts || spec.refers == Refers::ConfigMapKey)
+                    && let Err(expected) = (spec.check)(&value)
+                {
+                    let message = peer_value_message(peer, &value, &expected, true, access);
+                    refuse(message, problems);
+                    continue;
+                }
+                read.set(spec.name, 2, field.clone(), value);
+                implied.extend(
+                    peer.implies
+                        .iter()
+                        .map(|(key, value)| (*key, *value, field.clone())),
+                );
             }
-            from_primary.insert(spec.name, primary);
-            values.insert(spec.name, (field, value.clone()));
+        }
+        for (key, value, field) in implied {
+            if let Some(spec) = find_key(key) {
+                read.set(spec.name, 3, field, value.to_string());
+            }
         }
         Self {
             object,
             scope,
-            values,
+            values: read.values,
             unsupported_access,
         }
     }
@@ -131,8 +182,62 @@ impl Layer {
         }
     }
 
+    /// The keys this object sets and their values (as Tugboat's, whatever prefix they
+    /// were written with).
+    pub fn values(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.values
+            .iter()
+            .map(|(key, (_, value))| (*key, value.as_str()))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+}
+
+/// The values of one object's keys, each from the highest-ranked name that sets it:
+/// Tugboat's prefix (0), the legacy prefix (1), another controller's (2), a value
+/// another controller's key implies (3). Within a rank the last name wins.
+#[derive(Default)]
+struct Read {
+    values: BTreeMap<&'static str, (String, String)>,
+    ranks: BTreeMap<&'static str, u8>,
+}
+
+impl Read {
+    fn set(&mut self, key: &'static str, rank: u8, field: String, value: String) {
+        if self.ranks.get(key).is_some_and(|r| *r < rank) {
+            return;
+        }
+        self.ranks.insert(key, rank);
+        self.values.insert(key, (field, value));
+    }
+}
+
+/// The problem of another controller's key whose value Tugboat cannot honour.
+fn peer_value_message(
+    peer: &PeerKey,
+    value: &str,
+    expected: &ValueError,
+    restricts: bool,
+    access: UnsupportedAccess,
+) -> String {
+    let what = format!(
+        "{} key '{}': '{}' is not supported by Tugboat, expected {expected}",
+        peer.ecosystem,
+        peer.name,
+        printable(value)
+    );
+    match (restricts, access) {
+        (false, _) => format!("{what}; the key is ignored here"),
+        (true, UnsupportedAccess::Deny) => format!(
+            "{what}; it restricts access, so its routes answer 403 to every request until \
+             it is fixed (the operator's --unsupported-access-keys=ignore serves them without it)"
+        ),
+        (true, UnsupportedAccess::Ignore) => format!(
+            "{what}; it restricts access, but the operator's --unsupported-access-keys=ignore \
+             serves its routes without that restriction"
+        ),
     }
 }
 

@@ -12,6 +12,7 @@
 //! - [`parse`]: the parsers, the door for these values: each accepts only the syntax it
 //!   documents, so a value that passes can be written into haproxy's config as it is;
 //! - [`snippet`]: the operator's raw lines, checked directive by directive;
+//! - [`peers`]: other controllers' keys read as Tugboat's, and what differs;
 //! - [`prefixes`]: the prefixes read, other controllers' included, and which unsupported
 //!   keys restrict access;
 //! - [`layer`]: the keys one object sets and their reading through the scopes;
@@ -21,6 +22,7 @@
 pub mod keys;
 pub mod layer;
 pub mod parse;
+pub mod peers;
 pub mod prefixes;
 pub mod read;
 pub mod reference;
@@ -33,7 +35,7 @@ pub use prefixes::{Ecosystem, UnsupportedAccess};
 pub use read::{
     BackendLookups, RouteLookups, auth_realm, backend_options, global_options, route_features,
 };
-pub use reference::reference_markdown;
+pub use reference::{Support, migrating_markdown, reference_markdown, support};
 
 /// The annotation prefix of Tugboat's keys.
 pub const PREFIX: &str = "tugboat.dev/";

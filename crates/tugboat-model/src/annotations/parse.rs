@@ -106,6 +106,9 @@ pub enum ValueError {
     NotProxyProtocol,
     #[error("the name of a Secret (lower-case letters, digits, '-', '.')")]
     NotSecretName,
+    /// A value of another controller's key that Tugboat cannot write as its own.
+    #[error("{0}")]
+    NotPeerValue(&'static str),
 }
 
 pub type Parsed<T> = Result<T, ValueError>;
