@@ -593,3 +593,180 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "not yet: use `server-ssl` and `server-proto`",
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::annotations::keys::{KEYS, find_key};
+
+    fn refused(result: Parsed<Option<String>>) -> ValueError {
+        result.expect_err("refused")
+    }
+
+    #[test]
+    fn every_implied_value_is_a_valid_value_of_a_key() {
+        for key in KEYS {
+            for peer in key.peers {
+                assert!(
+                    !matches!(peer.ecosystem, Ecosystem::Tugboat | Ecosystem::Legacy),
+                    "{}",
+                    peer.name
+                );
+                for (name, value) in peer.implies {
+                    let spec = find_key(name).unwrap_or_else(|| panic!("{name} is a key"));
+                    assert_eq!((spec.check)(value), Ok(()), "{name}: {value}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn not_supported_keys_are_not_aliases() {
+        for (ecosystem, name, _) in NOT_SUPPORTED {
+            assert!(
+                !KEYS
+                    .iter()
+                    .flat_map(|k| k.peers)
+                    .any(|p| p.ecosystem == *ecosystem && p.name == *name),
+                "{ecosystem} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn unitless_seconds_get_a_unit() {
+        assert_eq!(unitless_seconds("120", "ns"), Ok(Some("120s".into())));
+    }
+
+    #[test]
+    fn unitless_seconds_refuse_a_unit_or_a_sign() {
+        for value in ["120s", "-1", "", "1.5"] {
+            assert!(
+                matches!(
+                    refused(unitless_seconds(value, "ns")),
+                    ValueError::NotPeerValue(_)
+                ),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_become_whole_seconds() {
+        assert_eq!(duration_as_seconds("1m", "ns"), Ok(Some("60".into())));
+        assert_eq!(duration_as_seconds("1500ms", "ns"), Ok(Some("1".into())));
+        assert_eq!(duration_as_seconds("2h", "ns"), Ok(Some("7200".into())));
+        assert_eq!(duration_as_seconds("30", "ns"), Ok(Some("30".into())));
+    }
+
+    #[test]
+    fn durations_refuse_other_units() {
+        for value in ["1d", "m", "1 m"] {
+            assert!(
+                matches!(
+                    refused(duration_as_seconds(value, "ns")),
+                    ValueError::NotPeerValue(_)
+                ),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_path_in_the_own_namespace_is_its_name() {
+        assert_eq!(
+            secret_in_own_namespace("shop/users", "shop"),
+            Ok(Some("users".into()))
+        );
+        assert_eq!(
+            secret_in_own_namespace("users", "shop"),
+            Ok(Some("users".into()))
+        );
+    }
+
+    #[test]
+    fn a_secret_of_another_namespace_is_refused() {
+        assert!(matches!(
+            refused(secret_in_own_namespace("other/users", "shop")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_auth_type_basic_only() {
+        assert_eq!(nginx_auth_type("basic", ""), Ok(Some("basic-auth".into())));
+        assert!(matches!(
+            refused(nginx_auth_type("digest", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_auth_secret_types_are_both_read() {
+        assert_eq!(nginx_auth_secret_type("auth-map", ""), Ok(None));
+        assert_eq!(nginx_auth_secret_type("auth-file", ""), Ok(None));
+        assert!(matches!(
+            refused(nginx_auth_secret_type("ldap", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_redirect_keys() {
+        assert_eq!(nginx_ssl_redirect("true", ""), Ok(None));
+        assert_eq!(nginx_ssl_redirect("false", ""), Ok(Some("false".into())));
+        assert_eq!(
+            nginx_force_ssl_redirect("true", ""),
+            Ok(Some("true".into()))
+        );
+        assert_eq!(nginx_force_ssl_redirect("false", ""), Ok(None));
+        assert!(matches!(
+            refused(nginx_ssl_redirect("yes", "")),
+            ValueError::NotPeerValue(_)
+        ));
+        assert!(matches!(
+            refused(nginx_force_ssl_redirect("1", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_backend_protocols() {
+        let both = |v: &str| (nginx_backend_tls(v, ""), nginx_backend_proto(v, ""));
+        let some = |s: &str| Ok(Some(s.to_string()));
+        assert_eq!(both("HTTP"), (some("false"), some("h1")));
+        assert_eq!(both("https"), (some("true"), some("h1")));
+        assert_eq!(both("GRPC"), (some("false"), some("h2")));
+        assert_eq!(both("GRPCS"), (some("true"), some("h2")));
+    }
+
+    #[test]
+    fn ingress_nginx_backend_protocols_tugboat_does_not_speak_are_refused() {
+        for value in ["FCGI", "AUTO_HTTP"] {
+            assert!(matches!(
+                refused(nginx_backend_tls(value, "")),
+                ValueError::NotPeerValue(_)
+            ));
+            assert!(matches!(
+                refused(nginx_backend_proto(value, "")),
+                ValueError::NotPeerValue(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn haproxytech_proxy_protocol_versions() {
+        assert_eq!(
+            haproxytech_proxy_protocol("proxy", ""),
+            Ok(Some("v1".into()))
+        );
+        assert_eq!(
+            haproxytech_proxy_protocol("proxy-v2", ""),
+            Ok(Some("v2".into()))
+        );
+        assert!(matches!(
+            refused(haproxytech_proxy_protocol("proxy-v2-ssl", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+}
