@@ -4,12 +4,17 @@
 //! the API, a Warning Event name it), and one that restricts access makes its Ingress'
 //! routes answer 403 while every other Ingress keeps serving.
 
+use clap::Parser as _;
 use k8s_openapi::api::networking::v1::Ingress;
+use tugboat::cli::{Cli, Command};
+use tugboat::migrate::MigrateArgs;
+use tugboat_model::migration::{Report, Status};
+use tugboat_testkit::fake_apiserver::FakeApiServer;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    ANN_S3CRET, S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of, prefix,
-    to_json, with_annotations,
+    ANN_S3CRET, S3CRET_HASH, mk_basic_auth_secret, mk_ingress_with_rules, mk_rule, mk_secret,
+    mk_service_of, prefix, to_json, to_yaml, with_annotations,
 };
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
@@ -227,4 +232,109 @@ async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, 
     assert_eq!(send(&scene, "GET", "/other", &[]).await.status, 200);
     let problems = scene.status().problems;
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// Ingresses as an ingress-nginx user has them, and the basic-auth Secret one names.
+fn nginx_objects() -> Vec<serde_json::Value> {
+    let mut shop = with_annotations(
+        mk_ingress_with_rules("shop", vec![mk_rule(Some(HOST), &[prefix("/", "web")])]),
+        &[
+            (
+                "nginx.ingress.kubernetes.io/whitelist-source-range",
+                "10.0.0.0/8",
+            ),
+            ("nginx.ingress.kubernetes.io/proxy-read-timeout", "120"),
+            ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "users"),
+            ("nginx.ingress.kubernetes.io/rewrite-target", "/$1"),
+        ],
+    );
+    if let Some(spec) = shop.spec.as_mut() {
+        spec.ingress_class_name = Some("nginx".into());
+    }
+    vec![
+        to_json(&shop),
+        to_json(&mk_basic_auth_secret(
+            "users",
+            &[("bob", "$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51")],
+        )),
+        to_json(&with_annotations(
+            mk_ingress_with_rules("blog", vec![mk_rule(Some(HOST), &[prefix("/blog", "web")])]),
+            &[("nginx.ingress.kubernetes.io/ssl-redirect", "false")],
+        )),
+    ]
+}
+
+/// What `tugboat migrate` reports for [`nginx_objects`], from either source.
+fn check_nginx_report(report: &Report) {
+    let shop = report
+        .ingresses
+        .iter()
+        .find(|i| i.name == "shop")
+        .expect("the shop Ingress");
+    let status = |annotation: &str| {
+        shop.keys
+            .iter()
+            .find(|k| k.annotation == annotation)
+            .map(|k| k.status)
+            .unwrap_or_else(|| panic!("{annotation}: {shop:?}"))
+    };
+    assert_eq!(
+        status("nginx.ingress.kubernetes.io/whitelist-source-range"),
+        Status::Supported
+    );
+    assert_eq!(
+        status("nginx.ingress.kubernetes.io/proxy-read-timeout"),
+        Status::SupportedWithDifference
+    );
+    assert_eq!(
+        status("nginx.ingress.kubernetes.io/rewrite-target"),
+        Status::NotSupported
+    );
+    assert!(
+        shop.class_change
+            .as_deref()
+            .is_some_and(|c| c == "set spec.ingressClassName: tugboat (now: nginx)"),
+        "{shop:?}"
+    );
+    assert_eq!(report.secrets.len(), 1, "{report:?}");
+    assert!(report.secrets[0].problem.contains("$apr1$"));
+    assert!(!report.secrets[0].problem.contains("V7uD6Y3E"));
+    assert!(!report.all_supported());
+}
+
+fn migrate_args(extra: &[&str]) -> MigrateArgs {
+    let cli = Cli::try_parse_from(["tugboat", "migrate"].iter().chain(extra)).expect("arguments");
+    let Command::Migrate(args) = cli.command else {
+        panic!("expected migrate");
+    };
+    args
+}
+
+#[test]
+fn migrate_reports_a_folder_of_ingress_nginx_ingresses() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    std::fs::write(dir.path().join("shop.yaml"), to_yaml(&nginx_objects())).expect("write");
+    let folder = dir.path().to_str().expect("UTF-8 path");
+    let report = tugboat::migrate::report(&migrate_args(&["--manifests", folder])).expect("report");
+    check_nginx_report(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_reports_the_ingresses_of_a_cluster() {
+    let server = FakeApiServer::start().await;
+    for object in nginx_objects() {
+        server.put(object);
+    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig);
+    let path = kubeconfig.to_str().expect("UTF-8 path").to_string();
+    let args = migrate_args(&["--kubeconfig", &path, "--output", "json"]);
+    let report = tokio::task::spawn_blocking(move || tugboat::migrate::report(&args))
+        .await
+        .expect("join")
+        .expect("report");
+    check_nginx_report(&report);
+    assert_eq!(report.ingresses.len(), 2);
 }

@@ -47,6 +47,11 @@ pub enum Command {
     AnnotationsReference,
     /// Print the migration guide from other controllers (docs/migrating.md).
     MigratingReference,
+    /// Report what Tugboat does with Ingresses written for ingress-nginx or the HAProxy
+    /// controllers: each key supported, supported with a difference or not supported,
+    /// the IngressClass change, the Secrets to fix. Exits 1 when anything is not
+    /// supported.
+    Migrate(crate::migrate::MigrateArgs),
 }
 
 /// What haproxy's files look like and where they go.
@@ -319,6 +324,7 @@ pub fn main(cli: Cli) -> ExitCode {
             print!("{}", tugboat_model::annotations::migrating_markdown());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Migrate(args) => crate::migrate::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -403,7 +409,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// A client from `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
 /// in-cluster service account.
-async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub(crate) async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)

@@ -594,6 +594,14 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
 ];
 
+/// Why key `name` of `ecosystem` is not supported, when [`NOT_SUPPORTED`] knows.
+pub fn not_supported_reason(ecosystem: Ecosystem, name: &str) -> Option<&'static str> {
+    NOT_SUPPORTED
+        .iter()
+        .find(|(e, n, _)| *e == ecosystem && *n == name)
+        .map(|(_, _, reason)| *reason)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

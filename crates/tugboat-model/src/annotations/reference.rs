@@ -92,10 +92,7 @@ pub fn support(ecosystem: Ecosystem, name: &str) -> Support {
     let aliases: Vec<(&'static KeySpec, &'static PeerKey)> =
         super::keys::find_peer(ecosystem, name);
     if aliases.is_empty() {
-        let reason = NOT_SUPPORTED
-            .iter()
-            .find(|(e, n, _)| *e == ecosystem && *n == name)
-            .map(|(_, _, reason)| *reason);
+        let reason = super::peers::not_supported_reason(ecosystem, name);
         return Support::NotSupported { reason };
     }
     let keys: Vec<&'static str> = aliases.iter().map(|(spec, _)| spec.name).collect();
