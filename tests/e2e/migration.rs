@@ -8,6 +8,7 @@ use clap::Parser as _;
 use k8s_openapi::api::networking::v1::Ingress;
 use tugboat::cli::{Cli, Command};
 use tugboat::migrate::MigrateArgs;
+use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::migration::{Report, Status};
 use tugboat_testkit::fake_apiserver::FakeApiServer;
 use tugboat_testkit::http::request;
@@ -20,6 +21,7 @@ use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
 scene_tests!(
     unsupported_access_keys_fail_closed,
+    unsupported_access_keys_served_when_the_operator_says_so,
     other_controllers_keys_behave_as_they_document,
 );
 
@@ -126,6 +128,41 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         !problems.iter().any(|p| p.object.name == "site"),
         "{problems:?}"
     );
+}
+
+async fn unsupported_access_keys_served_when_the_operator_says_so(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 152, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.push(to_json(&ingress(
+        "external",
+        "/external",
+        &[(
+            "nginx.ingress.kubernetes.io/auth-url",
+            "http://127.0.0.1:1/auth",
+        )],
+    )));
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        config.model.unsupported_access = UnsupportedAccess::Ignore;
+    })
+    .await;
+    scene.wait_for_status(HOST, "/external", 200).await;
+    // Still a problem, saying the restriction is not applied.
+    let field = "metadata.annotations.nginx.ingress.kubernetes.io/auth-url";
+    let problems = scene.status().problems;
+    let problem = problems
+        .iter()
+        .find(|p| p.field == field)
+        .unwrap_or_else(|| panic!("a problem naming the key: {problems:?}"));
+    assert!(
+        problem
+            .message
+            .contains("--unsupported-access-keys=ignore serves"),
+        "{problem}"
+    );
+    scene.wait_for_warning("external", field).await;
 }
 
 async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, source: Source) {
