@@ -218,6 +218,35 @@ async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, 
             "/nginx-force",
             &[("nginx.ingress.kubernetes.io/force-ssl-redirect", "true")],
         )),
+        // ingress-nginx: redirects to a URL, permanent (301) and temporal (302).
+        to_json(&ingress(
+            "nginx-moved",
+            "/nginx-moved",
+            &[(
+                "nginx.ingress.kubernetes.io/permanent-redirect",
+                "https://new.example.com/landing",
+            )],
+        )),
+        to_json(&ingress(
+            "nginx-away",
+            "/nginx-away",
+            &[(
+                "nginx.ingress.kubernetes.io/temporal-redirect",
+                "https://away.example.com/",
+            )],
+        )),
+        // ingress-nginx: the prefix header the backend receives, and the Host.
+        to_json(&ingress(
+            "nginx-prefix",
+            "/nginx-prefix",
+            &[
+                ("nginx.ingress.kubernetes.io/x-forwarded-prefix", "/shop"),
+                (
+                    "nginx.ingress.kubernetes.io/upstream-vhost",
+                    "internal.example.com",
+                ),
+            ],
+        )),
         // HAProxy Technologies: basic authentication with its default realm.
         to_json(&ingress(
             "ht-auth",
@@ -255,6 +284,27 @@ async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, 
     assert_eq!(
         reply.header("location"),
         Some("https://move.example.com/nginx-force/a?b=1")
+    );
+
+    let reply = send(&scene, "GET", "/nginx-moved/page", &[]).await;
+    assert_eq!(reply.status, 301, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some("https://new.example.com/landing")
+    );
+    let reply = send(&scene, "GET", "/nginx-away", &[]).await;
+    assert_eq!(reply.status, 302, "{reply:?}");
+    assert_eq!(reply.header("location"), Some("https://away.example.com/"));
+    let reply = send(&scene, "GET", "/nginx-prefix/x", &[]).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.header("x-echo-req-forwarded-prefix"),
+        Some("/shop"),
+        "{reply:?}"
+    );
+    assert!(
+        reply.body.contains("host=internal.example.com"),
+        "{reply:?}"
     );
 
     let reply = send(&scene, "GET", "/ht-auth", &[]).await;

@@ -157,6 +157,20 @@ fn upper_case(value: &str, _: &str) -> Parsed<Option<String>> {
     Ok(Some(value.to_ascii_uppercase()))
 }
 
+/// ingress-nginx's `permanent-redirect` and `temporal-redirect`: an absolute URL.
+fn absolute_url(value: &str, _: &str) -> Parsed<Option<String>> {
+    if value.contains("://") {
+        Ok(Some(value.to_string()))
+    } else {
+        refuse("an absolute http:// or https:// URL")
+    }
+}
+
+/// ingress-nginx's `x-forwarded-prefix`: the value of that request header.
+fn forwarded_prefix_header(value: &str, _: &str) -> Parsed<Option<String>> {
+    Ok(Some(format!("X-Forwarded-Prefix {value}")))
+}
+
 /// HAProxy Technologies' `send-proxy-protocol`.
 fn haproxytech_proxy_protocol(value: &str, _: &str) -> Parsed<Option<String>> {
     match value {
@@ -199,8 +213,29 @@ pub const HSTS_MAX_AGE: &[PeerKey] = &[same(HI, "hsts-max-age")];
 pub const HSTS_INCLUDE_SUBDOMAINS: &[PeerKey] = &[same(HI, "hsts-include-subdomains")];
 pub const HSTS_PRELOAD: &[PeerKey] = &[same(HI, "hsts-preload")];
 
-pub const REQUEST_REDIRECT: &[PeerKey] = &[same(HT, "request-redirect")];
-pub const REQUEST_REDIRECT_CODE: &[PeerKey] = &[same(HT, "request-redirect-code")];
+const NGINX_REDIRECT: &str = "a URL without nginx variables (`$request_uri` is refused)";
+pub const REQUEST_REDIRECT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(absolute_url),
+        difference: Some(NGINX_REDIRECT),
+        implies: &[("request-redirect-code", "301")],
+        ..same(NGINX, "permanent-redirect")
+    },
+    PeerKey {
+        translate: Some(absolute_url),
+        difference: Some(NGINX_REDIRECT),
+        implies: &[("request-redirect-code", "302")],
+        ..same(NGINX, "temporal-redirect")
+    },
+    same(HT, "request-redirect"),
+];
+const NGINX_REDIRECT_CODE: &str =
+    "301, 302, 303, 307 or 308; another code is refused (ingress-nginx falls back to its default)";
+pub const REQUEST_REDIRECT_CODE: &[PeerKey] = &[
+    differs(NGINX, "permanent-redirect-code", NGINX_REDIRECT_CODE),
+    differs(NGINX, "temporal-redirect-code", NGINX_REDIRECT_CODE),
+    same(HT, "request-redirect-code"),
+];
 
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
     HT,
@@ -210,11 +245,18 @@ pub const PATH_REWRITE: &[PeerKey] = &[differs(
 
 pub const SET_HOST: &[PeerKey] = &[same(NGINX, "upstream-vhost"), same(HT, "set-host")];
 
-pub const REQUEST_SET_HEADER: &[PeerKey] = &[differs(
-    HT,
-    "request-set-header",
-    "values are plain text: no quotes, `%[` expressions or `$`",
-)];
+pub const REQUEST_SET_HEADER: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(forwarded_prefix_header),
+        difference: Some("replaces Tugboat's `request-set-header` of the same object"),
+        ..same(NGINX, "x-forwarded-prefix")
+    },
+    differs(
+        HT,
+        "request-set-header",
+        "values are plain text: no quotes, `%[` expressions or `$`",
+    ),
+];
 pub const RESPONSE_SET_HEADER: &[PeerKey] = &[differs(
     HT,
     "response-set-header",
@@ -481,16 +523,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "regular-expression paths are not supported yet",
     ),
     (NGINX, "app-root", "not yet"),
-    (
-        NGINX,
-        "permanent-redirect",
-        "not yet: `request-redirect` with `request-redirect-code: \"301\"` does the same for a URL",
-    ),
-    (
-        NGINX,
-        "temporal-redirect",
-        "not yet: `request-redirect` (302 by default) does the same for a URL",
-    ),
     (NGINX, "from-to-www-redirect", "not yet"),
     (NGINX, "proxy-body-size", "not yet"),
     (
@@ -552,11 +584,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "use the Ingress' `spec.defaultBackend`",
     ),
     (NGINX, "server-alias", "not yet: add the host as a rule"),
-    (
-        NGINX,
-        "x-forwarded-prefix",
-        "use `request-set-header: X-Forwarded-Prefix /path`",
-    ),
     (
         NGINX,
         "proxy-ssl-secret",
@@ -760,6 +787,26 @@ mod tests {
                 ValueError::NotPeerValue(_)
             ));
         }
+    }
+
+    #[test]
+    fn ingress_nginx_redirects_take_absolute_urls_only() {
+        assert_eq!(
+            absolute_url("https://example.com/new", ""),
+            Ok(Some("https://example.com/new".into()))
+        );
+        assert!(matches!(
+            refused(absolute_url("example.com", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_forwarded_prefix_is_a_request_header() {
+        assert_eq!(
+            forwarded_prefix_header("/api", ""),
+            Ok(Some("X-Forwarded-Prefix /api".into()))
+        );
     }
 
     #[test]
