@@ -104,10 +104,11 @@ impl Layer {
                     Ok(Some(value)) => value,
                     // What Tugboat does anyway: nothing to set.
                     Ok(None) => continue,
+                    // One problem for the annotation, whatever the keys it is read as.
                     Err(expected) => {
                         let message = peer_value_message(peer, value, &expected, restricts, access);
                         refuse(message, problems);
-                        continue;
+                        break;
                     }
                 };
                 // A restriction whose value Tugboat refuses fails closed, as the other

@@ -168,6 +168,10 @@ fn absolute_url(value: &str, _: &str) -> Parsed<Option<String>> {
 
 /// ingress-nginx's `x-forwarded-prefix`: the value of that request header.
 fn forwarded_prefix_header(value: &str, _: &str) -> Parsed<Option<String>> {
+    // One header: a line break would add others.
+    if value.trim().is_empty() || value.contains(['\n', '\r']) {
+        return refuse("one line of text");
+    }
     Ok(Some(format!("X-Forwarded-Prefix {value}")))
 }
 
@@ -807,6 +811,18 @@ mod tests {
             forwarded_prefix_header("/api", ""),
             Ok(Some("X-Forwarded-Prefix /api".into()))
         );
+    }
+
+    #[test]
+    fn ingress_nginx_forwarded_prefix_is_one_line() {
+        assert!(matches!(
+            refused(forwarded_prefix_header("/api\nX-Admin yes", "")),
+            ValueError::NotPeerValue(_)
+        ));
+        assert!(matches!(
+            refused(forwarded_prefix_header(" ", "")),
+            ValueError::NotPeerValue(_)
+        ));
     }
 
     #[test]
