@@ -440,20 +440,27 @@ pub const TIMEOUT_CONNECT: &[PeerKey] = &[
     same(HI, "timeout-connect"),
 ];
 pub const TIMEOUT_CLIENT: &[PeerKey] = &[same(HT, "timeout-client"), same(HI, "timeout-client")];
+const HI_BACKEND_TIMEOUT: &str = "only in the controller's ConfigMap (HAProxy Ingress: also per backend, on Ingresses and Services)";
 pub const TIMEOUT_HTTP_REQUEST: &[PeerKey] = &[
     differs(
         HT,
         "timeout-http-request",
         "the default is 10s (HAProxy Technologies: 5s)",
     ),
-    same(HI, "timeout-http-request"),
+    differs(HI, "timeout-http-request", HI_BACKEND_TIMEOUT),
 ];
 pub const TIMEOUT_HTTP_KEEP_ALIVE: &[PeerKey] = &[
     same(HT, "timeout-http-keep-alive"),
-    same(HI, "timeout-keep-alive"),
+    differs(HI, "timeout-keep-alive", HI_BACKEND_TIMEOUT),
 ];
-pub const TIMEOUT_QUEUE: &[PeerKey] = &[same(HT, "timeout-queue"), same(HI, "timeout-queue")];
-pub const TIMEOUT_TUNNEL: &[PeerKey] = &[same(HT, "timeout-tunnel"), same(HI, "timeout-tunnel")];
+pub const TIMEOUT_QUEUE: &[PeerKey] = &[
+    same(HT, "timeout-queue"),
+    differs(HI, "timeout-queue", HI_BACKEND_TIMEOUT),
+];
+pub const TIMEOUT_TUNNEL: &[PeerKey] = &[
+    same(HT, "timeout-tunnel"),
+    differs(HI, "timeout-tunnel", HI_BACKEND_TIMEOUT),
+];
 
 pub const SEND_PROXY_PROTOCOL: &[PeerKey] = &[PeerKey {
     translate: Some(haproxytech_proxy_protocol),
@@ -564,11 +571,7 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "limit-rpm",
         "use `rate-limit-requests` with `rate-limit-period: 1m`",
     ),
-    (
-        NGINX,
-        "limit-connections",
-        "not supported: the routes answer 403",
-    ),
+    (NGINX, "limit-connections", "the routes answer 403"),
     (NGINX, "affinity", "use `cookie-persistence` on the Service"),
     (NGINX, "canary", "not yet"),
     (
@@ -594,28 +597,24 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "use `server-ssl`, `server-ca` and `server-crt`",
     ),
     (NGINX, "proxy-ssl-verify", "use `server-ca`"),
-    (HT, "ssl-passthrough", "not supported"),
+    (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,
         "scale-server-slots",
         "Tugboat sizes server slots itself",
     ),
-    (HT, "standalone-backend", "not supported"),
-    (HT, "route-acl", "not supported: the routes answer 403"),
-    (
-        HT,
-        "rate-limit-size",
-        "not supported: the routes answer 403",
-    ),
-    (HT, "pod-maxconn", "not supported"),
+    (HT, "standalone-backend", "no equivalent"),
+    (HT, "route-acl", "the routes answer 403"),
+    (HT, "rate-limit-size", "the routes answer 403"),
+    (HT, "pod-maxconn", "no equivalent"),
     (
         HI,
         "auth-url",
         "external authentication is not supported yet: the routes answer 403",
     ),
-    (HI, "oauth", "not supported: the routes answer 403"),
-    (HI, "waf", "not supported: the routes answer 403"),
-    (HI, "limit-rps", "not supported: the routes answer 403"),
+    (HI, "oauth", "the routes answer 403"),
+    (HI, "waf", "the routes answer 403"),
+    (HI, "limit-rps", "the routes answer 403"),
     (HI, "rewrite-target", "not yet: use `path-rewrite`"),
     (HI, "proxy-body-size", "not yet"),
     (
