@@ -9,6 +9,7 @@ mod backend_keys;
 mod chart_pod;
 mod conformance;
 mod kube;
+mod migration;
 mod normalize;
 mod references;
 mod reload;

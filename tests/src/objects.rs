@@ -205,6 +205,16 @@ pub fn with_keys<K: ResourceExt>(mut object: K, keys: &[(&str, &str)]) -> K {
     object
 }
 
+/// The object with these annotations, written with their full names (another
+/// controller's prefix, for instance).
+pub fn with_annotations<K: ResourceExt>(mut object: K, annotations: &[(&str, &str)]) -> K {
+    let all = object.annotations_mut();
+    for (name, value) in annotations {
+        all.insert(name.to_string(), value.to_string());
+    }
+    object
+}
+
 /// The object in namespace `namespace`.
 pub fn in_namespace<K: ResourceExt>(mut object: K, namespace: &str) -> K {
     object.meta_mut().namespace = Some(namespace.to_string());

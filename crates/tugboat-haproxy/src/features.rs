@@ -69,6 +69,20 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
     let mut rules = FeatureRules::default();
     let request = &mut rules.request;
 
+    // Routes whose objects restrict access in a way Tugboat cannot honour: nobody.
+    let denied: Vec<&FeatureSetId> = sets
+        .iter()
+        .filter(|(_, f)| f.deny_all)
+        .map(|(id, _)| id)
+        .collect();
+    if !denied.is_empty() {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {}",
+            sets_acl(&denied)
+        );
+    }
+
     // The client address for access lists and rate limits.
     let needs_address = sets.values().any(|f| {
         !f.allow_list.is_empty()

@@ -190,16 +190,10 @@ defaults
     retries 3
 "
     );
-    let mut timeouts: BTreeMap<&str, &str> = [
-        ("connect", "5s"),
-        ("client", "50s"),
-        ("server", "50s"),
-        ("http-request", "10s"),
-        ("tunnel", "1h"),
-    ]
-    .into();
+    // The keys' defaults, then what the ConfigMap sets.
+    let mut timeouts: BTreeMap<&str, String> = tugboat_model::annotations::default_timeouts();
     for (name, value) in &global.timeouts {
-        timeouts.insert(name, value);
+        timeouts.insert(name, value.clone());
     }
     for (name, value) in timeouts {
         let _ = writeln!(out, "    timeout {name} {value}");

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::objects::{EndpointSlice, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
-use crate::annotations::{self, Layer, Resolver, Scope};
+use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
 use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
     TlsCertificate, UserHash,
@@ -47,6 +47,9 @@ pub struct Settings {
     /// Raw configuration snippets (`*-config-snippet` keys): off unless the operator
     /// enables them (`--allow-snippets`).
     pub allow_snippets: bool,
+    /// What the routes do when an object sets a key that restricts access and that
+    /// Tugboat does not support (`--unsupported-access-keys`): refuse (403) by default.
+    pub unsupported_access: UnsupportedAccess,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -71,6 +74,7 @@ impl Settings {
             allow_external_name: false,
             ssl_redirect: true,
             allow_snippets: false,
+            unsupported_access: UnsupportedAccess::Deny,
             now,
         }
     }
@@ -197,7 +201,7 @@ pub(crate) fn build_with(
     let mut global_resolver = Resolver::new(vec![&config_map_layer]);
     let global = annotations::global_options(&mut global_resolver, settings.allow_snippets);
     let config_map_redirect = global_resolver
-        .get_in("ssl-redirect", &[Scope::ConfigMap], annotations::parse_bool)
+        .get_in(&annotations::keys::SSL_REDIRECT, &[Scope::ConfigMap])
         .unwrap_or(true);
     problems.append(&mut global_resolver.problems);
     let mut builder = Builder::new(
@@ -474,6 +478,7 @@ impl<'a> Builder<'a> {
             object.clone(),
             Scope::Ingress,
             ingress.metadata.annotations.as_ref(),
+            self.settings.unsupported_access,
             &mut self.problems,
         );
         let ingress_layer = &ingress_layer;
@@ -790,8 +795,13 @@ impl<'a> Builder<'a> {
                 .services
                 .get(service)
                 .and_then(|s| s.metadata.annotations.as_ref());
-            let layer =
-                Layer::from_annotations(object, Scope::Service, annotations, &mut self.problems);
+            let layer = Layer::from_annotations(
+                object,
+                Scope::Service,
+                annotations,
+                self.settings.unsupported_access,
+                &mut self.problems,
+            );
             self.service_layers.insert(service.clone(), layer);
         }
         match self.service_layers.get(service) {
@@ -811,6 +821,10 @@ impl<'a> Builder<'a> {
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
         let (mut features, lookups) = annotations::route_features(&mut resolver);
+        // Fail closed: a restriction Tugboat cannot honour refuses everybody.
+        features.deny_all = self.settings.unsupported_access == UnsupportedAccess::Deny
+            && (!service_layer.unsupported_access.is_empty()
+                || !ingress_layer.unsupported_access.is_empty());
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 &ingress_layer.object,
@@ -899,7 +913,8 @@ impl<'a> Builder<'a> {
                     })
             })
             .and_then(|text| {
-                annotations::parse_pattern_list(text).map_err(|e| (ProblemReason::InvalidField, e))
+                annotations::parse_pattern_list(text)
+                    .map_err(|e| (ProblemReason::InvalidField, e.to_string()))
             });
         match text {
             Ok(entries) => {

@@ -151,6 +151,9 @@ pub struct RateLimit {
 /// What happens to the requests of the routes that share this set.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RouteFeatures {
+    /// Every request is refused with 403: an object of the routes sets a key that
+    /// restricts access and that Tugboat cannot honour (fail closed).
+    pub deny_all: bool,
     pub https_redirect: Option<HttpsRedirect>,
     pub hsts: Option<Hsts>,
     pub redirect: Option<Redirect>,

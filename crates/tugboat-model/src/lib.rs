@@ -14,6 +14,7 @@ pub mod class;
 pub mod desired;
 pub mod features;
 pub mod incremental;
+pub mod migration;
 pub mod objects;
 pub mod problem;
 pub mod references;

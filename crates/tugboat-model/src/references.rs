@@ -21,8 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 
-use crate::annotations::{self, ALIAS_PREFIX, Named, PREFIX, Scope};
+use crate::annotations::{self, Layer, Named, Scope, UnsupportedAccess};
 use crate::build::Settings;
+use crate::problem::ObjectRef;
 use crate::snapshot::DiffItem;
 use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
 
@@ -163,7 +164,8 @@ fn named_by_ingress(
             found.secrets.insert(ObjectKey::new(&key.namespace, name));
         }
     }
-    for named in named_by_annotations(ingress.metadata.annotations.as_ref(), Scope::Ingress) {
+    let annotations = ingress.metadata.annotations.as_ref();
+    for named in named_by_annotations(annotations, &key.namespace, Scope::Ingress) {
         found.add(&key.namespace, named);
     }
     let services_named: BTreeSet<&str> = backend_services(ingress).collect();
@@ -171,7 +173,7 @@ fn named_by_ingress(
         let service_key = ObjectKey::new(&key.namespace, name);
         if let Some(service) = services.get(&service_key) {
             let annotations = service.metadata.annotations.as_ref();
-            for named in named_by_annotations(annotations, Scope::Service) {
+            for named in named_by_annotations(annotations, &key.namespace, Scope::Service) {
                 found.add(&key.namespace, named);
             }
         }
@@ -218,24 +220,30 @@ fn pick<K>(objects: &Objects<K>, keys: &BTreeSet<ObjectKey>) -> Objects<K> {
 }
 
 /// The objects named by the keys among `annotations` that can be set at `scope`, under
-/// either prefix.
+/// any prefix Tugboat reads: the same reading as the builder's ([`Layer`]).
 fn named_by_annotations(
     annotations: Option<&BTreeMap<String, String>>,
+    namespace: &str,
     scope: Scope,
-) -> impl Iterator<Item = Named> + '_ {
-    annotations
-        .into_iter()
-        .flatten()
-        .filter_map(move |(name, value)| {
-            let key = name
-                .strip_prefix(PREFIX)
-                .or_else(|| name.strip_prefix(ALIAS_PREFIX))?;
-            let spec = annotations::find_key(key)?;
-            if !spec.scopes.contains(&scope) {
-                return None;
-            }
-            spec.named(value)
-        })
+) -> Vec<Named> {
+    let object = ObjectRef {
+        kind: "",
+        namespace: namespace.to_string(),
+        name: String::new(),
+    };
+    // Problems are the builder's to report.
+    let mut problems = Vec::new();
+    let layer = Layer::from_annotations(
+        object,
+        scope,
+        annotations,
+        UnsupportedAccess::Deny,
+        &mut problems,
+    );
+    layer
+        .values()
+        .filter_map(|(key, value)| annotations::find_key(key)?.named(value))
+        .collect()
 }
 
 /// The names of the Services an Ingress routes to (rules and `defaultBackend`).
@@ -262,7 +270,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::annotations::{KEYS, Refers};
+    use crate::annotations::{ALIAS_PREFIX, KEYS, PREFIX, Refers};
     use crate::objects::Service;
 
     fn ingress(namespace: &str, name: &str, annotations: serde_json::Value) -> Ingress {

@@ -2,13 +2,25 @@
 //! fails when the file is out of date and says how to regenerate it.
 
 #[test]
+fn docs_migrating_md_is_up_to_date() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/migrating.md");
+    let current = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = tugboat_model::annotations::migrating_markdown();
+    assert!(
+        current == generated,
+        "docs/migrating.md is out of date with crates/tugboat-model/src/annotations/peers.rs; \
+         regenerate it with:\n    cargo run -p tugboat -- migrating-reference > docs/migrating.md"
+    );
+}
+
+#[test]
 fn docs_annotations_md_is_up_to_date() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/annotations.md");
     let current = std::fs::read_to_string(path).unwrap_or_default();
     let generated = tugboat_model::annotations::reference_markdown();
     assert!(
         current == generated,
-        "docs/annotations.md is out of date with crates/tugboat-model/src/annotations.rs; \
+        "docs/annotations.md is out of date with crates/tugboat-model/src/annotations/keys.rs; \
          regenerate it with:\n    cargo run -p tugboat -- annotations-reference > docs/annotations.md"
     );
 }

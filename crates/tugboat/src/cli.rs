@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
+use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::{ObjectKey, Settings};
 
 use tugboat_kube::api_source::ApiSourceConfig;
@@ -44,6 +45,13 @@ pub enum Command {
     Render(Box<RenderArgs>),
     /// Print the reference of the annotation and ConfigMap keys (docs/annotations.md).
     AnnotationsReference,
+    /// Print the migration guide from other controllers (docs/migrating.md).
+    MigratingReference,
+    /// Report what Tugboat does with Ingresses written for ingress-nginx or the HAProxy
+    /// controllers: each key supported, supported with a difference or not supported,
+    /// the IngressClass change, the Secrets to fix. Exits 1 when anything is not
+    /// supported.
+    Migrate(crate::migrate::MigrateArgs),
 }
 
 /// What haproxy's files look like and where they go.
@@ -97,6 +105,14 @@ pub struct ModelArgs {
     /// programs are refused (see docs/annotations.md).
     #[arg(long)]
     pub allow_snippets: bool,
+    /// What the routes of an Ingress (or of a Service) do when it sets an annotation that
+    /// restricts access (authentication, allow or deny lists, client certificates, rate
+    /// limits, external authentication) and that Tugboat does not support, under its own
+    /// prefix or another controller's: `deny` answers 403 to every request until the key
+    /// is removed or supported (fail closed); `ignore` serves them without the
+    /// restriction. Either way the object gets a problem naming the key.
+    #[arg(long, default_value = "deny", value_parser = parse_unsupported_access)]
+    pub unsupported_access_keys: UnsupportedAccess,
     /// Redirect plain HTTP to HTTPS (308) for hosts listed in an Ingress' spec.tls.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ssl_redirect: bool,
@@ -112,8 +128,18 @@ impl ModelArgs {
             allow_external_name: self.allow_external_name,
             ssl_redirect: self.ssl_redirect,
             allow_snippets: self.allow_snippets,
+            unsupported_access: self.unsupported_access_keys,
             now,
         }
+    }
+}
+
+/// Parses `deny` or `ignore`.
+fn parse_unsupported_access(text: &str) -> Result<UnsupportedAccess, String> {
+    match text {
+        "deny" => Ok(UnsupportedAccess::Deny),
+        "ignore" => Ok(UnsupportedAccess::Ignore),
+        _ => Err(format!("'{text}': expected deny or ignore")),
     }
 }
 
@@ -294,6 +320,11 @@ pub fn main(cli: Cli) -> ExitCode {
             print!("{}", tugboat_model::annotations::reference_markdown());
             Ok(ExitCode::SUCCESS)
         }
+        Command::MigratingReference => {
+            print!("{}", tugboat_model::annotations::migrating_markdown());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate(args) => crate::migrate::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -378,7 +409,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// A client from `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
 /// in-cluster service account.
-async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub(crate) async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
@@ -567,7 +598,7 @@ mod tests {
         .expect("valid command line");
         match cli.command {
             Command::Run(args) => *args,
-            Command::Render(_) | Command::AnnotationsReference => panic!("expected run"),
+            _ => panic!("expected run"),
         }
     }
 

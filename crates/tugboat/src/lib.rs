@@ -8,4 +8,5 @@ pub mod cluster;
 pub mod controller;
 pub mod logging;
 pub mod metrics;
+pub mod migrate;
 pub mod tls;

@@ -1,0 +1,1051 @@
+//! The keys users configure, each one typed definition: its name and other names, where
+//! it may be set, the syntax it accepts (its parser), its one default, an example and
+//! its documentation. The reader ([`super::Resolver`]), the reference
+//! (`docs/annotations.md`, [`super::reference_markdown`]) and the migration table all
+//! take them from here.
+
+use super::parse::*;
+use super::peers::{self, PeerKey};
+use super::prefixes::Ecosystem;
+use super::snippet::parse_snippet;
+use crate::features::{Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget};
+
+/// Where a key can be set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    ConfigMap,
+    Ingress,
+    Service,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::ConfigMap => "ConfigMap",
+            Scope::Ingress => "Ingress",
+            Scope::Service => "Service",
+        }
+    }
+}
+
+/// Whether a key's value names another object, which the sources must then fetch
+/// (see [`crate::references`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refers {
+    /// The value names no object.
+    Nothing,
+    /// The value is the name of a Secret in the namespace of the object it applies to.
+    Secret,
+    /// The value may be `configmap:NAME/KEY`: a key of a ConfigMap in the namespace of
+    /// the object it applies to.
+    ConfigMapKey,
+}
+
+/// An object a key's value names: kind and name (the namespace is the one of the object
+/// the key applies to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    Secret(String),
+    ConfigMap(String),
+}
+
+/// What applies when no scope sets a key: written once, here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyDefault {
+    /// Tugboat applies this value, written in the key's own syntax (its parser reads it).
+    Value(&'static str),
+    /// Tugboat writes nothing and haproxy's own default applies: this one.
+    Haproxy(&'static str),
+    /// No value: what happens without the key.
+    None(&'static str),
+}
+
+impl KeyDefault {
+    /// The default as the reference shows it.
+    pub fn describe(self) -> String {
+        match self {
+            KeyDefault::Value(value) => format!("`{value}`"),
+            KeyDefault::Haproxy(value) => format!("`{value}` (haproxy's default)"),
+            KeyDefault::None(text) => text.to_string(),
+        }
+    }
+}
+
+/// One key of the reference, whatever the type of its value.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    pub name: &'static str,
+    /// Other names accepted for the same key under Tugboat's prefixes.
+    pub aliases: &'static [&'static str],
+    pub scopes: &'static [Scope],
+    /// What values are accepted.
+    pub values: &'static str,
+    pub default: KeyDefault,
+    /// A valid value.
+    pub example: &'static str,
+    pub help: &'static str,
+    /// Whether the value names another object.
+    pub refers: Refers,
+    /// The names other controllers give this key, read as it (see [`super::peers`]).
+    pub peers: &'static [PeerKey],
+    /// The key's parser, without the value: whether a value is valid, and why not.
+    pub check: fn(&str) -> Parsed<()>,
+}
+
+impl KeySpec {
+    /// The object `value` names, read with the same parser the builder uses: `None`
+    /// when the key names no object or the value is not valid (the builder then
+    /// reports it).
+    pub fn named(&self, value: &str) -> Option<Named> {
+        match self.refers {
+            Refers::Nothing => None,
+            Refers::Secret => parse_secret_name(value).ok().map(Named::Secret),
+            Refers::ConfigMapKey => match parse_access_list(value) {
+                Ok(AccessList::ConfigMap(reference)) => Some(Named::ConfigMap(reference.name)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// A key and the parser that turns its value into a `T`.
+#[derive(Debug, Clone, Copy)]
+pub struct Key<T: 'static> {
+    pub spec: KeySpec,
+    pub parse: fn(&str) -> Parsed<T>,
+}
+
+impl<T> Key<T> {
+    pub const fn new(
+        spec: KeySpec,
+        parse: fn(&str) -> Parsed<T>,
+        check: fn(&str) -> Parsed<()>,
+    ) -> Self {
+        Self {
+            spec: KeySpec { check, ..spec },
+            parse,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// The value Tugboat applies when no scope sets the key (`None` when the default
+    /// is no value, or haproxy's own).
+    pub fn default_value(&self) -> Option<T> {
+        match self.spec.default {
+            KeyDefault::Value(value) => (self.parse)(value).ok(),
+            KeyDefault::Haproxy(_) | KeyDefault::None(_) => None,
+        }
+    }
+
+    /// `found`, else the key's default value. Only for keys whose default is a
+    /// [`KeyDefault::Value`]: every such value parses (`every_default_value_parses`
+    /// checks each key), so this never panics.
+    pub fn or_default(&self, found: Option<T>) -> T {
+        match found {
+            Some(value) => value,
+            None => self
+                .default_value()
+                .expect("a key read with or_default has a default value that parses"),
+        }
+    }
+}
+
+/// A key from its parser and its spec; `check` is the parser with the value dropped.
+macro_rules! key {
+    ($parse:expr, $spec:expr) => {
+        Key::new($spec, $parse, |value| ($parse)(value).map(drop))
+    };
+}
+
+const ALL: &[Scope] = &[Scope::ConfigMap, Scope::Ingress, Scope::Service];
+const ROUTE: &[Scope] = &[Scope::ConfigMap, Scope::Ingress];
+const GLOBAL: &[Scope] = &[Scope::ConfigMap];
+
+/// The fields every key shares unless it says otherwise (`check` is set by [`Key::new`]).
+const BASE: KeySpec = KeySpec {
+    name: "",
+    aliases: &[],
+    scopes: ALL,
+    values: "",
+    default: KeyDefault::None("none"),
+    example: "",
+    help: "",
+    refers: Refers::Nothing,
+    peers: &[],
+    check: |_| Ok(()),
+};
+
+pub const SSL_REDIRECT: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "ssl-redirect",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::None("`true` for hosts in a `spec.tls` (`--ssl-redirect`)"),
+        example: "true",
+        help: "Redirect plain HTTP to HTTPS. On an Ingress, `true` redirects its routes even without `spec.tls`, `false` never.",
+        peers: peers::SSL_REDIRECT,
+        ..BASE
+    }
+);
+
+pub const SSL_REDIRECT_CODE: Key<u16> = key!(
+    parse_redirect_code,
+    KeySpec {
+        name: "ssl-redirect-code",
+        scopes: ROUTE,
+        values: "301, 302, 303, 307 or 308",
+        default: KeyDefault::Value("308"),
+        example: "301",
+        help: "Status code of the HTTPS redirect.",
+        peers: peers::SSL_REDIRECT_CODE,
+        ..BASE
+    }
+);
+
+pub const SSL_REDIRECT_PORT: Key<u16> = key!(
+    parse_port,
+    KeySpec {
+        name: "ssl-redirect-port",
+        scopes: ROUTE,
+        values: "a port, 1 to 65535",
+        default: KeyDefault::None("none: the request's host is kept"),
+        example: "443",
+        help: "HTTPS port written in the redirect's location.",
+        peers: peers::SSL_REDIRECT_PORT,
+        ..BASE
+    }
+);
+
+pub const CLIENT_STRICT_SNI: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "client-strict-sni",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Refuse TLS handshakes whose SNI matches no certificate instead of serving the default certificate.",
+        peers: peers::CLIENT_STRICT_SNI,
+        ..BASE
+    }
+);
+
+pub const HSTS: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "hsts",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Send `Strict-Transport-Security` on HTTPS answers.",
+        peers: peers::HSTS,
+        ..BASE
+    }
+);
+
+pub const HSTS_MAX_AGE: Key<u64> = key!(
+    |v| parse_number(v, 0, 315_360_000),
+    KeySpec {
+        name: "hsts-max-age",
+        scopes: ROUTE,
+        values: "seconds, 0 to 315360000",
+        default: KeyDefault::Value("15768000"),
+        example: "31536000",
+        help: "`max-age` of the HSTS header.",
+        peers: peers::HSTS_MAX_AGE,
+        ..BASE
+    }
+);
+
+pub const HSTS_INCLUDE_SUBDOMAINS: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "hsts-include-subdomains",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Add `includeSubDomains` to the HSTS header.",
+        peers: peers::HSTS_INCLUDE_SUBDOMAINS,
+        ..BASE
+    }
+);
+
+pub const HSTS_PRELOAD: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "hsts-preload",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Add `preload` to the HSTS header.",
+        peers: peers::HSTS_PRELOAD,
+        ..BASE
+    }
+);
+
+pub const REQUEST_REDIRECT: Key<RedirectTarget> = key!(
+    parse_redirect_target,
+    KeySpec {
+        name: "request-redirect",
+        scopes: ROUTE,
+        values: "`HOST`, `HOST:PORT` (a lower-case host name or IPv4 address, a port from 1 to 65535), or an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
+        default: KeyDefault::None("none"),
+        example: "example.com:8443",
+        help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL.",
+        peers: peers::REQUEST_REDIRECT,
+        ..BASE
+    }
+);
+
+pub const REQUEST_REDIRECT_CODE: Key<u16> = key!(
+    parse_redirect_code,
+    KeySpec {
+        name: "request-redirect-code",
+        scopes: ROUTE,
+        values: "301, 302, 303, 307 or 308",
+        default: KeyDefault::Value("302"),
+        example: "301",
+        help: "Status code of `request-redirect`.",
+        peers: peers::REQUEST_REDIRECT_CODE,
+        ..BASE
+    }
+);
+
+pub const PATH_REWRITE: Key<PathRewrite> = key!(
+    parse_path_rewrite,
+    KeySpec {
+        name: "path-rewrite",
+        scopes: ALL,
+        values: "`REGEX REPLACEMENT`: a regular expression on the path and its replacement (`\\1` for a group); no quotes, `%`, `#` or control characters",
+        default: KeyDefault::None("none"),
+        example: "^/api/(.*) /\\1",
+        help: "Rewrite the path before the request goes to the backend.",
+        peers: peers::PATH_REWRITE,
+        ..BASE
+    }
+);
+
+pub const BACKEND_PATH: Key<BackendPath> = key!(
+    parse_backend_path,
+    KeySpec {
+        name: "backend-path",
+        scopes: ALL,
+        values: "`normalized` or `original`",
+        default: KeyDefault::Value("normalized"),
+        example: "original",
+        help: "The path the backend receives. Tugboat always routes on the normalized path (slashes merged, `.` and `..` segments resolved, percent-encoded unreserved characters decoded; a malformed `%`, an encoded `/` or NUL, a `\\` (raw or encoded) or a `..` above the root is refused with 400), so authentication, access lists and rate limits apply to what the application will serve. `normalized`: the backend receives that path, as with ingress-nginx. `original`: it receives the path exactly as the client sent it (for applications that need the raw bytes, e.g. signed URLs). The query string is never changed. In the ConfigMap it also applies to requests that match no route. See docs/path-normalization.md.",
+        ..BASE
+    }
+);
+
+pub const SET_HOST: Key<String> = key!(
+    parse_host_port,
+    KeySpec {
+        name: "set-host",
+        scopes: ALL,
+        values: "a host name, with an optional `:port`",
+        default: KeyDefault::None("none"),
+        example: "internal.example.com",
+        help: "Replace the `Host` header sent to the backend.",
+        peers: peers::SET_HOST,
+        ..BASE
+    }
+);
+
+pub const REQUEST_SET_HEADER: Key<Vec<(String, String)>> = key!(
+    parse_header_lines,
+    KeySpec {
+        name: "request-set-header",
+        scopes: ALL,
+        values: "one `Name value` per line; names are header tokens, values printable ASCII without `\"`, `\\`, `$` or `%`",
+        default: KeyDefault::None("none"),
+        example: "X-Team shop",
+        help: "Set request headers before the request goes to the backend.",
+        peers: peers::REQUEST_SET_HEADER,
+        ..BASE
+    }
+);
+
+pub const RESPONSE_SET_HEADER: Key<Vec<(String, String)>> = key!(
+    parse_header_lines,
+    KeySpec {
+        name: "response-set-header",
+        scopes: ALL,
+        values: "one `Name value` per line, as `request-set-header`",
+        default: KeyDefault::None("none"),
+        example: "X-Frame-Options DENY",
+        help: "Set response headers before the answer goes to the client.",
+        peers: peers::RESPONSE_SET_HEADER,
+        ..BASE
+    }
+);
+
+pub const CORS_ENABLE: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "cors-enable",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Add CORS headers to answers and answer preflight requests (OPTIONS with `Origin` and `Access-Control-Request-Method`) with 204.",
+        peers: peers::CORS_ENABLE,
+        ..BASE
+    }
+);
+
+pub const CORS_ALLOW_ORIGIN: Key<CorsOrigins> = key!(
+    parse_origins,
+    KeySpec {
+        name: "cors-allow-origin",
+        scopes: ALL,
+        values: "`*`, or origins (`https://app.example.com`) separated by commas",
+        default: KeyDefault::Value("*"),
+        example: "https://app.example.com",
+        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
+        peers: peers::CORS_ALLOW_ORIGIN,
+        ..BASE
+    }
+);
+
+pub const CORS_ALLOW_METHODS: Key<String> = key!(
+    parse_methods,
+    KeySpec {
+        name: "cors-allow-methods",
+        scopes: ALL,
+        values: "HTTP methods separated by commas",
+        default: KeyDefault::Value("GET, PUT, POST, DELETE, PATCH, OPTIONS"),
+        example: "GET, POST",
+        help: "`Access-Control-Allow-Methods`.",
+        peers: peers::CORS_ALLOW_METHODS,
+        ..BASE
+    }
+);
+
+pub const CORS_ALLOW_HEADERS: Key<String> = key!(
+    parse_header_names,
+    KeySpec {
+        name: "cors-allow-headers",
+        scopes: ALL,
+        values: "header names separated by commas",
+        default: KeyDefault::Value(
+            "DNT, Keep-Alive, User-Agent, X-Requested-With, If-Modified-Since, Cache-Control, Content-Type, Range, Authorization",
+        ),
+        example: "Content-Type, Authorization",
+        help: "`Access-Control-Allow-Headers`.",
+        peers: peers::CORS_ALLOW_HEADERS,
+        ..BASE
+    }
+);
+
+pub const CORS_ALLOW_CREDENTIALS: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "cors-allow-credentials",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Send `Access-Control-Allow-Credentials: true`.",
+        peers: peers::CORS_ALLOW_CREDENTIALS,
+        ..BASE
+    }
+);
+
+pub const CORS_MAX_AGE: Key<u64> = key!(
+    |v| parse_number(v, 0, 86_400),
+    KeySpec {
+        name: "cors-max-age",
+        scopes: ALL,
+        values: "seconds, 0 to 86400",
+        default: KeyDefault::Value("86400"),
+        example: "600",
+        help: "`Access-Control-Max-Age` of preflight answers.",
+        peers: peers::CORS_MAX_AGE,
+        ..BASE
+    }
+);
+
+pub const ALLOW_LIST: Key<AccessList> = key!(
+    parse_access_list,
+    KeySpec {
+        name: "allow-list",
+        aliases: &["whitelist"],
+        refers: Refers::ConfigMapKey,
+        scopes: ALL,
+        values: "IP addresses and CIDR networks separated by commas or spaces (at most 1000), or `configmap:NAME/KEY`: a key of a ConfigMap in the object's namespace holding one address or network per line (at most 100000; `#` comments allowed)",
+        default: KeyDefault::None("none: every address"),
+        example: "10.0.0.0/8, 192.168.1.7",
+        help: "Only these client addresses are served; others get 403. A `configmap:` list is written as a pattern file (`-f`); when the ConfigMap or key is missing or holds something else than addresses, every client gets 403 (fail closed).",
+        peers: peers::ALLOW_LIST,
+        ..BASE
+    }
+);
+
+pub const DENY_LIST: Key<AccessList> = key!(
+    parse_access_list,
+    KeySpec {
+        name: "deny-list",
+        aliases: &["blacklist"],
+        refers: Refers::ConfigMapKey,
+        scopes: ALL,
+        values: "as `allow-list`: addresses and networks, or `configmap:NAME/KEY`",
+        default: KeyDefault::None("none"),
+        example: "203.0.113.0/24",
+        help: "These client addresses get 403. When a `configmap:` list cannot be used, every client gets 403 (fail closed).",
+        peers: peers::DENY_LIST,
+        ..BASE
+    }
+);
+
+pub const SRC_IP_HEADER: Key<String> = key!(
+    parse_header_name,
+    KeySpec {
+        name: "src-ip-header",
+        scopes: ALL,
+        values: "a header name",
+        default: KeyDefault::None("none: the connection's source address"),
+        example: "X-Forwarded-For",
+        help: "Take the client address for access lists and rate limits from the last value of this header (set it only behind a trusted load balancer).",
+        peers: peers::SRC_IP_HEADER,
+        ..BASE
+    }
+);
+
+pub const AUTH_TYPE: Key<()> = key!(
+    parse_auth_type,
+    KeySpec {
+        name: "auth-type",
+        scopes: ALL,
+        values: "`basic-auth`",
+        default: KeyDefault::None("none"),
+        example: "basic-auth",
+        help: "Require HTTP basic authentication (with `auth-secret`).",
+        peers: peers::AUTH_TYPE,
+        ..BASE
+    }
+);
+
+pub const AUTH_SECRET: Key<String> = key!(
+    parse_secret_name,
+    KeySpec {
+        name: "auth-secret",
+        refers: Refers::Secret,
+        scopes: ALL,
+        values: "the name of a Secret in the object's namespace",
+        default: KeyDefault::None("none"),
+        example: "shop-users",
+        help: "The users: an `auth` key in htpasswd format, or one key per user whose value is the password hash. Hashes: `$1$` (MD5-crypt), `$2b$`/`$2y$` (bcrypt), `$5$` (SHA-256-crypt), `$6$` (SHA-512-crypt); `$apr1$` is refused (haproxy cannot verify it).",
+        peers: peers::AUTH_SECRET,
+        ..BASE
+    }
+);
+
+pub const AUTH_REALM: Key<String> = key!(
+    parse_realm,
+    KeySpec {
+        name: "auth-realm",
+        scopes: ALL,
+        values: "printable ASCII without `\"`, `\\`, `$` or `%`, at most 64 characters",
+        default: KeyDefault::Value("Restricted"),
+        example: "Shop staff",
+        help: "The realm shown by browsers.",
+        peers: peers::AUTH_REALM,
+        ..BASE
+    }
+);
+
+pub const RATE_LIMIT_REQUESTS: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "rate-limit-requests",
+        scopes: ALL,
+        values: "requests, 1 to 1000000",
+        default: KeyDefault::None("none: no limit"),
+        example: "100",
+        help: "Requests allowed per client address and `rate-limit-period`; more get `rate-limit-status-code`.",
+        peers: peers::RATE_LIMIT_REQUESTS,
+        ..BASE
+    }
+);
+
+pub const RATE_LIMIT_PERIOD: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "rate-limit-period",
+        scopes: ALL,
+        values: "a duration: a number and `ms`, `s`, `m` or `h`",
+        default: KeyDefault::Value("1s"),
+        example: "1m",
+        help: "The period of `rate-limit-requests`.",
+        peers: peers::RATE_LIMIT_PERIOD,
+        ..BASE
+    }
+);
+
+pub const RATE_LIMIT_STATUS_CODE: Key<u16> = key!(
+    |v| parse_number(v, 400, 599).map(|n| n as u16),
+    KeySpec {
+        name: "rate-limit-status-code",
+        scopes: ALL,
+        values: "400 to 599",
+        default: KeyDefault::Value("429"),
+        example: "503",
+        help: "Status answered over the limit.",
+        peers: peers::RATE_LIMIT_STATUS_CODE,
+        ..BASE
+    }
+);
+
+pub const LOAD_BALANCE: Key<Balance> = key!(
+    parse_balance,
+    KeySpec {
+        name: "load-balance",
+        scopes: ALL,
+        values: "`roundrobin`, `leastconn`, `source`, `uri`, `random` or `hdr(Name)`",
+        default: KeyDefault::Haproxy("roundrobin"),
+        example: "leastconn",
+        help: "How requests are spread over the endpoints. `source`, `uri` and `hdr` make every new endpoint a reload.",
+        peers: peers::LOAD_BALANCE,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_SERVER: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-server",
+        scopes: ALL,
+        values: "a duration: a number and `ms`, `s`, `m` or `h`",
+        default: KeyDefault::Value("50s"),
+        example: "2m",
+        help: "How long to wait for the backend's answer.",
+        peers: peers::TIMEOUT_SERVER,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_CONNECT: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-connect",
+        scopes: ALL,
+        values: "a duration",
+        default: KeyDefault::Value("5s"),
+        example: "2s",
+        help: "How long to wait for a connection to the backend.",
+        peers: peers::TIMEOUT_CONNECT,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_CLIENT: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-client",
+        scopes: GLOBAL,
+        values: "a duration",
+        default: KeyDefault::Value("50s"),
+        example: "1m",
+        help: "How long a client may stay silent.",
+        peers: peers::TIMEOUT_CLIENT,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_HTTP_REQUEST: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-http-request",
+        scopes: GLOBAL,
+        values: "a duration",
+        default: KeyDefault::Value("10s"),
+        example: "5s",
+        help: "How long a client may take to send a request's headers.",
+        peers: peers::TIMEOUT_HTTP_REQUEST,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_HTTP_KEEP_ALIVE: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-http-keep-alive",
+        scopes: GLOBAL,
+        values: "a duration",
+        default: KeyDefault::None("none (`timeout http-request` applies)"),
+        example: "30s",
+        help: "How long an idle keep-alive connection stays open.",
+        peers: peers::TIMEOUT_HTTP_KEEP_ALIVE,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_QUEUE: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-queue",
+        scopes: GLOBAL,
+        values: "a duration",
+        default: KeyDefault::None("none (`timeout connect` applies)"),
+        example: "10s",
+        help: "How long a request may wait for a free server.",
+        peers: peers::TIMEOUT_QUEUE,
+        ..BASE
+    }
+);
+
+pub const TIMEOUT_TUNNEL: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "timeout-tunnel",
+        scopes: GLOBAL,
+        values: "a duration",
+        default: KeyDefault::Value("1h"),
+        example: "2h",
+        help: "How long an idle tunnel (WebSocket) stays open.",
+        peers: peers::TIMEOUT_TUNNEL,
+        ..BASE
+    }
+);
+
+pub const SEND_PROXY_PROTOCOL: Key<ProxyProtocol> = key!(
+    parse_proxy_protocol,
+    KeySpec {
+        name: "send-proxy-protocol",
+        scopes: ALL,
+        values: "`v1` or `v2`",
+        default: KeyDefault::None("none"),
+        example: "v2",
+        help: "Send a PROXY protocol header to the backend's servers.",
+        peers: peers::SEND_PROXY_PROTOCOL,
+        ..BASE
+    }
+);
+
+pub const SERVER_SSL: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "server-ssl",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
+        peers: peers::SERVER_SSL,
+        ..BASE
+    }
+);
+
+pub const SERVER_CA: Key<String> = key!(
+    parse_secret_name,
+    KeySpec {
+        name: "server-ca",
+        refers: Refers::Secret,
+        scopes: ALL,
+        values: "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
+        default: KeyDefault::None("none: server certificates are not verified"),
+        example: "backend-ca",
+        help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+        peers: peers::SERVER_CA,
+        ..BASE
+    }
+);
+
+pub const SERVER_CRT: Key<String> = key!(
+    parse_secret_name,
+    KeySpec {
+        name: "server-crt",
+        refers: Refers::Secret,
+        scopes: ALL,
+        values: "the name of a TLS Secret (`tls.crt`, `tls.key`) in the object's namespace",
+        default: KeyDefault::None("none"),
+        example: "haproxy-client",
+        help: "With `server-ssl`: present this client certificate to the servers (mutual TLS). When the Secret cannot be used, the backend answers 503.",
+        peers: peers::SERVER_CRT,
+        ..BASE
+    }
+);
+
+pub const SERVER_PROTO: Key<bool> = key!(
+    parse_server_proto,
+    KeySpec {
+        name: "server-proto",
+        scopes: ALL,
+        values: "`h2` or `h1`",
+        default: KeyDefault::Value("h1"),
+        example: "h2",
+        help: "The HTTP version spoken to the servers: `h2` is HTTP/2 (`proto h2` in clear text, ALPN `h2` with `server-ssl`).",
+        peers: peers::SERVER_PROTO,
+        ..BASE
+    }
+);
+
+pub const CHECK: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "check",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Health-check the servers (a TCP connection, or `check-http`); servers that fail are taken out until they pass again. Servers added at runtime are checked too.",
+        peers: peers::CHECK,
+        ..BASE
+    }
+);
+
+pub const CHECK_HTTP: Key<String> = key!(
+    parse_check_path,
+    KeySpec {
+        name: "check-http",
+        scopes: ALL,
+        values: "a path: `/` then letters, digits and `-._~/?=&`",
+        default: KeyDefault::None("none: a TCP connection"),
+        example: "/healthz",
+        help: "Health-check with `GET <path>` (`option httpchk`): 2xx and 3xx pass. Turns checks on.",
+        peers: peers::CHECK_HTTP,
+        ..BASE
+    }
+);
+
+pub const CHECK_INTERVAL: Key<String> = key!(
+    parse_duration,
+    KeySpec {
+        name: "check-interval",
+        scopes: ALL,
+        values: "a duration",
+        default: KeyDefault::Haproxy("2s"),
+        example: "5s",
+        help: "Time between two checks of a server (with `check` or `check-http`).",
+        peers: peers::CHECK_INTERVAL,
+        ..BASE
+    }
+);
+
+pub const COOKIE_PERSISTENCE: Key<String> = key!(
+    parse_cookie_name,
+    KeySpec {
+        name: "cookie-persistence",
+        scopes: ALL,
+        values: "a cookie name: letters, digits, `-` and `_`, at most 64",
+        default: KeyDefault::None("none"),
+        example: "SERVERID",
+        help: "Keep each client on one server with a cookie (`cookie <name> insert indirect nocache`); the value is the server's slot name (`s1`, `s2`, ...). A slot keeps its endpoint while the endpoint lives. When an endpoint goes away its clients are sent to another server and get a new cookie; a slot given to a new endpoint later sends the old cookie's clients there. A reload numbers the slots afresh, so clients may move once after a reload.",
+        peers: peers::COOKIE_PERSISTENCE,
+        ..BASE
+    }
+);
+
+pub const GLOBAL_CONFIG_SNIPPET: Key<Vec<String>> = key!(
+    parse_snippet,
+    KeySpec {
+        name: "global-config-snippet",
+        scopes: GLOBAL,
+        values: "haproxy `global` directives, one per line (at most 64 lines, 8 KB); see `backend-config-snippet` for what is refused",
+        default: KeyDefault::None("none"),
+        example: "tune.bufsize 32768",
+        help: "Raw lines for the `global` section. Only with the controller's `--allow-snippets`.",
+        ..BASE
+    }
+);
+
+pub const BACKEND_CONFIG_SNIPPET: Key<Vec<String>> = key!(
+    parse_snippet,
+    KeySpec {
+        name: "backend-config-snippet",
+        scopes: ALL,
+        values: "haproxy backend directives, one per line (at most 64 lines, 8 KB)",
+        default: KeyDefault::None("none"),
+        example: "http-response set-header X-Backend shop",
+        help: "Raw lines for the backend section, after Tugboat's own. Only with the controller's `--allow-snippets`. Refused (with a problem naming the directive): section keywords (`frontend`, `backend`, `global`, ...), `server`/`default-server`/`server-template` (Tugboat owns the servers), lines starting with `.` (conditional blocks), what reads files (`-f`, `*-file` and `file` arguments, `errorfile*`, `crt*`, `ca-base`, `key-base`, `server-state-*`, `load-server-state-from-file`, `default-path`, map and ACL file functions such as `map_str(...)`, `set-map(...)`, `add-acl(...)`), loads code (`lua*`, `ssl-engine`, `ssl-provider*`, `51degrees-*`, `deviceatlas-*`, `wurfl-*`, `filter`, `spoe`), runs programs or changes the process (`external-check`, `insecure-*`, `setenv`, `presetenv`, `resetenv`, `unsetenv`, `stats socket`, `master-worker`, `user`, `group`, `uid`, `gid`, `chroot`, `daemon`, `pidfile`, `set-dumpable`, `expose-experimental-directives`), reads the environment (`$`, `env(`) and runtime expressions (`%[`). Control characters other than the line breaks are refused. When haproxy refuses the resulting configuration, the snippet is left out, the rest is applied and the object gets a problem.",
+        ..BASE
+    }
+);
+
+pub const SYSLOG_SERVER: Key<Option<String>> = key!(
+    parse_syslog_server,
+    KeySpec {
+        name: "syslog-server",
+        scopes: GLOBAL,
+        values: "`stdout`, or `ADDRESS:PORT` of a syslog server (UDP)",
+        default: KeyDefault::Value("stdout"),
+        example: "127.0.0.1:514",
+        help: "Where haproxy sends its logs.",
+        peers: peers::SYSLOG_SERVER,
+        ..BASE
+    }
+);
+
+pub const LOG_FORMAT: Key<String> = key!(
+    parse_log_format,
+    KeySpec {
+        name: "log-format",
+        scopes: GLOBAL,
+        values: "an haproxy log-format string: printable ASCII without `\"`, `\\` or `$`",
+        default: KeyDefault::None("haproxy's HTTP log format"),
+        example: "%ci:%cp [%tr] %ft %b/%s %ST %B %HM %HU",
+        help: "The format of the request log lines.",
+        peers: peers::LOG_FORMAT,
+        ..BASE
+    }
+);
+/// Every key, in the order of the reference.
+pub const KEYS: &[KeySpec] = &[
+    SSL_REDIRECT.spec,
+    SSL_REDIRECT_CODE.spec,
+    SSL_REDIRECT_PORT.spec,
+    CLIENT_STRICT_SNI.spec,
+    HSTS.spec,
+    HSTS_MAX_AGE.spec,
+    HSTS_INCLUDE_SUBDOMAINS.spec,
+    HSTS_PRELOAD.spec,
+    REQUEST_REDIRECT.spec,
+    REQUEST_REDIRECT_CODE.spec,
+    PATH_REWRITE.spec,
+    BACKEND_PATH.spec,
+    SET_HOST.spec,
+    REQUEST_SET_HEADER.spec,
+    RESPONSE_SET_HEADER.spec,
+    CORS_ENABLE.spec,
+    CORS_ALLOW_ORIGIN.spec,
+    CORS_ALLOW_METHODS.spec,
+    CORS_ALLOW_HEADERS.spec,
+    CORS_ALLOW_CREDENTIALS.spec,
+    CORS_MAX_AGE.spec,
+    ALLOW_LIST.spec,
+    DENY_LIST.spec,
+    SRC_IP_HEADER.spec,
+    AUTH_TYPE.spec,
+    AUTH_SECRET.spec,
+    AUTH_REALM.spec,
+    RATE_LIMIT_REQUESTS.spec,
+    RATE_LIMIT_PERIOD.spec,
+    RATE_LIMIT_STATUS_CODE.spec,
+    LOAD_BALANCE.spec,
+    TIMEOUT_SERVER.spec,
+    TIMEOUT_CONNECT.spec,
+    TIMEOUT_CLIENT.spec,
+    TIMEOUT_HTTP_REQUEST.spec,
+    TIMEOUT_HTTP_KEEP_ALIVE.spec,
+    TIMEOUT_QUEUE.spec,
+    TIMEOUT_TUNNEL.spec,
+    SEND_PROXY_PROTOCOL.spec,
+    SERVER_SSL.spec,
+    SERVER_CA.spec,
+    SERVER_CRT.spec,
+    SERVER_PROTO.spec,
+    CHECK.spec,
+    CHECK_HTTP.spec,
+    CHECK_INTERVAL.spec,
+    COOKIE_PERSISTENCE.spec,
+    GLOBAL_CONFIG_SNIPPET.spec,
+    BACKEND_CONFIG_SNIPPET.spec,
+    SYSLOG_SERVER.spec,
+    LOG_FORMAT.spec,
+];
+
+/// The key called `name` (or with this alias).
+pub fn find_key(name: &str) -> Option<&'static KeySpec> {
+    KEYS.iter()
+        .find(|k| k.name == name || k.aliases.contains(&name))
+}
+
+/// The Tugboat keys another controller's key is read as, with how: usually one, two
+/// for ingress-nginx's `backend-protocol` (`server-ssl` and `server-proto`).
+pub fn find_peer(ecosystem: Ecosystem, name: &str) -> Vec<(&'static KeySpec, &'static PeerKey)> {
+    KEYS.iter()
+        .flat_map(|spec| spec.peers.iter().map(move |peer| (spec, peer)))
+        .filter(|(_, peer)| peer.ecosystem == ecosystem && peer.name == name)
+        .collect()
+}
+
+/// The timeouts of haproxy's `defaults` section when the ConfigMap sets none: the keys'
+/// default values, by haproxy name.
+pub fn default_timeouts() -> std::collections::BTreeMap<&'static str, String> {
+    TIMEOUTS
+        .iter()
+        .filter_map(|(name, key)| Some((*name, key.default_value()?)))
+        .collect()
+}
+
+/// The timeout keys of the ConfigMap, by haproxy name.
+pub const TIMEOUTS: &[(&str, Key<String>)] = &[
+    ("client", TIMEOUT_CLIENT),
+    ("connect", TIMEOUT_CONNECT),
+    ("server", TIMEOUT_SERVER),
+    ("http-request", TIMEOUT_HTTP_REQUEST),
+    ("http-keep-alive", TIMEOUT_HTTP_KEEP_ALIVE),
+    ("queue", TIMEOUT_QUEUE),
+    ("tunnel", TIMEOUT_TUNNEL),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_names_and_aliases_are_unique() {
+        let mut names: Vec<&str> = KEYS
+            .iter()
+            .flat_map(|k| std::iter::once(k.name).chain(k.aliases.iter().copied()))
+            .collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "duplicate key names");
+    }
+
+    #[test]
+    fn every_example_parses() {
+        for key in KEYS {
+            assert_eq!((key.check)(key.example), Ok(()), "{}", key.name);
+        }
+    }
+
+    /// What makes [`Key::or_default`] safe: every default given as a value parses with
+    /// its key's parser.
+    #[test]
+    fn every_default_value_parses() {
+        for key in KEYS {
+            if let KeyDefault::Value(value) = key.default {
+                assert_eq!((key.check)(value), Ok(()), "{}", key.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_check_of_a_key_is_its_parser() {
+        assert_eq!(
+            (HSTS_MAX_AGE.spec.check)("315360001"),
+            Err(ValueError::OutOfRange {
+                min: 0,
+                max: 315_360_000
+            })
+        );
+        assert_eq!(HSTS_MAX_AGE.default_value(), Some(15_768_000));
+        assert_eq!(RATE_LIMIT_STATUS_CODE.default_value(), Some(429));
+        assert_eq!(LOAD_BALANCE.default_value(), None);
+    }
+
+    #[test]
+    fn the_default_timeouts_are_the_keys_defaults() {
+        let timeouts = default_timeouts();
+        assert_eq!(timeouts.get("connect").map(String::as_str), Some("5s"));
+        assert_eq!(timeouts.get("client").map(String::as_str), Some("50s"));
+        assert_eq!(timeouts.get("server").map(String::as_str), Some("50s"));
+        assert_eq!(
+            timeouts.get("http-request").map(String::as_str),
+            Some("10s")
+        );
+        assert_eq!(timeouts.get("tunnel").map(String::as_str), Some("1h"));
+        assert_eq!(timeouts.len(), 5, "{timeouts:?}");
+    }
+}

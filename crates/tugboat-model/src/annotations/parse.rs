@@ -1,0 +1,554 @@
+//! The parsers of key values: each accepts only the syntax its key documents and refuses
+//! everything else (newlines, quotes, `%`, `$`, `\`, ...), so a value that passes can be
+//! written into haproxy's config as it is. A refusal is a [`ValueError`] whose text says
+//! what was expected; the problem on the object shows it after "expected".
+
+use std::net::IpAddr;
+
+use thiserror::Error;
+
+use crate::features::{Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget};
+use crate::validate::{self, printable};
+
+/// Why a value was refused: each case's text is what the key expects.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ValueError {
+    #[error("true or false")]
+    NotBool,
+    #[error("a whole number from {min} to {max}")]
+    OutOfRange { min: u64, max: u64 },
+    #[error("301, 302, 303, 307 or 308")]
+    NotRedirectCode,
+    #[error("a port from 1 to 65535")]
+    NotPort,
+    #[error("a duration: a number and ms, s, m or h (e.g. 500ms, 30s, 5m)")]
+    NotDuration,
+    #[error("a header name (letters, digits and - _ . * + ^ ` ~; not if, unless or or)")]
+    NotHeaderName,
+    #[error(
+        "one 'Name value' per line: a header name, a space and printable ASCII without \", \\, $ or %"
+    )]
+    NotHeaderLines,
+    #[error(
+        "an absolute http:// or https:// URL of letters, digits and - . _ ~ : / ? [ ] @ ! & ( ) * + , ; ="
+    )]
+    NotUrl,
+    #[error("normalized or original")]
+    NotBackendPath,
+    #[error(
+        "HOST, HOST:PORT (a lower-case host name or IPv4 address, a port from 1 to 65535), or an absolute http:// or https:// URL{}",
+        as_url.as_ref().map(|e| format!("; as a URL: {e}")).unwrap_or_default()
+    )]
+    NotRedirectTarget { as_url: Option<Box<ValueError>> },
+    #[error("a lower-case host name with an optional :port")]
+    NotHostPort,
+    #[error(
+        "'REGEX REPLACEMENT' (a regular expression on the path and its replacement, printable ASCII without quotes, % or #)"
+    )]
+    NotPathRewrite,
+    #[error(
+        "'REGEX REPLACEMENT' (a regular expression on the path and its replacement, printable ASCII without quotes, % or #); the expression does not parse: {0}"
+    )]
+    RegexDoesNotParse(String),
+    #[error(
+        "'REGEX REPLACEMENT' (a regular expression on the path and its replacement, printable ASCII without quotes, % or #); the replacement starts with / and uses \\ only as \\1 to \\9"
+    )]
+    NotReplacement,
+    #[error("* or origins such as https://app.example.com separated by commas")]
+    NotOrigins,
+    #[error("upper-case HTTP methods separated by commas")]
+    NotMethods,
+    #[error("header names separated by commas")]
+    NotHeaderNames,
+    #[error("IP addresses or CIDR networks; '{0}' is neither")]
+    NotNetwork(String),
+    #[error("a prefix length from 0 to {max} in '{item}'")]
+    NotPrefixLength { max: u8, item: String },
+    #[error("1 to 1000 IP addresses or CIDR networks")]
+    NetworkCount,
+    #[error(
+        "configmap:NAME/KEY: a ConfigMap name and one of its keys (letters, digits, '-', '_', '.')"
+    )]
+    NotConfigMapKey,
+    #[error("line {line}: {error}")]
+    PatternLine { line: usize, error: Box<ValueError> },
+    #[error("1 to 100000 IP addresses or CIDR networks, one per line")]
+    PatternCount,
+    #[error("a path: / then letters, digits and - . _ ~ / ? = &")]
+    NotCheckPath,
+    #[error("a cookie name: letters, digits, '-' and '_', at most 64")]
+    NotCookieName,
+    #[error("at most 8 KB of directives")]
+    SnippetTooLarge,
+    #[error("directives separated by line breaks, without other control characters")]
+    SnippetControlCharacter,
+    #[error("directives Tugboat allows in snippets; line {line} uses '{what}', which {why}")]
+    SnippetDirective {
+        line: usize,
+        what: String,
+        why: &'static str,
+    },
+    #[error("1 to 64 directives")]
+    SnippetLineCount,
+    #[error("basic-auth")]
+    NotAuthType,
+    #[error("at most 64 printable ASCII characters without \", \\, $ or %")]
+    NotRealm,
+    #[error("roundrobin, leastconn, source, uri, random or hdr(Name)")]
+    NotBalance,
+    #[error("stdout or ADDRESS:PORT (an IP address and a port)")]
+    NotSyslogServer,
+    #[error("an haproxy log-format of printable ASCII without \", \\ or $")]
+    NotLogFormat,
+    #[error("h2 or h1")]
+    NotServerProto,
+    #[error("v1 or v2")]
+    NotProxyProtocol,
+    #[error("the name of a Secret (lower-case letters, digits, '-', '.')")]
+    NotSecretName,
+    /// A value of another controller's key that Tugboat cannot write as its own.
+    #[error("{0}")]
+    NotPeerValue(&'static str),
+}
+
+pub type Parsed<T> = Result<T, ValueError>;
+
+pub fn parse_bool(value: &str) -> Parsed<bool> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ValueError::NotBool),
+    }
+}
+
+/// A whole number from `min` to `max`, digits only.
+pub fn parse_number(value: &str, min: u64, max: u64) -> Parsed<u64> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n) && value.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or(ValueError::OutOfRange { min, max })
+}
+
+pub fn parse_redirect_code(value: &str) -> Parsed<u16> {
+    match value {
+        "301" => Ok(301),
+        "302" => Ok(302),
+        "303" => Ok(303),
+        "307" => Ok(307),
+        "308" => Ok(308),
+        _ => Err(ValueError::NotRedirectCode),
+    }
+}
+
+pub fn parse_port(value: &str) -> Parsed<u16> {
+    parse_number(value, 1, 65_535)
+        .map(|n| n as u16)
+        .map_err(|_| ValueError::NotPort)
+}
+
+/// An haproxy duration: digits and a unit.
+pub fn parse_duration(value: &str) -> Parsed<String> {
+    let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+    let unit = &value[digits..];
+    if digits == 0 || digits > 9 || !["ms", "s", "m", "h"].contains(&unit) {
+        return Err(ValueError::NotDuration);
+    }
+    Ok(value.to_string())
+}
+
+fn is_token(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"*+-.^_`~".contains(&b))
+        // Words that mean something in an haproxy rule are not header names here.
+        && !["if", "unless", "or"].contains(&value.to_ascii_lowercase().as_str())
+}
+
+pub fn parse_header_name(value: &str) -> Parsed<String> {
+    if is_token(value) {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotHeaderName)
+    }
+}
+
+/// Text that can go between double quotes in haproxy's config: printable ASCII
+/// without the characters haproxy interprets there (`"`, `\`, `$`) nor `%` (log-format).
+fn is_quotable(value: &str, max: usize) -> bool {
+    value.len() <= max
+        && value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b"\"\\$%".contains(&b))
+}
+
+pub fn parse_header_lines(value: &str) -> Parsed<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    for line in value.split('\n').filter(|l| !l.trim().is_empty()) {
+        let (name, header_value) = line
+            .trim()
+            .split_once(' ')
+            .ok_or(ValueError::NotHeaderLines)?;
+        let header_value = header_value.trim();
+        if parse_header_name(name).is_err()
+            || header_value.is_empty()
+            || !is_quotable(header_value, 1024)
+        {
+            return Err(ValueError::NotHeaderLines);
+        }
+        headers.push((name.to_string(), header_value.to_string()));
+    }
+    if headers.is_empty() || headers.len() > 32 {
+        return Err(ValueError::NotHeaderLines);
+    }
+    Ok(headers)
+}
+
+fn is_url_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~:/?[]@!&()*+,;=".contains(&b)
+}
+
+pub fn parse_url(value: &str) -> Parsed<String> {
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or(ValueError::NotUrl)?;
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    if host.is_empty() || value.len() > 2048 || !value.bytes().all(is_url_char) {
+        return Err(ValueError::NotUrl);
+    }
+    Ok(value.to_string())
+}
+
+/// The values of `backend-path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendPath {
+    Normalized,
+    Original,
+}
+
+pub fn parse_backend_path(value: &str) -> Parsed<BackendPath> {
+    match value {
+        "normalized" => Ok(BackendPath::Normalized),
+        "original" => Ok(BackendPath::Original),
+        _ => Err(ValueError::NotBackendPath),
+    }
+}
+
+/// `request-redirect`: an absolute URL (it has a scheme), else `host` or `host:port`.
+pub fn parse_redirect_target(value: &str) -> Parsed<RedirectTarget> {
+    if value.contains("://") {
+        return parse_url(value).map(RedirectTarget::Url).map_err(|e| {
+            ValueError::NotRedirectTarget {
+                as_url: Some(Box::new(e)),
+            }
+        });
+    }
+    parse_host_port(value)
+        .map(RedirectTarget::Host)
+        .map_err(|_| ValueError::NotRedirectTarget { as_url: None })
+}
+
+pub fn parse_host_port(value: &str) -> Parsed<String> {
+    let (host, port) = match value.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (value, None),
+    };
+    validate::dns_subdomain(host).map_err(|_| ValueError::NotHostPort)?;
+    match port {
+        None => Ok(host.to_string()),
+        // Written back as a number: `:08443` becomes `:8443`.
+        Some(port) => {
+            let port = parse_port(port).map_err(|_| ValueError::NotHostPort)?;
+            Ok(format!("{host}:{port}"))
+        }
+    }
+}
+
+pub fn parse_path_rewrite(value: &str) -> Parsed<PathRewrite> {
+    let mut words = value.split(' ').filter(|w| !w.is_empty());
+    let (Some(pattern), Some(replacement), None) = (words.next(), words.next(), words.next())
+    else {
+        return Err(ValueError::NotPathRewrite);
+    };
+    let allowed = |w: &str| {
+        w.len() <= 512
+            && w.bytes()
+                .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'%#$".contains(&b))
+    };
+    if !allowed(pattern) || !allowed(replacement) {
+        return Err(ValueError::NotPathRewrite);
+    }
+    if let Err(err) = regex_syntax::Parser::new().parse(pattern) {
+        let first = err.to_string().lines().last().unwrap_or("").to_string();
+        return Err(ValueError::RegexDoesNotParse(first));
+    }
+    // In the replacement, `\` only introduces a group number.
+    let bytes = replacement.as_bytes();
+    let groups_ok = bytes
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b != b'\\' || bytes.get(i + 1).is_some_and(u8::is_ascii_digit));
+    if !groups_ok || !replacement.starts_with('/') && !replacement.starts_with('\\') {
+        return Err(ValueError::NotReplacement);
+    }
+    Ok(PathRewrite {
+        pattern: pattern.to_string(),
+        replacement: replacement.to_string(),
+    })
+}
+
+pub fn parse_origins(value: &str) -> Parsed<CorsOrigins> {
+    if value.trim() == "*" {
+        return Ok(CorsOrigins::Any);
+    }
+    let mut origins = Vec::new();
+    for origin in value.split(',').map(str::trim) {
+        let rest = origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://"))
+            .ok_or(ValueError::NotOrigins)?;
+        parse_host_port(rest).map_err(|_| ValueError::NotOrigins)?;
+        origins.push(origin.to_string());
+    }
+    if origins.is_empty() || origins.len() > 64 {
+        return Err(ValueError::NotOrigins);
+    }
+    Ok(CorsOrigins::List(origins))
+}
+
+pub fn parse_methods(value: &str) -> Parsed<String> {
+    let methods: Vec<&str> = value.split(',').map(str::trim).collect();
+    let ok = methods.len() <= 16
+        && methods
+            .iter()
+            .all(|m| !m.is_empty() && m.len() <= 16 && m.bytes().all(|b| b.is_ascii_uppercase()));
+    if ok {
+        Ok(methods.join(", "))
+    } else {
+        Err(ValueError::NotMethods)
+    }
+}
+
+pub fn parse_header_names(value: &str) -> Parsed<String> {
+    let names: Vec<&str> = value.split(',').map(str::trim).collect();
+    let ok = names.len() <= 64 && names.iter().all(|n| parse_header_name(n).is_ok());
+    if ok {
+        Ok(names.join(", "))
+    } else {
+        Err(ValueError::NotHeaderNames)
+    }
+}
+
+/// One address or CIDR network, written back in its canonical form.
+pub fn parse_network(item: &str) -> Parsed<String> {
+    let (address, prefix) = match item.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (item, None),
+    };
+    let address: IpAddr = address
+        .parse()
+        .map_err(|_| ValueError::NotNetwork(printable(item)))?;
+    let max: u8 = if address.is_ipv4() { 32 } else { 128 };
+    Ok(match prefix {
+        None => address.to_string(),
+        Some(prefix) => {
+            let bits = parse_number(prefix, 0, u64::from(max)).map_err(|_| {
+                ValueError::NotPrefixLength {
+                    max,
+                    item: printable(item),
+                }
+            })?;
+            format!("{address}/{bits}")
+        }
+    })
+}
+
+/// Addresses and networks separated by commas, spaces or line breaks.
+pub fn parse_networks(value: &str) -> Parsed<Vec<String>> {
+    let mut networks = Vec::new();
+    for item in value.split([',', ' ', '\n']).filter(|i| !i.is_empty()) {
+        networks.push(parse_network(item)?);
+    }
+    if networks.is_empty() || networks.len() > 1000 {
+        return Err(ValueError::NetworkCount);
+    }
+    networks.sort();
+    networks.dedup();
+    Ok(networks)
+}
+
+/// A key of a ConfigMap in the object's namespace: `configmap:NAME/KEY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigMapKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+/// An access list as a key gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessList {
+    Inline(Vec<String>),
+    ConfigMap(ConfigMapKeyRef),
+}
+
+/// `configmap:NAME/KEY`, or inline addresses and networks.
+pub fn parse_access_list(value: &str) -> Parsed<AccessList> {
+    let Some(reference) = value.trim().strip_prefix("configmap:") else {
+        return parse_networks(value).map(AccessList::Inline);
+    };
+    let (name, key) = reference
+        .split_once('/')
+        .ok_or(ValueError::NotConfigMapKey)?;
+    let key_ok = !key.is_empty()
+        && key.len() <= 253
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && key != "."
+        && key != "..";
+    if validate::dns_subdomain(name).is_err() || !key_ok {
+        return Err(ValueError::NotConfigMapKey);
+    }
+    Ok(AccessList::ConfigMap(ConfigMapKeyRef {
+        name: name.to_string(),
+        key: key.to_string(),
+    }))
+}
+
+/// The entries of an access list kept in a ConfigMap: one address or network per line,
+/// `#` starts a comment. Normalised, sorted, without duplicates.
+pub fn parse_pattern_list(text: &str) -> Parsed<Vec<String>> {
+    let mut networks = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let entry = parse_network(line).map_err(|e| ValueError::PatternLine {
+            line: number + 1,
+            error: Box::new(e),
+        })?;
+        networks.push(entry);
+    }
+    if networks.is_empty() || networks.len() > 100_000 {
+        return Err(ValueError::PatternCount);
+    }
+    networks.sort();
+    networks.dedup();
+    Ok(networks)
+}
+
+pub fn parse_check_path(value: &str) -> Parsed<String> {
+    let ok = value.starts_with('/')
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/?=&".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotCheckPath)
+    }
+}
+
+pub fn parse_cookie_name(value: &str) -> Parsed<String> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotCookieName)
+    }
+}
+
+/// `auth-type`: only `basic-auth`.
+pub fn parse_auth_type(value: &str) -> Parsed<()> {
+    if value == "basic-auth" {
+        Ok(())
+    } else {
+        Err(ValueError::NotAuthType)
+    }
+}
+
+pub fn parse_realm(value: &str) -> Parsed<String> {
+    if !value.is_empty() && is_quotable(value, 64) {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotRealm)
+    }
+}
+
+pub fn parse_balance(value: &str) -> Parsed<Balance> {
+    let balance = match value {
+        "roundrobin" => Balance::RoundRobin,
+        "leastconn" => Balance::LeastConn,
+        "source" => Balance::Source,
+        "uri" => Balance::Uri,
+        "random" => Balance::Random,
+        _ => match value
+            .strip_prefix("hdr(")
+            .and_then(|r| r.strip_suffix(')'))
+            .and_then(|name| parse_header_name(name).ok())
+        {
+            Some(name) => Balance::Header(name),
+            None => return Err(ValueError::NotBalance),
+        },
+    };
+    Ok(balance)
+}
+
+/// `stdout` (`None`) or a syslog server's `ADDRESS:PORT`.
+pub fn parse_syslog_server(value: &str) -> Parsed<Option<String>> {
+    if value == "stdout" {
+        return Ok(None);
+    }
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(|a| Some(a.to_string()))
+        .map_err(|_| ValueError::NotSyslogServer)
+}
+
+pub fn parse_log_format(value: &str) -> Parsed<String> {
+    let ok = !value.is_empty()
+        && value.len() <= 1024
+        && value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b"\"\\$".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotLogFormat)
+    }
+}
+
+/// `server-proto`: `true` for HTTP/2.
+pub fn parse_server_proto(value: &str) -> Parsed<bool> {
+    match value {
+        "h2" => Ok(true),
+        "h1" => Ok(false),
+        _ => Err(ValueError::NotServerProto),
+    }
+}
+
+pub fn parse_proxy_protocol(value: &str) -> Parsed<ProxyProtocol> {
+    match value {
+        "v1" => Ok(ProxyProtocol::V1),
+        "v2" => Ok(ProxyProtocol::V2),
+        _ => Err(ValueError::NotProxyProtocol),
+    }
+}
+
+pub fn parse_secret_name(value: &str) -> Parsed<String> {
+    validate::dns_subdomain(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotSecretName)
+}
+
+#[cfg(test)]
+mod tests;

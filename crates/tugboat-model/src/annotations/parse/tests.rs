@@ -1,0 +1,516 @@
+//! The parsers' tests: what each accepts, and each refusal as its own case with the
+//! exact [`ValueError`] it gives.
+
+use super::*;
+
+#[test]
+fn parsers_refuse_what_could_reach_the_config() {
+    assert!(parse_url("https://a.example.com/x\nuse_backend y").is_err());
+    assert!(parse_url("https://a.example.com/%[env(X)]").is_err());
+    assert!(parse_header_lines("X-A \"b\"").is_err());
+    assert!(parse_header_lines("X-A ${HOME}").is_err());
+    assert_eq!(
+        parse_header_lines("X-A one two\nX-B three"),
+        Ok(vec![
+            ("X-A".into(), "one two".into()),
+            ("X-B".into(), "three".into())
+        ])
+    );
+    assert!(parse_path_rewrite("^/api/(.*) /\\1").is_ok());
+    assert!(parse_path_rewrite("^/api/(.* /\\1").is_err());
+    assert!(parse_path_rewrite("^/a /b if TRUE").is_err());
+    assert!(parse_path_rewrite("^/a /%[env(X)]").is_err());
+    assert_eq!(
+        parse_networks("10.0.0.0/8, 127.0.0.1"),
+        Ok(vec!["10.0.0.0/8".into(), "127.0.0.1".into()])
+    );
+    assert!(parse_networks("10.0.0.0/33").is_err());
+    assert!(parse_duration("10s").is_ok());
+    assert!(parse_duration("10 s").is_err());
+    assert!(parse_realm("a\"b").is_err());
+}
+
+#[test]
+fn request_redirect_takes_a_host() {
+    assert_eq!(
+        parse_redirect_target("example.com"),
+        Ok(RedirectTarget::Host("example.com".into()))
+    );
+    assert_eq!(
+        parse_redirect_target("10.0.0.7"),
+        Ok(RedirectTarget::Host("10.0.0.7".into()))
+    );
+}
+
+#[test]
+fn request_redirect_takes_a_host_and_port() {
+    assert_eq!(
+        parse_redirect_target("example.com:8443"),
+        Ok(RedirectTarget::Host("example.com:8443".into()))
+    );
+    assert_eq!(
+        parse_redirect_target("example.com:08443"),
+        Ok(RedirectTarget::Host("example.com:8443".into()))
+    );
+}
+
+#[test]
+fn request_redirect_takes_an_absolute_url() {
+    assert_eq!(
+        parse_redirect_target("https://www.example.com/new?from=old"),
+        Ok(RedirectTarget::Url(
+            "https://www.example.com/new?from=old".into()
+        ))
+    );
+    assert_eq!(
+        parse_redirect_target("http://example.com:8080"),
+        Ok(RedirectTarget::Url("http://example.com:8080".into()))
+    );
+}
+
+/// The error of `parse_redirect_target(value)`, which must name the three forms.
+fn redirect_error(value: &str) -> String {
+    let err = parse_redirect_target(value).expect_err(value).to_string();
+    assert!(err.starts_with("HOST, HOST:PORT"), "{value}: {err}");
+    err
+}
+
+#[test]
+fn request_redirect_refuses_an_empty_value() {
+    redirect_error("");
+}
+
+#[test]
+fn request_redirect_refuses_an_upper_case_host() {
+    redirect_error("Example.com");
+}
+
+#[test]
+fn request_redirect_refuses_a_wildcard_host() {
+    redirect_error("*.example.com");
+}
+
+#[test]
+fn request_redirect_refuses_an_ipv6_address() {
+    redirect_error("[::1]:8443");
+}
+
+#[test]
+fn request_redirect_refuses_an_empty_port() {
+    redirect_error("example.com:");
+}
+
+#[test]
+fn request_redirect_refuses_port_zero() {
+    redirect_error("example.com:0");
+}
+
+#[test]
+fn request_redirect_refuses_a_port_above_65535() {
+    redirect_error("example.com:65536");
+}
+
+#[test]
+fn request_redirect_refuses_a_port_that_is_not_a_number() {
+    redirect_error("example.com:https");
+    redirect_error("example.com:+443");
+}
+
+#[test]
+fn request_redirect_refuses_a_host_with_a_path() {
+    redirect_error("example.com/new");
+    redirect_error("example.com:8443/new");
+}
+
+#[test]
+fn request_redirect_refuses_a_scheme_without_slashes() {
+    redirect_error("https:example.com");
+}
+
+#[test]
+fn request_redirect_refuses_a_url_of_another_scheme() {
+    let err = redirect_error("ftp://example.com/");
+    assert!(err.contains("as a URL"), "{err}");
+}
+
+#[test]
+fn request_redirect_refuses_a_url_without_a_host() {
+    redirect_error("https:///path");
+}
+
+#[test]
+fn request_redirect_refuses_what_could_reach_the_config() {
+    redirect_error("example.com code 301 if TRUE");
+    redirect_error("example.com\nuse_backend x");
+    redirect_error("https://example.com/%[env(X)]");
+    redirect_error("https://example.com/a b");
+    redirect_error("https://example.com/\"x");
+}
+
+#[test]
+fn backend_path_is_normalized_or_original() {
+    assert_eq!(
+        parse_backend_path("normalized"),
+        Ok(BackendPath::Normalized)
+    );
+    assert_eq!(parse_backend_path("original"), Ok(BackendPath::Original));
+    assert!(parse_backend_path("raw").is_err());
+    assert!(parse_backend_path("Original").is_err());
+}
+
+#[test]
+fn access_lists_inline_or_from_a_configmap_key() {
+    assert_eq!(
+        parse_access_list("configmap:office-ips/list.txt"),
+        Ok(AccessList::ConfigMap(ConfigMapKeyRef {
+            name: "office-ips".into(),
+            key: "list.txt".into()
+        }))
+    );
+    assert!(parse_access_list("configmap:office-ips").is_err());
+    assert!(parse_access_list("configmap:../x/y").is_err());
+    assert!(parse_access_list("configmap:a/../b").is_err());
+    assert_eq!(
+        parse_pattern_list("10.0.0.0/8 # office\n\n127.0.0.1\n"),
+        Ok(vec!["10.0.0.0/8".into(), "127.0.0.1".into()])
+    );
+    assert!(
+        parse_pattern_list("10.0.0.1\nnope\n").is_err_and(|e| e.to_string().contains("line 2"))
+    );
+}
+
+// ---- Each refusal, its own case: the exact error a value gets. ----
+
+#[test]
+fn a_bool_is_true_or_false_only() {
+    assert_eq!(parse_bool("yes"), Err(ValueError::NotBool));
+    assert_eq!(parse_bool("True"), Err(ValueError::NotBool));
+}
+
+#[test]
+fn a_number_out_of_its_range_or_not_digits_is_refused() {
+    let range = ValueError::OutOfRange { min: 1, max: 10 };
+    assert_eq!(parse_number("0", 1, 10), Err(range.clone()));
+    assert_eq!(parse_number("11", 1, 10), Err(range.clone()));
+    assert_eq!(parse_number("+5", 1, 10), Err(range.clone()));
+    assert_eq!(parse_number("5s", 1, 10), Err(range));
+    assert_eq!(parse_number("10", 1, 10), Ok(10));
+}
+
+#[test]
+fn a_redirect_code_is_one_of_the_redirect_statuses() {
+    assert_eq!(parse_redirect_code("300"), Err(ValueError::NotRedirectCode));
+    assert_eq!(parse_redirect_code("308"), Ok(308));
+}
+
+#[test]
+fn a_port_is_from_1_to_65535() {
+    assert_eq!(parse_port("0"), Err(ValueError::NotPort));
+    assert_eq!(parse_port("65536"), Err(ValueError::NotPort));
+}
+
+#[test]
+fn a_duration_needs_digits_and_a_unit() {
+    for value in ["10", "s", "10 s", "10d", "1234567890s", "-1s"] {
+        assert_eq!(
+            parse_duration(value),
+            Err(ValueError::NotDuration),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_header_name_is_a_token_and_not_a_rule_word() {
+    for value in ["", "X A", "X:A", "if", "Unless", "OR"] {
+        assert_eq!(
+            parse_header_name(value),
+            Err(ValueError::NotHeaderName),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn header_lines_need_a_name_and_a_quotable_value() {
+    for value in ["X-A", "X-A \"b\"", "X:A b", "", "X-A 100%"] {
+        assert_eq!(
+            parse_header_lines(value),
+            Err(ValueError::NotHeaderLines),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_url_is_absolute_http_or_https_with_a_host() {
+    for value in ["ftp://a", "https://", "https://a b", "//a.example.com"] {
+        assert_eq!(parse_url(value), Err(ValueError::NotUrl), "{value}");
+    }
+}
+
+#[test]
+fn backend_path_refuses_other_words() {
+    assert_eq!(parse_backend_path("raw"), Err(ValueError::NotBackendPath));
+}
+
+#[test]
+fn a_redirect_target_error_says_why_the_url_failed() {
+    assert_eq!(
+        parse_redirect_target("ftp://a"),
+        Err(ValueError::NotRedirectTarget {
+            as_url: Some(Box::new(ValueError::NotUrl))
+        })
+    );
+    assert_eq!(
+        parse_redirect_target("A.example.com"),
+        Err(ValueError::NotRedirectTarget { as_url: None })
+    );
+}
+
+#[test]
+fn a_host_port_is_a_lower_case_host_and_a_port() {
+    for value in [
+        "Example.com",
+        "example.com:0",
+        "example.com:x",
+        "*.example.com",
+    ] {
+        assert_eq!(
+            parse_host_port(value),
+            Err(ValueError::NotHostPort),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_path_rewrite_is_two_words_of_allowed_characters() {
+    for value in ["^/a", "^/a /b /c", "^/a /%b", "^/'a /b"] {
+        assert_eq!(
+            parse_path_rewrite(value),
+            Err(ValueError::NotPathRewrite),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_path_rewrite_regex_must_parse() {
+    assert!(matches!(
+        parse_path_rewrite("^/a(b /c"),
+        Err(ValueError::RegexDoesNotParse(_))
+    ));
+}
+
+#[test]
+fn a_path_rewrite_replacement_starts_with_a_slash_and_uses_only_group_numbers() {
+    for value in ["^/a b", "^/a /\\x"] {
+        assert_eq!(
+            parse_path_rewrite(value),
+            Err(ValueError::NotReplacement),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn origins_are_star_or_http_origins() {
+    for value in ["app.example.com", "https://app.example.com/x", ""] {
+        assert_eq!(
+            parse_origins(value),
+            Err(ValueError::NotOrigins),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn methods_are_upper_case_words() {
+    for value in ["get", "GET,,POST", "GET POST"] {
+        assert_eq!(parse_methods(value), Err(ValueError::NotMethods), "{value}");
+    }
+}
+
+#[test]
+fn header_name_lists_hold_header_names() {
+    assert_eq!(
+        parse_header_names("X-A, X B"),
+        Err(ValueError::NotHeaderNames)
+    );
+}
+
+#[test]
+fn a_network_is_an_address_with_an_optional_prefix_length() {
+    assert_eq!(
+        parse_network("10.0.0"),
+        Err(ValueError::NotNetwork("10.0.0".into()))
+    );
+    assert_eq!(
+        parse_network("10.0.0.0/33"),
+        Err(ValueError::NotPrefixLength {
+            max: 32,
+            item: "10.0.0.0/33".into()
+        })
+    );
+    assert_eq!(
+        parse_network("::/129"),
+        Err(ValueError::NotPrefixLength {
+            max: 128,
+            item: "::/129".into()
+        })
+    );
+}
+
+#[test]
+fn a_network_list_has_1_to_1000_entries() {
+    assert_eq!(parse_networks(" , "), Err(ValueError::NetworkCount));
+    let many: Vec<String> = (0..1001)
+        .map(|i| format!("10.{}.{}.1", i / 256, i % 256))
+        .collect();
+    assert_eq!(
+        parse_networks(&many.join(",")),
+        Err(ValueError::NetworkCount)
+    );
+}
+
+#[test]
+fn a_configmap_reference_needs_a_name_and_a_plain_key() {
+    for value in [
+        "configmap:ips",
+        "configmap:Ips/list",
+        "configmap:ips/..",
+        "configmap:ips/a/b",
+    ] {
+        assert_eq!(
+            parse_access_list(value),
+            Err(ValueError::NotConfigMapKey),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_pattern_list_error_names_the_line() {
+    assert_eq!(
+        parse_pattern_list("10.0.0.1\nnope\n"),
+        Err(ValueError::PatternLine {
+            line: 2,
+            error: Box::new(ValueError::NotNetwork("nope".into()))
+        })
+    );
+}
+
+#[test]
+fn a_pattern_list_holds_at_least_one_entry() {
+    assert_eq!(
+        parse_pattern_list("# only a comment\n"),
+        Err(ValueError::PatternCount)
+    );
+}
+
+#[test]
+fn a_check_path_starts_with_a_slash() {
+    for value in ["healthz", "/a b", "/a%20"] {
+        assert_eq!(
+            parse_check_path(value),
+            Err(ValueError::NotCheckPath),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_cookie_name_is_letters_digits_dash_underscore() {
+    for value in ["", "a;b", "a=b"] {
+        assert_eq!(
+            parse_cookie_name(value),
+            Err(ValueError::NotCookieName),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn auth_type_is_basic_auth_only() {
+    assert_eq!(parse_auth_type("basic"), Err(ValueError::NotAuthType));
+}
+
+#[test]
+fn a_realm_is_short_quotable_text() {
+    for value in ["", "a\"b", "a$b", &"x".repeat(65)] {
+        assert_eq!(parse_realm(value), Err(ValueError::NotRealm), "{value:?}");
+    }
+}
+
+#[test]
+fn balance_is_one_of_the_algorithms() {
+    for value in ["hdr()", "hdr(if)", "rr"] {
+        assert_eq!(parse_balance(value), Err(ValueError::NotBalance), "{value}");
+    }
+}
+
+#[test]
+fn a_syslog_server_is_stdout_or_an_address_and_port() {
+    assert_eq!(
+        parse_syslog_server("logs:514"),
+        Err(ValueError::NotSyslogServer)
+    );
+    assert_eq!(parse_syslog_server("stdout"), Ok(None));
+}
+
+#[test]
+fn a_log_format_has_no_quotes_backslashes_or_dollars() {
+    for value in ["", "%ci \"x\"", "%ci $x"] {
+        assert_eq!(
+            parse_log_format(value),
+            Err(ValueError::NotLogFormat),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn server_proto_is_h1_or_h2() {
+    assert_eq!(parse_server_proto("h3"), Err(ValueError::NotServerProto));
+}
+
+#[test]
+fn proxy_protocol_is_v1_or_v2() {
+    assert_eq!(
+        parse_proxy_protocol("v3"),
+        Err(ValueError::NotProxyProtocol)
+    );
+}
+
+#[test]
+fn a_secret_name_is_a_dns_subdomain() {
+    assert_eq!(
+        parse_secret_name("Shop_Users"),
+        Err(ValueError::NotSecretName)
+    );
+}
+
+#[test]
+fn error_texts_say_what_was_expected() {
+    assert_eq!(ValueError::NotBool.to_string(), "true or false");
+    assert_eq!(
+        ValueError::OutOfRange {
+            min: 0,
+            max: 86_400
+        }
+        .to_string(),
+        "a whole number from 0 to 86400"
+    );
+    assert_eq!(
+        ValueError::NotRedirectTarget {
+            as_url: Some(Box::new(ValueError::NotUrl))
+        }
+        .to_string(),
+        format!(
+            "HOST, HOST:PORT (a lower-case host name or IPv4 address, a port from 1 to 65535), \
+             or an absolute http:// or https:// URL; as a URL: {}",
+            ValueError::NotUrl
+        )
+    );
+}

@@ -1,0 +1,842 @@
+//! Other controllers' keys that Tugboat reads as its own: for each Tugboat key, the
+//! names it has under ingress-nginx, HAProxy Technologies' controller and HAProxy Ingress
+//! (jcmoraisjr), how their values are written as Tugboat's, and what still differs.
+//!
+//! An alias is listed only where the other controller's documentation gives the key the
+//! same meaning; what differs (a default, a value form Tugboat refuses) is named in
+//! [`PeerKey::difference`], shown in the reference and in `tugboat migrate`'s report.
+//! Where another controller's default is part of what users rely on, the alias sets it
+//! ([`PeerKey::implies`]) on the same object. [`NOT_SUPPORTED`] lists the other
+//! controllers' keys Tugboat knows and does not read, with the reason.
+
+use super::parse::{Parsed, ValueError};
+use super::prefixes::Ecosystem;
+
+/// A value of another controller's key written as Tugboat's: `Ok(None)` when the value
+/// asks for what Tugboat does anyway (nothing to set). The second argument is the
+/// namespace of the object the key is on.
+pub type Translate = fn(&str, &str) -> Parsed<Option<String>>;
+
+/// One key of another controller read as a Tugboat key.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerKey {
+    pub ecosystem: Ecosystem,
+    /// The key without its prefix.
+    pub name: &'static str,
+    /// How its values are written as Tugboat's (`None`: the same syntax).
+    pub translate: Option<Translate>,
+    /// What differs from the other controller's documented behaviour (`None`: nothing).
+    pub difference: Option<&'static str>,
+    /// Tugboat keys this one sets on the same object unless the object sets them: the
+    /// other controller's defaults where they differ from Tugboat's, or a feature this
+    /// key alone turns on there.
+    pub implies: &'static [(&'static str, &'static str)],
+}
+
+const fn same(ecosystem: Ecosystem, name: &'static str) -> PeerKey {
+    PeerKey {
+        ecosystem,
+        name,
+        translate: None,
+        difference: None,
+        implies: &[],
+    }
+}
+
+const fn differs(ecosystem: Ecosystem, name: &'static str, difference: &'static str) -> PeerKey {
+    PeerKey {
+        difference: Some(difference),
+        ..same(ecosystem, name)
+    }
+}
+
+use Ecosystem::{HaproxyIngress as HI, HaproxyTech as HT, IngressNginx as NGINX};
+
+// ---- Value translations ----
+
+fn refuse<T>(expected: &'static str) -> Parsed<T> {
+    Err(ValueError::NotPeerValue(expected))
+}
+
+/// ingress-nginx's timeouts: whole seconds without a unit.
+fn unitless_seconds(value: &str, _: &str) -> Parsed<Option<String>> {
+    let value = value.trim();
+    if !value.is_empty() && value.len() <= 9 && value.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(Some(format!("{value}s")))
+    } else {
+        refuse("a number of seconds without a unit, e.g. 60")
+    }
+}
+
+/// A duration with a unit (`500ms`, `30s`, `5m`, `1h`) as whole seconds.
+fn duration_as_seconds(value: &str, _: &str) -> Parsed<Option<String>> {
+    let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+    let number: u64 = value[..digits].parse().unwrap_or(u64::MAX);
+    let seconds = match &value[digits..] {
+        _ if digits == 0 || digits > 9 => None,
+        "ms" => Some(number / 1000),
+        "" | "s" => Some(number),
+        "m" => Some(number * 60),
+        "h" => Some(number * 3600),
+        _ => None,
+    };
+    match seconds {
+        Some(seconds) => Ok(Some(seconds.to_string())),
+        None => refuse("a duration: a number and ms, s, m or h"),
+    }
+}
+
+/// `NAME` or `NAMESPACE/NAME` with the object's own namespace: the Secret's name.
+fn secret_in_own_namespace(value: &str, namespace: &str) -> Parsed<Option<String>> {
+    match value.split_once('/') {
+        None => Ok(Some(value.to_string())),
+        Some((ns, name)) if ns == namespace => Ok(Some(name.to_string())),
+        Some(_) => refuse("a Secret in the object's own namespace (NAME or NAMESPACE/NAME)"),
+    }
+}
+
+fn nginx_auth_type(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "basic" => Ok(Some("basic-auth".into())),
+        _ => refuse("basic (digest authentication is not supported)"),
+    }
+}
+
+fn nginx_auth_secret_type(value: &str, _: &str) -> Parsed<Option<String>> {
+    // Tugboat reads both forms: an `auth` key in htpasswd format, or a key per user.
+    match value {
+        "auth-file" | "auth-map" => Ok(None),
+        _ => refuse("auth-file or auth-map"),
+    }
+}
+
+/// ingress-nginx's `ssl-redirect`: `true` is the default (HTTPS hosts are redirected).
+fn nginx_ssl_redirect(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "true" => Ok(None),
+        "false" => Ok(Some("false".into())),
+        _ => refuse("true or false"),
+    }
+}
+
+/// ingress-nginx's `force-ssl-redirect`: `true` redirects even without TLS.
+fn nginx_force_ssl_redirect(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "true" => Ok(Some("true".into())),
+        "false" => Ok(None),
+        _ => refuse("true or false"),
+    }
+}
+
+fn nginx_protocol(value: &str) -> Option<&'static str> {
+    ["HTTP", "HTTPS", "GRPC", "GRPCS"]
+        .into_iter()
+        .find(|p| p.eq_ignore_ascii_case(value.trim()))
+}
+
+/// ingress-nginx's `backend-protocol` as `server-ssl`.
+fn nginx_backend_tls(value: &str, _: &str) -> Parsed<Option<String>> {
+    match nginx_protocol(value) {
+        Some("HTTPS" | "GRPCS") => Ok(Some("true".into())),
+        Some(_) => Ok(Some("false".into())),
+        None => refuse("HTTP, HTTPS, GRPC or GRPCS (AUTO_HTTP and FCGI are not supported)"),
+    }
+}
+
+/// ingress-nginx's `backend-protocol` as `server-proto`.
+fn nginx_backend_proto(value: &str, _: &str) -> Parsed<Option<String>> {
+    match nginx_protocol(value) {
+        Some("GRPC" | "GRPCS") => Ok(Some("h2".into())),
+        Some(_) => Ok(Some("h1".into())),
+        None => refuse("HTTP, HTTPS, GRPC or GRPCS (AUTO_HTTP and FCGI are not supported)"),
+    }
+}
+
+/// ingress-nginx accepts methods in either case.
+fn upper_case(value: &str, _: &str) -> Parsed<Option<String>> {
+    Ok(Some(value.to_ascii_uppercase()))
+}
+
+/// ingress-nginx's `permanent-redirect` and `temporal-redirect`: an absolute URL.
+fn absolute_url(value: &str, _: &str) -> Parsed<Option<String>> {
+    if value.contains("://") {
+        Ok(Some(value.to_string()))
+    } else {
+        refuse("an absolute http:// or https:// URL")
+    }
+}
+
+/// ingress-nginx's `x-forwarded-prefix`: the value of that request header.
+fn forwarded_prefix_header(value: &str, _: &str) -> Parsed<Option<String>> {
+    // One header: a line break would add others.
+    if value.trim().is_empty() || value.contains(['\n', '\r']) {
+        return refuse("one line of text");
+    }
+    Ok(Some(format!("X-Forwarded-Prefix {value}")))
+}
+
+/// HAProxy Technologies' `send-proxy-protocol`.
+fn haproxytech_proxy_protocol(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "proxy" | "proxy-v1" => Ok(Some("v1".into())),
+        "proxy-v2" => Ok(Some("v2".into())),
+        _ => refuse(
+            "proxy, proxy-v1 or proxy-v2 (proxy-v2-ssl and proxy-v2-ssl-cn are not supported)",
+        ),
+    }
+}
+
+// ---- The aliases of each Tugboat key ----
+
+pub const SSL_REDIRECT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(nginx_ssl_redirect),
+        difference: Some(
+            "`true` (the default) redirects hosts listed in any Ingress' `spec.tls`; ingress-nginx looks at the Ingress' own TLS section",
+        ),
+        ..same(NGINX, "ssl-redirect")
+    },
+    PeerKey {
+        translate: Some(nginx_force_ssl_redirect),
+        ..same(NGINX, "force-ssl-redirect")
+    },
+    PeerKey {
+        implies: &[("ssl-redirect-code", "302")],
+        ..same(HT, "ssl-redirect")
+    },
+    same(HI, "ssl-redirect"),
+];
+
+pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
+pub const SSL_REDIRECT_PORT: &[PeerKey] = &[same(HT, "ssl-redirect-port")];
+pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
+
+const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";
+pub const HSTS: &[PeerKey] = &[differs(HI, "hsts", HSTS_DEFAULT)];
+pub const HSTS_MAX_AGE: &[PeerKey] = &[same(HI, "hsts-max-age")];
+pub const HSTS_INCLUDE_SUBDOMAINS: &[PeerKey] = &[same(HI, "hsts-include-subdomains")];
+pub const HSTS_PRELOAD: &[PeerKey] = &[same(HI, "hsts-preload")];
+
+const NGINX_REDIRECT: &str = "a URL without nginx variables (`$request_uri` is refused)";
+pub const REQUEST_REDIRECT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(absolute_url),
+        difference: Some(NGINX_REDIRECT),
+        implies: &[("request-redirect-code", "301")],
+        ..same(NGINX, "permanent-redirect")
+    },
+    PeerKey {
+        translate: Some(absolute_url),
+        difference: Some(NGINX_REDIRECT),
+        implies: &[("request-redirect-code", "302")],
+        ..same(NGINX, "temporal-redirect")
+    },
+    same(HT, "request-redirect"),
+];
+const NGINX_REDIRECT_CODE: &str =
+    "301, 302, 303, 307 or 308; another code is refused (ingress-nginx falls back to its default)";
+pub const REQUEST_REDIRECT_CODE: &[PeerKey] = &[
+    differs(NGINX, "permanent-redirect-code", NGINX_REDIRECT_CODE),
+    differs(NGINX, "temporal-redirect-code", NGINX_REDIRECT_CODE),
+    same(HT, "request-redirect-code"),
+];
+
+pub const PATH_REWRITE: &[PeerKey] = &[differs(
+    HT,
+    "path-rewrite",
+    "only `REGEX REPLACEMENT` on one line; a single path or several lines are refused",
+)];
+
+pub const SET_HOST: &[PeerKey] = &[same(NGINX, "upstream-vhost"), same(HT, "set-host")];
+
+pub const REQUEST_SET_HEADER: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(forwarded_prefix_header),
+        difference: Some("replaces Tugboat's `request-set-header` of the same object"),
+        ..same(NGINX, "x-forwarded-prefix")
+    },
+    differs(
+        HT,
+        "request-set-header",
+        "values are plain text: no quotes, `%[` expressions or `$`",
+    ),
+];
+pub const RESPONSE_SET_HEADER: &[PeerKey] = &[differs(
+    HT,
+    "response-set-header",
+    "values are plain text: no quotes, `%[` expressions or `$`",
+)];
+
+pub const CORS_ENABLE: &[PeerKey] = &[
+    PeerKey {
+        implies: &[("cors-allow-credentials", "true")],
+        ..same(NGINX, "enable-cors")
+    },
+    differs(
+        HT,
+        "cors-enable",
+        "methods and headers default to lists (HAProxy Technologies: `*`), and `*` is refused there",
+    ),
+    PeerKey {
+        implies: &[("cors-allow-credentials", "true")],
+        difference: Some("headers are added to every answer, also without an `Origin` header"),
+        ..same(HI, "cors-enable")
+    },
+];
+pub const CORS_ALLOW_ORIGIN: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "cors-allow-origin",
+        "origins are `http://` or `https://` hosts: wildcard subdomains and other schemes are refused",
+    ),
+    differs(
+        HT,
+        "cors-allow-origin",
+        "a list of origins; a regular expression is refused",
+    ),
+    same(HI, "cors-allow-origin"),
+];
+pub const CORS_ALLOW_METHODS: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(upper_case),
+        ..same(NGINX, "cors-allow-methods")
+    },
+    differs(HT, "cors-allow-methods", "`*` is refused: list the methods"),
+    same(HI, "cors-allow-methods"),
+];
+pub const CORS_ALLOW_HEADERS: &[PeerKey] = &[
+    same(NGINX, "cors-allow-headers"),
+    differs(HT, "cors-allow-headers", "`*` is refused: list the headers"),
+    same(HI, "cors-allow-headers"),
+];
+pub const CORS_ALLOW_CREDENTIALS: &[PeerKey] = &[
+    same(NGINX, "cors-allow-credentials"),
+    same(HT, "cors-allow-credentials"),
+    same(HI, "cors-allow-credentials"),
+];
+pub const CORS_MAX_AGE: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "cors-max-age",
+        "at most 86400 seconds, the default (ingress-nginx: 1728000; browsers cap it lower)",
+    ),
+    PeerKey {
+        translate: Some(duration_as_seconds),
+        difference: Some("the default is 86400 seconds (HAProxy Technologies: 5s)"),
+        ..same(HT, "cors-max-age")
+    },
+    same(HI, "cors-max-age"),
+];
+
+const INLINE_LISTS_ONLY: &str =
+    "addresses and networks written in the value; a `patterns/` file is refused (fail closed)";
+pub const ALLOW_LIST: &[PeerKey] = &[
+    same(NGINX, "allowlist-source-range"),
+    same(NGINX, "whitelist-source-range"),
+    differs(HT, "allow-list", INLINE_LISTS_ONLY),
+    differs(HT, "whitelist", INLINE_LISTS_ONLY),
+    differs(
+        HI,
+        "allowlist-source-range",
+        "`!` exceptions are refused (fail closed)",
+    ),
+    differs(
+        HI,
+        "whitelist-source-range",
+        "`!` exceptions are refused (fail closed)",
+    ),
+];
+pub const DENY_LIST: &[PeerKey] = &[
+    same(NGINX, "denylist-source-range"),
+    differs(HT, "deny-list", INLINE_LISTS_ONLY),
+    differs(HT, "blacklist", INLINE_LISTS_ONLY),
+    differs(
+        HI,
+        "denylist-source-range",
+        "`!` exceptions are refused (fail closed)",
+    ),
+];
+pub const SRC_IP_HEADER: &[PeerKey] = &[
+    same(HT, "src-ip-header"),
+    differs(HI, "allowlist-source-header", "also applies to rate limits"),
+];
+
+pub const AUTH_TYPE: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(nginx_auth_type),
+        ..same(NGINX, "auth-type")
+    },
+    PeerKey {
+        implies: &[("auth-realm", "Protected Content")],
+        ..same(HT, "auth-type")
+    },
+];
+const HASHES: &str = "hashes `$1$`, `$2b$`/`$2y$`, `$5$`, `$6$`; `$apr1$` and plain passwords are refused (every request gets 401)";
+pub const AUTH_SECRET: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(HASHES),
+        ..same(NGINX, "auth-secret")
+    },
+    PeerKey {
+        translate: Some(nginx_auth_secret_type),
+        ..same(NGINX, "auth-secret-type")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some("a Secret in the Ingress' namespace only"),
+        ..same(HT, "auth-secret")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(
+            "a Secret in the Ingress' namespace only; `user::password` (plain) lines are refused (every request gets 401)",
+        ),
+        implies: &[("auth-type", "basic-auth"), ("auth-realm", "localhost")],
+        ..same(HI, "auth-secret")
+    },
+];
+pub const AUTH_REALM: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "auth-realm",
+        "the default realm is `Restricted` (ingress-nginx: empty)",
+    ),
+    same(HT, "auth-realm"),
+    same(HI, "auth-realm"),
+];
+
+pub const RATE_LIMIT_REQUESTS: &[PeerKey] = &[PeerKey {
+    implies: &[("rate-limit-status-code", "403")],
+    ..same(HT, "rate-limit-requests")
+}];
+pub const RATE_LIMIT_PERIOD: &[PeerKey] = &[same(HT, "rate-limit-period")];
+pub const RATE_LIMIT_STATUS_CODE: &[PeerKey] =
+    &[differs(HT, "rate-limit-status-code", "400 to 599")];
+
+pub const LOAD_BALANCE: &[PeerKey] = &[differs(
+    HT,
+    "load-balance",
+    "roundrobin, leastconn, source, uri, random or hdr(Name), without options",
+)];
+
+pub const TIMEOUT_SERVER: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(unitless_seconds),
+        difference: Some(
+            "haproxy's `timeout server` covers reading and writing; the default is 50s (ingress-nginx: 60s)",
+        ),
+        ..same(NGINX, "proxy-read-timeout")
+    },
+    same(HT, "timeout-server"),
+    same(HI, "timeout-server"),
+];
+pub const TIMEOUT_CONNECT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(unitless_seconds),
+        ..same(NGINX, "proxy-connect-timeout")
+    },
+    same(HT, "timeout-connect"),
+    same(HI, "timeout-connect"),
+];
+pub const TIMEOUT_CLIENT: &[PeerKey] = &[same(HT, "timeout-client"), same(HI, "timeout-client")];
+const HI_BACKEND_TIMEOUT: &str = "only in the controller's ConfigMap (HAProxy Ingress: also per backend, on Ingresses and Services)";
+pub const TIMEOUT_HTTP_REQUEST: &[PeerKey] = &[
+    differs(
+        HT,
+        "timeout-http-request",
+        "the default is 10s (HAProxy Technologies: 5s)",
+    ),
+    differs(HI, "timeout-http-request", HI_BACKEND_TIMEOUT),
+];
+pub const TIMEOUT_HTTP_KEEP_ALIVE: &[PeerKey] = &[
+    same(HT, "timeout-http-keep-alive"),
+    differs(HI, "timeout-keep-alive", HI_BACKEND_TIMEOUT),
+];
+pub const TIMEOUT_QUEUE: &[PeerKey] = &[
+    same(HT, "timeout-queue"),
+    differs(HI, "timeout-queue", HI_BACKEND_TIMEOUT),
+];
+pub const TIMEOUT_TUNNEL: &[PeerKey] = &[
+    same(HT, "timeout-tunnel"),
+    differs(HI, "timeout-tunnel", HI_BACKEND_TIMEOUT),
+];
+
+pub const SEND_PROXY_PROTOCOL: &[PeerKey] = &[PeerKey {
+    translate: Some(haproxytech_proxy_protocol),
+    ..same(HT, "send-proxy-protocol")
+}];
+
+pub const SERVER_SSL: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(nginx_backend_tls),
+        ..same(NGINX, "backend-protocol")
+    },
+    same(HT, "server-ssl"),
+];
+pub const SERVER_PROTO: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(nginx_backend_proto),
+        ..same(NGINX, "backend-protocol")
+    },
+    differs(
+        HT,
+        "server-proto",
+        "with `server-ssl`, `h2` offers only HTTP/2 by ALPN (HAProxy Technologies: HTTP/2 and HTTP/1.1)",
+    ),
+];
+pub const SERVER_CA: &[PeerKey] = &[PeerKey {
+    translate: Some(secret_in_own_namespace),
+    difference: Some(
+        "the CA is read from the Secret's `ca.crt` key (HAProxy Technologies: `tls.crt`): without it the backend answers 503",
+    ),
+    ..same(HT, "server-ca")
+}];
+pub const SERVER_CRT: &[PeerKey] = &[PeerKey {
+    translate: Some(secret_in_own_namespace),
+    difference: Some("a Secret in the object's own namespace only"),
+    ..same(HT, "server-crt")
+}];
+
+pub const CHECK: &[PeerKey] = &[differs(
+    HT,
+    "check",
+    "health checks are off unless set (HAProxy Technologies: on by default)",
+)];
+pub const CHECK_HTTP: &[PeerKey] = &[differs(
+    HT,
+    "check-http",
+    "a path only; a method or HTTP version before it is refused",
+)];
+pub const CHECK_INTERVAL: &[PeerKey] = &[same(HT, "check-interval")];
+
+pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
+    HT,
+    "cookie-persistence",
+    "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
+)];
+
+pub const SYSLOG_SERVER: &[PeerKey] = &[];
+pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
+
+/// Other controllers' keys Tugboat knows and does not read, with the reason or what to
+/// use instead. Keys of theirs in neither this list nor an alias are not supported
+/// either; this list only gives the reason.
+pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
+    (
+        NGINX,
+        "rewrite-target",
+        "not yet: use `path-rewrite` (`REGEX REPLACEMENT`)",
+    ),
+    (
+        NGINX,
+        "use-regex",
+        "regular-expression paths are not supported yet",
+    ),
+    (NGINX, "app-root", "not yet"),
+    (NGINX, "from-to-www-redirect", "not yet"),
+    (NGINX, "proxy-body-size", "not yet"),
+    (
+        NGINX,
+        "proxy-send-timeout",
+        "haproxy's `timeout server` covers writes too: set `proxy-read-timeout`",
+    ),
+    (
+        NGINX,
+        "auth-url",
+        "external authentication is not supported yet: the routes answer 403",
+    ),
+    (
+        NGINX,
+        "auth-signin",
+        "external authentication is not supported yet",
+    ),
+    (
+        NGINX,
+        "auth-response-headers",
+        "external authentication is not supported yet",
+    ),
+    (
+        NGINX,
+        "auth-tls-secret",
+        "client certificates are not supported yet: the routes answer 403",
+    ),
+    (
+        NGINX,
+        "limit-rps",
+        "ingress-nginx's limits (burst, 503) differ: use `rate-limit-requests`",
+    ),
+    (
+        NGINX,
+        "limit-rpm",
+        "use `rate-limit-requests` with `rate-limit-period: 1m`",
+    ),
+    (NGINX, "limit-connections", "the routes answer 403"),
+    (NGINX, "affinity", "use `cookie-persistence` on the Service"),
+    (NGINX, "canary", "not yet"),
+    (
+        NGINX,
+        "configuration-snippet",
+        "nginx syntax: never run; remove it",
+    ),
+    (
+        NGINX,
+        "server-snippet",
+        "nginx syntax: never run; remove it",
+    ),
+    (NGINX, "custom-http-errors", "use `--configmap-errorfiles`"),
+    (
+        NGINX,
+        "default-backend",
+        "use the Ingress' `spec.defaultBackend`",
+    ),
+    (NGINX, "server-alias", "not yet: add the host as a rule"),
+    (
+        NGINX,
+        "proxy-ssl-secret",
+        "use `server-ssl`, `server-ca` and `server-crt`",
+    ),
+    (NGINX, "proxy-ssl-verify", "use `server-ca`"),
+    (HT, "ssl-passthrough", "no equivalent"),
+    (
+        HT,
+        "scale-server-slots",
+        "Tugboat sizes server slots itself",
+    ),
+    (HT, "standalone-backend", "no equivalent"),
+    (HT, "route-acl", "the routes answer 403"),
+    (HT, "rate-limit-size", "the routes answer 403"),
+    (HT, "pod-maxconn", "no equivalent"),
+    (
+        HI,
+        "auth-url",
+        "external authentication is not supported yet: the routes answer 403",
+    ),
+    (HI, "oauth", "the routes answer 403"),
+    (HI, "waf", "the routes answer 403"),
+    (HI, "limit-rps", "the routes answer 403"),
+    (HI, "rewrite-target", "not yet: use `path-rewrite`"),
+    (HI, "proxy-body-size", "not yet"),
+    (
+        HI,
+        "backend-protocol",
+        "not yet: use `server-ssl` and `server-proto`",
+    ),
+];
+
+/// Why key `name` of `ecosystem` is not supported, when [`NOT_SUPPORTED`] knows.
+pub fn not_supported_reason(ecosystem: Ecosystem, name: &str) -> Option<&'static str> {
+    NOT_SUPPORTED
+        .iter()
+        .find(|(e, n, _)| *e == ecosystem && *n == name)
+        .map(|(_, _, reason)| *reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::annotations::keys::{KEYS, find_key};
+
+    fn refused(result: Parsed<Option<String>>) -> ValueError {
+        result.expect_err("refused")
+    }
+
+    #[test]
+    fn every_implied_value_is_a_valid_value_of_a_key() {
+        for key in KEYS {
+            for peer in key.peers {
+                assert!(
+                    !matches!(peer.ecosystem, Ecosystem::Tugboat | Ecosystem::Legacy),
+                    "{}",
+                    peer.name
+                );
+                for (name, value) in peer.implies {
+                    let spec = find_key(name).unwrap_or_else(|| panic!("{name} is a key"));
+                    assert_eq!((spec.check)(value), Ok(()), "{name}: {value}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn not_supported_keys_are_not_aliases() {
+        for (ecosystem, name, _) in NOT_SUPPORTED {
+            assert!(
+                !KEYS
+                    .iter()
+                    .flat_map(|k| k.peers)
+                    .any(|p| p.ecosystem == *ecosystem && p.name == *name),
+                "{ecosystem} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn unitless_seconds_get_a_unit() {
+        assert_eq!(unitless_seconds("120", "ns"), Ok(Some("120s".into())));
+    }
+
+    #[test]
+    fn unitless_seconds_refuse_a_unit_or_a_sign() {
+        for value in ["120s", "-1", "", "1.5"] {
+            assert!(
+                matches!(
+                    refused(unitless_seconds(value, "ns")),
+                    ValueError::NotPeerValue(_)
+                ),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_become_whole_seconds() {
+        assert_eq!(duration_as_seconds("1m", "ns"), Ok(Some("60".into())));
+        assert_eq!(duration_as_seconds("1500ms", "ns"), Ok(Some("1".into())));
+        assert_eq!(duration_as_seconds("2h", "ns"), Ok(Some("7200".into())));
+        assert_eq!(duration_as_seconds("30", "ns"), Ok(Some("30".into())));
+    }
+
+    #[test]
+    fn durations_refuse_other_units() {
+        for value in ["1d", "m", "1 m"] {
+            assert!(
+                matches!(
+                    refused(duration_as_seconds(value, "ns")),
+                    ValueError::NotPeerValue(_)
+                ),
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_secret_path_in_the_own_namespace_is_its_name() {
+        assert_eq!(
+            secret_in_own_namespace("shop/users", "shop"),
+            Ok(Some("users".into()))
+        );
+        assert_eq!(
+            secret_in_own_namespace("users", "shop"),
+            Ok(Some("users".into()))
+        );
+    }
+
+    #[test]
+    fn a_secret_of_another_namespace_is_refused() {
+        assert!(matches!(
+            refused(secret_in_own_namespace("other/users", "shop")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_auth_type_basic_only() {
+        assert_eq!(nginx_auth_type("basic", ""), Ok(Some("basic-auth".into())));
+        assert!(matches!(
+            refused(nginx_auth_type("digest", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_auth_secret_types_are_both_read() {
+        assert_eq!(nginx_auth_secret_type("auth-map", ""), Ok(None));
+        assert_eq!(nginx_auth_secret_type("auth-file", ""), Ok(None));
+        assert!(matches!(
+            refused(nginx_auth_secret_type("ldap", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_redirect_keys() {
+        assert_eq!(nginx_ssl_redirect("true", ""), Ok(None));
+        assert_eq!(nginx_ssl_redirect("false", ""), Ok(Some("false".into())));
+        assert_eq!(
+            nginx_force_ssl_redirect("true", ""),
+            Ok(Some("true".into()))
+        );
+        assert_eq!(nginx_force_ssl_redirect("false", ""), Ok(None));
+        assert!(matches!(
+            refused(nginx_ssl_redirect("yes", "")),
+            ValueError::NotPeerValue(_)
+        ));
+        assert!(matches!(
+            refused(nginx_force_ssl_redirect("1", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_backend_protocols() {
+        let both = |v: &str| (nginx_backend_tls(v, ""), nginx_backend_proto(v, ""));
+        let some = |s: &str| Ok(Some(s.to_string()));
+        assert_eq!(both("HTTP"), (some("false"), some("h1")));
+        assert_eq!(both("https"), (some("true"), some("h1")));
+        assert_eq!(both("GRPC"), (some("false"), some("h2")));
+        assert_eq!(both("GRPCS"), (some("true"), some("h2")));
+    }
+
+    #[test]
+    fn ingress_nginx_backend_protocols_tugboat_does_not_speak_are_refused() {
+        for value in ["FCGI", "AUTO_HTTP"] {
+            assert!(matches!(
+                refused(nginx_backend_tls(value, "")),
+                ValueError::NotPeerValue(_)
+            ));
+            assert!(matches!(
+                refused(nginx_backend_proto(value, "")),
+                ValueError::NotPeerValue(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn ingress_nginx_redirects_take_absolute_urls_only() {
+        assert_eq!(
+            absolute_url("https://example.com/new", ""),
+            Ok(Some("https://example.com/new".into()))
+        );
+        assert!(matches!(
+            refused(absolute_url("example.com", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn ingress_nginx_forwarded_prefix_is_a_request_header() {
+        assert_eq!(
+            forwarded_prefix_header("/api", ""),
+            Ok(Some("X-Forwarded-Prefix /api".into()))
+        );
+    }
+
+    #[test]
+    fn ingress_nginx_forwarded_prefix_is_one_line() {
+        assert!(matches!(
+            refused(forwarded_prefix_header("/api\nX-Admin yes", "")),
+            ValueError::NotPeerValue(_)
+        ));
+        assert!(matches!(
+            refused(forwarded_prefix_header(" ", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+
+    #[test]
+    fn haproxytech_proxy_protocol_versions() {
+        assert_eq!(
+            haproxytech_proxy_protocol("proxy", ""),
+            Ok(Some("v1".into()))
+        );
+        assert_eq!(
+            haproxytech_proxy_protocol("proxy-v2", ""),
+            Ok(Some("v2".into()))
+        );
+        assert!(matches!(
+            refused(haproxytech_proxy_protocol("proxy-v2-ssl", "")),
+            ValueError::NotPeerValue(_)
+        ));
+    }
+}

@@ -1,0 +1,215 @@
+//! What the keys say, read through a [`Resolver`]: the features of routes, the options
+//! of backends, the ConfigMap's process-wide settings. Every value comes from a typed
+//! [`Key`](super::keys::Key) and every default from its definition.
+
+use std::collections::BTreeMap;
+
+use super::keys::*;
+use super::layer::Resolver;
+use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
+use crate::features::{
+    BackendOptions, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit, Redirect,
+    RedirectWhen, RouteFeatures, ServerTls, Snippet,
+};
+use crate::problem::ProblemReason;
+
+/// What the route keys say, besides the features: what the builder must look up.
+#[derive(Debug, Clone, Default)]
+pub struct RouteLookups {
+    /// When basic authentication is on: the name of its Secret (if valid).
+    pub auth_secret: Option<Option<String>>,
+    /// Access lists kept in ConfigMaps.
+    pub allow_ref: Option<ConfigMapKeyRef>,
+    pub deny_ref: Option<ConfigMapKeyRef>,
+}
+
+/// What the route keys say, except what lives in other objects (the Secret of
+/// `auth-secret`, `configmap:` access lists), which the builder looks up.
+pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLookups) {
+    let mut features = RouteFeatures::default();
+    let above_config_map = [Scope::Service, Scope::Ingress];
+    let when = resolver.get_in(&SSL_REDIRECT, &above_config_map);
+    let code = resolver.get_in(&SSL_REDIRECT_CODE, &above_config_map);
+    let port = resolver.get_in(&SSL_REDIRECT_PORT, &above_config_map);
+    if when.is_some() || code.is_some() || port.is_some() {
+        let config_map = [Scope::ConfigMap];
+        let code = code.or_else(|| resolver.get_in(&SSL_REDIRECT_CODE, &config_map));
+        features.https_redirect = Some(HttpsRedirect {
+            when: match when {
+                Some(true) => RedirectWhen::Always,
+                Some(false) => RedirectWhen::Never,
+                None => RedirectWhen::TlsHostsOnly,
+            },
+            code: SSL_REDIRECT_CODE.or_default(code),
+            port: port.or_else(|| resolver.get_in(&SSL_REDIRECT_PORT, &config_map)),
+        });
+    }
+    if resolver.get_or_default(&HSTS) {
+        features.hsts = Some(Hsts {
+            max_age: resolver.get_or_default(&HSTS_MAX_AGE),
+            include_subdomains: resolver.get_or_default(&HSTS_INCLUDE_SUBDOMAINS),
+            preload: resolver.get_or_default(&HSTS_PRELOAD),
+        });
+    }
+    if let Some(target) = resolver.get(&REQUEST_REDIRECT) {
+        let code = resolver.get_or_default(&REQUEST_REDIRECT_CODE);
+        features.redirect = Some(Redirect { target, code });
+    }
+    features.original_path = resolver.get_or_default(&BACKEND_PATH) == BackendPath::Original;
+    features.path_rewrite = resolver.get(&PATH_REWRITE);
+    features.set_host = resolver.get(&SET_HOST);
+    features.request_headers = resolver.get(&REQUEST_SET_HEADER).unwrap_or_default();
+    features.response_headers = resolver.get(&RESPONSE_SET_HEADER).unwrap_or_default();
+    if resolver.get_or_default(&CORS_ENABLE) {
+        features.cors = Some(Cors {
+            origins: resolver.get_or_default(&CORS_ALLOW_ORIGIN),
+            methods: resolver.get_or_default(&CORS_ALLOW_METHODS),
+            headers: resolver.get_or_default(&CORS_ALLOW_HEADERS),
+            credentials: resolver.get_or_default(&CORS_ALLOW_CREDENTIALS),
+            max_age: resolver.get_or_default(&CORS_MAX_AGE),
+        });
+    }
+    let mut lookups = RouteLookups::default();
+    match resolver.get(&ALLOW_LIST) {
+        Some(AccessList::Inline(list)) => features.allow_list = list,
+        Some(AccessList::ConfigMap(reference)) => lookups.allow_ref = Some(reference),
+        None => {}
+    }
+    match resolver.get(&DENY_LIST) {
+        Some(AccessList::Inline(list)) => features.deny_list = list,
+        Some(AccessList::ConfigMap(reference)) => lookups.deny_ref = Some(reference),
+        None => {}
+    }
+    if let Some(requests) = resolver.get(&RATE_LIMIT_REQUESTS) {
+        features.rate_limit = Some(RateLimit {
+            requests,
+            period: resolver.get_or_default(&RATE_LIMIT_PERIOD),
+            status: resolver.get_or_default(&RATE_LIMIT_STATUS_CODE),
+        });
+    }
+    let needs_client_address = !features.allow_list.is_empty()
+        || !features.deny_list.is_empty()
+        || lookups.allow_ref.is_some()
+        || lookups.deny_ref.is_some()
+        || features.rate_limit.is_some();
+    if needs_client_address {
+        features.src_ip_header = resolver.get(&SRC_IP_HEADER);
+    }
+    if resolver.get(&AUTH_TYPE).is_some() {
+        lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
+    }
+    (features, lookups)
+}
+
+/// The realm of basic authentication.
+pub fn auth_realm(resolver: &mut Resolver<'_>) -> String {
+    resolver.get_or_default(&AUTH_REALM)
+}
+
+/// What the backend keys say, besides the options: the Secrets the builder must look up.
+#[derive(Debug, Clone, Default)]
+pub struct BackendLookups {
+    /// `server-ca`: a Secret with `ca.crt`.
+    pub server_ca: Option<String>,
+    /// `server-crt`: a TLS Secret.
+    pub server_crt: Option<String>,
+}
+
+const SNIPPETS_OFF: &str =
+    "raw snippets are off; the operator can allow them with --allow-snippets";
+
+/// What the backend keys say. Snippets only when `allow_snippets`.
+pub fn backend_options(
+    resolver: &mut Resolver<'_>,
+    allow_snippets: bool,
+) -> (BackendOptions, BackendLookups) {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    let mut lookups = BackendLookups::default();
+    let tls = resolver.get_or_default(&SERVER_SSL);
+    if tls {
+        lookups.server_ca = resolver.get(&SERVER_CA);
+        lookups.server_crt = resolver.get(&SERVER_CRT);
+    } else {
+        for key in [&SERVER_CA.spec, &SERVER_CRT.spec] {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "it needs server-ssl: \"true\"",
+            );
+        }
+    }
+    let check_path = resolver.get(&CHECK_HTTP);
+    let check = resolver.get_or_default(&CHECK) || check_path.is_some();
+    let health_check = check.then(|| HealthCheck {
+        http_path: check_path,
+        interval: resolver.get(&CHECK_INTERVAL),
+    });
+    let snippet = if allow_snippets {
+        resolver
+            .get_sourced(&BACKEND_CONFIG_SNIPPET, &all)
+            .map(|(lines, source)| Snippet { lines, source })
+    } else {
+        resolver.refuse(
+            &BACKEND_CONFIG_SNIPPET.spec,
+            &all,
+            ProblemReason::NotAllowed,
+            SNIPPETS_OFF,
+        );
+        None
+    };
+    let options = BackendOptions {
+        tls: tls.then(ServerTls::default),
+        h2: resolver.get_or_default(&SERVER_PROTO),
+        health_check,
+        cookie: resolver.get(&COOKIE_PERSISTENCE),
+        blocked: false,
+        snippet,
+        balance: resolver.get(&LOAD_BALANCE),
+        send_proxy: resolver.get(&SEND_PROXY_PROTOCOL),
+        timeout_server: resolver.get(&TIMEOUT_SERVER),
+        timeout_connect: resolver.get(&TIMEOUT_CONNECT),
+    };
+    (options, lookups)
+}
+
+/// What the ConfigMap-only keys say. Snippets only when `allow_snippets`.
+pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> GlobalOptions {
+    let cm = [Scope::ConfigMap];
+    let mut timeouts = BTreeMap::new();
+    for (name, key) in TIMEOUTS {
+        if let Some(value) = resolver.get_in(key, &cm) {
+            timeouts.insert(name.to_string(), value);
+        }
+    }
+    let snippet = if allow_snippets {
+        resolver
+            .get_sourced(&GLOBAL_CONFIG_SNIPPET, &cm)
+            .map(|(lines, source)| Snippet { lines, source })
+    } else {
+        resolver.refuse(
+            &GLOBAL_CONFIG_SNIPPET.spec,
+            &cm,
+            ProblemReason::NotAllowed,
+            SNIPPETS_OFF,
+        );
+        None
+    };
+    // Read in the order of the fields, so problems come in that order.
+    let syslog_server = resolver.get_in(&SYSLOG_SERVER, &cm);
+    let log_format = resolver.get_in(&LOG_FORMAT, &cm);
+    let strict_sni = resolver.get_in(&CLIENT_STRICT_SNI, &cm);
+    let ssl_redirect_code = resolver.get_in(&SSL_REDIRECT_CODE, &cm);
+    let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
+    let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
+    GlobalOptions {
+        timeouts,
+        syslog_server: SYSLOG_SERVER.or_default(syslog_server),
+        log_format,
+        strict_sni: CLIENT_STRICT_SNI.or_default(strict_sni),
+        ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code),
+        ssl_redirect_port,
+        snippet,
+        original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,
+    }
+}

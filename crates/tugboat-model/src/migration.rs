@@ -1,0 +1,337 @@
+//! The migration report (`tugboat migrate`): for Ingresses written for ingress-nginx or
+//! the HAProxy controllers, what Tugboat does with each of their keys (supported,
+//! supported with a difference, not supported), the IngressClass change to make, and
+//! the basic-auth Secrets haproxy cannot use as they are. Pure: the caller reads the
+//! objects from a folder or a cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::Ingress;
+use serde::Serialize;
+
+use crate::annotations::keys::{KeySpec, Scope, find_key, find_peer};
+use crate::annotations::peers::{PeerKey, not_supported_reason};
+use crate::annotations::prefixes::{self, Ecosystem};
+use crate::annotations::{Layer, UnsupportedAccess};
+use crate::auth::users_from_secret;
+use crate::problem::ObjectRef;
+use crate::snapshot::{ObjectKey, Objects};
+use crate::validate::printable;
+
+/// The annotation that named an Ingress' class before `spec.ingressClassName`.
+pub const CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
+/// What Tugboat does with one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Supported,
+    SupportedWithDifference,
+    NotSupported,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Supported => "supported",
+            Status::SupportedWithDifference => "supported with a difference",
+            Status::NotSupported => "not supported",
+        }
+    }
+}
+
+/// One annotation of an Ingress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyReport {
+    /// The annotation's full name.
+    pub annotation: String,
+    /// The controller whose prefix it has.
+    pub controller: &'static str,
+    pub status: Status,
+    /// The Tugboat keys it is read as.
+    pub tugboat_keys: Vec<&'static str>,
+    /// The difference, or why it is not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Whether it restricts access: then, not supported, its routes answer 403.
+    pub restricts_access: bool,
+}
+
+/// One Ingress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IngressReport {
+    pub namespace: String,
+    pub name: String,
+    /// The class it asks for now (`spec.ingressClassName` or the old annotation).
+    pub class: Option<String>,
+    /// What to change so that Tugboat serves it; `None`: nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_change: Option<String>,
+    pub keys: Vec<KeyReport>,
+}
+
+/// A basic-auth Secret that haproxy cannot use as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SecretReport {
+    pub namespace: String,
+    pub name: String,
+    /// The Ingresses that use it (`namespace/name`).
+    pub used_by: Vec<String>,
+    /// What is wrong (never a hash).
+    pub problem: String,
+    /// How to make a hash haproxy verifies.
+    pub command: &'static str,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub ingresses: Vec<IngressReport>,
+    pub secrets: Vec<SecretReport>,
+}
+
+/// How to make a password hash haproxy verifies, for the `auth` key of a Secret.
+pub const HASH_COMMAND: &str = "htpasswd -nbB USER PASSWORD (bcrypt; or: openssl passwd -6 PASSWORD for SHA-512-crypt), one user:hash line per user in the Secret's auth key";
+
+impl Report {
+    /// Counts of keys by status.
+    pub fn count(&self, status: Status) -> usize {
+        self.ingresses
+            .iter()
+            .flat_map(|i| &i.keys)
+            .filter(|k| k.status == status)
+            .count()
+    }
+
+    /// Whether everything moves as it is (no key unsupported, no Secret to fix).
+    pub fn all_supported(&self) -> bool {
+        self.count(Status::NotSupported) == 0 && self.secrets.is_empty()
+    }
+}
+
+/// The report of `ingresses`, for Tugboat's IngressClass `class`; `secrets` are those
+/// at hand (the basic-auth Secrets the Ingresses name are checked when present).
+pub fn report(ingresses: &Objects<Ingress>, secrets: &Objects<Secret>, class: &str) -> Report {
+    let mut report = Report::default();
+    let mut auth_secrets: BTreeMap<ObjectKey, Vec<String>> = BTreeMap::new();
+    for (key, ingress) in ingresses {
+        let annotations = ingress.metadata.annotations.as_ref();
+        let keys = annotations
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, value)| key_report(name, value, &key.namespace))
+            .collect();
+        let requested = ingress
+            .spec
+            .as_ref()
+            .and_then(|s| s.ingress_class_name.clone())
+            .or_else(|| annotations.and_then(|a| a.get(CLASS_ANNOTATION)).cloned());
+        report.ingresses.push(IngressReport {
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            class_change: class_change(ingress, requested.as_deref(), class),
+            class: requested,
+            keys,
+        });
+        if let Some(secret) = auth_secret(key, annotations) {
+            auth_secrets
+                .entry(ObjectKey::new(&key.namespace, &secret))
+                .or_default()
+                .push(format!("{}/{}", key.namespace, key.name));
+        }
+    }
+    for (secret_key, used_by) in auth_secrets {
+        let Some(secret) = secrets.get(&secret_key) else {
+            continue;
+        };
+        if let Err(problem) = users_from_secret(secret) {
+            report.secrets.push(SecretReport {
+                namespace: secret_key.namespace.clone(),
+                name: secret_key.name.clone(),
+                used_by,
+                problem,
+                command: HASH_COMMAND,
+            });
+        }
+    }
+    report
+}
+
+/// The basic-auth Secrets the Ingresses name (to fetch before [`report`]).
+pub fn auth_secrets(ingresses: &Objects<Ingress>) -> Vec<ObjectKey> {
+    let mut found: Vec<ObjectKey> = ingresses
+        .iter()
+        .filter_map(|(key, ingress)| {
+            let name = auth_secret(key, ingress.metadata.annotations.as_ref())?;
+            Some(ObjectKey::new(&key.namespace, name))
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// The basic-auth Secret an Ingress names, whatever the prefix: the same reading as
+/// the builder's.
+fn auth_secret(key: &ObjectKey, annotations: Option<&BTreeMap<String, String>>) -> Option<String> {
+    let object = ObjectRef {
+        kind: "Ingress",
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    };
+    let mut problems = Vec::new();
+    let layer = Layer::from_annotations(
+        object,
+        Scope::Ingress,
+        annotations,
+        UnsupportedAccess::Deny,
+        &mut problems,
+    );
+    let mut values: BTreeMap<&str, &str> = layer.values().collect();
+    values.remove("auth-type")?;
+    values.get("auth-secret").map(|s| s.to_string())
+}
+
+/// What to change so that Tugboat's class `class` serves the Ingress.
+fn class_change(ingress: &Ingress, requested: Option<&str>, class: &str) -> Option<String> {
+    let in_spec = ingress
+        .spec
+        .as_ref()
+        .and_then(|s| s.ingress_class_name.as_deref());
+    match (in_spec, requested) {
+        (Some(name), _) if name == class => None,
+        (Some(name), _) => Some(format!(
+            "set spec.ingressClassName: {class} (now: {})",
+            printable(name)
+        )),
+        (None, Some(name)) => Some(format!(
+            "set spec.ingressClassName: {class} and remove the {CLASS_ANNOTATION} annotation (now: {})",
+            printable(name)
+        )),
+        (None, None) => Some(format!(
+            "set spec.ingressClassName: {class}, or make the IngressClass {class} the cluster's default"
+        )),
+    }
+}
+
+/// The report of one annotation; `None` when its prefix is no controller's Tugboat
+/// knows.
+fn key_report(annotation: &str, value: &str, namespace: &str) -> Option<KeyReport> {
+    let (ecosystem, name) = prefixes::split_annotation(annotation)?;
+    let restricts = prefixes::restricts_access(name);
+    let mut report = KeyReport {
+        annotation: annotation.to_string(),
+        controller: ecosystem.controller(),
+        status: Status::Supported,
+        tugboat_keys: Vec::new(),
+        note: None,
+        restricts_access: restricts,
+    };
+    let targets: Vec<(&'static KeySpec, Option<&'static PeerKey>)> = match ecosystem {
+        Ecosystem::Tugboat | Ecosystem::Legacy => find_key(name)
+            .map(|spec| (spec, None))
+            .into_iter()
+            .collect(),
+        _ => find_peer(ecosystem, name)
+            .into_iter()
+            .map(|(spec, peer)| (spec, Some(peer)))
+            .collect(),
+    };
+    if targets.is_empty() {
+        report.status = Status::NotSupported;
+        report.note = Some(
+            not_supported_reason(ecosystem, name)
+                .unwrap_or("Tugboat has no such key")
+                .to_string(),
+        );
+        return Some(report);
+    }
+    let mut differences = Vec::new();
+    for (spec, peer) in targets {
+        report.tugboat_keys.push(spec.name);
+        if !spec.scopes.contains(&Scope::Ingress) {
+            report.status = Status::NotSupported;
+            report.note = Some(format!(
+                "{} is set in the controller's ConfigMap, not on an Ingress",
+                spec.name
+            ));
+            return Some(report);
+        }
+        let translated = match peer.and_then(|p| p.translate) {
+            None => Ok(Some(value.to_string())),
+            Some(translate) => translate(value, namespace),
+        };
+        let checked = translated.and_then(|v| match v {
+            Some(v) => (spec.check)(&v),
+            None => Ok(()),
+        });
+        if let Err(expected) = checked {
+            report.status = Status::NotSupported;
+            report.note = Some(format!(
+                "the value '{}' is not supported: expected {expected}",
+                printable(value)
+            ));
+            return Some(report);
+        }
+        differences.extend(peer.and_then(|p| p.difference));
+    }
+    if !differences.is_empty() {
+        report.status = Status::SupportedWithDifference;
+        report.note = Some(differences.join("; "));
+    }
+    Some(report)
+}
+
+/// The report as text, one line per key.
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    for ingress in &report.ingresses {
+        out.push_str(&format!("Ingress {}/{}\n", ingress.namespace, ingress.name));
+        if let Some(change) = &ingress.class_change {
+            out.push_str(&format!("  class: {change}\n"));
+        }
+        for key in &ingress.keys {
+            let mut line = format!("  {}: {}", key.status.as_str(), key.annotation);
+            let ours: Vec<&str> = key
+                .tugboat_keys
+                .iter()
+                .copied()
+                .filter(|k| !key.annotation.ends_with(&format!("/{k}")))
+                .collect();
+            if !ours.is_empty() {
+                line.push_str(&format!(" (as {})", ours.join(", ")));
+            }
+            if let Some(note) = &key.note {
+                line.push_str(&format!(": {note}"));
+            }
+            if key.status == Status::NotSupported && key.restricts_access {
+                line.push_str(" [restricts access: its routes will answer 403]");
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    for secret in &report.secrets {
+        out.push_str(&format!(
+            "Secret {}/{} (used by {}): {}; make a supported hash with: {}\n",
+            secret.namespace,
+            secret.name,
+            secret.used_by.join(", "),
+            secret.problem,
+            secret.command
+        ));
+    }
+    out.push_str(&format!(
+        "{} Ingress(es): {} key(s) supported, {} supported with a difference, {} not supported; {} Secret(s) to fix\n",
+        report.ingresses.len(),
+        report.count(Status::Supported),
+        report.count(Status::SupportedWithDifference),
+        report.count(Status::NotSupported),
+        report.secrets.len()
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! The migration report from tables of Ingresses as users of other controllers wrote
+//! them.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn ingress(name: &str, class: Option<&str>, annotations: Value) -> (ObjectKey, Arc<Ingress>) {
+    let mut spec = json!({"rules": [{"host": "shop.example.com", "http": {"paths": [
+        {"path": "/", "pathType": "Prefix",
+         "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]});
+    if let Some(class) = class {
+        spec["ingressClassName"] = json!(class);
+    }
+    let object = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "shop", "annotations": annotations},
+        "spec": spec,
+    });
+    (
+        ObjectKey::new("shop", name),
+        Arc::new(serde_json::from_value(object).expect("Ingress")),
+    )
+}
+
+fn secret(name: &str, auth: &str) -> (ObjectKey, Arc<Secret>) {
+    let object = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": "shop"},
+        "data": {"auth": base64(auth.as_bytes())},
+    });
+    (
+        ObjectKey::new("shop", name),
+        Arc::new(serde_json::from_value(object).expect("Secret")),
+    )
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn key<'a>(report: &'a Report, annotation: &str) -> &'a KeyReport {
+    report.ingresses[0]
+        .keys
+        .iter()
+        .find(|k| k.annotation == annotation)
+        .unwrap_or_else(|| panic!("{annotation}: {report:?}"))
+}
+
+fn one(annotations: Value) -> Report {
+    let ingresses = [ingress("web", Some("nginx"), annotations)]
+        .into_iter()
+        .collect();
+    report(&ingresses, &Objects::default(), "tugboat")
+}
+
+#[test]
+fn each_key_is_supported_with_or_without_a_difference_or_not() {
+    let report = one(json!({
+        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8",
+        "nginx.ingress.kubernetes.io/auth-realm": "Staff",
+        "nginx.ingress.kubernetes.io/rewrite-target": "/$1",
+        "nginx.ingress.kubernetes.io/no-such-thing": "x",
+        "nginx.ingress.kubernetes.io/backend-protocol": "GRPCS",
+        "cert-manager.io/cluster-issuer": "letsencrypt",
+    }));
+    let allow = key(
+        &report,
+        "nginx.ingress.kubernetes.io/whitelist-source-range",
+    );
+    assert_eq!(allow.status, Status::Supported);
+    assert_eq!(allow.tugboat_keys, ["allow-list"]);
+    assert!(allow.restricts_access);
+    let realm = key(&report, "nginx.ingress.kubernetes.io/auth-realm");
+    assert_eq!(realm.status, Status::SupportedWithDifference);
+    assert!(
+        realm
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("Restricted"))
+    );
+    let rewrite = key(&report, "nginx.ingress.kubernetes.io/rewrite-target");
+    assert_eq!(rewrite.status, Status::NotSupported);
+    assert!(
+        rewrite
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("path-rewrite"))
+    );
+    let unknown = key(&report, "nginx.ingress.kubernetes.io/no-such-thing");
+    assert_eq!(unknown.status, Status::NotSupported);
+    let protocol = key(&report, "nginx.ingress.kubernetes.io/backend-protocol");
+    assert_eq!(protocol.tugboat_keys, ["server-ssl", "server-proto"]);
+    // Keys of controllers Tugboat does not know of are not in the report.
+    assert_eq!(report.ingresses[0].keys.len(), 5);
+    assert_eq!(report.count(Status::NotSupported), 2);
+    assert!(!report.all_supported());
+}
+
+#[test]
+fn a_value_tugboat_cannot_honour_makes_the_key_not_supported() {
+    let report = one(json!({"nginx.ingress.kubernetes.io/auth-type": "digest"}));
+    let auth = key(&report, "nginx.ingress.kubernetes.io/auth-type");
+    assert_eq!(auth.status, Status::NotSupported);
+    assert!(
+        auth.note.as_deref().is_some_and(|n| n.contains("'digest'")),
+        "{auth:?}"
+    );
+    assert!(text(&report).contains("its routes will answer 403"));
+}
+
+#[test]
+fn a_configmap_only_key_on_an_ingress_is_not_supported() {
+    let report = one(json!({"haproxy.org/timeout-client": "1m"}));
+    assert_eq!(
+        key(&report, "haproxy.org/timeout-client").status,
+        Status::NotSupported
+    );
+}
+
+#[test]
+fn the_class_change_to_make() {
+    let ingresses = [
+        ingress("nginx", Some("nginx"), json!({})),
+        ingress("ours", Some("tugboat"), json!({})),
+        ingress("old", None, json!({CLASS_ANNOTATION: "haproxy"})),
+        ingress("none", None, json!({})),
+    ]
+    .into_iter()
+    .collect();
+    let report = report(&ingresses, &Objects::default(), "tugboat");
+    let change = |name: &str| {
+        report
+            .ingresses
+            .iter()
+            .find(|i| i.name == name)
+            .and_then(|i| i.class_change.clone())
+    };
+    assert_eq!(
+        change("nginx").as_deref(),
+        Some("set spec.ingressClassName: tugboat (now: nginx)")
+    );
+    assert_eq!(change("ours"), None);
+    assert!(change("old").is_some_and(|c| c.contains("remove the kubernetes.io/ingress.class")));
+    assert!(change("none").is_some_and(|c| c.contains("default")));
+    assert!(report.all_supported());
+}
+
+#[test]
+fn apr1_secrets_are_named_with_the_command_that_makes_a_supported_hash() {
+    let ingresses = [ingress(
+        "web",
+        Some("nginx"),
+        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
+               "nginx.ingress.kubernetes.io/auth-secret": "users"}),
+    )]
+    .into_iter()
+    .collect();
+    let secrets = [secret("users", "bob:$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51\n")]
+        .into_iter()
+        .collect();
+    let report = report(&ingresses, &secrets, "tugboat");
+    assert_eq!(report.secrets.len(), 1, "{report:?}");
+    let secret = &report.secrets[0];
+    assert_eq!(secret.used_by, ["shop/web"]);
+    assert!(secret.problem.contains("$apr1$"), "{secret:?}");
+    assert!(
+        !secret.problem.contains("V7uD6Y3E"),
+        "hash leaked: {secret:?}"
+    );
+    assert!(secret.command.contains("htpasswd -nbB"));
+    assert!(!report.all_supported());
+    let json = serde_json::to_value(&report).expect("JSON");
+    assert_eq!(json["secrets"][0]["name"], "users");
+    let keys = &json["ingresses"][0]["keys"];
+    assert_eq!(
+        keys[0]["annotation"],
+        "nginx.ingress.kubernetes.io/auth-secret"
+    );
+    assert_eq!(keys[0]["status"], "supported-with-difference");
+    assert_eq!(keys[1]["status"], "supported");
+}

@@ -1,0 +1,365 @@
+//! Annotations under Tugboat's prefix or another controller's that Tugboat does not
+//! read: never ignored silently (a problem names the object and the key), and a key
+//! that restricts access makes the routes it applies to refuse everybody unless the
+//! operator says otherwise.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tugboat_model::annotations::UnsupportedAccess;
+use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+
+fn ingress(name: &str, path: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default",
+                     "creationTimestamp": "2024-01-01T00:00:00Z",
+                     "annotations": annotations},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+            {"path": path, "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+        ]}}]},
+    })
+}
+
+fn snapshot(ingresses: &[Value], service_annotations: Value) -> Snapshot {
+    let mut snapshot = Snapshot::default();
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default", "annotations": service_annotations},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    for object in ingresses {
+        let name = object["metadata"]["name"].as_str().expect("name");
+        snapshot.ingresses.insert(
+            ObjectKey::new("default", name),
+            Arc::new(serde_json::from_value(object.clone()).expect("Ingress")),
+        );
+    }
+    snapshot
+}
+
+fn settings(access: UnsupportedAccess) -> Settings {
+    Settings {
+        unsupported_access: access,
+        ..Settings::new(1_700_000_000)
+    }
+}
+
+/// Whether the routes of Ingress `name` refuse everybody.
+fn denied_by_path(output: &BuildOutput) -> BTreeMap<String, bool> {
+    output
+        .desired
+        .routes
+        .iter()
+        .map(|route| {
+            let denied = route
+                .features
+                .as_ref()
+                .and_then(|id| output.desired.feature_sets.get(id))
+                .is_some_and(|f| f.deny_all);
+            (route.path.to_string(), denied)
+        })
+        .collect()
+}
+
+#[test]
+fn an_unsupported_peer_access_key_refuses_the_routes_of_its_ingress_only() {
+    let snapshot = snapshot(
+        &[
+            ingress(
+                "office",
+                "/office",
+                json!({"nginx.ingress.kubernetes.io/auth-tls-secret": "default/client-ca"}),
+            ),
+            ingress("site", "/", json!({})),
+        ],
+        json!({}),
+    );
+    let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
+    let denied = denied_by_path(&output);
+    assert_eq!(denied.len(), 2, "{denied:?}");
+    assert!(
+        denied
+            .iter()
+            .any(|(path, d)| path.contains("/office") && *d)
+    );
+    assert!(
+        denied
+            .iter()
+            .any(|(path, d)| !path.contains("/office") && !*d)
+    );
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.object.name == "office")
+        .expect("a problem on the Ingress");
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/auth-tls-secret"
+    );
+    assert!(problem.message.contains("'auth-tls-secret'"), "{problem}");
+    assert!(problem.message.contains("ingress-nginx"), "{problem}");
+    assert!(problem.message.contains("403"), "{problem}");
+    assert!(!output.problems.iter().any(|p| p.object.name == "site"));
+}
+
+#[test]
+fn with_ignore_the_routes_are_served_and_the_problem_says_so() {
+    let snapshot = snapshot(
+        &[ingress(
+            "office",
+            "/office",
+            json!({"haproxy-ingress.github.io/auth-url": "http://auth.example.com/"}),
+        )],
+        json!({}),
+    );
+    let output = build(&snapshot, &settings(UnsupportedAccess::Ignore));
+    assert!(denied_by_path(&output).values().all(|d| !d));
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.object.name == "office")
+        .expect("a problem on the Ingress");
+    assert!(
+        problem
+            .message
+            .contains("--unsupported-access-keys=ignore serves"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn an_unsupported_key_that_does_not_restrict_access_is_a_problem_only() {
+    let snapshot = snapshot(
+        &[ingress(
+            "proxy",
+            "/",
+            json!({
+                "nginx.ingress.kubernetes.io/proxy-buffering": "on",
+                "tugboat.dev/no-such-key": "x",
+                "ingress.kubernetes.io/no-such-legacy-key": "x",
+                "example.com/not-ours": "x",
+            }),
+        )],
+        json!({}),
+    );
+    let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
+    assert!(denied_by_path(&output).values().all(|d| !d));
+    let fields: Vec<&str> = output.problems.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "metadata.annotations.ingress.kubernetes.io/no-such-legacy-key",
+            "metadata.annotations.nginx.ingress.kubernetes.io/proxy-buffering",
+            "metadata.annotations.tugboat.dev/no-such-key",
+        ]
+    );
+    assert!(
+        output
+            .problems
+            .iter()
+            .all(|p| p.message.contains("no effect")),
+        "{:?}",
+        output.problems
+    );
+}
+
+#[test]
+fn an_unknown_access_key_under_our_own_prefix_fails_closed_too() {
+    let snapshot = snapshot(
+        &[ingress(
+            "shop",
+            "/",
+            json!({"tugboat.dev/auth-url": "http://auth/"}),
+        )],
+        json!({}),
+    );
+    let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
+    assert!(denied_by_path(&output).values().all(|d| *d));
+    assert!(
+        output.problems[0]
+            .message
+            .contains("unknown key 'auth-url'")
+    );
+}
+
+#[test]
+fn a_service_with_an_unsupported_access_key_refuses_the_routes_to_it() {
+    let snapshot = snapshot(
+        &[ingress("shop", "/", json!({}))],
+        json!({"haproxy.org/client-ca": "default/ca"}),
+    );
+    let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
+    assert!(denied_by_path(&output).values().all(|d| *d));
+    let problem = &output.problems[0];
+    assert_eq!(problem.object.kind, "Service");
+    assert!(
+        problem.message.contains("the routes to this Service"),
+        "{problem}"
+    );
+}
+
+/// The features of the only route.
+fn features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
+    let route = &output.desired.routes[0];
+    route
+        .features
+        .as_ref()
+        .and_then(|id| output.desired.feature_sets.get(id))
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn one_ingress(annotations: Value) -> BuildOutput {
+    build(
+        &snapshot(&[ingress("shop", "/", annotations)], json!({})),
+        &settings(UnsupportedAccess::Deny),
+    )
+}
+
+#[test]
+fn a_peer_allow_list_with_a_value_tugboat_refuses_fails_closed() {
+    let output = one_ingress(json!({
+        "haproxy-ingress.github.io/allowlist-source-range": "10.0.0.0/8,!10.100.0.0/16"
+    }));
+    let features = features(&output);
+    assert!(features.deny_all, "{features:?}");
+    assert!(features.allow_list.is_empty(), "{features:?}");
+    let problem = &output.problems[0];
+    assert!(
+        problem
+            .field
+            .ends_with("haproxy-ingress.github.io/allowlist-source-range")
+    );
+    assert!(problem.message.contains("403"), "{problem}");
+}
+
+#[test]
+fn ingress_nginx_allow_and_deny_lists_are_read_as_tugboat_s() {
+    let output = one_ingress(json!({
+        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/24, 192.168.1.7",
+        "nginx.ingress.kubernetes.io/denylist-source-range": "10.0.0.9",
+    }));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let features = features(&output);
+    assert!(!features.deny_all);
+    assert_eq!(features.allow_list, ["10.0.0.0/24", "192.168.1.7"]);
+    assert_eq!(features.deny_list, ["10.0.0.9"]);
+}
+
+#[test]
+fn tugboat_s_own_key_beats_another_controller_s() {
+    let output = one_ingress(json!({
+        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8",
+        "haproxy.org/allow-list": "172.16.0.0/12",
+        "tugboat.dev/allow-list": "192.168.0.0/16",
+    }));
+    assert_eq!(features(&output).allow_list, ["192.168.0.0/16"]);
+}
+
+#[test]
+fn ingress_nginx_backend_protocol_and_timeouts_are_read_as_tugboat_s() {
+    let output = one_ingress(json!({
+        "nginx.ingress.kubernetes.io/backend-protocol": "grpcs",
+        "nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
+        "nginx.ingress.kubernetes.io/proxy-connect-timeout": "3",
+    }));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let backend = output.desired.backends.values().next().expect("a backend");
+    assert!(backend.options.tls.is_some(), "{:?}", backend.options);
+    assert!(backend.options.h2);
+    assert_eq!(backend.options.timeout_server.as_deref(), Some("120s"));
+    assert_eq!(backend.options.timeout_connect.as_deref(), Some("3s"));
+}
+
+#[test]
+fn a_peer_value_tugboat_cannot_honour_is_a_problem_naming_key_and_value() {
+    let output = one_ingress(json!({"nginx.ingress.kubernetes.io/backend-protocol": "FCGI"}));
+    let problem = &output.problems[0];
+    assert!(
+        problem
+            .field
+            .ends_with("nginx.ingress.kubernetes.io/backend-protocol")
+    );
+    assert!(problem.message.contains("'FCGI'"), "{problem}");
+    assert!(!features(&output).deny_all);
+    let backend = output.desired.backends.values().next().expect("a backend");
+    assert!(backend.options.tls.is_none());
+}
+
+#[test]
+fn ingress_nginx_cors_keeps_its_credentials_default_unless_set() {
+    let on = features(&one_ingress(json!({
+        "nginx.ingress.kubernetes.io/enable-cors": "true",
+        "nginx.ingress.kubernetes.io/cors-allow-methods": "get, post",
+    })));
+    let cors = on.cors.expect("CORS");
+    assert!(cors.credentials);
+    assert_eq!(cors.methods, "GET, POST");
+    let off = features(&one_ingress(json!({
+        "nginx.ingress.kubernetes.io/enable-cors": "true",
+        "nginx.ingress.kubernetes.io/cors-allow-credentials": "false",
+    })));
+    assert!(!off.cors.expect("CORS").credentials);
+}
+
+#[test]
+fn basic_auth_as_each_controller_writes_it() {
+    for annotations in [
+        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
+               "nginx.ingress.kubernetes.io/auth-secret": "default/users"}),
+        json!({"haproxy.org/auth-type": "basic-auth",
+               "haproxy.org/auth-secret": "users"}),
+        json!({"haproxy-ingress.github.io/auth-secret": "users"}),
+    ] {
+        let output = one_ingress(annotations.clone());
+        let auth = features(&output).basic_auth.expect("basic auth");
+        assert!(auth.userlist.contains("users") || auth.userlist == "tugboat_no_users");
+        // The Secret is missing here: the problem names it.
+        assert!(
+            output
+                .problems
+                .iter()
+                .any(|p| p.message.contains("default/users")),
+            "{annotations}: {:?}",
+            output.problems
+        );
+    }
+}
+
+#[test]
+fn digest_auth_and_secrets_of_other_namespaces_fail_closed() {
+    for annotations in [
+        json!({"nginx.ingress.kubernetes.io/auth-type": "digest",
+               "nginx.ingress.kubernetes.io/auth-secret": "users"}),
+        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
+               "nginx.ingress.kubernetes.io/auth-secret": "other/users"}),
+    ] {
+        let output = one_ingress(annotations.clone());
+        assert!(features(&output).deny_all, "{annotations}");
+    }
+}
+
+#[test]
+fn references_follow_other_controllers_keys() {
+    let snapshot = snapshot(
+        &[ingress(
+            "shop",
+            "/",
+            json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
+                   "nginx.ingress.kubernetes.io/auth-secret": "default/users"}),
+        )],
+        json!({}),
+    );
+    let found = tugboat_model::references(&snapshot, &settings(UnsupportedAccess::Deny));
+    assert!(
+        found.secrets.contains(&ObjectKey::new("default", "users")),
+        "{found:?}"
+    );
+}
