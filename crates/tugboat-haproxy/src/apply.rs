@@ -94,38 +94,47 @@ pub struct Applier {
     hashes: FileHashes,
 }
 
-/// The hash of each file's contents, kept between applies, so that the fingerprint of
-/// a large state costs the files that changed.
+/// The hash of each file, kept between applies, so that the fingerprint of a large
+/// state costs the files that changed.
 #[derive(Debug, Default)]
 struct FileHashes {
     by_path: HashMap<PathBuf, u64>,
+    /// The fingerprint: the sum of the hashes.
+    total: u64,
 }
 
 impl FileHashes {
-    /// [`fingerprint`] of `files`, of which only `changed` differ from the last call.
-    fn fingerprint(&mut self, files: &RenderedFiles, changed: &[PathBuf]) -> u64 {
+    /// [`fingerprint`] of `files`, of which only `changed` and `removed` differ from
+    /// the last call.
+    fn fingerprint(
+        &mut self,
+        files: &RenderedFiles,
+        changed: &[PathBuf],
+        removed: &[PathBuf],
+    ) -> u64 {
+        for path in changed.iter().chain(removed) {
+            if let Some(old) = self.by_path.remove(path) {
+                self.total = self.total.wrapping_sub(old);
+            }
+        }
         for path in changed {
-            self.by_path.remove(path);
+            if let Some(contents) = files.files.get(path) {
+                let hash = file_hash(path, contents);
+                self.by_path.insert(path.clone(), hash);
+                self.total = self.total.wrapping_add(hash);
+            }
         }
-        let mut hashes = Vec::with_capacity(files.files.len() * 16);
-        for (path, contents) in &files.files {
-            let hash = match self.by_path.get(path) {
-                Some(hash) => *hash,
-                None => {
-                    let hash = stable_hash(contents.as_bytes());
-                    self.by_path.insert(path.clone(), hash);
-                    hash
-                }
-            };
-            hashes.extend(stable_hash(path.as_os_str().as_encoded_bytes()).to_le_bytes());
-            hashes.extend(hash.to_le_bytes());
+        // Not what was given before (the first call, or files that changed unsaid):
+        // every file again.
+        if self.by_path.len() != files.files.len() {
+            self.by_path = files
+                .files
+                .iter()
+                .map(|(path, contents)| (path.clone(), file_hash(path, contents)))
+                .collect();
+            self.total = self.by_path.values().fold(0, |sum, h| sum.wrapping_add(*h));
         }
-        // Every file has its hash now: more means some are gone.
-        if self.by_path.len() > files.files.len() {
-            self.by_path
-                .retain(|path, _| files.files.contains_key(path));
-        }
-        stable_hash(&hashes)
+        self.total
     }
 }
 
@@ -323,7 +332,9 @@ impl Applier {
             self.master = self.cli.show_proc().await.ok();
         }
         if let Some(info) = &self.master {
-            let files_fingerprint = self.hashes.fingerprint(&plan.next.files, &plan.changed);
+            let files_fingerprint =
+                self.hashes
+                    .fingerprint(&plan.next.files, &plan.changed, &plan.removed);
             let text = marker_text(info, files_fingerprint, &plan.next.files, &self.settings);
             files::write_atomic(
                 &self.settings.config_dir.join(MARKER),
@@ -405,14 +416,21 @@ fn marker_header(info: &ProcInfo, files_fingerprint: u64) -> String {
     )
 }
 
-/// A stable hash of paths and contents, enough to tell two sets of files apart.
+/// A stable hash of paths and contents, enough to tell two sets of files apart: the
+/// sum of the hashes of the files, so that it follows a change of a few files cheaply.
 pub fn fingerprint(files: &RenderedFiles) -> u64 {
-    let mut hashes = Vec::with_capacity(files.files.len() * 16);
-    for (path, contents) in &files.files {
-        hashes.extend(stable_hash(path.as_os_str().as_encoded_bytes()).to_le_bytes());
-        hashes.extend(stable_hash(contents.as_bytes()).to_le_bytes());
-    }
-    stable_hash(&hashes)
+    files
+        .files
+        .iter()
+        .map(|(path, contents)| file_hash(path, contents))
+        .fold(0, u64::wrapping_add)
+}
+
+/// The hash of one file: its path and its contents.
+fn file_hash(path: &Path, contents: &str) -> u64 {
+    let path = stable_hash(path.as_os_str().as_encoded_bytes());
+    let contents = stable_hash(contents.as_bytes());
+    stable_hash(&[path.to_le_bytes(), contents.to_le_bytes()].concat())
 }
 
 /// Reads the server slots back from a config this crate rendered.
@@ -505,12 +523,19 @@ mod tests {
             files.files.insert(PathBuf::from(path), contents.into());
         }
         let mut hashes = FileHashes::default();
-        assert_eq!(hashes.fingerprint(&files, &[]), fingerprint(&files));
+        assert_eq!(hashes.fingerprint(&files, &[], &[]), fingerprint(&files));
         files.files.insert("/b".into(), "changed".into());
         files.files.remove(Path::new("/c"));
         files.files.insert("/d".into(), "new".into());
         let changed = [PathBuf::from("/b"), PathBuf::from("/d")];
-        assert_eq!(hashes.fingerprint(&files, &changed), fingerprint(&files));
+        let removed = [PathBuf::from("/c")];
+        assert_eq!(
+            hashes.fingerprint(&files, &changed, &removed),
+            fingerprint(&files)
+        );
         assert_eq!(hashes.by_path.len(), 3);
+        // A change not said: found by the count, or not at all (the caller says them).
+        files.files.insert("/e".into(), "unsaid".into());
+        assert_eq!(hashes.fingerprint(&files, &[], &[]), fingerprint(&files));
     }
 }

@@ -29,7 +29,9 @@ use tokio::sync::{Notify, watch};
 use tugboat_model::class::{ClassFilter, ClassInfo, ServedMemo};
 use tugboat_model::objects::{EndpointSlice, Service};
 use tugboat_model::snapshot::DiffItem;
-use tugboat_model::{ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot};
+use tugboat_model::{
+    NarrowMemo, ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot,
+};
 
 use crate::store::{ObjectStore, StoreWriter, object_store};
 use crate::watched::Watched;
@@ -136,7 +138,7 @@ impl ClusterStores {
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
         };
         let wanted = memo.references.get(&snapshot, &config.settings);
-        wanted.narrow(&mut snapshot);
+        memo.narrowed.narrow(&wanted, &mut snapshot);
         (snapshot, wanted)
     }
 }
@@ -146,6 +148,7 @@ impl ClusterStores {
 struct SnapshotMemo {
     served: ServedMemo,
     references: ReferencesMemo,
+    narrowed: NarrowMemo,
 }
 
 /// Whether two snapshots hold the same objects with the same content, as far as the
@@ -170,28 +173,42 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.config_maps, &b.config_maps)
 }
 
-/// Puts back `last`'s copy of each Ingress that changed only where the controller does
-/// not read (its status, which the leader writes): the controller then gets the very
-/// objects it already built from, and does no work for a status write.
-fn keep_ingresses_unchanged_for_controller(
-    ingresses: &mut Objects<Ingress>,
-    last: &Objects<Ingress>,
-) {
-    if ingresses.ptr_eq(last) {
-        return;
-    }
-    let unchanged: Vec<(ObjectKey, Arc<Ingress>)> = last
-        .diff(ingresses)
-        .filter_map(|item| match item {
-            DiffItem::Update {
-                old: (key, old),
-                new: (_, new),
-            } if !Ingress::differs_for_controller(old, new) => Some((key.clone(), Arc::clone(old))),
-            _ => None,
-        })
-        .collect();
-    for (key, old) in unchanged {
-        ingresses.insert(key, old);
+/// The served Ingresses as the controller reads them: an Ingress whose change is only
+/// where the controller does not read (its status, which the leader writes) keeps the
+/// copy the controller already has, so that a status write costs no work downstream.
+/// Each call costs the Ingresses that changed since the last one.
+#[derive(Default)]
+struct ControllerView {
+    /// The Ingresses as last given, and their view.
+    last: Option<(Objects<Ingress>, Objects<Ingress>)>,
+}
+
+impl ControllerView {
+    fn view(&mut self, ingresses: Objects<Ingress>) -> Objects<Ingress> {
+        let Some((last, view)) = &mut self.last else {
+            self.last = Some((ingresses.clone(), ingresses.clone()));
+            return ingresses;
+        };
+        if !last.ptr_eq(&ingresses) {
+            for item in last.diff(&ingresses) {
+                match item {
+                    DiffItem::Add(key, new)
+                    | DiffItem::Update {
+                        new: (key, new), ..
+                    } => {
+                        let known = view.get(key);
+                        if known.is_none_or(|known| Ingress::differs_for_controller(known, new)) {
+                            view.insert(key.clone(), Arc::clone(new));
+                        }
+                    }
+                    DiffItem::Remove(key, _) => {
+                        view.remove(key);
+                    }
+                }
+            }
+            *last = ingresses;
+        }
+        view.clone()
     }
 }
 
@@ -421,12 +438,11 @@ impl ApiSource {
             "every watched kind is listed; building the first snapshot"
         );
         let mut last: Option<Arc<Snapshot>> = None;
+        let mut view = ControllerView::default();
         loop {
             let built = tokio::time::Instant::now();
             let mut snapshot = self.complete_snapshot().await;
-            if let Some(last) = &last {
-                keep_ingresses_unchanged_for_controller(&mut snapshot.ingresses, &last.ingresses);
-            }
+            snapshot.ingresses = view.view(snapshot.ingresses);
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
             }
@@ -694,10 +710,23 @@ mod tests {
         .into_iter()
         .collect();
         let new_b = now[&key("b")].clone();
-        keep_ingresses_unchanged_for_controller(&mut now, &last);
-        assert!(Arc::ptr_eq(&now[&key("a")], &last[&key("a")]));
-        assert!(Arc::ptr_eq(&now[&key("b")], &new_b));
-        assert_eq!(now.len(), 3);
-        assert!(now.contains_key(&key("d")));
+        let mut view = ControllerView::default();
+        view.view(last.clone());
+        let seen = view.view(now.clone());
+        assert!(Arc::ptr_eq(&seen[&key("a")], &last[&key("a")]));
+        assert!(Arc::ptr_eq(&seen[&key("b")], &new_b));
+        assert_eq!(seen.len(), 3);
+        assert!(seen.contains_key(&key("d")));
+        // Another status write on the same Ingress: still the first copy.
+        now.insert(key("a"), ingress("a", "a.example.com", Some("192.0.2.2")));
+        let seen = view.view(now.clone());
+        assert!(Arc::ptr_eq(&seen[&key("a")], &last[&key("a")]));
+        // A real change after status writes: the new copy.
+        now.insert(key("a"), ingress("a", "a2.example.com", Some("192.0.2.2")));
+        let seen = view.view(now);
+        assert_eq!(
+            seen[&key("a")].spec,
+            ingress("a", "a2.example.com", None).spec
+        );
     }
 }

@@ -30,7 +30,7 @@ pub use desired::{
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use incremental::{IngressRoutes, Model, Patch, Rebuilt, Update};
 pub use problem::{ObjectProblem, ObjectRef};
-pub use references::{References, ReferencesMemo, references};
+pub use references::{NarrowMemo, References, ReferencesMemo, references};
 pub use snapshot::{ObjectKey, Objects, Snapshot};
 
 /// A 64-bit hash that is the same across builds, platforms and versions (XXH3, unlike

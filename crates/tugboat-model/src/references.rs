@@ -212,6 +212,72 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
     found
 }
 
+/// [`References::narrow`] kept between snapshots: when the references are the same,
+/// the kept maps follow what changed in the snapshot's maps (which share their
+/// unchanged parts with the last ones), instead of being made again.
+#[derive(Debug, Default)]
+pub struct NarrowMemo {
+    secrets: Option<Picked<k8s_openapi::api::core::v1::Secret>>,
+    config_maps: Option<Picked<k8s_openapi::api::core::v1::ConfigMap>>,
+}
+
+#[derive(Debug)]
+struct Picked<K> {
+    keys: BTreeSet<ObjectKey>,
+    from: Objects<K>,
+    picked: Objects<K>,
+}
+
+impl NarrowMemo {
+    /// Keeps in `snapshot` only the Secrets and ConfigMaps `references` names.
+    pub fn narrow(&mut self, references: &References, snapshot: &mut Snapshot) {
+        snapshot.secrets = pick_again(&mut self.secrets, &snapshot.secrets, &references.secrets);
+        snapshot.config_maps = pick_again(
+            &mut self.config_maps,
+            &snapshot.config_maps,
+            &references.config_maps,
+        );
+    }
+}
+
+/// [`pick`], from the last answer when the keys are the same.
+fn pick_again<K: PartialEq>(
+    last: &mut Option<Picked<K>>,
+    objects: &Objects<K>,
+    keys: &BTreeSet<ObjectKey>,
+) -> Objects<K> {
+    if let Some(last) = last
+        && last.keys == *keys
+    {
+        if !last.from.ptr_eq(objects) {
+            for item in last.from.diff(objects) {
+                match item {
+                    DiffItem::Add(key, object)
+                    | DiffItem::Update {
+                        new: (key, object), ..
+                    } => {
+                        if keys.contains(key) {
+                            last.picked.insert(key.clone(), object.clone());
+                        }
+                    }
+                    DiffItem::Remove(key, _) => {
+                        last.picked.remove(key);
+                    }
+                }
+            }
+            last.from = objects.clone();
+        }
+        return last.picked.clone();
+    }
+    let picked = pick(objects, keys);
+    *last = Some(Picked {
+        keys: keys.clone(),
+        from: objects.clone(),
+        picked: picked.clone(),
+    });
+    picked
+}
+
 /// The objects of `keys` that `objects` holds.
 fn pick<K>(objects: &Objects<K>, keys: &BTreeSet<ObjectKey>) -> Objects<K> {
     keys.iter()
@@ -609,5 +675,53 @@ mod tests {
             !found.config_maps.contains(&key("b", "ranges")),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn the_narrow_memo_keeps_what_narrow_keeps() {
+        use k8s_openapi::api::core::v1::Secret;
+        let secret = |name: &str, value: &str| {
+            let mut secret = Secret::default();
+            secret.metadata.name = Some(name.into());
+            secret.string_data = Some([("v".to_string(), value.to_string())].into());
+            (ObjectKey::new("ns", name), Arc::new(secret))
+        };
+        let mut snapshot = Snapshot::default();
+        for (name, value) in [("a", "1"), ("b", "1"), ("c", "1")] {
+            let (key, object) = secret(name, value);
+            snapshot.secrets.insert(key, object);
+        }
+        let mut references = References::default();
+        references.secrets.insert(ObjectKey::new("ns", "a"));
+        references.secrets.insert(ObjectKey::new("ns", "d"));
+        let mut memo = NarrowMemo::default();
+        let check = |memo: &mut NarrowMemo, snapshot: &Snapshot, references: &References| {
+            let mut expected = snapshot.clone();
+            references.narrow(&mut expected);
+            let mut got = snapshot.clone();
+            memo.narrow(references, &mut got);
+            assert_eq!(got.secrets, expected.secrets);
+        };
+        check(&mut memo, &snapshot, &references);
+        let steps = [
+            ("a", Some("2")),
+            ("b", Some("2")),
+            ("d", Some("1")),
+            ("a", None),
+        ];
+        for (name, value) in steps {
+            match value {
+                Some(value) => {
+                    let (key, object) = secret(name, value);
+                    snapshot.secrets.insert(key, object);
+                }
+                None => {
+                    snapshot.secrets.remove(&ObjectKey::new("ns", name));
+                }
+            }
+            check(&mut memo, &snapshot, &references);
+        }
+        references.secrets.insert(ObjectKey::new("ns", "b"));
+        check(&mut memo, &snapshot, &references);
     }
 }
