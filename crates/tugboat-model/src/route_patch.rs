@@ -116,6 +116,7 @@ impl RouteChanges<'_> {
         if items.len() > MOST_INGRESSES_PATCHED {
             return Err(NeedsBuild("many Ingresses changed"));
         }
+        let mut problems_changed = false;
         for item in &items {
             let key = diff_key(item);
             let (old, new) = diff_values(item);
@@ -149,11 +150,17 @@ impl RouteChanges<'_> {
                 seen.owner
                     .insert((route.host.clone(), route.path.clone()), key.clone());
             }
-            seen.problems.retain(|problem| !is_of(problem, key));
-            seen.problems
-                .extend(after.problems.iter().filter(|p| is_of(p, key)).cloned());
-            seen.problems.sort();
-            seen.problems.dedup();
+            let own = |alone: &IngressAlone| -> Vec<ObjectProblem> {
+                let problems = alone.problems.iter().filter(|p| is_of(p, key));
+                problems.cloned().collect()
+            };
+            if own(&before) != own(&after) {
+                seen.problems.retain(|problem| !is_of(problem, key));
+                seen.problems.extend(own(&after));
+                seen.problems.sort();
+                seen.problems.dedup();
+                problems_changed = true;
+            }
             seen.contested
                 .extend(after.reads.contested_routes.iter().cloned());
             reads.absorb(after.reads);
@@ -168,7 +175,9 @@ impl RouteChanges<'_> {
             };
             patch.routes.insert(key.clone(), routes);
         }
-        patch.problems = Some(seen.problems.clone());
+        if problems_changed {
+            patch.problems = Some(seen.problems.clone());
+        }
         Ok(())
     }
 
