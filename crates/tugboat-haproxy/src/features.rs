@@ -69,6 +69,15 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
     let mut rules = FeatureRules::default();
     let request = &mut rules.request;
 
+    // Routes that answer by themselves (Gateway API rules without a usable backend).
+    for (status, ids) in group(sets, |f| f.answer_status) {
+        let _ = writeln!(
+            request,
+            "    http-request return status {status} if {}",
+            sets_acl(&ids)
+        );
+    }
+
     // The client address for access lists and rate limits.
     let needs_address = sets.values().any(|f| {
         !f.allow_list.is_empty()

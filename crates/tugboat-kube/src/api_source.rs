@@ -81,6 +81,8 @@ pub struct ClusterStores {
     pub endpoint_slices: Vec<ObjectStore<EndpointSlice>>,
     pub secrets: Vec<ObjectStore<Secret>>,
     pub config_maps: Vec<ObjectStore<ConfigMap>>,
+    /// The Gateway API kinds, when enabled.
+    pub gateway: Option<crate::gateway::GatewayStores>,
 }
 
 /// The objects of one kind from the stores of every watched namespace, as one map
@@ -101,14 +103,18 @@ impl ClusterStores {
 
     /// Number of objects per kind.
     pub fn counts(&self) -> ObjectCounts {
-        ObjectCounts::from([
+        let mut counts = ObjectCounts::from([
             ("Ingress", total(&self.ingresses)),
             ("IngressClass", self.ingress_classes.len()),
             ("Service", total(&self.services)),
             ("EndpointSlice", total(&self.endpoint_slices)),
             ("Secret", total(&self.secrets)),
             ("ConfigMap", total(&self.config_maps)),
-        ])
+        ]);
+        if let Some(gateway) = &self.gateway {
+            gateway.counts(&mut counts);
+        }
+        counts
     }
 
     /// The snapshot of what this controller serves, with the referenced Secrets and the
@@ -133,7 +139,11 @@ impl ClusterStores {
             endpoint_slices: merged(&self.endpoint_slices),
             secrets: merged(&self.secrets),
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
+            ..Snapshot::default()
         };
+        if let Some(gateway) = &self.gateway {
+            gateway.fill(&mut snapshot);
+        }
         let wanted = memo.get(&snapshot, &config.settings);
         wanted.narrow(&mut snapshot);
         (snapshot, wanted)
@@ -159,6 +169,11 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.endpoint_slices, &b.endpoint_slices)
         && same(&a.secrets, &b.secrets)
         && same(&a.config_maps, &b.config_maps)
+        && same(&a.gateway_classes, &b.gateway_classes)
+        && same(&a.gateways, &b.gateways)
+        && same(&a.http_routes, &b.http_routes)
+        && same(&a.reference_grants, &b.reference_grants)
+        && same(&a.namespaces, &b.namespaces)
 }
 
 /// Puts back `last`'s copy of each Ingress that changed only where the controller does
@@ -250,6 +265,9 @@ impl ApiSource {
         let mut services = Vec::new();
         let mut endpoint_slices = Vec::new();
         let mut secrets = Vec::new();
+        let gateway_api = config.settings.gateway.is_some();
+        let (mut gateways, mut http_routes, mut reference_grants) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (ns, client) in namespaced(&client) {
             let scope = api_for(&ns, client);
             ingresses.push(spawn_watch::<Ingress>(
@@ -276,7 +294,29 @@ impl ApiSource {
                 &changed,
                 &mut tasks,
             ));
+            if gateway_api {
+                use crate::gateway::spawn_watch_if_served as watch_kind;
+                gateways.push(watch_kind(scope.api(), &changed, &mut tasks));
+                http_routes.push(watch_kind(scope.api(), &changed, &mut tasks));
+                reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks));
+            }
         }
+        let gateway = gateway_api.then(|| crate::gateway::GatewayStores {
+            gateway_classes: crate::gateway::spawn_watch_if_served(
+                Api::all(client.clone()),
+                &changed,
+                &mut tasks,
+            ),
+            gateways,
+            http_routes,
+            reference_grants,
+            namespaces: spawn_watch::<tugboat_model::gateway::objects::Namespace>(
+                Api::all(client.clone()),
+                watcher::Config::default(),
+                &changed,
+                &mut tasks,
+            ),
+        });
         let ingress_classes = spawn_watch::<IngressClass>(
             Api::all(client.clone()),
             watcher::Config::default(),
@@ -309,6 +349,7 @@ impl ApiSource {
                 endpoint_slices,
                 secrets,
                 config_maps,
+                gateway,
             },
             config,
             changed,
@@ -340,6 +381,11 @@ impl ApiSource {
                     .map(ObjectStore::wait_until_listed)
             ),
             stores.ingress_classes.wait_until_listed(),
+            async {
+                if let Some(gateway) = &stores.gateway {
+                    gateway.wait_until_listed().await;
+                }
+            },
         );
     }
 
@@ -483,7 +529,7 @@ where
     store
 }
 
-async fn drive<S, K>(kind: String, stream: S, mut writer: StoreWriter<K>, changed: Arc<Notify>)
+pub(crate) async fn drive<S, K>(kind: String, stream: S, mut writer: StoreWriter<K>, changed: Arc<Notify>)
 where
     S: Stream<Item = Result<watcher::Event<K::Wire>, watcher::Error>>,
     K: Watched,

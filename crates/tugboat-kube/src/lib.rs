@@ -7,6 +7,7 @@
 
 pub mod api_source;
 pub mod events;
+pub mod gateway;
 pub mod leader;
 pub mod manifests;
 pub mod status;

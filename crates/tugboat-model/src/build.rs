@@ -25,6 +25,8 @@ use crate::tls::{ParsedPair, Pem, parse_tls_secret};
 use crate::validate;
 use k8s_openapi::api::core::v1::Secret;
 
+mod gateway_routes;
+
 /// The operator's settings the model needs (from the controller's flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -46,6 +48,8 @@ pub struct Settings {
     /// Raw configuration snippets (`*-config-snippet` keys): off unless the operator
     /// enables them (`--allow-snippets`).
     pub allow_snippets: bool,
+    /// The Gateway API (`--enable-gateway-api`): `None` when off.
+    pub gateway: Option<crate::gateway::GatewaySettings>,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -70,6 +74,7 @@ impl Settings {
             allow_external_name: false,
             ssl_redirect: true,
             allow_snippets: false,
+            gateway: None,
             now,
         }
     }
@@ -87,6 +92,8 @@ const ERROR_PAGE_MAX: usize = 12 * 1024;
 pub struct BuildOutput {
     pub desired: Desired,
     pub problems: Vec<ObjectProblem>,
+    /// The status of the Gateway API objects served.
+    pub gateway: crate::gateway::GatewayStatus,
 }
 
 /// The userlist of routes whose `auth-secret` cannot be used: it has no users, so
@@ -199,6 +206,7 @@ pub(crate) fn build_with(
         reads: Reads::default(),
         certificate_of_host: BTreeMap::new(),
         tls_hosts: BTreeSet::new(),
+        http_route_slots: BTreeSet::new(),
         problems,
     };
     let mut ingresses: Vec<(&ObjectKey, &Ingress)> = snapshot
@@ -213,6 +221,7 @@ pub(crate) fn build_with(
     for (key, ingress) in ingresses {
         builder.add_ingress(key, ingress);
     }
+    let gateway = builder.add_gateway_api();
     let default_backend_service = builder.default_backend_service();
     let default_certificate = builder.default_certificate();
     let error_pages = builder.error_pages();
@@ -239,8 +248,10 @@ pub(crate) fn build_with(
             global,
             backend_files: builder.backend_files,
             pattern_files: builder.pattern_files,
+            http_route_slots: builder.http_route_slots,
         },
         problems: builder.problems,
+        gateway,
     };
     (output, builder.reads)
 }
@@ -335,6 +346,8 @@ struct Builder<'a> {
     reads: Reads,
     certificate_of_host: BTreeMap<String, String>,
     tls_hosts: BTreeSet<HostMatch>,
+    /// The routes that come from HTTPRoutes.
+    http_route_slots: BTreeSet<(HostMatch, PathMatch)>,
     problems: Vec<ObjectProblem>,
 }
 

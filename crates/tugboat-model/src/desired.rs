@@ -34,6 +34,13 @@ impl BackendName {
         )))
     }
 
+    /// The backend of Gateway API rules whose backend does not resolve: it has no
+    /// servers, and the rules' feature set answers 500 before it is reached. Not a
+    /// `<namespace>_<service>_<port>` name, so it never meets a Service's.
+    pub fn unresolved() -> Self {
+        Self("tugboat_unresolved".to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -205,6 +212,9 @@ pub struct Desired {
     /// Pattern files of long access lists, by file name (`<namespace>_<configmap>_<key>.lst`):
     /// one address or network per line.
     pub pattern_files: BTreeMap<String, String>,
+    /// The host and path of the routes that come from Gateway API HTTPRoutes (the
+    /// others come from Ingresses).
+    pub http_route_slots: std::collections::BTreeSet<(HostMatch, PathMatch)>,
 }
 
 /// A user and its password hash; the hash never shows in debug output.

@@ -36,6 +36,8 @@ pub enum Rebuilt {
     /// A Secret used for more than a `spec.tls` certificate, or one whose check
     /// changed its outcome.
     Secrets,
+    /// A Gateway API object (or a Namespace's labels, which listeners select on).
+    GatewayApi,
 }
 
 impl Rebuilt {
@@ -48,6 +50,7 @@ impl Rebuilt {
             Rebuilt::Services => "services",
             Rebuilt::ConfigMaps => "configmaps",
             Rebuilt::Secrets => "secrets",
+            Rebuilt::GatewayApi => "gateway-api",
         }
     }
 }
@@ -180,6 +183,9 @@ impl Model {
         }
         if !unchanged(&seen.snapshot.config_maps, &snapshot.config_maps) {
             return Err(Rebuilt::ConfigMaps);
+        }
+        if !crate::gateway::unchanged_objects(&seen.snapshot, snapshot) {
+            return Err(Rebuilt::GatewayApi);
         }
         let mut patch = Patch::default();
         // Secrets first: they are the only part that can still call for a full build.

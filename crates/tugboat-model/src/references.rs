@@ -59,6 +59,8 @@ pub struct ReferencesMemo {
 struct Remembered {
     ingresses: Objects<Ingress>,
     services: Objects<crate::objects::Service>,
+    gateways: Objects<crate::gateway::objects::Gateway>,
+    http_routes: Objects<crate::gateway::objects::HttpRoute>,
     own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
     settings: Settings,
     references: References,
@@ -76,6 +78,8 @@ impl ReferencesMemo {
             && last.settings.same_flags(settings)
             && same_objects(&last.ingresses, &snapshot.ingresses)
             && same_objects(&last.services, &snapshot.services)
+            && same_objects(&last.gateways, &snapshot.gateways)
+            && same_objects(&last.http_routes, &snapshot.http_routes)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
@@ -88,6 +92,8 @@ impl ReferencesMemo {
         self.last = Some(Remembered {
             ingresses: snapshot.ingresses.clone(),
             services: snapshot.services.clone(),
+            gateways: snapshot.gateways.clone(),
+            http_routes: snapshot.http_routes.clone(),
             own,
             settings: settings.clone(),
             references: found.clone(),
@@ -121,6 +127,12 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
         for service in backend_services(ingress) {
             services.insert(ObjectKey::new(&key.namespace, service));
         }
+    }
+    if settings.gateway.is_some() {
+        let (secrets, routed) = crate::gateway::referenced(snapshot);
+        found.secrets.extend(secrets);
+        services.extend(routed);
+        route_namespaces.extend(snapshot.http_routes.keys().map(|k| k.namespace.as_str()));
     }
     for key in &services {
         if let Some(service) = snapshot.services.get(key) {
