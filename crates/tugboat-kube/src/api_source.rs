@@ -529,8 +529,12 @@ where
     store
 }
 
-pub(crate) async fn drive<S, K>(kind: String, stream: S, mut writer: StoreWriter<K>, changed: Arc<Notify>)
-where
+pub(crate) async fn drive<S, K>(
+    kind: String,
+    stream: S,
+    mut writer: StoreWriter<K>,
+    changed: Arc<Notify>,
+) where
     S: Stream<Item = Result<watcher::Event<K::Wire>, watcher::Error>>,
     K: Watched,
 {

@@ -72,7 +72,9 @@ impl Builder<'_> {
                 let features = self.route_features(service, &layer);
                 (backend, features)
             }
-            RuleBackend::Unresolved => (self.unresolved_backend(), Some(self.unresolved_features())),
+            RuleBackend::Unresolved => {
+                (self.unresolved_backend(), Some(self.unresolved_features()))
+            }
         };
         let slot = (rule.host.clone(), rule.path.clone());
         let taken = self.routes.contains_key(&slot);

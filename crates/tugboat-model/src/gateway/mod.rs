@@ -22,8 +22,7 @@ pub mod status;
 mod translate;
 
 pub use status::{
-    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState,
-    RouteState,
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
 };
 pub use translate::{ListenerCertificate, RuleBackend, RuleRoute, Translation, translate};
 

@@ -385,10 +385,22 @@ mod tests {
         }))
         .expect("HTTPRoute");
         assert_eq!(route.metadata.generation, Some(3));
-        assert_eq!(route.spec.parent_refs[0].section_name.as_deref(), Some("http"));
+        assert_eq!(
+            route.spec.parent_refs[0].section_name.as_deref(),
+            Some("http")
+        );
         let rule = &route.spec.rules[0];
-        assert_eq!(rule.matches[0].path.as_ref().and_then(|p| p.type_.as_deref()), Some("Exact"));
-        assert!(rule.matches[0].headers.is_some(), "an unsupported match is seen");
+        assert_eq!(
+            rule.matches[0]
+                .path
+                .as_ref()
+                .and_then(|p| p.type_.as_deref()),
+            Some("Exact")
+        );
+        assert!(
+            rule.matches[0].headers.is_some(),
+            "an unsupported match is seen"
+        );
         assert_eq!(rule.filters[0].type_, "RequestHeaderModifier");
         assert_eq!(rule.backend_refs[0].weight, Some(2));
     }

@@ -17,8 +17,7 @@ use crate::gateway::objects::{
     ParentReference, ReferenceGrant,
 };
 use crate::gateway::status::{
-    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState,
-    RouteState,
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Objects, Snapshot};
@@ -418,7 +417,10 @@ fn listener_info(
     // ResolvedRefs: route kinds and certificates.
     let mut resolved: Result<(), (&'static str, String)> = Ok(());
     let mut supported_kinds = Vec::new();
-    let kinds = listener.allowed_routes.as_ref().and_then(|a| a.kinds.as_ref());
+    let kinds = listener
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.kinds.as_ref());
     let takes_http_routes = match kinds {
         None => {
             supported_kinds.push((GROUP.to_string(), "HTTPRoute".to_string()));
@@ -469,7 +471,9 @@ fn listener_info(
                 ),
             ));
         }
-        let refs = tls.map(|t| t.certificate_refs.as_slice()).unwrap_or_default();
+        let refs = tls
+            .map(|t| t.certificate_refs.as_slice())
+            .unwrap_or_default();
         if refs.is_empty() && resolved.is_ok() {
             resolved = Err((
                 "InvalidCertificateRef",
@@ -1032,7 +1036,9 @@ fn attach_route(
         });
     }
     if !parents.is_empty() {
-        out.status.routes.insert(key.clone(), RouteState { parents });
+        out.status
+            .routes
+            .insert(key.clone(), RouteState { parents });
     }
 }
 
