@@ -297,7 +297,7 @@ fn hostnames_are_the_intersection_of_the_listener_and_the_route() {
     // covers it (exact), and the listeners' own hostnames for the route without any.
     assert_eq!(
         hosts,
-        ["*.example.com", "a.example.com", "exact.example.org"]
+        ["a.example.com", "exact.example.org", "*.example.com"]
     );
     assert_eq!(
         route_condition(&output, "shop", "some", "Accepted"),
