@@ -269,7 +269,7 @@ fn hostnames_are_the_intersection_of_the_listener_and_the_route() {
         route(json!([
             "a.example.com",
             "b.other.net",
-            "*.exact.example.org"
+            "*.example.org"
         ])),
     );
     add_route(
