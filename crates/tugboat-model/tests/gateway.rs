@@ -266,11 +266,7 @@ fn hostnames_are_the_intersection_of_the_listener_and_the_route() {
         "shop",
         "some",
         "2024-01-01T00:00:00Z",
-        route(json!([
-            "a.example.com",
-            "b.other.net",
-            "*.example.org"
-        ])),
+        route(json!(["a.example.com", "b.other.net", "*.example.org"])),
     );
     add_route(
         &mut snapshot,

@@ -1,0 +1,472 @@
+//! Gateway API end to end: GatewayClass, Gateway, HTTPRoute and ReferenceGrant through
+//! the API source (the fake API server, status written back to it) and the manifests
+//! folder, on real haproxy with real HTTP. Each scenario checks the routing and the
+//! conditions the spec names; the status conditions are read from the API server in
+//! API mode and from the controller's report with a folder.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tugboat_model::ObjectKey;
+use tugboat_model::gateway::GatewaySettings;
+use tugboat_model::gateway::objects::HttpRoute;
+use tugboat_testkit::gateway_objects::{
+    GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
+    mk_gateway_class, mk_http_route, mk_listener, mk_rule_to, mk_service_grant, route_created_at,
+    with_filter,
+};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, to_json,
+};
+use tugboat_testkit::{EchoServer, HaproxyBinary, Scene, Source, eventually, scene_tests};
+
+scene_tests!(
+    gateway_routes_hosts_and_paths_to_services_and_reports_status,
+    route_changes_go_at_runtime,
+    listener_hostnames_intersect_and_the_oldest_route_wins,
+    cross_namespace_backends_need_a_reference_grant,
+    bad_routes_get_their_condition_and_harm_no_other,
+);
+
+/// The Gateway API on, listeners on haproxy's ports.
+async fn start(haproxy: &HaproxyBinary, source: Source, objects: &[Value]) -> Scene {
+    let scene = Scene::start_with(haproxy, source, objects, |config| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    })
+    .await;
+    scene.wait_until_ready().await;
+    scene
+}
+
+/// The class, and the Gateway `gw` with an HTTP listener on port 80 (any host).
+fn class_and_gateway() -> Vec<Value> {
+    vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway("gw", "tugboat", vec![mk_listener("http", "HTTP", 80, None)]),
+    ]
+}
+
+fn services(list: &[(&str, &[EchoServer])]) -> Vec<Value> {
+    list.iter()
+        .flat_map(|(name, servers)| mk_service_of(name, servers))
+        .collect()
+}
+
+/// `(status, reason)` of condition `type_` of the route's first parent, once there is
+/// one (from the API server, or the controller's report with a folder).
+async fn route_condition(scene: &Scene, name: &str, type_: &str) -> (String, String) {
+    eventually(
+        &format!("HTTPRoute {name} condition {type_}"),
+        Duration::from_secs(15),
+        || async {
+            match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "default", name)?;
+                    let conditions = route["status"]["parents"][0]["conditions"].as_array()?;
+                    let found = conditions.iter().find(|c| c["type"] == type_)?;
+                    assert_eq!(
+                        route["status"]["parents"][0]["controllerName"],
+                        GATEWAY_CONTROLLER
+                    );
+                    Some((
+                        found["status"].as_str()?.to_string(),
+                        found["reason"].as_str()?.to_string(),
+                    ))
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("default", name))?;
+                    let found = route.parents[0]
+                        .conditions
+                        .iter()
+                        .find(|c| c.type_ == type_)?;
+                    let text = if found.status { "True" } else { "False" };
+                    Some((text.to_string(), found.reason.to_string()))
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// Waits until the route's condition `type_` is `(status, reason)`.
+async fn wait_for_route_condition(scene: &Scene, name: &str, type_: &str, expected: (&str, &str)) {
+    eventually(
+        &format!("HTTPRoute {name} {type_}={expected:?}"),
+        Duration::from_secs(15),
+        || async {
+            let (status, reason) = route_condition(scene, name, type_).await;
+            (status == expected.0 && reason == expected.1).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn gateway_routes_hosts_and_paths_to_services_and_reports_status(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 181, 1).await;
+    let api = start_backends("api", 182, 1).await;
+    let route = mk_http_route(
+        "shop",
+        "gw",
+        &["shop.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            mk_rule_to(&[("PathPrefix", "/api/")], "api", 80),
+            mk_rule_to(&[("Exact", "/api/special")], "web", 80),
+        ],
+    );
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    objects.push(http_route_json(&route));
+    let scene = start(&haproxy, source, &objects).await;
+
+    scene.wait_for_service("shop.example.com", "/", "web").await;
+    let answered = |path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get("shop.example.com", path).await.expect("answer");
+            (reply.status, reply.service().map(str::to_string))
+        }
+    };
+    assert_eq!(answered("/api").await, (200, Some("api".into())));
+    assert_eq!(answered("/api/v1/items").await, (200, Some("api".into())));
+    assert_eq!(
+        answered("/apiary").await,
+        (200, Some("web".into())),
+        "whole path elements"
+    );
+    assert_eq!(
+        answered("/api/special").await,
+        (200, Some("web".into())),
+        "Exact first"
+    );
+    assert_eq!(
+        answered("/api/special/more").await,
+        (200, Some("api".into()))
+    );
+    let other = scene.get("other.example.com", "/").await.expect("answer");
+    assert_eq!(other.status, 404, "a host no route has");
+
+    assert_eq!(
+        route_condition(&scene, "shop", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "shop", "ResolvedRefs").await,
+        ("True".into(), "ResolvedRefs".into())
+    );
+    if let Some(api) = scene.api() {
+        let gateway = eventually("the Gateway's status", Duration::from_secs(15), || async {
+            let gateway = api.get("Gateway", "default", "gw")?;
+            (gateway["status"]["listeners"][0]["attachedRoutes"] == 1).then_some(gateway)
+        })
+        .await;
+        let listener = &gateway["status"]["listeners"][0];
+        let condition = |type_: &str| {
+            listener["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == type_))
+                .map(|c| (c["status"].clone(), c["reason"].clone()))
+        };
+        assert_eq!(
+            condition("Programmed"),
+            Some(("True".into(), "Programmed".into()))
+        );
+        assert_eq!(
+            condition("Conflicted"),
+            Some(("False".into(), "NoConflicts".into()))
+        );
+        assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute");
+        let class = api.get("GatewayClass", "", "tugboat").expect("the class");
+        assert_eq!(class["status"]["conditions"][0]["type"], "Accepted");
+        assert_eq!(class["status"]["conditions"][0]["status"], "True");
+        assert!(
+            class["status"]["conditions"][0]["lastTransitionTime"].is_string(),
+            "{class}"
+        );
+        // Written once: a steady state costs no more writes.
+        let writes = |api: &tugboat_testkit::FakeApiServer| {
+            api.writes()
+                .iter()
+                .filter(|w| w.path.ends_with("/status") && w.path.contains("gateway.networking"))
+                .count()
+        };
+        let before = writes(api);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(writes(api), before, "no status write without a change");
+    }
+}
+
+async fn route_changes_go_at_runtime(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 183, 1).await;
+    let api = start_backends("api", 184, 1).await;
+    let route = |service: &str| {
+        mk_http_route(
+            "shop",
+            "gw",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+        )
+    };
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    // A route to each Service, so that both backends exist from the start.
+    objects.push(http_route_json(&mk_http_route(
+        "other",
+        "gw",
+        &["other.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    )));
+    objects.push(http_route_json(&route("web")));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("shop.example.com", "/", "web").await;
+    let reloads = scene.reloads().await;
+    scene.apply(&http_route_json(&route("api")));
+    scene.wait_for_service("shop.example.com", "/", "api").await;
+    // A new path of the route to an existing backend.
+    let mut more = route("api");
+    more.spec
+        .rules
+        .push(mk_rule_to(&[("PathPrefix", "/web")], "web", 80));
+    scene.apply(&http_route_json(&more));
+    scene
+        .wait_for_service("shop.example.com", "/web/x", "web")
+        .await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "route changes need no reload"
+    );
+    // Deleted: the host is gone.
+    scene.delete(&http_route_json(&more));
+    scene.wait_for_status("shop.example.com", "/", 404).await;
+}
+
+async fn listener_hostnames_intersect_and_the_oldest_route_wins(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 185, 1).await;
+    let api = start_backends("api", 186, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))],
+        ),
+    ];
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let older: HttpRoute = route_created_at(
+        mk_http_route(
+            "z-older",
+            "gw",
+            &["a.example.com", "b.example.org"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "2030-01-01T00:00:00Z",
+    );
+    objects.push(http_route_json(&older));
+    objects.push(http_route_json(&mk_http_route(
+        "elsewhere",
+        "gw",
+        &["c.example.org"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("a.example.com", "/", "web").await;
+    // Not in the listener's hostname: not routed.
+    assert_eq!(
+        scene
+            .get("b.example.org", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+    assert_eq!(
+        route_condition(&scene, "elsewhere", "Accepted").await,
+        ("False".into(), "NoMatchingListenerHostname".into())
+    );
+
+    // A newer route (created a second later; named first) for the same host and path
+    // loses it; its other host is served.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let newer = route_created_at(
+        mk_http_route(
+            "a-newer",
+            "gw",
+            &["a.example.com", "n.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+        ),
+        "2031-01-01T00:00:00Z",
+    );
+    scene.apply(&http_route_json(&newer));
+    scene.wait_for_service("n.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "the older route keeps its host and path"
+    );
+    // The more specific host wins over the listener's wildcard: a route without
+    // hostnames takes the listener's.
+    let catch_all = mk_http_route(
+        "catch-all",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    );
+    scene.apply(&http_route_json(&catch_all));
+    scene.wait_for_service("x.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web")
+    );
+    assert_eq!(
+        scene.get("x.other.org", "/").await.expect("answer").status,
+        404
+    );
+}
+
+async fn cross_namespace_backends_need_a_reference_grant(haproxy: HaproxyBinary, source: Source) {
+    let posts = start_backends("posts", 187, 1).await;
+    let addrs: Vec<std::net::SocketAddr> = posts.iter().map(|s| s.addr).collect();
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![from_all_namespaces(mk_listener("http", "HTTP", 80, None))],
+        ),
+        to_json(&in_namespace(mk_service("posts", "http", 80), "blog")),
+        to_json(&in_namespace(
+            mk_endpoint_slice("posts", "http", &addrs),
+            "blog",
+        )),
+    ];
+    let mut rule = mk_rule_to(&[("PathPrefix", "/")], "posts", 80);
+    rule.backend_refs = vec![mk_backend_ref(Some("blog"), "posts", 80)];
+    objects.push(http_route_json(&mk_http_route(
+        "to-blog",
+        "gw",
+        &["blog.example.com"],
+        vec![rule],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+    assert_eq!(
+        route_condition(&scene, "to-blog", "ResolvedRefs").await,
+        ("False".into(), "RefNotPermitted".into())
+    );
+    let grant = mk_service_grant("blog", "routes-from-default", "default");
+    scene.apply(&grant);
+    scene
+        .wait_for_service("blog.example.com", "/", "posts")
+        .await;
+    wait_for_route_condition(&scene, "to-blog", "ResolvedRefs", ("True", "ResolvedRefs")).await;
+    scene.delete(&grant);
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+}
+
+async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 188, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "good",
+        "gw",
+        &["good.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "to-nothing",
+        "gw",
+        &["nothing.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "later", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "odd-filter",
+        "gw",
+        &["filter.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            with_filter(mk_rule_to(&[("Exact", "/x")], "web", 80), "ExtensionRef"),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "regex",
+        "gw",
+        &["regex.example.com"],
+        vec![mk_rule_to(&[("RegularExpression", "/v[0-9]+")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("good.example.com", "/", "web").await;
+    // A missing Service: 500, BackendNotFound; the route is accepted.
+    scene.wait_for_status("nothing.example.com", "/", 500).await;
+    assert_eq!(
+        route_condition(&scene, "to-nothing", "ResolvedRefs").await,
+        ("False".into(), "BackendNotFound".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "to-nothing", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    // Unsupported: not accepted, nothing of the route is routed.
+    for (name, host) in [
+        ("odd-filter", "filter.example.com"),
+        ("regex", "regex.example.com"),
+    ] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("False".into(), "UnsupportedValue".into()),
+            "{name}"
+        );
+        assert_eq!(
+            scene.get(host, "/").await.expect("answer").status,
+            404,
+            "{name}"
+        );
+    }
+    // The missing Service appears: the route serves it.
+    let later = start_backends("later", 189, 1).await;
+    for object in mk_service_of("later", &later) {
+        scene.apply(&object);
+    }
+    scene
+        .wait_for_service("nothing.example.com", "/", "later")
+        .await;
+    wait_for_route_condition(
+        &scene,
+        "to-nothing",
+        "ResolvedRefs",
+        ("True", "ResolvedRefs"),
+    )
+    .await;
+    assert_eq!(
+        scene
+            .get("good.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web")
+    );
+}
