@@ -272,12 +272,10 @@ async fn gateway_status_duties(
             was_leader = false;
             continue;
         }
-        if ticked || !was_leader {
-            if options.publish.is_set() {
-                match status::published_addresses(&client, &options.publish).await {
-                    Ok(found) => addresses = found,
-                    Err(err) => tracing::warn!("{err}"),
-                }
+        if (ticked || !was_leader) && options.publish.is_set() {
+            match status::published_addresses(&client, &options.publish).await {
+                Ok(found) => addresses = found,
+                Err(err) => tracing::warn!("{err}"),
             }
         }
         was_leader = true;
