@@ -12,13 +12,14 @@ use tugboat_model::gateway::GatewaySettings;
 use tugboat_model::gateway::objects::HttpRoute;
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
-    mk_gateway_class, mk_http_route, mk_listener, mk_rule_to, mk_service_grant, route_created_at,
-    with_filter,
+    mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
+    mk_rule_to, mk_service_grant, route_created_at, with_filter,
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, to_json,
+    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, mk_tls_secret, to_json,
 };
+use tugboat_testkit::tls::{certificate, exchange, fallback_certificate_der};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Scene, Source, eventually, scene_tests};
 
 scene_tests!(
@@ -27,6 +28,7 @@ scene_tests!(
     listener_hostnames_intersect_and_the_oldest_route_wins,
     cross_namespace_backends_need_a_reference_grant,
     bad_routes_get_their_condition_and_harm_no_other,
+    https_listeners_serve_their_certificates_across_namespaces_by_grant,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -468,5 +470,123 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
             .expect("answer")
             .service(),
         Some("web")
+    );
+}
+
+/// `(status, reason)` of condition `type_` of listener `index` of Gateway `gw`.
+async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String, String) {
+    eventually(
+        &format!("listener {index} condition {type_}"),
+        Duration::from_secs(15),
+        || async {
+            match scene.api() {
+                Some(api) => {
+                    let gateway = api.get("Gateway", "default", "gw")?;
+                    let conditions =
+                        gateway["status"]["listeners"][index]["conditions"].as_array()?;
+                    let found = conditions.iter().find(|c| c["type"] == type_)?;
+                    Some((
+                        found["status"].as_str()?.to_string(),
+                        found["reason"].as_str()?.to_string(),
+                    ))
+                }
+                None => {
+                    let status = scene.status();
+                    let gateway = status
+                        .gateway
+                        .gateways
+                        .get(&ObjectKey::new("default", "gw"))?;
+                    let found = gateway.listeners[index]
+                        .conditions
+                        .iter()
+                        .find(|c| c.type_ == type_)?;
+                    let text = if found.status { "True" } else { "False" };
+                    Some((text.to_string(), found.reason.to_string()))
+                }
+            }
+        },
+    )
+    .await
+}
+
+async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 190, 1).await;
+    let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
+    let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_https_listener("own", "secure.example.com", (None, "site-tls")),
+                mk_https_listener(
+                    "shared",
+                    "shared.example.com",
+                    (Some("certs"), "shared-tls"),
+                ),
+            ],
+        ),
+        to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)),
+        to_json(&in_namespace(
+            mk_tls_secret("shared-tls", &shared_cert, &shared_key),
+            "certs",
+        )),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "secure",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    let https = scene.https_addr();
+    let served = |sni: &'static str| async move {
+        exchange(https, sni, "/", &[b"http/1.1"])
+            .await
+            .expect("TLS exchange")
+    };
+    let own = eventually(
+        "the listener's certificate",
+        Duration::from_secs(15),
+        || async {
+            let found = served("secure.example.com").await;
+            (found.certificate == own_der).then_some(found)
+        },
+    )
+    .await;
+    assert_eq!(own.reply.expect("answer").service(), Some("web"));
+    assert_eq!(
+        listener_condition(&scene, 0, "ResolvedRefs").await,
+        ("True".into(), "ResolvedRefs".into())
+    );
+
+    // The Secret of another namespace: not without a ReferenceGrant there.
+    assert_eq!(
+        listener_condition(&scene, 1, "ResolvedRefs").await,
+        ("False".into(), "RefNotPermitted".into())
+    );
+    let fallback = fallback_certificate_der(&scene.lib_dir);
+    assert_eq!(served("shared.example.com").await.certificate, fallback);
+    let grant = mk_reference_grant(
+        "certs",
+        "gateways-from-default",
+        ("Gateway", "default"),
+        "Secret",
+    );
+    scene.apply(&grant);
+    eventually(
+        "the granted certificate",
+        Duration::from_secs(15),
+        || async { (served("shared.example.com").await.certificate == shared_der).then_some(()) },
+    )
+    .await;
+    assert_eq!(
+        listener_condition(&scene, 1, "ResolvedRefs").await.0,
+        "True"
     );
 }

@@ -8,8 +8,8 @@ use serde_json::Value;
 use tugboat_model::gateway::objects::{
     AllowedRoutes, Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec,
     HttpBackendRef, HttpPathMatch, HttpRoute, HttpRouteFilter, HttpRouteMatch, HttpRouteRule,
-    HttpRouteSpec, Listener, ObjectReference, ParentReference, ReferenceGrant, ReferenceGrantFrom,
-    ReferenceGrantSpec, ReferenceGrantTo, RouteNamespaces,
+    HttpRouteSpec, Listener, ListenerTls, ObjectReference, ParentReference, ReferenceGrant,
+    ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, RouteNamespaces,
 };
 
 use crate::objects::NAMESPACE;
@@ -162,6 +162,12 @@ pub fn http_route_json(route: &HttpRoute) -> Value {
 /// A ReferenceGrant in `namespace` that lets HTTPRoutes of `from_namespace` refer to its
 /// Services.
 pub fn mk_service_grant(namespace: &str, name: &str, from_namespace: &str) -> Value {
+    mk_reference_grant(namespace, name, ("HTTPRoute", from_namespace), "Service")
+}
+
+/// A ReferenceGrant in `namespace` that lets the `from` kind of its namespace refer to
+/// the (core) `to_kind` objects of this one.
+pub fn mk_reference_grant(namespace: &str, name: &str, from: (&str, &str), to_kind: &str) -> Value {
     typed(
         "gateway.networking.k8s.io/v1beta1",
         "ReferenceGrant",
@@ -170,12 +176,12 @@ pub fn mk_service_grant(namespace: &str, name: &str, from_namespace: &str) -> Va
             spec: ReferenceGrantSpec {
                 from: vec![ReferenceGrantFrom {
                     group: "gateway.networking.k8s.io".into(),
-                    kind: "HTTPRoute".into(),
-                    namespace: from_namespace.into(),
+                    kind: from.0.into(),
+                    namespace: from.1.into(),
                 }],
                 to: vec![ReferenceGrantTo {
                     group: String::new(),
-                    kind: "Service".into(),
+                    kind: to_kind.into(),
                     name: None,
                 }],
             },
@@ -183,10 +189,18 @@ pub fn mk_service_grant(namespace: &str, name: &str, from_namespace: &str) -> Va
     )
 }
 
-/// A reference to a Secret, for a listener's `tls.certificateRefs`.
-pub fn secret_ref(name: &str) -> ObjectReference {
-    ObjectReference {
-        name: name.to_string(),
-        ..ObjectReference::default()
-    }
+/// An HTTPS listener on port 443 for `hostname`, terminating TLS with the Secret `name`
+/// (in `namespace`, or the Gateway's).
+pub fn mk_https_listener(name: &str, hostname: &str, secret: (Option<&str>, &str)) -> Listener {
+    let mut listener = mk_listener(name, "HTTPS", 443, Some(hostname));
+    listener.tls = Some(ListenerTls {
+        mode: None,
+        certificate_refs: vec![ObjectReference {
+            name: secret.1.to_string(),
+            namespace: secret.0.map(str::to_string),
+            ..ObjectReference::default()
+        }],
+        options: None,
+    });
+    listener
 }
