@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tugboat_model::gateway::{Condition, GatewaySettings, RouteParentState};
+use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BackendName, BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot,
 };
@@ -834,6 +835,80 @@ fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     assert_eq!(routes(&output)[0].2, "shop_api_80");
     let path = output.desired.routes[0].path.clone();
     assert_eq!(path, PathMatch::Prefix("/a".into()));
+    let conflict = output
+        .problems
+        .iter()
+        .find(|p| p.object.name == "z-older")
+        .expect("the losing route is told");
+    assert_eq!(conflict.reason, ProblemReason::RouteConflict);
+    assert!(
+        conflict.message.contains("HTTPRoute shop/a-same-age"),
+        "{conflict}"
+    );
+
+    // An Ingress of the same host and path keeps it; the HTTPRoute is told.
+    snapshot.ingresses.insert(
+        ObjectKey::new("shop", "legacy"),
+        object(json!({
+            "metadata": {"name": "legacy", "namespace": "shop"},
+            "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/a", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}
+        })),
+    );
+    let output = build(&snapshot);
+    assert_eq!(routes(&output)[0].2, "shop_web_80");
+    assert_eq!(output.desired.routes[0].ingress.name, "legacy");
+    assert!(output.desired.http_route_slots.is_empty());
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.object.kind == "HTTPRoute" && p.message.contains("Ingress shop/legacy")),
+        "{:?}",
+        output.problems
+    );
+}
+
+#[test]
+fn a_route_on_the_http_and_the_https_listener_is_one_route() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            {"name": "http", "port": 80, "protocol": "HTTP"},
+            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
+             "tls": {"certificateRefs": [{"name": "absent"}]}},
+        ]),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "web",
+        "2024-01-01T00:00:00Z",
+        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
+               "rules": [to_web(json!([]))]}),
+    );
+    let output = build(&snapshot);
+    assert_eq!(
+        routes(&output),
+        [(
+            "shop.example.com".into(),
+            "/ (Prefix)".into(),
+            "shop_web_80".into()
+        )]
+    );
+    assert!(
+        output.problems.iter().all(|p| p.object.kind != "HTTPRoute"),
+        "{:?}",
+        output.problems
+    );
+    let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(gateway.listeners[0].attached_routes, 1);
+    assert_eq!(gateway.listeners[1].attached_routes, 1);
 }
 
 #[test]

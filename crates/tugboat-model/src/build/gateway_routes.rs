@@ -49,6 +49,30 @@ impl Builder<'_> {
             namespace: rule.route.namespace.clone(),
             name: rule.route.name.clone(),
         };
+        let slot = (rule.host.clone(), rule.path.clone());
+        if let Some(existing) = self.routes.get(&slot) {
+            // The same route on another listener (the HTTP and the HTTPS one) is the
+            // same rule; anything else is a conflict the older object wins.
+            let from_route = self.http_route_slots.contains(&slot);
+            if from_route && existing.ingress == rule.route {
+                return;
+            }
+            let owner = if from_route {
+                format!("the older HTTPRoute {}", existing.ingress)
+            } else {
+                format!("the Ingress {} (Ingresses come first)", existing.ingress)
+            };
+            self.problems.push(ObjectProblem {
+                object,
+                field: rule.field,
+                reason: ProblemReason::RouteConflict,
+                message: format!(
+                    "host {} path {} is already routed by {owner}",
+                    rule.host, rule.path
+                ),
+            });
+            return;
+        }
         let layer = Layer::empty(object.clone(), Scope::Ingress);
         let (backend, features) = match &rule.backend {
             RuleBackend::Service { service, port } => {
@@ -76,8 +100,6 @@ impl Builder<'_> {
                 (self.unresolved_backend(), Some(self.unresolved_features()))
             }
         };
-        let slot = (rule.host.clone(), rule.path.clone());
-        let taken = self.routes.contains_key(&slot);
         self.add_route(
             &object,
             &rule.field,
@@ -87,9 +109,7 @@ impl Builder<'_> {
             backend,
             features,
         );
-        if !taken {
-            self.http_route_slots.insert(slot);
-        }
+        self.http_route_slots.insert(slot);
     }
 
     /// The backend of rules without a usable one: no servers; its feature set answers
