@@ -13,7 +13,8 @@ use tugboat_model::gateway::objects::HttpRoute;
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
-    mk_rule_to, mk_service_grant, route_created_at, with_filter,
+    mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at, with_filter,
+    with_filter_json,
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
@@ -29,6 +30,8 @@ scene_tests!(
     cross_namespace_backends_need_a_reference_grant,
     bad_routes_get_their_condition_and_harm_no_other,
     https_listeners_serve_their_certificates_across_namespaces_by_grant,
+    filters_change_headers_redirect_and_rewrite,
+    weighted_backends_share_the_requests_by_weight,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -589,4 +592,226 @@ async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
         listener_condition(&scene, 1, "ResolvedRefs").await.0,
         "True"
     );
+}
+
+/// Every value of a header of the answer.
+fn header_values<'a>(reply: &'a tugboat_testkit::Reply, name: &str) -> Vec<&'a str> {
+    reply
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+async fn filters_change_headers_redirect_and_rewrite(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 191, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    let headers_rule = with_filter_json(
+        with_filter_json(
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            serde_json::json!({"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                "set": [{"name": "X-Set", "value": "one"}],
+                "add": [{"name": "X-Add", "value": "two"}],
+                "remove": ["X-Gone"]}}),
+        ),
+        serde_json::json!({"type": "ResponseHeaderModifier", "responseHeaderModifier": {
+            "set": [{"name": "X-Served-By", "value": "tugboat"}],
+            "remove": ["X-Echo-Service"]}}),
+    );
+    let mut moved_rule = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/old/")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}),
+    );
+    moved_rule.backend_refs.clear();
+    let mut full_rule = with_filter_json(
+        mk_rule_to(&[("Exact", "/down")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+            "port": 8443,
+            "path": {"type": "ReplaceFullPath", "replaceFullPath": "/maintenance"}}}),
+    );
+    full_rule.backend_refs.clear();
+    let rewrite_rule = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/api")], "web", 80),
+        serde_json::json!({"type": "URLRewrite", "urlRewrite": {
+            "hostname": "internal.example.com",
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}}),
+    );
+    for (name, rules) in [
+        ("headers", vec![headers_rule]),
+        ("moved", vec![moved_rule, full_rule]),
+        ("rewrite", vec![rewrite_rule]),
+    ] {
+        let host = format!("{name}.example.com");
+        objects.push(http_route_json(&mk_http_route(name, "gw", &[&host], rules)));
+    }
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("headers.example.com", "/", "web")
+        .await;
+
+    let reply = tugboat_testkit::http::request(
+        scene.http_addr(),
+        "GET",
+        "headers.example.com",
+        "/",
+        &[("X-Set", "client"), ("X-Add", "client"), ("X-Gone", "yes")],
+    )
+    .await
+    .expect("answer");
+    assert_eq!(
+        header_values(&reply, "x-echo-req-set"),
+        ["one"],
+        "{reply:?}"
+    );
+    let mut added = header_values(&reply, "x-echo-req-add");
+    added.sort_unstable();
+    assert_eq!(added, ["client", "two"], "{reply:?}");
+    assert!(
+        header_values(&reply, "x-echo-req-gone").is_empty(),
+        "{reply:?}"
+    );
+    assert_eq!(reply.header("x-served-by"), Some("tugboat"));
+    assert_eq!(
+        reply.header("x-echo-service"),
+        None,
+        "removed from the answer"
+    );
+
+    let redirect = scene
+        .get("moved.example.com", "/old/page?x=1")
+        .await
+        .expect("answer");
+    assert_eq!(redirect.status, 301);
+    assert_eq!(
+        redirect.header("location"),
+        Some("https://new.example.com/new/page?x=1")
+    );
+    let redirect = scene
+        .get("moved.example.com", "/old")
+        .await
+        .expect("answer");
+    assert_eq!(
+        redirect.header("location"),
+        Some("https://new.example.com/new")
+    );
+    let redirect = scene
+        .get("moved.example.com", "/down")
+        .await
+        .expect("answer");
+    assert_eq!(redirect.status, 302);
+    assert_eq!(
+        redirect.header("location"),
+        Some("http://moved.example.com:8443/maintenance")
+    );
+    assert_eq!(
+        route_condition(&scene, "moved", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+
+    let rewritten = scene
+        .get("rewrite.example.com", "/api/items?q=1")
+        .await
+        .expect("answer");
+    assert_eq!(rewritten.service(), Some("web"));
+    assert_eq!(rewritten.path(), Some("/v2/items"), "{rewritten:?}");
+    assert_eq!(rewritten.query(), Some("q=1"));
+    assert!(
+        rewritten.body.contains("host=internal.example.com"),
+        "{rewritten:?}"
+    );
+    let root = scene
+        .get("rewrite.example.com", "/api")
+        .await
+        .expect("answer");
+    assert_eq!(root.path(), Some("/v2"));
+}
+
+/// How many of `count` requests to `host` each service (or status, for other answers)
+/// took.
+async fn tally(
+    scene: &Scene,
+    host: &str,
+    count: usize,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut tally = std::collections::BTreeMap::new();
+    for _ in 0..count {
+        let reply = scene.get(host, "/").await.expect("answer");
+        let key = match reply.service() {
+            Some(service) if reply.status == 200 => service.to_string(),
+            _ => reply.status.to_string(),
+        };
+        *tally.entry(key).or_insert(0) += 1;
+    }
+    tally
+}
+
+/// Asserts that `key` took `share` of `count` requests, within 5 points.
+fn assert_share(
+    tally: &std::collections::BTreeMap<String, usize>,
+    key: &str,
+    share: f64,
+    count: usize,
+) {
+    let got = *tally.get(key).unwrap_or(&0) as f64 / count as f64;
+    assert!(
+        (got - share).abs() <= 0.05,
+        "{key}: {got:.3} of the requests, expected {share} +/- 0.05 ({tally:?})"
+    );
+}
+
+async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, source: Source) {
+    const REQUESTS: usize = 1000;
+    let web = start_backends("web", 192, 1).await;
+    let api = start_backends("api", 193, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let route = |backends: &[(&str, i32, i32)]| {
+        http_route_json(&mk_http_route(
+            "split",
+            "gw",
+            &["split.example.com"],
+            vec![mk_weighted_rule("/", backends)],
+        ))
+    };
+    objects.push(route(&[("web", 80, 3), ("api", 80, 1)]));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("split.example.com", "/", "web")
+        .await;
+    let counts = tally(&scene, "split.example.com", REQUESTS).await;
+    assert_share(&counts, "web", 0.75, REQUESTS);
+    assert_share(&counts, "api", 0.25, REQUESTS);
+
+    // A share whose Service does not exist answers 500 for its part.
+    scene.apply(&route(&[("web", 80, 1), ("gone", 80, 1)]));
+    wait_for_route_condition(
+        &scene,
+        "split",
+        "ResolvedRefs",
+        ("False", "BackendNotFound"),
+    )
+    .await;
+    eventually("the new split", Duration::from_secs(15), || async {
+        let counts = tally(&scene, "split.example.com", 20).await;
+        (!counts.contains_key("api")).then_some(())
+    })
+    .await;
+    let counts = tally(&scene, "split.example.com", REQUESTS).await;
+    assert_share(&counts, "web", 0.5, REQUESTS);
+    assert_share(&counts, "500", 0.5, REQUESTS);
+
+    // Weight 0 takes no requests.
+    scene.apply(&route(&[("web", 80, 0), ("api", 80, 5)]));
+    scene
+        .wait_for_service("split.example.com", "/", "api")
+        .await;
+    eventually("api alone", Duration::from_secs(15), || async {
+        let counts = tally(&scene, "split.example.com", 50).await;
+        (counts.get("api") == Some(&50)).then_some(())
+    })
+    .await;
 }

@@ -126,6 +126,27 @@ pub fn with_filter(mut rule: HttpRouteRule, type_: &str) -> HttpRouteRule {
     rule
 }
 
+/// The rule with a filter given as JSON (`{"type": ..., "<type>": {...}}`), as the
+/// user writes it.
+pub fn with_filter_json(mut rule: HttpRouteRule, filter: Value) -> HttpRouteRule {
+    rule.filters
+        .push(serde_json::from_value(filter).expect("a filter of the model's type"));
+    rule
+}
+
+/// A rule of one `PathPrefix` match to weighted Services: `(service, port, weight)`.
+pub fn mk_weighted_rule(prefix: &str, backends: &[(&str, i32, i32)]) -> HttpRouteRule {
+    let mut rule = mk_rule_to(&[("PathPrefix", prefix)], "unused", 80);
+    rule.backend_refs = backends
+        .iter()
+        .map(|(service, port, weight)| HttpBackendRef {
+            weight: Some(*weight),
+            ..mk_backend_ref(None, service, *port)
+        })
+        .collect();
+    rule
+}
+
 /// An HTTPRoute of namespace `default` attached to the Gateway `gateway`, for
 /// `hostnames`, with `rules`.
 pub fn mk_http_route(

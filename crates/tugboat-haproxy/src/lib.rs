@@ -12,6 +12,7 @@ pub mod apply;
 pub mod cli;
 pub mod features;
 pub mod files;
+pub mod gateway_features;
 pub mod layout;
 pub mod plan;
 pub mod render;

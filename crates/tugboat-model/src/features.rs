@@ -183,6 +183,8 @@ pub struct RouteFeatures {
     /// Every request is answered with this status and never reaches the backend (a
     /// Gateway API rule whose backend does not resolve: 500).
     pub answer_status: Option<u16>,
+    /// The Gateway API's filters and weighted backends of an HTTPRoute rule.
+    pub gateway: Option<crate::gateway::features::GatewayFeatures>,
 }
 
 impl RouteFeatures {

@@ -714,9 +714,19 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
                          "backendRefs": [{"name": "web", "port": 80}]}),
         ),
         (
-            "split",
-            json!({"backendRefs": [{"name": "web", "port": 80, "weight": 90},
-                                          {"name": "api", "port": 80, "weight": 10}]}),
+            "weight",
+            json!({"backendRefs": [{"name": "web", "port": 80, "weight": 2000000}]}),
+        ),
+        (
+            "bad-header",
+            json!({"filters": [{"type": "RequestHeaderModifier",
+                                "requestHeaderModifier": {"set": [{"name": "x-a", "value": "${HOME}"}]}}],
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
+            "bad-redirect",
+            json!({"filters": [{"type": "RequestRedirect",
+                                "requestRedirect": {"scheme": "ftp"}}]}),
         ),
     ];
     for (name, rule) in &cases {
@@ -975,4 +985,180 @@ fn gateway_changes_rebuild_the_incremental_model() {
         }
         other => panic!("expected a full build, got {other:?}"),
     }
+}
+
+fn features_of<'a>(output: &'a BuildOutput, host: &str) -> &'a tugboat_model::RouteFeatures {
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host == HostMatch::Exact(host.into()))
+        .unwrap_or_else(|| panic!("a route of {host}"));
+    &output.desired.feature_sets[route.features.as_ref().expect("features")]
+}
+
+#[test]
+fn filters_become_route_features() {
+    use tugboat_model::gateway::features::{PathReplacement, Redirect};
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([http_listener("http", None, json!(null))]),
+    );
+    let route = |name: &str, rule: Value| {
+        json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
+               "rules": [rule]})
+    };
+    add_route(
+        &mut snapshot,
+        "shop",
+        "headers",
+        "2024-01-01T00:00:00Z",
+        route(
+            "headers",
+            json!({
+        "filters": [
+            {"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                "set": [{"name": "X-Set", "value": "one"}], "add": [{"name": "X-Add", "value": "two"}],
+                "remove": ["X-Gone"]}},
+            {"type": "ResponseHeaderModifier", "responseHeaderModifier": {
+                "add": [{"name": "X-Served-By", "value": "tugboat"}]}}],
+        "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "moved",
+        "2024-01-01T00:00:00Z",
+        route(
+            "moved",
+            json!({
+        "matches": [{"path": {"type": "PathPrefix", "value": "/old/"}}],
+        "filters": [{"type": "RequestRedirect", "requestRedirect": {
+            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}]}),
+        ),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "rewrite",
+        "2024-01-01T00:00:00Z",
+        route(
+            "rewrite",
+            json!({
+        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+        "filters": [{"type": "URLRewrite", "urlRewrite": {
+            "hostname": "internal.example.com",
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/app"}}}],
+        "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "split",
+        "2024-01-01T00:00:00Z",
+        route(
+            "split",
+            json!({
+        "backendRefs": [{"name": "web", "port": 80, "weight": 90},
+                        {"name": "api", "port": 80, "weight": 9},
+                        {"name": "gone", "port": 80, "weight": 1}]}),
+        ),
+    );
+    let output = build(&snapshot);
+    for name in ["headers", "moved", "rewrite", "split"] {
+        assert_eq!(
+            route_condition(&output, "shop", name, "Accepted"),
+            (true, "Accepted".into()),
+            "{name}"
+        );
+    }
+    let headers = features_of(&output, "headers.example.com")
+        .gateway
+        .as_ref()
+        .expect("gateway");
+    assert_eq!(
+        headers.request_headers.set,
+        [("x-set".to_string(), "one".to_string())]
+    );
+    assert_eq!(
+        headers.request_headers.add,
+        [("x-add".to_string(), "two".to_string())]
+    );
+    assert_eq!(headers.request_headers.remove, ["x-gone"]);
+    assert_eq!(
+        headers.response_headers.add,
+        [("x-served-by".to_string(), "tugboat".to_string())]
+    );
+
+    let moved = features_of(&output, "moved.example.com");
+    assert_eq!(moved.answer_status, None, "a redirect needs no backend");
+    assert_eq!(
+        moved.gateway.as_ref().and_then(|g| g.redirect.clone()),
+        Some(Redirect {
+            scheme: Some("https".into()),
+            hostname: Some("new.example.com".into()),
+            port: None,
+            path: Some(PathReplacement::Prefix {
+                matched: 4,
+                replacement: "/new".into()
+            }),
+            code: 301,
+        })
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "moved", "ResolvedRefs"),
+        (true, "ResolvedRefs".into())
+    );
+
+    let rewrite = features_of(&output, "rewrite.example.com")
+        .gateway
+        .as_ref()
+        .expect("gateway");
+    assert_eq!(
+        rewrite.rewrite_host.as_deref(),
+        Some("internal.example.com")
+    );
+    assert_eq!(
+        rewrite.rewrite_path,
+        Some(PathReplacement::Prefix {
+            matched: 0,
+            replacement: "/app".into()
+        })
+    );
+
+    let split = features_of(&output, "split.example.com")
+        .gateway
+        .as_ref()
+        .expect("gateway");
+    let shares: Vec<(Option<String>, u32)> = split
+        .split
+        .iter()
+        .map(|s| (s.backend.as_ref().map(ToString::to_string), s.weight))
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            (Some("shop_web_80".into()), 90),
+            (Some("shop_api_80".into()), 9),
+            (None, 1)
+        ]
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "split", "ResolvedRefs"),
+        (false, "BackendNotFound".into()),
+        "one share does not resolve"
+    );
+    assert!(
+        output
+            .desired
+            .backends
+            .contains_key(&BackendName::parse("shop_api_80").expect("name"))
+    );
 }

@@ -4,16 +4,19 @@
 //! back to the caller.
 //!
 //! A rule's backend is built as an Ingress backend is (the Service's keys and the
-//! ConfigMap's apply, a route of an HTTPRoute has no keys of its own). A rule whose
-//! backend does not resolve goes to [`BackendName::unresolved`] with a feature set that
-//! answers 500, as the spec asks.
+//! ConfigMap's apply, a route of an HTTPRoute has no keys of its own; a split takes
+//! those of its first Service). A rule whose backend does not resolve goes to
+//! [`BackendName::unresolved`] with a feature set that answers 500, as the spec asks.
+//! The rule's filters and weighted backends join its feature set
+//! ([`crate::RouteFeatures::gateway`]).
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
 use super::{Builder, SecretUse};
 use crate::annotations::{Layer, Scope};
 use crate::desired::{Backend, BackendName, ServicePortRef, TlsCertificate};
-use crate::features::{FeatureSetId, RouteFeatures};
+use crate::features::FeatureSetId;
+use crate::gateway::features::{GatewayFeatures, Share};
 use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
@@ -74,32 +77,46 @@ impl Builder<'_> {
             return;
         }
         let layer = Layer::empty(object.clone(), Scope::Ingress);
-        let (backend, features) = match &rule.backend {
+        let mut gateway = rule.features.clone();
+        let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
-                let reference = IngressBackend {
-                    service: Some(IngressServiceBackend {
-                        name: service.name.clone(),
-                        port: Some(ServiceBackendPort {
-                            number: Some(i32::from(*port)),
-                            name: None,
-                        }),
-                    }),
-                    resource: None,
-                };
-                // The backend is looked up in the Service's namespace (a ReferenceGrant
-                // allowed it when it is not the route's).
-                let owner = ObjectKey::new(&service.namespace, &rule.route.name);
-                let Some(backend) = self.backend(&object, &owner, &reference, &rule.field, &layer)
+                let Some(backend) = self.gateway_backend(&object, &rule, service, *port, &layer)
                 else {
                     return;
                 };
-                let features = self.route_features(service, &layer);
-                (backend, features)
+                (backend, self.route_features(service, &layer))
             }
-            RuleBackend::Unresolved => {
-                (self.unresolved_backend(), Some(self.unresolved_features()))
+            RuleBackend::Unresolved => (self.unresolved_backend(), None),
+            RuleBackend::Split(shares) => {
+                let mut first = None;
+                for (target, weight) in shares {
+                    let backend = match target {
+                        Some((service, port)) => {
+                            let backend =
+                                self.gateway_backend(&object, &rule, service, *port, &layer);
+                            if first.is_none()
+                                && let Some(backend) = &backend
+                            {
+                                first = Some((backend.clone(), service.clone()));
+                            }
+                            backend
+                        }
+                        None => None,
+                    };
+                    gateway.split.push(Share {
+                        backend,
+                        weight: *weight,
+                    });
+                }
+                match first {
+                    Some((backend, service)) => (backend, self.route_features(&service, &layer)),
+                    None => (self.unresolved_backend(), None),
+                }
             }
         };
+        // Without a backend, the rule answers 500, unless it redirects.
+        let unresolved = backend == BackendName::unresolved() && gateway.redirect.is_none();
+        let features = self.gateway_features(base, gateway, unresolved);
         self.add_route(
             &object,
             &rule.field,
@@ -110,6 +127,55 @@ impl Builder<'_> {
             features,
         );
         self.http_route_slots.insert(slot);
+    }
+
+    /// The backend of one Service port of a rule, built as an Ingress backend is (the
+    /// Service's namespace: a ReferenceGrant allowed it when it is not the route's).
+    fn gateway_backend(
+        &mut self,
+        object: &ObjectRef,
+        rule: &RuleRoute,
+        service: &ObjectKey,
+        port: u16,
+        layer: &Layer,
+    ) -> Option<BackendName> {
+        let reference = IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: service.name.clone(),
+                port: Some(ServiceBackendPort {
+                    number: Some(i32::from(port)),
+                    name: None,
+                }),
+            }),
+            resource: None,
+        };
+        let owner = ObjectKey::new(&service.namespace, &rule.route.name);
+        self.backend(object, &owner, &reference, &rule.field, layer)
+    }
+
+    /// The feature set of a rule: the Service's and the ConfigMap's (`base`), the
+    /// rule's filters and split, and the 500 of a rule without a backend.
+    fn gateway_features(
+        &mut self,
+        base: Option<FeatureSetId>,
+        gateway: GatewayFeatures,
+        unresolved: bool,
+    ) -> Option<FeatureSetId> {
+        if gateway.is_empty() && !unresolved {
+            return base;
+        }
+        let mut features = base
+            .and_then(|id| self.feature_sets.get(&id).cloned())
+            .unwrap_or_default();
+        if !gateway.is_empty() {
+            features.gateway = Some(gateway);
+        }
+        if unresolved {
+            features.answer_status = Some(UNRESOLVED_STATUS);
+        }
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        Some(id)
     }
 
     /// The backend of rules without a usable one: no servers; its feature set answers
@@ -130,16 +196,6 @@ impl Builder<'_> {
             );
         }
         name
-    }
-
-    fn unresolved_features(&mut self) -> FeatureSetId {
-        let features = RouteFeatures {
-            answer_status: Some(UNRESOLVED_STATUS),
-            ..RouteFeatures::default()
-        };
-        let id = FeatureSetId::of(&features);
-        self.feature_sets.insert(id.clone(), features);
-        id
     }
 
     /// The certificate of an HTTPS listener, served for its hosts (a host another

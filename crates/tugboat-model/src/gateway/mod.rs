@@ -17,6 +17,7 @@
 //! `UnsupportedValue`, and none of its rules is routed (a routing that skipped a header
 //! match would send more traffic than the user asked for).
 
+pub mod features;
 pub mod objects;
 pub mod status;
 mod translate;

@@ -258,6 +258,30 @@ pub struct HttpRouteFilter {
     pub response_header_modifier: Option<HeaderModifier>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_redirect: Option<RequestRedirect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_rewrite: Option<UrlRewrite>,
+}
+
+/// `URLRewrite`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct UrlRewrite {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<HttpPathModifier>,
+}
+
+/// The path of a redirect or rewrite.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpPathModifier {
+    /// `ReplaceFullPath` or `ReplacePrefixMatch`.
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_full_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replace_prefix_match: Option<String>,
 }
 
 /// `RequestHeaderModifier` / `ResponseHeaderModifier`.
@@ -286,7 +310,7 @@ pub struct RequestRedirect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<serde_json::Value>,
+    pub path: Option<HttpPathModifier>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::desired::{HostMatch, PathMatch};
 use crate::gateway::GatewaySettings;
+use crate::gateway::features::{GatewayFeatures, HeaderChanges, PathReplacement, Redirect};
 use crate::gateway::objects::{
-    GROUP, Gateway, HttpBackendRef, HttpRoute, HttpRouteRule, LabelSelector, Listener,
-    ParentReference, ReferenceGrant,
+    GROUP, Gateway, HeaderModifier, HttpBackendRef, HttpPathModifier, HttpRoute, HttpRouteFilter,
+    HttpRouteRule, LabelSelector, Listener, ParentReference, ReferenceGrant, RequestRedirect,
 };
 use crate::gateway::status::{
     ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
@@ -25,7 +26,16 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 3] = ["Gateway", "HTTPRoute", "ReferenceGrant"];
+pub const SUPPORTED_FEATURES: [&str; 8] = [
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "HTTPRouteResponseHeaderModification",
+    "HTTPRouteHostRewrite",
+    "HTTPRoutePathRewrite",
+    "HTTPRouteSchemeRedirect",
+    "HTTPRoutePathRedirect",
+];
 
 /// Where a rule's requests go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +45,9 @@ pub enum RuleBackend {
     /// No usable backend (missing, not permitted, of another kind, weight 0): the rule's
     /// requests get 500, as the spec asks.
     Unresolved,
+    /// Several backends of non-zero weight: each request goes to one, in proportion to
+    /// the weights. A share without a usable backend (`None`) answers 500.
+    Split(Vec<(Option<(ObjectKey, u16)>, u32)>),
 }
 
 /// One host and path of one rule of an attached HTTPRoute.
@@ -46,6 +59,8 @@ pub struct RuleRoute {
     pub host: HostMatch,
     pub path: PathMatch,
     pub backend: RuleBackend,
+    /// The rule's filters (the split is the builder's to fill in).
+    pub features: GatewayFeatures,
 }
 
 /// A certificate an HTTPS listener serves: its Secret and the hosts it is for.
@@ -705,8 +720,8 @@ struct RouteRules {
     unsupported: Option<(String, String)>,
     /// The route's hostnames, validated and lower-cased.
     hostnames: Vec<String>,
-    /// Per rule: its field, its paths and its backend.
-    rules: Vec<(String, Vec<PathMatch>, RuleBackend)>,
+    /// Per rule: its field, its paths, its backend and its filters.
+    rules: Vec<(String, Vec<PathMatch>, RuleBackend, FilterSpec)>,
     /// The first backend that does not resolve: reason and message.
     unresolved: Option<(&'static str, String)>,
 }
@@ -729,10 +744,15 @@ fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> Route
     }
     for (index, rule) in route.spec.rules.iter().enumerate() {
         let field = format!("spec.rules[{index}]");
-        match rule_paths(rule, &field) {
-            Ok(paths) => {
-                let backend = rule_backend(snapshot, key, rule, &field, &mut out);
-                out.rules.push((field, paths, backend));
+        match rule_paths(rule, &field).and_then(|paths| Ok((paths, rule_filters(rule, &field)?))) {
+            Ok((paths, filters)) => {
+                let backend = if filters.redirect.is_some() && rule.backend_refs.is_empty() {
+                    // A redirect answers by itself.
+                    RuleBackend::Unresolved
+                } else {
+                    rule_backend(snapshot, key, rule, &field, &mut out)
+                };
+                out.rules.push((field, paths, backend, filters));
             }
             Err(unsupported) => {
                 out.unsupported.get_or_insert(unsupported);
@@ -756,15 +776,6 @@ fn rule_paths(rule: &HttpRouteRule, field: &str) -> Result<Vec<PathMatch>, (Stri
     }
     if rule.session_persistence.is_some() {
         return not_yet(format!("{field}.sessionPersistence"), "sessionPersistence");
-    }
-    if let Some((index, filter)) = rule.filters.iter().enumerate().next() {
-        return Err((
-            format!("{field}.filters[{index}].type"),
-            format!(
-                "filter type '{}' is not supported yet (docs/gateway-api.md)",
-                validate::printable(&filter.type_)
-            ),
-        ));
     }
     if rule.matches.is_empty() {
         return Ok(vec![PathMatch::Prefix("/".into())]);
@@ -844,27 +855,29 @@ fn rule_backend(
             return RuleBackend::Unresolved;
         }
     }
-    let (index, backend) = match weighted.as_slice() {
-        [] => return RuleBackend::Unresolved,
-        [one] => *one,
-        [_, (second, _), ..] => {
-            out.unsupported.get_or_insert((
-                format!("{field}.backendRefs[{second}]"),
-                "a traffic split over several backends with a weight is not supported yet: \
-                 give one backend a weight (docs/gateway-api.md)"
-                    .into(),
-            ));
-            return RuleBackend::Unresolved;
-        }
-    };
-    let field = format!("{field}.backendRefs[{index}]");
-    match resolve_backend(snapshot, route, backend) {
-        Ok(backend) => backend,
-        Err((reason, message)) => {
-            out.unresolved
-                .get_or_insert((reason, format!("{field}: {message}")));
-            RuleBackend::Unresolved
-        }
+    let mut shares = Vec::new();
+    for (index, backend) in &weighted {
+        let share_field = format!("{field}.backendRefs[{index}]");
+        let resolved = match resolve_backend(snapshot, route, backend) {
+            Ok(found) => Some(found),
+            Err((reason, message)) => {
+                out.unresolved
+                    .get_or_insert((reason, format!("{share_field}: {message}")));
+                None
+            }
+        };
+        // Checked above: 1 to 1000000.
+        let weight = u32::try_from(backend.weight.unwrap_or(1)).unwrap_or(1);
+        shares.push((resolved, weight));
+    }
+    match shares.as_slice() {
+        [] => RuleBackend::Unresolved,
+        [(Some((service, port)), _)] => RuleBackend::Service {
+            service: service.clone(),
+            port: *port,
+        },
+        _ if shares.iter().all(|(backend, _)| backend.is_none()) => RuleBackend::Unresolved,
+        _ => RuleBackend::Split(shares),
     }
 }
 
@@ -872,7 +885,7 @@ fn resolve_backend(
     snapshot: &Snapshot,
     route: &ObjectKey,
     backend: &HttpBackendRef,
-) -> Result<RuleBackend, (&'static str, String)> {
+) -> Result<(ObjectKey, u16), (&'static str, String)> {
     let group = backend.group.as_deref().unwrap_or("");
     let kind = backend.kind.as_deref().unwrap_or("Service");
     if !group.is_empty() || kind != "Service" {
@@ -939,7 +952,231 @@ fn resolve_backend(
             format!("Service {service} has no port {port}: its requests get 500"),
         ));
     }
-    Ok(RuleBackend::Service { service, port })
+    Ok((service, port))
+}
+
+/// A new path as a filter gives it, before the rule's match is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PathSpec {
+    Full(String),
+    /// The replacement of the matched prefix.
+    Prefix(String),
+}
+
+/// A redirect as a filter gives it: scheme, hostname, port, path and code.
+type RedirectSpec = (
+    Option<String>,
+    Option<String>,
+    Option<u16>,
+    Option<PathSpec>,
+    u16,
+);
+
+/// The filters of a rule, validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct FilterSpec {
+    request_headers: HeaderChanges,
+    response_headers: HeaderChanges,
+    redirect: Option<RedirectSpec>,
+    rewrite_host: Option<String>,
+    rewrite_path: Option<PathSpec>,
+}
+
+impl FilterSpec {
+    /// The features of the rule's routes of `path`.
+    fn for_path(&self, path: &PathMatch) -> GatewayFeatures {
+        let replace = |spec: &PathSpec| match spec {
+            PathSpec::Full(full) => PathReplacement::Full(full.clone()),
+            PathSpec::Prefix(replacement) => PathReplacement::Prefix {
+                matched: match path {
+                    PathMatch::Prefix(prefix) if prefix == "/" => 0,
+                    PathMatch::Prefix(prefix) | PathMatch::Exact(prefix) => prefix.len(),
+                },
+                replacement: replacement.trim_end_matches('/').to_string(),
+            },
+        };
+        GatewayFeatures {
+            request_headers: self.request_headers.clone(),
+            response_headers: self.response_headers.clone(),
+            redirect: self
+                .redirect
+                .as_ref()
+                .map(|(scheme, hostname, port, path, code)| Redirect {
+                    scheme: scheme.clone(),
+                    hostname: hostname.clone(),
+                    port: *port,
+                    path: path.as_ref().map(replace),
+                    code: *code,
+                }),
+            rewrite_host: self.rewrite_host.clone(),
+            rewrite_path: self.rewrite_path.as_ref().map(replace),
+            split: Vec::new(),
+        }
+    }
+}
+
+/// A field this controller does not support or accept, and why.
+type Unsupported = (String, String);
+
+fn header_changes(modifier: &HeaderModifier, field: &str) -> Result<HeaderChanges, Unsupported> {
+    let check = |list: &[crate::gateway::objects::HttpHeader], part: &str| {
+        list.iter()
+            .enumerate()
+            .map(|(index, header)| {
+                let at = format!("{field}.{part}[{index}]");
+                validate::header_name(&header.name).map_err(|e| (format!("{at}.name"), e.0))?;
+                validate::header_value(&header.value).map_err(|e| (format!("{at}.value"), e.0))?;
+                Ok((header.name.to_ascii_lowercase(), header.value.clone()))
+            })
+            .collect::<Result<Vec<_>, Unsupported>>()
+    };
+    let remove = modifier
+        .remove
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            validate::header_name(name)
+                .map(|()| name.to_ascii_lowercase())
+                .map_err(|e| (format!("{field}.remove[{index}]"), e.0))
+        })
+        .collect::<Result<Vec<_>, Unsupported>>()?;
+    Ok(HeaderChanges {
+        set: check(&modifier.set, "set")?,
+        add: check(&modifier.add, "add")?,
+        remove,
+    })
+}
+
+fn path_spec(modifier: &HttpPathModifier, field: &str) -> Result<PathSpec, Unsupported> {
+    let (value, spec): (Option<&String>, fn(String) -> PathSpec) = match modifier.type_.as_str() {
+        "ReplaceFullPath" => (modifier.replace_full_path.as_ref(), PathSpec::Full),
+        "ReplacePrefixMatch" => (modifier.replace_prefix_match.as_ref(), PathSpec::Prefix),
+        other => {
+            return Err((
+                format!("{field}.type"),
+                format!(
+                    "path modifier type '{}' is not supported: ReplaceFullPath and \
+                     ReplacePrefixMatch are",
+                    validate::printable(other)
+                ),
+            ));
+        }
+    };
+    let value = value.map_or("/", String::as_str);
+    validate::literal_path(value).map_err(|e| (field.to_string(), e.0))?;
+    Ok(spec(value.to_string()))
+}
+
+fn hostname(value: &str, field: String) -> Result<String, Unsupported> {
+    match validate::ingress_host(value) {
+        Ok(host) if !host.starts_with('*') => Ok(host),
+        Ok(_) => Err((field, "a wildcard is not a hostname".into())),
+        Err(err) => Err((field, err.0)),
+    }
+}
+
+fn redirect_spec(redirect: &RequestRedirect, at: &str) -> Result<RedirectSpec, Unsupported> {
+    let scheme = match redirect.scheme.as_deref() {
+        None => None,
+        Some(scheme @ ("http" | "https")) => Some(scheme.to_string()),
+        Some(other) => {
+            return Err((
+                format!("{at}.scheme"),
+                format!(
+                    "scheme '{}' is not supported: http and https are",
+                    validate::printable(other)
+                ),
+            ));
+        }
+    };
+    let host = match redirect.hostname.as_deref() {
+        None => None,
+        Some(host) => Some(hostname(host, format!("{at}.hostname"))?),
+    };
+    let port = match redirect.port {
+        None => None,
+        Some(port) => Some(validate::port_number(port).map_err(|e| (format!("{at}.port"), e.0))?),
+    };
+    let path = match &redirect.path {
+        None => None,
+        Some(path) => Some(path_spec(path, &format!("{at}.path"))?),
+    };
+    let code = match redirect.status_code.unwrap_or(302) {
+        301 => 301,
+        302 => 302,
+        other => {
+            return Err((
+                format!("{at}.statusCode"),
+                format!("status code {other} is not supported: 301 and 302 are"),
+            ));
+        }
+    };
+    Ok((scheme, host, port, path, code))
+}
+
+/// The filters of a rule; an error names the first field this controller does not
+/// support or accept.
+fn rule_filters(rule: &HttpRouteRule, field: &str) -> Result<FilterSpec, Unsupported> {
+    let mut spec = FilterSpec::default();
+    for (index, filter) in rule.filters.iter().enumerate() {
+        let at = format!("{field}.filters[{index}]");
+        let missing = |name: &str| (format!("{at}.{name}"), format!("the filter needs {name}"));
+        let HttpRouteFilter {
+            type_,
+            request_header_modifier,
+            response_header_modifier,
+            request_redirect,
+            url_rewrite,
+        } = filter;
+        match type_.as_str() {
+            "RequestHeaderModifier" => {
+                let modifier = request_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("requestHeaderModifier"))?;
+                spec.request_headers =
+                    header_changes(modifier, &format!("{at}.requestHeaderModifier"))?;
+            }
+            "ResponseHeaderModifier" => {
+                let modifier = response_header_modifier
+                    .as_ref()
+                    .ok_or_else(|| missing("responseHeaderModifier"))?;
+                spec.response_headers =
+                    header_changes(modifier, &format!("{at}.responseHeaderModifier"))?;
+            }
+            "RequestRedirect" => {
+                let redirect = request_redirect
+                    .as_ref()
+                    .ok_or_else(|| missing("requestRedirect"))?;
+                spec.redirect = Some(redirect_spec(redirect, &format!("{at}.requestRedirect"))?);
+            }
+            "URLRewrite" => {
+                let rewrite = url_rewrite.as_ref().ok_or_else(|| missing("urlRewrite"))?;
+                let at = format!("{at}.urlRewrite");
+                if let Some(host) = rewrite.hostname.as_deref() {
+                    spec.rewrite_host = Some(hostname(host, format!("{at}.hostname"))?);
+                }
+                if let Some(path) = &rewrite.path {
+                    spec.rewrite_path = Some(path_spec(path, &format!("{at}.path"))?);
+                }
+            }
+            other => {
+                return Err((
+                    format!("{at}.type"),
+                    format!(
+                        "filter type '{}' is not supported yet (docs/gateway-api.md)",
+                        validate::printable(other)
+                    ),
+                ));
+            }
+        }
+    }
+    if spec.redirect.is_some() && (spec.rewrite_host.is_some() || spec.rewrite_path.is_some()) {
+        return Err((
+            format!("{field}.filters"),
+            "RequestRedirect and URLRewrite cannot be used together".into(),
+        ));
+    }
+    Ok(spec)
 }
 
 /// Attaches one route to its parents of ours: its status, the listeners' counts and
@@ -996,7 +1233,7 @@ fn attach_route(
         if accepted.status {
             for (listener, hosts) in attached {
                 for host in &hosts {
-                    for (field, paths, backend) in &rules.rules {
+                    for (field, paths, backend, filters) in &rules.rules {
                         for path in paths {
                             out.rules.push(RuleRoute {
                                 route: key.clone(),
@@ -1004,6 +1241,7 @@ fn attach_route(
                                 host: host_match(host),
                                 path: path.clone(),
                                 backend: backend.clone(),
+                                features: filters.for_path(path),
                             });
                         }
                     }

@@ -1,0 +1,182 @@
+//! The haproxy rules of the Gateway API's filters and weighted backends
+//! ([`GatewayFeatures`]), guarded by the feature sets that have them, as the other route
+//! features are (see [`crate::features`]).
+//!
+//! - A weighted split draws `rand(total)` once per request into `txn.pick` and sets
+//!   `txn.backend` by range (a share without a backend answers 500), before the frontend's
+//!   `use_backend`.
+//! - A redirect builds its location from the parts it sets and the request's others
+//!   (scheme, host, path, query).
+//! - `ReplacePrefixMatch` keeps what follows the matched prefix (`path,bytes(N)`).
+//! - Header changes go in the order set, add, remove.
+//!
+//! Every value comes validated from the model (no quote, backslash, `$` or `%`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tugboat_model::features::{FeatureSetId, RouteFeatures};
+use tugboat_model::gateway::features::{
+    GatewayFeatures, HeaderChanges, PathReplacement, Redirect, Share,
+};
+
+use crate::features::{FeatureRules, group, sets_acl};
+
+fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
+    features.gateway.as_ref()
+}
+
+/// Adds the rules of the sets' Gateway API features to `rules`.
+pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut FeatureRules) {
+    for (split, ids) in group(sets, |f| {
+        gateway(f).map(|g| &g.split).filter(|s| !s.is_empty())
+    }) {
+        split_rules(split, &sets_acl(&ids), &mut rules.request);
+    }
+    for (redirect, ids) in group(sets, |f| gateway(f).and_then(|g| g.redirect.as_ref())) {
+        redirect_rules(redirect, &sets_acl(&ids), &mut rules.request);
+    }
+    for (host, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_host.as_deref())) {
+        let _ = writeln!(
+            rules.late_request,
+            "    http-request set-header Host {host} if {}",
+            sets_acl(&ids)
+        );
+    }
+    for (path, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_path.as_ref())) {
+        rewrite_rules(path, &sets_acl(&ids), &mut rules.late_request);
+    }
+    for (changes, ids) in group(sets, |f| {
+        gateway(f)
+            .map(|g| &g.request_headers)
+            .filter(|c| !c.is_empty())
+    }) {
+        header_rules(
+            "http-request",
+            changes,
+            &sets_acl(&ids),
+            &mut rules.late_request,
+        );
+    }
+    for (changes, ids) in group(sets, |f| {
+        gateway(f)
+            .map(|g| &g.response_headers)
+            .filter(|c| !c.is_empty())
+    }) {
+        header_rules(
+            "http-response",
+            changes,
+            &sets_acl(&ids),
+            &mut rules.response,
+        );
+    }
+}
+
+fn split_rules(split: &[Share], acl: &str, out: &mut String) {
+    let total: u64 = split.iter().map(|share| u64::from(share.weight)).sum();
+    if total == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "    http-request set-var(txn.pick) rand({total}) if {acl}"
+    );
+    let mut low = 0u64;
+    for share in split {
+        let high = low + u64::from(share.weight);
+        let range = format!("{{ var(txn.pick) -m int {low}:{} }}", high - 1);
+        match &share.backend {
+            Some(backend) => {
+                let _ = writeln!(
+                    out,
+                    "    http-request set-var(txn.backend) str({backend}) if {acl} {range}"
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    http-request return status 500 if {acl} {range}");
+            }
+        }
+        low = high;
+    }
+}
+
+/// The scheme's well-known port.
+fn default_port(scheme: &str) -> u16 {
+    if scheme == "https" { 443 } else { 80 }
+}
+
+/// `set-var(txn.gw_rest)`: what follows the first `matched` bytes of the path.
+fn rest_rule(matched: usize, acl: &str) -> String {
+    format!("    http-request set-var(txn.gw_rest) path,bytes({matched}) if {acl}\n")
+}
+
+fn redirect_rules(redirect: &Redirect, acl: &str, out: &mut String) {
+    let scheme = redirect
+        .scheme
+        .clone()
+        .unwrap_or_else(|| "%[ssl_fc,iif(https,http)]".to_string());
+    let host = redirect
+        .hostname
+        .clone()
+        .unwrap_or_else(|| "%[var(txn.host)]".to_string());
+    let port = match (redirect.port, redirect.scheme.as_deref()) {
+        (Some(port), Some(scheme)) if port == default_port(scheme) => String::new(),
+        (Some(port), _) => format!(":{port}"),
+        (None, _) => String::new(),
+    };
+    let path = match &redirect.path {
+        None => "%[path]".to_string(),
+        Some(PathReplacement::Full(path)) => path.clone(),
+        Some(PathReplacement::Prefix {
+            matched,
+            replacement,
+        }) => {
+            out.push_str(&rest_rule(*matched, acl));
+            format!("{replacement}%[var(txn.gw_rest)]")
+        }
+    };
+    let code = redirect.code;
+    let location = format!("{scheme}://{host}{port}{path}");
+    let _ = writeln!(
+        out,
+        "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl} {{ var(txn.query) -m found }}\n    \
+         http-request redirect location \"{location}\" code {code} if {acl}"
+    );
+}
+
+fn rewrite_rules(path: &PathReplacement, acl: &str, out: &mut String) {
+    match path {
+        PathReplacement::Full(path) => {
+            let _ = writeln!(out, "    http-request set-path \"{path}\" if {acl}");
+        }
+        PathReplacement::Prefix {
+            matched,
+            replacement,
+        } => {
+            out.push_str(&rest_rule(*matched, acl));
+            // The rest of the path starts with `/` or is empty; an empty result is `/`.
+            let alone = if replacement.is_empty() {
+                "/"
+            } else {
+                replacement
+            };
+            let _ = writeln!(
+                out,
+                "    http-request set-path \"{replacement}%[var(txn.gw_rest)]\" if {acl} {{ var(txn.gw_rest) -m beg / }}\n    \
+                 http-request set-path \"{alone}\" if {acl} !{{ var(txn.gw_rest) -m beg / }}"
+            );
+        }
+    }
+}
+
+fn header_rules(action: &str, changes: &HeaderChanges, acl: &str, out: &mut String) {
+    for (name, value) in &changes.set {
+        let _ = writeln!(out, "    {action} set-header {name} \"{value}\" if {acl}");
+    }
+    for (name, value) in &changes.add {
+        let _ = writeln!(out, "    {action} add-header {name} \"{value}\" if {acl}");
+    }
+    for name in &changes.remove {
+        let _ = writeln!(out, "    {action} del-header {name} if {acl}");
+    }
+}

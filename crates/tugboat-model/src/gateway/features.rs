@@ -1,0 +1,79 @@
+//! What the Gateway API's filters and weighted backends do to a route's requests, as
+//! validated data: part of a route's feature set ([`crate::RouteFeatures::gateway`]),
+//! so that routes with the same filters share one set of haproxy rules and a route that
+//! joins an existing set is a map update.
+//!
+//! Every string here has passed [`crate::validate`]: header names and values, hosts and
+//! literal paths can be written into haproxy's config as they are.
+
+use crate::desired::BackendName;
+
+/// Header changes of a `RequestHeaderModifier` or `ResponseHeaderModifier`, in the order
+/// haproxy applies them: set, add, remove.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HeaderChanges {
+    pub set: Vec<(String, String)>,
+    pub add: Vec<(String, String)>,
+    pub remove: Vec<String>,
+}
+
+impl HeaderChanges {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.add.is_empty() && self.remove.is_empty()
+    }
+}
+
+/// A new path: the whole path, or the matched prefix replaced.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathReplacement {
+    /// `ReplaceFullPath`.
+    Full(String),
+    /// `ReplacePrefixMatch`: the first `matched` bytes of the path (the rule's prefix,
+    /// without a trailing `/`; 0 for the prefix `/`) become `replacement` (without a
+    /// trailing `/`; empty for `/`). What is left of the path follows; an empty result
+    /// is `/`.
+    Prefix { matched: usize, replacement: String },
+}
+
+/// `RequestRedirect`: each part left `None` is the request's own.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Redirect {
+    /// `http` or `https`.
+    pub scheme: Option<String>,
+    pub hostname: Option<String>,
+    /// Left out of the location when it is the scheme's well-known port.
+    pub port: Option<u16>,
+    pub path: Option<PathReplacement>,
+    /// 301 or 302.
+    pub code: u16,
+}
+
+/// One share of a weighted split: a backend (`None`: the share answers 500) and its
+/// weight.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Share {
+    pub backend: Option<BackendName>,
+    pub weight: u32,
+}
+
+/// What the Gateway API asks of a route's requests beyond its host, path and backend.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GatewayFeatures {
+    /// `RequestHeaderModifier` (`set` also covers the existing `request_headers`).
+    pub request_headers: HeaderChanges,
+    /// `ResponseHeaderModifier`.
+    pub response_headers: HeaderChanges,
+    pub redirect: Option<Redirect>,
+    /// `URLRewrite.hostname`: the Host header the backend gets.
+    pub rewrite_host: Option<String>,
+    /// `URLRewrite.path`.
+    pub rewrite_path: Option<PathReplacement>,
+    /// Weighted backends (empty: the route's one backend). Weights are > 0.
+    pub split: Vec<Share>,
+}
+
+impl GatewayFeatures {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
