@@ -14,7 +14,7 @@ use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
     mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at, with_filter,
-    with_filter_json,
+    with_filter_json, with_matches_json,
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
@@ -32,6 +32,7 @@ scene_tests!(
     https_listeners_serve_their_certificates_across_namespaces_by_grant,
     filters_change_headers_redirect_and_rewrite,
     weighted_backends_share_the_requests_by_weight,
+    method_header_and_query_matches_pick_the_rule_by_precedence,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -814,4 +815,124 @@ async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, 
         (counts.get("api") == Some(&50)).then_some(())
     })
     .await;
+}
+
+async fn method_header_and_query_matches_pick_the_rule_by_precedence(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 194, 1).await;
+    let api = start_backends("api", 195, 1).await;
+    let canary = start_backends("canary", 196, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[
+        ("web", &web),
+        ("api", &api),
+        ("canary", &canary),
+    ]));
+    let matching =
+        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
+    objects.push(http_route_json(&mk_http_route(
+        "matches",
+        "gw",
+        &["match.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            matching(
+                "api",
+                serde_json::json!([{"headers": [{"name": "Version", "value": "2"}]}]),
+            ),
+            matching("canary", serde_json::json!([{"method": "POST"}])),
+            matching(
+                "canary",
+                serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
+            ),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "team-only",
+        "gw",
+        &["team.example.com"],
+        vec![matching(
+            "web",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/"},
+                                                  "headers": [{"name": "x-team", "value": "a"}]}]),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("match.example.com", "/", "web")
+        .await;
+    let ask = |method: &'static str,
+               path: &'static str,
+               headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            let reply = tugboat_testkit::http::request(
+                scene.http_addr(),
+                method,
+                "match.example.com",
+                path,
+                headers,
+            )
+            .await
+            .expect("answer");
+            reply.service().map(str::to_string)
+        }
+    };
+    assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
+    assert_eq!(
+        ask("GET", "/x", &[("version", "2")]).await.as_deref(),
+        Some("api"),
+        "header"
+    );
+    assert_eq!(
+        ask("GET", "/x", &[("version", "3")]).await.as_deref(),
+        Some("web")
+    );
+    assert_eq!(
+        ask("POST", "/", &[]).await.as_deref(),
+        Some("canary"),
+        "method"
+    );
+    assert_eq!(
+        ask("POST", "/", &[("version", "2")]).await.as_deref(),
+        Some("canary"),
+        "a method match comes before header matches"
+    );
+    assert_eq!(
+        ask("GET", "/?env=canary", &[]).await.as_deref(),
+        Some("canary"),
+        "query"
+    );
+    assert_eq!(
+        ask("GET", "/?env=canary", &[("version", "2")])
+            .await
+            .as_deref(),
+        Some("api"),
+        "header matches come before query matches"
+    );
+    // Only a rule with a header match: other requests of the host and path get 404.
+    let team = tugboat_testkit::http::request(
+        scene.http_addr(),
+        "GET",
+        "team.example.com",
+        "/",
+        &[("X-Team", "a")],
+    )
+    .await
+    .expect("answer");
+    assert_eq!(team.service(), Some("web"));
+    assert_eq!(
+        scene
+            .get("team.example.com", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+    assert_eq!(
+        route_condition(&scene, "matches", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
 }

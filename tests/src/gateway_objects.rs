@@ -134,6 +134,13 @@ pub fn with_filter_json(mut rule: HttpRouteRule, filter: Value) -> HttpRouteRule
     rule
 }
 
+/// The rule with its matches given as JSON (`[{"path": ..., "headers": ...}]`), as the
+/// user writes them.
+pub fn with_matches_json(mut rule: HttpRouteRule, matches: Value) -> HttpRouteRule {
+    rule.matches = serde_json::from_value(matches).expect("matches of the model's type");
+    rule
+}
+
 /// A rule of one `PathPrefix` match to weighted Services: `(service, port, weight)`.
 pub fn mk_weighted_rule(prefix: &str, backends: &[(&str, i32, i32)]) -> HttpRouteRule {
     let mut rule = mk_rule_to(&[("PathPrefix", prefix)], "unused", 80);

@@ -9,6 +9,9 @@
 //!   (scheme, host, path, query).
 //! - `ReplacePrefixMatch` keeps what follows the matched prefix (`path,bytes(N)`).
 //! - Header changes go in the order set, add, remove.
+//! - The rules of a host and path that match on the method, headers or query
+//!   ([`Dispatch`]) come first of all: the first whose conditions hold sets the backend
+//!   and the feature set of the request.
 //!
 //! Every value comes validated from the model (no quote, backslash, `$` or `%`).
 
@@ -17,7 +20,8 @@ use std::fmt::Write as _;
 
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 use tugboat_model::gateway::features::{
-    GatewayFeatures, HeaderChanges, PathReplacement, Redirect, Share,
+    Conditions, Dispatch, GatewayFeatures, HeaderChanges, Otherwise, PathReplacement, Redirect,
+    Share,
 };
 
 use crate::features::{FeatureRules, group, sets_acl};
@@ -28,6 +32,15 @@ fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
 
 /// Adds the rules of the sets' Gateway API features to `rules`.
 pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut FeatureRules) {
+    // First of all: the rules of a host and path with conditions pick the set of the
+    // request before any other set's rule looks at it.
+    let mut dispatch = String::new();
+    for (id, features) in sets {
+        if let Some(found) = gateway(features).and_then(|g| g.dispatch.as_ref()) {
+            dispatch_rules(id, found, &mut dispatch);
+        }
+    }
+    rules.request.insert_str(0, &dispatch);
     for (split, ids) in group(sets, |f| {
         gateway(f).map(|g| &g.split).filter(|s| !s.is_empty())
     }) {
@@ -69,6 +82,55 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
             &sets_acl(&ids),
             &mut rules.response,
         );
+    }
+}
+
+/// The condition of a candidate: method, headers (whole values) and query parameters.
+fn conditions_acl(conditions: &Conditions) -> String {
+    let mut acl = String::new();
+    if let Some(method) = &conditions.method {
+        let _ = write!(acl, " {{ method {method} }}");
+    }
+    for (name, value) in &conditions.headers {
+        let _ = write!(acl, " {{ req.fhdr({name}) -m str {value} }}");
+    }
+    for (name, value) in &conditions.query {
+        let _ = write!(acl, " {{ url_param({name}) -m str {value} }}");
+    }
+    acl
+}
+
+/// The candidates of a host and path in order: the first whose conditions hold sets the
+/// backend and the feature set (which ends the dispatch: its rules test the dispatch's
+/// own set); otherwise the route's own features, or 404.
+fn dispatch_rules(id: &FeatureSetId, dispatch: &Dispatch, out: &mut String) {
+    let own = sets_acl(&[id]);
+    let set_features = |features: &Option<FeatureSetId>, condition: &str, out: &mut String| {
+        let _ = match features {
+            Some(features) => writeln!(
+                out,
+                "    http-request set-var(txn.fs) str({features}) if {own}{condition}"
+            ),
+            None => writeln!(
+                out,
+                "    http-request unset-var(txn.fs) if {own}{condition}"
+            ),
+        };
+    };
+    for candidate in &dispatch.candidates {
+        let condition = conditions_acl(&candidate.conditions);
+        let _ = writeln!(
+            out,
+            "    http-request set-var(txn.backend) str({}) if {own}{condition}",
+            candidate.backend
+        );
+        set_features(&candidate.features, &condition, out);
+    }
+    match &dispatch.otherwise {
+        Otherwise::Route(features) => set_features(features, "", out),
+        Otherwise::NotFound => {
+            let _ = writeln!(out, "    http-request return status 404 if {own}");
+        }
     }
 }
 

@@ -191,6 +191,25 @@ pub fn header_value(value: &str) -> Result<(), InvalidValue> {
     }
 }
 
+/// A value compared in an haproxy condition (a header or query parameter match):
+/// printable ASCII without spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}`, at most 1024.
+pub fn match_value(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 1024
+        && value
+            .bytes()
+            .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'\\$%#{}".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a match value Tugboat accepts: printable ASCII without spaces, \
+             quotes, \\, $, %, #, {{ or }}",
+            printable(value)
+        )))
+    }
+}
+
 /// A path written literally into a redirect's location or a rewrite: an
 /// [`ingress_path`] without `$` (haproxy expands variables in quoted text) nor `%`
 /// (log-format).
@@ -283,6 +302,10 @@ mod tests {
         assert!(header_value("").is_ok());
         for bad in ["a\"b", "a\\b", "${HOME}", "100%", "a\nb", "é"] {
             assert!(header_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(match_value("v2").is_ok());
+        for bad in ["", "a b", "a}b", "a'b", "100%"] {
+            assert!(match_value(bad).is_err(), "{bad:?}");
         }
         assert!(literal_path("/new/place").is_ok());
         for bad in ["/a$b", "/a%20b", "relative", "/a b"] {

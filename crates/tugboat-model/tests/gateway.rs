@@ -705,7 +705,7 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
         ),
         (
             "header",
-            json!({"matches": [{"headers": [{"name": "version", "value": "2"}]}],
+            json!({"matches": [{"headers": [{"type": "RegularExpression", "name": "version", "value": "2.*"}]}],
                           "backendRefs": [{"name": "web", "port": 80}]}),
         ),
         (
@@ -1160,5 +1160,93 @@ fn filters_become_route_features() {
             .desired
             .backends
             .contains_key(&BackendName::parse("shop_api_80").expect("name"))
+    );
+}
+
+#[test]
+fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
+    use tugboat_model::gateway::features::Otherwise;
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([http_listener("http", None, json!(null))]),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "older",
+        "2024-01-01T00:00:00Z",
+        json!({
+        "parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
+        "rules": [
+            {"backendRefs": [{"name": "web", "port": 80}]},
+            {"matches": [{"queryParams": [{"name": "env", "value": "canary"}]}],
+             "backendRefs": [{"name": "api", "port": 80}]},
+        ]}),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "newer",
+        "2024-02-01T00:00:00Z",
+        json!({
+        "parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
+        "rules": [
+            {"matches": [{"headers": [{"name": "Version", "value": "2"}]}],
+             "backendRefs": [{"name": "api", "port": 80}]},
+            {"matches": [{"method": "POST"}], "backendRefs": [{"name": "web", "port": 80}]},
+            {"backendRefs": [{"name": "api", "port": 80}]},
+        ]}),
+    );
+    let output = build(&snapshot);
+    assert_eq!(
+        output.desired.routes.len(),
+        1,
+        "one map entry for the host and path"
+    );
+    let route = &output.desired.routes[0];
+    assert_eq!(
+        route.backend.as_str(),
+        "shop_web_80",
+        "the older unconditional rule"
+    );
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    let order: Vec<(bool, usize, usize, String)> = dispatch
+        .candidates
+        .iter()
+        .map(|c| {
+            let (method, headers, query) = c.conditions.precedence();
+            (method, headers, query, c.backend.to_string())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (true, 0, 0, "shop_web_80".into()),
+            (false, 1, 0, "shop_api_80".into()),
+            (false, 0, 1, "shop_api_80".into()),
+        ],
+        "method, then headers, then query"
+    );
+    assert_eq!(
+        dispatch.candidates[1].conditions.headers,
+        [("version".to_string(), "2".to_string())]
+    );
+    assert!(matches!(dispatch.otherwise, Otherwise::Route(_)));
+    let conflict = output
+        .problems
+        .iter()
+        .find(|p| p.object.name == "newer")
+        .expect("the newer unconditional rule is told");
+    assert!(
+        conflict.message.contains("HTTPRoute shop/older"),
+        "{conflict}"
     );
 }

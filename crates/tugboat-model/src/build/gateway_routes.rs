@@ -16,7 +16,11 @@ use super::{Builder, SecretUse};
 use crate::annotations::{Layer, Scope};
 use crate::desired::{Backend, BackendName, ServicePortRef, TlsCertificate};
 use crate::features::FeatureSetId;
-use crate::gateway::features::{GatewayFeatures, Share};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::desired::{HostMatch, PathMatch};
+use crate::features::RouteFeatures;
+use crate::gateway::features::{Candidate, Dispatch, GatewayFeatures, Otherwise, Share};
 use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
@@ -40,50 +44,151 @@ impl Builder<'_> {
         for certificate in &translation.certificates {
             self.add_listener_certificate(certificate);
         }
+        // The rules of each host and path, in precedence order (the first claimer's
+        // slot keeps its place among the slots).
+        let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
+        let mut slot_of: HashMap<(HostMatch, PathMatch), usize> = HashMap::new();
         for rule in translation.rules {
-            self.add_gateway_rule(rule);
+            let slot = (rule.host.clone(), rule.path.clone());
+            let index = *slot_of.entry(slot).or_insert_with(|| {
+                slots.push(Vec::new());
+                slots.len() - 1
+            });
+            slots[index].push(rule);
+        }
+        for rules in slots {
+            self.add_gateway_slot(rules);
         }
         translation.status
     }
 
-    fn add_gateway_rule(&mut self, rule: RuleRoute) {
-        let object = ObjectRef {
+    fn route_object(route: &ObjectKey) -> ObjectRef {
+        ObjectRef {
             kind: "HTTPRoute",
-            namespace: rule.route.namespace.clone(),
-            name: rule.route.name.clone(),
+            namespace: route.namespace.clone(),
+            name: route.name.clone(),
+        }
+    }
+
+    fn gateway_conflict(&mut self, rule: &RuleRoute, owner: String) {
+        self.problems.push(ObjectProblem {
+            object: Self::route_object(&rule.route),
+            field: rule.field.clone(),
+            reason: ProblemReason::RouteConflict,
+            message: format!(
+                "host {} path {}{} is already routed by {owner}",
+                rule.host,
+                rule.path,
+                if rule.conditions.is_empty() {
+                    String::new()
+                } else {
+                    " with the same method, headers and query".to_string()
+                }
+            ),
+        });
+    }
+
+    /// The rules of one host and path (in the order of precedence the translation gives:
+    /// oldest route first). Without conditions the first takes the slot; with some, the
+    /// route's map entry leads to a [`Dispatch`] of them in the spec's order.
+    fn add_gateway_slot(&mut self, rules: Vec<RuleRoute>) {
+        let Some(first) = rules.first() else {
+            return;
         };
-        let slot = (rule.host.clone(), rule.path.clone());
+        let slot = (first.host.clone(), first.path.clone());
         if let Some(existing) = self.routes.get(&slot) {
-            // The same route on another listener (the HTTP and the HTTPS one) is the
-            // same rule; anything else is a conflict the older object wins.
-            let from_route = self.http_route_slots.contains(&slot);
-            if from_route && existing.ingress == rule.route {
-                return;
+            let owner = format!("the Ingress {} (Ingresses come first)", existing.ingress);
+            let mut told = BTreeSet::new();
+            for rule in &rules {
+                if told.insert(rule.route.clone()) {
+                    self.gateway_conflict(rule, owner.clone());
+                }
             }
-            let owner = if from_route {
-                format!("the older HTTPRoute {}", existing.ingress)
-            } else {
-                format!("the Ingress {} (Ingresses come first)", existing.ingress)
-            };
-            self.problems.push(ObjectProblem {
-                object,
-                field: rule.field,
-                reason: ProblemReason::RouteConflict,
-                message: format!(
-                    "host {} path {} is already routed by {owner}",
-                    rule.host, rule.path
-                ),
-            });
             return;
         }
+        // The first rule of each distinct conditions wins; the same route on another
+        // listener (HTTP and HTTPS) is the same rule.
+        let mut kept: Vec<&RuleRoute> = Vec::new();
+        for rule in &rules {
+            match kept.iter().find(|k| k.conditions == rule.conditions) {
+                None => kept.push(rule),
+                Some(winner) if winner.route == rule.route => {}
+                Some(winner) => {
+                    let owner = format!("the older HTTPRoute {}", winner.route);
+                    self.gateway_conflict(rule, owner);
+                }
+            }
+        }
+        let unconditional = kept.iter().position(|rule| rule.conditions.is_empty());
+        if kept.len() == 1 && unconditional.is_some() {
+            let rule = kept[0];
+            if let Some((backend, features)) = self.rule_target(rule) {
+                self.claim_gateway_slot(rule, backend, features);
+            }
+            return;
+        }
+        let otherwise_rule = unconditional.map(|index| kept.remove(index));
+        // Stable: among equals, the translation's order (oldest route, then rule).
+        kept.sort_by_key(|rule| std::cmp::Reverse(rule.conditions.precedence()));
+        let mut candidates = Vec::new();
+        for rule in &kept {
+            if let Some((backend, features)) = self.rule_target(rule) {
+                candidates.push(Candidate {
+                    conditions: rule.conditions.clone(),
+                    backend,
+                    features,
+                });
+            }
+        }
+        let (backend, otherwise) = match otherwise_rule.and_then(|rule| self.rule_target(rule)) {
+            Some((backend, features)) => (backend, Otherwise::Route(features)),
+            None => (self.unresolved_backend(), Otherwise::NotFound),
+        };
+        let dispatch = RouteFeatures {
+            gateway: Some(GatewayFeatures {
+                dispatch: Some(Dispatch {
+                    candidates,
+                    otherwise,
+                }),
+                ..GatewayFeatures::default()
+            }),
+            ..RouteFeatures::default()
+        };
+        let id = FeatureSetId::of(&dispatch);
+        self.feature_sets.insert(id.clone(), dispatch);
+        if let Some(owner) = otherwise_rule.or(kept.first().copied()) {
+            self.claim_gateway_slot(owner, backend, Some(id));
+        }
+    }
+
+    fn claim_gateway_slot(
+        &mut self,
+        rule: &RuleRoute,
+        backend: BackendName,
+        features: Option<FeatureSetId>,
+    ) {
+        self.add_route(
+            &Self::route_object(&rule.route),
+            &rule.field,
+            &rule.route,
+            rule.host.clone(),
+            rule.path.clone(),
+            backend,
+            features,
+        );
+        self.http_route_slots
+            .insert((rule.host.clone(), rule.path.clone()));
+    }
+
+    /// Where a rule's requests go: its backend and feature set. `None` when its backend
+    /// cannot be named (the problem is told).
+    fn rule_target(&mut self, rule: &RuleRoute) -> Option<(BackendName, Option<FeatureSetId>)> {
+        let object = Self::route_object(&rule.route);
         let layer = Layer::empty(object.clone(), Scope::Ingress);
         let mut gateway = rule.features.clone();
         let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
-                let Some(backend) = self.gateway_backend(&object, &rule, service, *port, &layer)
-                else {
-                    return;
-                };
+                let backend = self.gateway_backend(&object, rule, service, *port, &layer)?;
                 (backend, self.route_features(service, &layer))
             }
             RuleBackend::Unresolved => (self.unresolved_backend(), None),
@@ -93,7 +198,7 @@ impl Builder<'_> {
                     let backend = match target {
                         Some((service, port)) => {
                             let backend =
-                                self.gateway_backend(&object, &rule, service, *port, &layer);
+                                self.gateway_backend(&object, rule, service, *port, &layer);
                             if first.is_none()
                                 && let Some(backend) = &backend
                             {
@@ -117,16 +222,7 @@ impl Builder<'_> {
         // Without a backend, the rule answers 500, unless it redirects.
         let unresolved = backend == BackendName::unresolved() && gateway.redirect.is_none();
         let features = self.gateway_features(base, gateway, unresolved);
-        self.add_route(
-            &object,
-            &rule.field,
-            &rule.route,
-            rule.host,
-            rule.path,
-            backend,
-            features,
-        );
-        self.http_route_slots.insert(slot);
+        Some((backend, features))
     }
 
     /// The backend of one Service port of a rule, built as an Ingress backend is (the

@@ -70,10 +70,59 @@ pub struct GatewayFeatures {
     pub rewrite_path: Option<PathReplacement>,
     /// Weighted backends (empty: the route's one backend). Weights are > 0.
     pub split: Vec<Share>,
+    /// The rules of the route's host and path that match on the method, headers or
+    /// query: tried before the route's own backend and features apply.
+    pub dispatch: Option<Dispatch>,
 }
 
 impl GatewayFeatures {
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
+}
+
+/// What a request must have besides its host and path for a rule to take it: the method,
+/// headers (lower-case name, exact value) and query parameters (exact value).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Conditions {
+    pub method: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub query: Vec<(String, String)>,
+}
+
+impl Conditions {
+    pub fn is_empty(&self) -> bool {
+        self.method.is_none() && self.headers.is_empty() && self.query.is_empty()
+    }
+
+    /// The spec's order between rules of the same host and path, highest first: a
+    /// method match, then the most header matches, then the most query matches.
+    pub fn precedence(&self) -> (bool, usize, usize) {
+        (self.method.is_some(), self.headers.len(), self.query.len())
+    }
+}
+
+/// One rule of a host and path that has conditions: where its requests go.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Candidate {
+    pub conditions: Conditions,
+    pub backend: BackendName,
+    pub features: Option<crate::features::FeatureSetId>,
+}
+
+/// What a request of a host and path that meets no candidate's conditions gets.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Otherwise {
+    /// No rule without conditions: 404.
+    NotFound,
+    /// The rule without conditions: the route's backend, with these features.
+    Route(Option<crate::features::FeatureSetId>),
+}
+
+/// The rules of one host and path when some have conditions, in precedence order: the
+/// first whose conditions a request meets takes it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Dispatch {
+    pub candidates: Vec<Candidate>,
+    pub otherwise: Otherwise,
 }

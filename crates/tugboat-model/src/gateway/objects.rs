@@ -225,15 +225,23 @@ pub struct HttpRouteRule {
 pub struct HttpRouteMatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<HttpPathMatch>,
-    /// Not supported yet: a match that sets them is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<Vec<serde_json::Value>>,
-    /// Not supported yet: a match that sets them is refused.
+    pub headers: Option<Vec<HttpValueMatch>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub query_params: Option<Vec<serde_json::Value>>,
-    /// Not supported yet: a match that sets it is refused.
+    pub query_params: Option<Vec<HttpValueMatch>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
+}
+
+/// A header or query parameter match: `Exact` (the default) or `RegularExpression`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct HttpValueMatch {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]

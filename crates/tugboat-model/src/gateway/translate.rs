@@ -12,10 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::desired::{HostMatch, PathMatch};
 use crate::gateway::GatewaySettings;
-use crate::gateway::features::{GatewayFeatures, HeaderChanges, PathReplacement, Redirect};
+use crate::gateway::features::{
+    Conditions, GatewayFeatures, HeaderChanges, PathReplacement, Redirect,
+};
 use crate::gateway::objects::{
     GROUP, Gateway, HeaderModifier, HttpBackendRef, HttpPathModifier, HttpRoute, HttpRouteFilter,
-    HttpRouteRule, LabelSelector, Listener, ParentReference, ReferenceGrant, RequestRedirect,
+    HttpRouteRule, HttpValueMatch, LabelSelector, Listener, ParentReference, ReferenceGrant,
+    RequestRedirect,
 };
 use crate::gateway::status::{
     ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
@@ -26,7 +29,7 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 8] = [
+pub const SUPPORTED_FEATURES: [&str; 10] = [
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
@@ -35,6 +38,8 @@ pub const SUPPORTED_FEATURES: [&str; 8] = [
     "HTTPRoutePathRewrite",
     "HTTPRouteSchemeRedirect",
     "HTTPRoutePathRedirect",
+    "HTTPRouteQueryParamMatching",
+    "HTTPRouteMethodMatching",
 ];
 
 /// Where a rule's requests go.
@@ -58,6 +63,8 @@ pub struct RuleRoute {
     pub field: String,
     pub host: HostMatch,
     pub path: PathMatch,
+    /// The method, headers and query the request must have too.
+    pub conditions: Conditions,
     pub backend: RuleBackend,
     /// The rule's filters (the split is the builder's to fill in).
     pub features: GatewayFeatures,
@@ -714,14 +721,24 @@ fn host_match(host: &str) -> HostMatch {
     }
 }
 
+/// One rule as the model reads it: its field, its paths (with their conditions), its
+/// backend and its filters.
+type RuleParts = (
+    String,
+    Vec<(PathMatch, Conditions)>,
+    RuleBackend,
+    FilterSpec,
+);
+
 /// A route's rules as the model reads them, before any parent.
 struct RouteRules {
     /// A field this controller does not support, and why: the route is not accepted.
     unsupported: Option<(String, String)>,
     /// The route's hostnames, validated and lower-cased.
     hostnames: Vec<String>,
-    /// Per rule: its field, its paths, its backend and its filters.
-    rules: Vec<(String, Vec<PathMatch>, RuleBackend, FilterSpec)>,
+    /// Per rule: its field, its paths (with their conditions), its backend and its
+    /// filters.
+    rules: Vec<RuleParts>,
     /// The first backend that does not resolve: reason and message.
     unresolved: Option<(&'static str, String)>,
 }
@@ -764,7 +781,10 @@ fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> Route
 
 /// The paths of a rule's matches (`PathPrefix /` when it has none); an error names the
 /// first field this controller does not support.
-fn rule_paths(rule: &HttpRouteRule, field: &str) -> Result<Vec<PathMatch>, (String, String)> {
+fn rule_paths(
+    rule: &HttpRouteRule,
+    field: &str,
+) -> Result<Vec<(PathMatch, Conditions)>, (String, String)> {
     let not_yet = |what: String, name: &str| {
         Err((
             what,
@@ -778,28 +798,37 @@ fn rule_paths(rule: &HttpRouteRule, field: &str) -> Result<Vec<PathMatch>, (Stri
         return not_yet(format!("{field}.sessionPersistence"), "sessionPersistence");
     }
     if rule.matches.is_empty() {
-        return Ok(vec![PathMatch::Prefix("/".into())]);
+        return Ok(vec![(PathMatch::Prefix("/".into()), Conditions::default())]);
     }
     let mut paths = Vec::new();
     for (index, found) in rule.matches.iter().enumerate() {
         let field = format!("{field}.matches[{index}]");
-        if found.headers.as_ref().is_some_and(|h| !h.is_empty()) {
-            return not_yet(format!("{field}.headers"), "matching on headers");
-        }
-        if found.query_params.as_ref().is_some_and(|q| !q.is_empty()) {
-            return not_yet(
-                format!("{field}.queryParams"),
-                "matching on query parameters",
-            );
-        }
-        if found.method.is_some() {
-            return not_yet(format!("{field}.method"), "matching on the method");
-        }
+        let conditions = Conditions {
+            method: match found.method.as_deref() {
+                None => None,
+                Some(
+                    method @ ("GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "CONNECT" | "OPTIONS"
+                    | "TRACE" | "PATCH"),
+                ) => Some(method.to_string()),
+                Some(other) => {
+                    return Err((
+                        format!("{field}.method"),
+                        format!("'{}' is not an HTTP method", validate::printable(other)),
+                    ));
+                }
+            },
+            headers: value_matches(found.headers.as_deref(), &format!("{field}.headers"), true)?,
+            query: value_matches(
+                found.query_params.as_deref(),
+                &format!("{field}.queryParams"),
+                false,
+            )?,
+        };
         let path = found.path.clone().unwrap_or_default();
         let value = path.value.as_deref().unwrap_or("/");
         let kind = path.type_.as_deref().unwrap_or("PathPrefix");
         validate::ingress_path(value).map_err(|err| (format!("{field}.path.value"), err.0))?;
-        paths.push(match kind {
+        let path = match kind {
             "Exact" => PathMatch::Exact(value.to_string()),
             "PathPrefix" => {
                 let trimmed = value.trim_end_matches('/');
@@ -818,9 +847,46 @@ fn rule_paths(rule: &HttpRouteRule, field: &str) -> Result<Vec<PathMatch>, (Stri
                     ),
                 ));
             }
-        });
+        };
+        paths.push((path, conditions));
     }
     Ok(paths)
+}
+
+/// Header (`headers`: names lower-cased, as they compare) or query parameter matches,
+/// `Exact` only; the first of equivalent names counts, as the spec says.
+fn value_matches(
+    matches: Option<&[HttpValueMatch]>,
+    field: &str,
+    headers: bool,
+) -> Result<Vec<(String, String)>, (String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (index, found) in matches.unwrap_or_default().iter().enumerate() {
+        let at = format!("{field}[{index}]");
+        match found.type_.as_deref().unwrap_or("Exact") {
+            "Exact" => {}
+            other => {
+                return Err((
+                    format!("{at}.type"),
+                    format!(
+                        "match type '{}' is not supported yet: Exact is",
+                        validate::printable(other)
+                    ),
+                ));
+            }
+        }
+        validate::header_name(&found.name).map_err(|e| (format!("{at}.name"), e.0))?;
+        validate::match_value(&found.value).map_err(|e| (format!("{at}.value"), e.0))?;
+        let name = if headers {
+            found.name.to_ascii_lowercase()
+        } else {
+            found.name.clone()
+        };
+        if !out.iter().any(|(known, _)| *known == name) {
+            out.push((name, found.value.clone()));
+        }
+    }
+    Ok(out)
 }
 
 /// The backend of a rule. Sets `out.unsupported` for what is not supported and
@@ -1011,6 +1077,7 @@ impl FilterSpec {
             rewrite_host: self.rewrite_host.clone(),
             rewrite_path: self.rewrite_path.as_ref().map(replace),
             split: Vec::new(),
+            dispatch: None,
         }
     }
 }
@@ -1234,12 +1301,13 @@ fn attach_route(
             for (listener, hosts) in attached {
                 for host in &hosts {
                     for (field, paths, backend, filters) in &rules.rules {
-                        for path in paths {
+                        for (path, conditions) in paths {
                             out.rules.push(RuleRoute {
                                 route: key.clone(),
                                 field: field.clone(),
                                 host: host_match(host),
                                 path: path.clone(),
+                                conditions: conditions.clone(),
                                 backend: backend.clone(),
                                 features: filters.for_path(path),
                             });
