@@ -589,10 +589,14 @@ async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
         || async { (served("shared.example.com").await.certificate == shared_der).then_some(()) },
     )
     .await;
-    assert_eq!(
-        listener_condition(&scene, 1, "ResolvedRefs").await.0,
-        "True"
-    );
+    eventually(
+        "the listener's ResolvedRefs condition True",
+        Duration::from_secs(15),
+        || async {
+            (listener_condition(&scene, 1, "ResolvedRefs").await.0 == "True").then_some(())
+        },
+    )
+    .await;
 }
 
 /// Every value of a header of the answer.
