@@ -55,6 +55,8 @@ pub struct ApiSourceConfig {
     pub settings: Settings,
     /// How long to gather more changes after the first one before publishing.
     pub coalesce: Duration,
+    /// How often a Gateway API kind the API server does not serve is looked for again.
+    pub gateway_recheck: Duration,
 }
 
 impl Default for ApiSourceConfig {
@@ -64,6 +66,7 @@ impl Default for ApiSourceConfig {
             class: ClassFilter::default(),
             settings: Settings::new(0),
             coalesce: Duration::from_millis(100),
+            gateway_recheck: crate::gateway::ABSENT_KIND_RECHECK,
         }
     }
 }
@@ -296,9 +299,10 @@ impl ApiSource {
             ));
             if gateway_api {
                 use crate::gateway::spawn_watch_if_served as watch_kind;
-                gateways.push(watch_kind(scope.api(), &changed, &mut tasks));
-                http_routes.push(watch_kind(scope.api(), &changed, &mut tasks));
-                reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks));
+                let recheck = config.gateway_recheck;
+                gateways.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                http_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
             }
         }
         let gateway = gateway_api.then(|| crate::gateway::GatewayStores {
@@ -306,6 +310,7 @@ impl ApiSource {
                 Api::all(client.clone()),
                 &changed,
                 &mut tasks,
+                config.gateway_recheck,
             ),
             gateways,
             http_routes,

@@ -3,8 +3,8 @@
 //!
 //! The CRDs are the cluster's to install. Each kind is first listed once: when the API
 //! server does not know it (404), a warning says so, the kind counts as listed and
-//! empty (Ingresses are served as before), and the controller must be restarted once
-//! the CRDs are installed. No status is kept: the controller writes it, and a status
+//! empty (Ingresses are served as before), and it is looked for again every minute
+//! until the CRDs are installed. No status is kept: the controller writes it, and a status
 //! write must not wake a build (the generation, which moves with the spec only, is
 //! kept for `observedGeneration`).
 
@@ -197,12 +197,17 @@ impl GatewayStores {
     }
 }
 
-/// Starts a watch of one Gateway API kind, after checking that the API server knows it:
-/// when it does not, the store is listed and empty, and a warning says what to do.
+/// How often a kind the API server does not serve is looked for again.
+pub const ABSENT_KIND_RECHECK: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Starts a watch of one Gateway API kind, once the API server serves it: until then
+/// (its CRD is not installed) the store is listed and empty, a warning says so once, and
+/// the kind is looked for again every `recheck`.
 pub(crate) fn spawn_watch_if_served<K>(
     api: Api<K::Wire>,
     changed: &Arc<Notify>,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+    recheck: std::time::Duration,
 ) -> ObjectStore<K>
 where
     K: Watched + Send + Sync + 'static,
@@ -212,24 +217,133 @@ where
     tasks.push(tokio::spawn(async move {
         let kind = <K::Wire as kube::Resource>::kind(&()).into_owned();
         let version = <K::Wire as kube::Resource>::api_version(&()).into_owned();
-        match api.list_metadata(&ListParams::default().limit(1)).await {
-            Err(kube::Error::Api(status)) if status.is_not_found() => {
-                tracing::warn!(
-                    kind,
-                    "the API server does not serve {version} {kind}: install the Gateway API \
-                     CRDs (standard channel) and restart the controller to serve them; \
-                     Ingresses are served as before"
-                );
-                writer.apply(watcher::Event::Init);
-                writer.apply(watcher::Event::InitDone);
-                changed.notify_one();
-                return;
+        let mut told = false;
+        loop {
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Err(kube::Error::Api(status)) if status.is_not_found() => {
+                    if !told {
+                        tracing::warn!(
+                            kind,
+                            "the API server does not serve {version} {kind}: install the \
+                             Gateway API CRDs (standard channel, v1.2 or later); they are \
+                             looked for again every {recheck:?}, and Ingresses are served \
+                             as before"
+                        );
+                        writer.apply(watcher::Event::Init);
+                        writer.apply(watcher::Event::InitDone);
+                        changed.notify_one();
+                        told = true;
+                    }
+                    tokio::time::sleep(recheck).await;
+                }
+                // Served (or another failure, which the watch retries with backoff and
+                // reports).
+                _ => break,
             }
-            // Any other failure: the watch retries with backoff and says why.
-            _ => {}
+        }
+        if told {
+            tracing::info!(
+                kind,
+                "the API server now serves {version} {kind}: watching it"
+            );
         }
         let stream = watcher(api, watcher::Config::default()).default_backoff();
         crate::api_source::drive(kind, stream, writer, changed).await;
     }));
     store
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use kube::Client;
+    use serde_json::{Value, json};
+    use tokio::sync::watch;
+    use tugboat_model::gateway::GatewaySettings;
+    use tugboat_model::{Settings, Snapshot};
+
+    use crate::api_source::{ApiSource, ApiSourceConfig};
+
+    /// An API that serves empty lists, except that the Gateway API paths answer 404
+    /// until `installed` is set (then the GatewayClass `tugboat`), and holds every watch
+    /// open.
+    fn api(installed: Arc<AtomicBool>) -> Client {
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let installed = installed.clone();
+            async move {
+                let path = request.uri().path().to_string();
+                let gateway = path.contains("gateway.networking.k8s.io");
+                if gateway && !installed.load(Ordering::SeqCst) {
+                    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                        "reason": "NotFound", "code": 404, "message": "not found"});
+                    return http::Response::builder()
+                        .status(404)
+                        .header("content-type", "application/json")
+                        .body(kube::client::Body::from(status.to_string().into_bytes()));
+                }
+                if request
+                    .uri()
+                    .query()
+                    .unwrap_or_default()
+                    .contains("watch=true")
+                {
+                    std::future::pending::<()>().await;
+                }
+                let items: Value = if path.ends_with("/gatewayclasses") {
+                    json!([{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                            "metadata": {"name": "tugboat", "resourceVersion": "2"},
+                            "spec": {"controllerName": "tugboat.dev/gateway"}}])
+                } else {
+                    json!([])
+                };
+                let list = json!({"apiVersion": "v1", "kind": "List",
+                                  "metadata": {"resourceVersion": "1"}, "items": items});
+                http::Response::builder()
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(list.to_string().into_bytes()))
+            }
+        });
+        Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn missing_crds_do_not_stop_the_first_snapshot_and_are_picked_up_later() {
+        let installed = Arc::new(AtomicBool::new(false));
+        let config = ApiSourceConfig {
+            settings: Settings {
+                gateway: Some(GatewaySettings::new("tugboat.dev/gateway", 8080, 8443)),
+                ..Settings::new(0)
+            },
+            coalesce: Duration::from_millis(10),
+            gateway_recheck: Duration::from_millis(100),
+            ..ApiSourceConfig::default()
+        };
+        let source = ApiSource::start(api(installed.clone()), config);
+        let (sender, mut snapshots) = watch::channel(Arc::new(Snapshot::default()));
+        let publishing = source.publish(sender, None);
+        let check = async {
+            snapshots.changed().await.expect("a first snapshot");
+            assert!(snapshots.borrow().gateway_classes.is_empty());
+            installed.store(true, Ordering::SeqCst);
+            tokio::time::timeout(Duration::from_secs(10), async {
+                loop {
+                    snapshots.changed().await.expect("more snapshots");
+                    if !snapshots.borrow().gateway_classes.is_empty() {
+                        break;
+                    }
+                }
+            })
+            .await
+            .expect("the GatewayClass once the CRDs are there");
+        };
+        tokio::select! {
+            () = publishing => panic!("publishing stopped"),
+            checked = tokio::time::timeout(Duration::from_secs(20), check) => {
+                checked.expect("a first snapshot without the CRDs, then one with them");
+            }
+        }
+    }
 }
