@@ -452,6 +452,28 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
             "{name}"
         );
     }
+    // In API mode, a Warning Event on the route says why.
+    if let Some(event) = scene
+        .wait_for_warning("odd-filter", "spec.parentRefs")
+        .await
+    {
+        let regarding = &event["regarding"];
+        assert_eq!(regarding["kind"], "HTTPRoute", "{event}");
+        assert_eq!(
+            regarding["apiVersion"], "gateway.networking.k8s.io/v1",
+            "{event}"
+        );
+        assert!(
+            regarding["uid"].as_str().is_some_and(|uid| !uid.is_empty()),
+            "{event}"
+        );
+        assert!(
+            event["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("ExtensionRef")),
+            "{event}"
+        );
+    }
     // The missing Service appears: the route serves it.
     let later = start_backends("later", 189, 1).await;
     for object in mk_service_of("later", &later) {

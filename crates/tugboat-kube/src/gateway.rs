@@ -32,6 +32,7 @@ fn gateway_meta(meta: ObjectMeta, labels: bool) -> GatewayMeta {
         namespace: meta.namespace,
         labels: meta.labels.filter(|l| labels && !l.is_empty()),
         generation: meta.generation,
+        uid: meta.uid,
         creation_timestamp: meta
             .creation_timestamp
             .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),

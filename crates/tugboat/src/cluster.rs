@@ -292,8 +292,39 @@ async fn gateway_status_duties(
     }
 }
 
-/// The uids of the Ingresses that have problems (Events name the object by uid).
+/// The uids of the Ingresses, Gateways and HTTPRoutes that have problems (Events name
+/// the object by uid).
 fn ingress_uids(
+    stores: &ClusterStores,
+    problems: &[tugboat_model::ObjectProblem],
+) -> Vec<(ObjectRef, String)> {
+    let mut uids = only_ingress_uids(stores, problems);
+    if let Some(gateway) = &stores.gateway {
+        let mut snapshot = Snapshot::default();
+        gateway.fill(&mut snapshot);
+        for problem in problems {
+            let key = ObjectKey::new(&problem.object.namespace, &problem.object.name);
+            let uid = match problem.object.kind {
+                "Gateway" => snapshot
+                    .gateways
+                    .get(&key)
+                    .and_then(|g| g.metadata.uid.clone()),
+                "HTTPRoute" => snapshot
+                    .http_routes
+                    .get(&key)
+                    .and_then(|r| r.metadata.uid.clone()),
+                _ => None,
+            };
+            if let Some(uid) = uid {
+                uids.push((problem.object.clone(), uid));
+            }
+        }
+    }
+    uids
+}
+
+/// The uids of the Ingresses that have problems.
+fn only_ingress_uids(
     stores: &ClusterStores,
     problems: &[tugboat_model::ObjectProblem],
 ) -> Vec<(ObjectRef, String)> {
