@@ -1434,3 +1434,28 @@ fn attach_to_gateway(
         attached,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostname_intersection() {
+        let hosts = |route: &[&str]| route.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+        assert_eq!(intersect(None, &[]), [""]);
+        assert_eq!(intersect(Some("a.example.com"), &[]), ["a.example.com"]);
+        assert_eq!(
+            intersect(
+                Some("*.example.com"),
+                &hosts(&["a.example.com", "x.org", "*.b.example.com"])
+            ),
+            ["a.example.com", "*.b.example.com"]
+        );
+        assert_eq!(
+            intersect(Some("a.example.com"), &hosts(&["*.example.com"])),
+            ["a.example.com"]
+        );
+        assert!(intersect(Some("example.com"), &hosts(&["*.example.com"])).is_empty());
+        assert!(intersect(Some("a.example.com"), &hosts(&["b.example.com"])).is_empty());
+    }
+}
