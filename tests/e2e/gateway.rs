@@ -33,6 +33,7 @@ scene_tests!(
     filters_change_headers_redirect_and_rewrite,
     weighted_backends_share_the_requests_by_weight,
     method_header_and_query_matches_pick_the_rule_by_precedence,
+    the_http_listener_redirects_while_the_https_listener_serves,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -960,5 +961,86 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
     assert_eq!(
         route_condition(&scene, "matches", "Accepted").await,
         ("True".into(), "Accepted".into())
+    );
+}
+
+async fn the_http_listener_redirects_while_the_https_listener_serves(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 198, 1).await;
+    let (cert, key, der) = certificate(&["secure.example.com"], false);
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_listener("http", "HTTP", 80, Some("secure.example.com")),
+                mk_https_listener("https", "secure.example.com", (None, "site-tls")),
+            ],
+        ),
+        to_json(&mk_tls_secret("site-tls", &cert, &key)),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    let on = |mut route: HttpRoute, section: &str| {
+        route.spec.parent_refs[0].section_name = Some(section.to_string());
+        route
+    };
+    let mut redirect = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect",
+                           "requestRedirect": {"scheme": "https", "statusCode": 301}}),
+    );
+    redirect.backend_refs.clear();
+    objects.push(http_route_json(&on(
+        mk_http_route("to-https", "gw", &[], vec![redirect]),
+        "http",
+    )));
+    objects.push(http_route_json(&on(
+        mk_http_route(
+            "app",
+            "gw",
+            &[],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "https",
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_status("secure.example.com", "/x?y=1", 301)
+        .await;
+    let moved = scene
+        .get("secure.example.com", "/x?y=1")
+        .await
+        .expect("answer");
+    assert_eq!(
+        moved.header("location"),
+        Some("https://secure.example.com/x?y=1")
+    );
+    let https = scene.https_addr();
+    let served = eventually(
+        "the HTTPS listener's route",
+        Duration::from_secs(15),
+        || async {
+            let found = exchange(https, "secure.example.com", "/x", &[b"http/1.1"])
+                .await
+                .ok()?;
+            (found.certificate == der).then_some(found)
+        },
+    )
+    .await;
+    assert_eq!(served.reply.expect("answer").service(), Some("web"));
+    for route in ["to-https", "app"] {
+        assert_eq!(
+            route_condition(&scene, route, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{route}"
+        );
+    }
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().all(|p| p.object.kind != "HTTPRoute"),
+        "no conflict between the two binds' routes: {problems:?}"
     );
 }

@@ -32,9 +32,18 @@ fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
 
 /// Adds the rules of the sets' Gateway API features to `rules`.
 pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut FeatureRules) {
-    // First of all: the rules of a host and path with conditions pick the set of the
+    // First of all: the routes of one bind only (the other bind's requests get 404),
+    // then the rules of a host and path with conditions, which pick the set of the
     // request before any other set's rule looks at it.
     let mut dispatch = String::new();
+    for (tls, ids) in group(sets, |f| gateway(f).and_then(|g| g.only_tls)) {
+        let other = if tls { "!{ ssl_fc }" } else { "{ ssl_fc }" };
+        let _ = writeln!(
+            dispatch,
+            "    http-request return status 404 if {} {other}",
+            sets_acl(&ids)
+        );
+    }
     for (id, features) in sets {
         if let Some(found) = gateway(features).and_then(|g| g.dispatch.as_ref()) {
             dispatch_rules(id, found, &mut dispatch);
@@ -88,6 +97,11 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
 /// The condition of a candidate: method, headers (whole values) and query parameters.
 fn conditions_acl(conditions: &Conditions) -> String {
     let mut acl = String::new();
+    match conditions.tls {
+        Some(true) => acl.push_str(" { ssl_fc }"),
+        Some(false) => acl.push_str(" !{ ssl_fc }"),
+        None => {}
+    }
     if let Some(method) = &conditions.method {
         let _ = write!(acl, " {{ method {method} }}");
     }

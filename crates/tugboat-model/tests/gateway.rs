@@ -1250,3 +1250,67 @@ fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
         "{conflict}"
     );
 }
+
+#[test]
+fn routes_of_one_bind_answer_only_there() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "shop.example.com"},
+            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
+             "tls": {"certificateRefs": [{"name": "absent"}]}},
+        ]),
+    );
+    let on = |section: &str, backend: &str| {
+        json!({"parentRefs": [{"name": "gw", "sectionName": section}],
+               "rules": [{"backendRefs": [{"name": backend, "port": 80}]}]})
+    };
+    add_route(
+        &mut snapshot,
+        "shop",
+        "plain",
+        "2024-01-01T00:00:00Z",
+        on("http", "web"),
+    );
+    let output = build(&snapshot);
+    let features = features_of(&output, "shop.example.com");
+    assert_eq!(
+        features.gateway.as_ref().and_then(|g| g.only_tls),
+        Some(false)
+    );
+
+    add_route(
+        &mut snapshot,
+        "shop",
+        "secure",
+        "2024-02-01T00:00:00Z",
+        on("https", "api"),
+    );
+    let output = build(&snapshot);
+    assert!(
+        output.problems.iter().all(|p| p.object.kind != "HTTPRoute"),
+        "{:?}",
+        output.problems
+    );
+    let dispatch = features_of(&output, "shop.example.com")
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("the two binds' rules share the host and path");
+    let by_bind: Vec<(Option<bool>, String)> = dispatch
+        .candidates
+        .iter()
+        .map(|c| (c.conditions.tls, c.backend.to_string()))
+        .collect();
+    assert_eq!(
+        by_bind,
+        [
+            (Some(false), "shop_web_80".into()),
+            (Some(true), "shop_api_80".into())
+        ]
+    );
+}

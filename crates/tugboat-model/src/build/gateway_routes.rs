@@ -106,10 +106,39 @@ impl Builder<'_> {
             }
             return;
         }
-        // The first rule of each distinct conditions wins; the same route on another
-        // listener (HTTP and HTTPS) is the same rule.
+        // A rule served on both binds (its route attached to an HTTP and an HTTPS
+        // listener) is one rule without a bind condition; on one listener twice, one.
+        let mut merged: Vec<RuleRoute> = Vec::new();
+        for rule in rules {
+            let same = merged.iter().position(|m| {
+                m.route == rule.route
+                    && m.field == rule.field
+                    && m.conditions.without_bind() == rule.conditions.without_bind()
+            });
+            match same {
+                Some(index) => {
+                    if merged[index].conditions.tls != rule.conditions.tls {
+                        merged[index].conditions.tls = None;
+                    }
+                }
+                None => merged.push(rule),
+            }
+        }
+        // When every rule is for the same bind, the bind is the host and path's, not a
+        // condition between its rules.
+        let binds: BTreeSet<Option<bool>> = merged.iter().map(|r| r.conditions.tls).collect();
+        let common_bind = match binds.first() {
+            Some(&bind) if binds.len() == 1 => bind,
+            _ => None,
+        };
+        if common_bind.is_some() {
+            for rule in &mut merged {
+                rule.conditions.tls = None;
+            }
+        }
+        // The first rule of each distinct conditions wins.
         let mut kept: Vec<&RuleRoute> = Vec::new();
-        for rule in &rules {
+        for rule in &merged {
             match kept.iter().find(|k| k.conditions == rule.conditions) {
                 None => kept.push(rule),
                 Some(winner) if winner.route == rule.route => {}
@@ -120,9 +149,13 @@ impl Builder<'_> {
             }
         }
         let unconditional = kept.iter().position(|rule| rule.conditions.is_empty());
-        if kept.len() == 1 && unconditional.is_some() {
-            let rule = kept[0];
-            if let Some((backend, features)) = self.rule_target(rule) {
+        if let [rule] = kept.as_slice()
+            && (rule.conditions.is_empty() || rule.conditions.only_bind())
+        {
+            // One rule, maybe for one bind: a plain route (a map update when it joins or
+            // leaves), its bind a feature.
+            let only_tls = common_bind.or(rule.conditions.tls);
+            if let Some((backend, features)) = self.rule_target(rule, only_tls) {
                 self.claim_gateway_slot(rule, backend, features);
             }
             return;
@@ -132,7 +165,7 @@ impl Builder<'_> {
         kept.sort_by_key(|rule| std::cmp::Reverse(rule.conditions.precedence()));
         let mut candidates = Vec::new();
         for rule in &kept {
-            if let Some((backend, features)) = self.rule_target(rule) {
+            if let Some((backend, features)) = self.rule_target(rule, None) {
                 candidates.push(Candidate {
                     conditions: rule.conditions.clone(),
                     backend,
@@ -140,16 +173,18 @@ impl Builder<'_> {
                 });
             }
         }
-        let (backend, otherwise) = match otherwise_rule.and_then(|rule| self.rule_target(rule)) {
-            Some((backend, features)) => (backend, Otherwise::Route(features)),
-            None => (self.unresolved_backend(), Otherwise::NotFound),
-        };
+        let (backend, otherwise) =
+            match otherwise_rule.and_then(|rule| self.rule_target(rule, None)) {
+                Some((backend, features)) => (backend, Otherwise::Route(features)),
+                None => (self.unresolved_backend(), Otherwise::NotFound),
+            };
         let dispatch = RouteFeatures {
             gateway: Some(GatewayFeatures {
                 dispatch: Some(Dispatch {
                     candidates,
                     otherwise,
                 }),
+                only_tls: common_bind,
                 ..GatewayFeatures::default()
             }),
             ..RouteFeatures::default()
@@ -180,12 +215,18 @@ impl Builder<'_> {
             .insert((rule.host.clone(), rule.path.clone()));
     }
 
-    /// Where a rule's requests go: its backend and feature set. `None` when its backend
-    /// cannot be named (the problem is told).
-    fn rule_target(&mut self, rule: &RuleRoute) -> Option<(BackendName, Option<FeatureSetId>)> {
+    /// Where a rule's requests go: its backend and feature set (served on one bind only
+    /// when `only_tls` says so). `None` when its backend cannot be named (the problem is
+    /// told).
+    fn rule_target(
+        &mut self,
+        rule: &RuleRoute,
+        only_tls: Option<bool>,
+    ) -> Option<(BackendName, Option<FeatureSetId>)> {
         let object = Self::route_object(&rule.route);
         let layer = Layer::empty(object.clone(), Scope::Ingress);
         let mut gateway = rule.features.clone();
+        gateway.only_tls = only_tls;
         let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
                 let backend = self.gateway_backend(&object, rule, service, *port, &layer)?;

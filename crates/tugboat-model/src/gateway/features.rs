@@ -73,6 +73,8 @@ pub struct GatewayFeatures {
     /// The rules of the route's host and path that match on the method, headers or
     /// query: tried before the route's own backend and features apply.
     pub dispatch: Option<Dispatch>,
+    /// Served on one bind only (`true`: HTTPS): requests on the other get 404.
+    pub only_tls: Option<bool>,
 }
 
 impl GatewayFeatures {
@@ -82,17 +84,38 @@ impl GatewayFeatures {
 }
 
 /// What a request must have besides its host and path for a rule to take it: the method,
-/// headers (lower-case name, exact value) and query parameters (exact value).
+/// headers (lower-case name, exact value), query parameters (exact value), and the bind it
+/// came on (the rule's listeners: `Some(true)` HTTPS only, `Some(false)` HTTP only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Conditions {
     pub method: Option<String>,
     pub headers: Vec<(String, String)>,
     pub query: Vec<(String, String)>,
+    pub tls: Option<bool>,
 }
 
 impl Conditions {
     pub fn is_empty(&self) -> bool {
-        self.method.is_none() && self.headers.is_empty() && self.query.is_empty()
+        self.method.is_none()
+            && self.headers.is_empty()
+            && self.query.is_empty()
+            && self.tls.is_none()
+    }
+
+    /// Whether the only condition is the bind.
+    pub fn only_bind(&self) -> bool {
+        self.tls.is_some()
+            && self.method.is_none()
+            && self.headers.is_empty()
+            && self.query.is_empty()
+    }
+
+    /// The same without the bind.
+    pub fn without_bind(&self) -> Conditions {
+        Conditions {
+            tls: None,
+            ..self.clone()
+        }
     }
 
     /// The spec's order between rules of the same host and path, highest first: a

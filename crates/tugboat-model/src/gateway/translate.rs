@@ -115,6 +115,8 @@ struct ListenerInfo {
     hostname: Option<String>,
     /// Accepted and not conflicted: routes may attach.
     usable: bool,
+    /// Served by the HTTPS bind (else the HTTP one).
+    tls: bool,
     /// Whether it takes HTTPRoutes (its `allowedRoutes.kinds`).
     takes_http_routes: bool,
     from: From,
@@ -626,6 +628,7 @@ fn listener_info(
         port: listener.port,
         hostname,
         usable,
+        tls: bind == Some(Bind::Https),
         takes_http_routes,
         from,
         certificate,
@@ -823,6 +826,7 @@ fn rule_paths(
                 &format!("{field}.queryParams"),
                 false,
             )?,
+            tls: None,
         };
         let path = found.path.clone().unwrap_or_default();
         let value = path.value.as_deref().unwrap_or("/");
@@ -1078,6 +1082,7 @@ impl FilterSpec {
             rewrite_path: self.rewrite_path.as_ref().map(replace),
             split: Vec::new(),
             dispatch: None,
+            only_tls: None,
         }
     }
 }
@@ -1298,7 +1303,7 @@ fn attach_route(
             });
         }
         if accepted.status {
-            for (listener, hosts) in attached {
+            for (listener, tls, hosts) in attached {
                 for host in &hosts {
                     for (field, paths, backend, filters) in &rules.rules {
                         for (path, conditions) in paths {
@@ -1307,7 +1312,10 @@ fn attach_route(
                                 field: field.clone(),
                                 host: host_match(host),
                                 path: path.clone(),
-                                conditions: conditions.clone(),
+                                conditions: Conditions {
+                                    tls: Some(tls),
+                                    ..conditions.clone()
+                                },
                                 backend: backend.clone(),
                                 features: filters.for_path(path),
                             });
@@ -1359,7 +1367,7 @@ fn attach_to_gateway(
     gateway: &mut GatewayInfo,
     rules: &RouteRules,
     generation: i64,
-) -> (Condition, Vec<(String, Vec<String>)>) {
+) -> (Condition, Vec<(String, bool, Vec<String>)>) {
     let refuse = |reason: &'static str, message: String| {
         (
             Condition::new("Accepted", false, reason, message, generation),
@@ -1409,16 +1417,17 @@ fn attach_to_gateway(
     for &index in &allowed {
         gateway.state.listeners[index].attached_routes += 1;
     }
-    let attached: Vec<(String, Vec<String>)> = allowed
+    let attached: Vec<(String, bool, Vec<String>)> = allowed
         .iter()
         .map(|&index| {
             let listener = &gateway.listeners[index];
             (
                 listener.name.clone(),
+                listener.tls,
                 intersect(listener.hostname.as_deref(), &rules.hostnames),
             )
         })
-        .filter(|(_, hosts)| !hosts.is_empty())
+        .filter(|(_, _, hosts)| !hosts.is_empty())
         .collect();
     if attached.is_empty() {
         return refuse(
