@@ -284,6 +284,11 @@ impl GatewayStatusWriter {
         addresses: &[IngressLoadBalancerIngress],
     ) -> usize {
         let owed = owed(status, &self.controller_name, addresses);
+        // Objects no longer ours (deleted, or of another class now) are forgotten; a
+        // route's entries are removed below.
+        self.written.retain(|target, _| {
+            matches!(target, StatusTarget::HttpRoute(_)) || owed.contains_key(target)
+        });
         let mut due: Vec<(StatusTarget, Value)> = owed
             .into_iter()
             .filter(|(target, value)| self.written.get(target).is_none_or(|(w, _)| w != value))
