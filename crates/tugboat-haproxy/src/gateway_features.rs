@@ -256,3 +256,113 @@ fn header_rules(action: &str, changes: &HeaderChanges, acl: &str, out: &mut Stri
         let _ = writeln!(out, "    {action} del-header {name} if {acl}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tugboat_model::BackendName;
+    use tugboat_model::gateway::features::Candidate;
+
+    use super::*;
+
+    fn backend(name: &str) -> BackendName {
+        BackendName::parse(name).expect("a backend name")
+    }
+
+    fn rules_of(gateway: GatewayFeatures) -> (FeatureSetId, FeatureRules) {
+        let features = RouteFeatures {
+            gateway: Some(gateway),
+            ..RouteFeatures::default()
+        };
+        let id = FeatureSetId::of(&features);
+        let sets = BTreeMap::from([(id.clone(), features)]);
+        let mut rules = FeatureRules::default();
+        add_rules(&sets, &mut rules);
+        (id, rules)
+    }
+
+    #[test]
+    fn a_split_draws_once_and_picks_by_range() {
+        let (id, rules) = rules_of(GatewayFeatures {
+            split: vec![
+                Share {
+                    backend: Some(backend("shop_web_80")),
+                    weight: 3,
+                },
+                Share {
+                    backend: None,
+                    weight: 1,
+                },
+            ],
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        assert_eq!(
+            rules.request,
+            format!(
+                "    http-request set-var(txn.pick) rand(4) if {acl}\n    \
+                 http-request set-var(txn.backend) str(shop_web_80) if {acl} {{ var(txn.pick) -m int 0:2 }}\n    \
+                 http-request return status 500 if {acl} {{ var(txn.pick) -m int 3:3 }}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_redirect_keeps_what_it_does_not_set() {
+        let (_, rules) = rules_of(GatewayFeatures {
+            redirect: Some(Redirect {
+                scheme: Some("https".into()),
+                hostname: None,
+                port: Some(443),
+                path: Some(PathReplacement::Prefix {
+                    matched: 4,
+                    replacement: "/new".into(),
+                }),
+                code: 301,
+            }),
+            ..GatewayFeatures::default()
+        });
+        assert!(rules.request.contains("set-var(txn.gw_rest) path,bytes(4)"));
+        assert!(rules.request.contains(
+            "redirect location \"https://%[var(txn.host)]/new%[var(txn.gw_rest)]?%[var(txn.query)]\" code 301"
+        ));
+        assert!(
+            !rules.request.contains(":443"),
+            "the scheme's own port is left out"
+        );
+    }
+
+    #[test]
+    fn a_dispatch_comes_first_and_ends_at_the_first_match() {
+        let web = FeatureSetId::of(&RouteFeatures {
+            original_path: true,
+            ..RouteFeatures::default()
+        });
+        let (id, rules) = rules_of(GatewayFeatures {
+            only_tls: Some(true),
+            dispatch: Some(Dispatch {
+                candidates: vec![Candidate {
+                    conditions: Conditions {
+                        method: Some("POST".into()),
+                        headers: vec![("version".into(), "2".into())],
+                        ..Conditions::default()
+                    },
+                    backend: backend("shop_api_80"),
+                    features: None,
+                }],
+                otherwise: Otherwise::Route(Some(web.clone())),
+            }),
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let condition = "{ method POST } { req.fhdr(version) -m str 2 }";
+        assert_eq!(
+            rules.request,
+            format!(
+                "    http-request return status 404 if {acl} !{{ ssl_fc }}\n    \
+                 http-request set-var(txn.backend) str(shop_api_80) if {acl} {condition}\n    \
+                 http-request unset-var(txn.fs) if {acl} {condition}\n    \
+                 http-request set-var(txn.fs) str({web}) if {acl}\n"
+            )
+        );
+    }
+}
