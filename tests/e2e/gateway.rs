@@ -423,7 +423,7 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         "regex",
         "gw",
         &["regex.example.com"],
-        vec![mk_rule_to(&[("RegularExpression", "/v[0-9]+")], "web", 80)],
+        vec![mk_rule_to(&[("RegularExpression", "/v[0-9+")], "web", 80)],
     )));
     let scene = start(&haproxy, source, &objects).await;
     scene.wait_for_service("good.example.com", "/", "web").await;
@@ -871,6 +871,10 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
             ),
             matching("canary", serde_json::json!([{"method": "POST"}])),
             matching(
+                "api",
+                serde_json::json!([{"path": {"type": "RegularExpression", "value": "^/v[0-9]+/items$"}}]),
+            ),
+            matching(
                 "canary",
                 serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
             ),
@@ -908,6 +912,20 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
         }
     };
     assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
+    assert_eq!(
+        ask("GET", "/v12/items", &[]).await.as_deref(),
+        Some("api"),
+        "regex path"
+    );
+    assert_eq!(
+        ask("POST", "/v12/items", &[]).await.as_deref(),
+        Some("api"),
+        "a path expression comes before a method match"
+    );
+    assert_eq!(
+        ask("GET", "/v12/items/x", &[]).await.as_deref(),
+        Some("web")
+    );
     assert_eq!(
         ask("GET", "/x", &[("version", "2")]).await.as_deref(),
         Some("api"),

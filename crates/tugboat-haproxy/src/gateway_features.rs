@@ -102,11 +102,17 @@ fn conditions_acl(conditions: &Conditions) -> String {
         Some(false) => acl.push_str(" !{ ssl_fc }"),
         None => {}
     }
+    if let Some(regex) = &conditions.path_regex {
+        let _ = write!(acl, " {{ path -m reg '{regex}' }}");
+    }
     if let Some(method) = &conditions.method {
         let _ = write!(acl, " {{ method {method} }}");
     }
     for (name, value) in &conditions.headers {
         let _ = write!(acl, " {{ req.fhdr({name}) -m str {value} }}");
+    }
+    for (name, regex) in &conditions.headers_regex {
+        let _ = write!(acl, " {{ req.fhdr({name}) -m reg '{regex}' }}");
     }
     for (name, value) in &conditions.query {
         let _ = write!(acl, " {{ url_param({name}) -m str {value} }}");

@@ -210,6 +210,32 @@ pub fn match_value(value: &str) -> Result<(), InvalidValue> {
     }
 }
 
+/// A regular expression written between single quotes in haproxy's config (a
+/// `RegularExpression` match; haproxy reads nothing inside single quotes): printable
+/// ASCII without spaces, quotes, `%` or `#`, at most 512, and a valid expression.
+pub fn regex(value: &str) -> Result<(), InvalidValue> {
+    let allowed = !value.is_empty()
+        && value.len() <= 512
+        && value
+            .bytes()
+            .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'%#".contains(&b));
+    if !allowed {
+        return Err(invalid(format!(
+            "'{}' is not a regular expression Tugboat accepts: printable ASCII without \
+             spaces, quotes, % or #",
+            printable(value)
+        )));
+    }
+    regex_syntax::Parser::new().parse(value).map_err(|err| {
+        let reason = err.to_string().lines().last().unwrap_or("").to_string();
+        invalid(format!(
+            "'{}' is not a valid regular expression: {reason}",
+            printable(value)
+        ))
+    })?;
+    Ok(())
+}
+
 /// A path written literally into a redirect's location or a rewrite: an
 /// [`ingress_path`] without `$` (haproxy expands variables in quoted text) nor `%`
 /// (log-format).
@@ -306,6 +332,10 @@ mod tests {
         assert!(match_value("v2").is_ok());
         for bad in ["", "a b", "a}b", "a'b", "100%"] {
             assert!(match_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(regex("^/v[0-9]+/items$").is_ok());
+        for bad in ["", "/a(", "/a b", "/a'b", "/a#b", "/100%"] {
+            assert!(regex(bad).is_err(), "{bad:?}");
         }
         assert!(literal_path("/new/place").is_ok());
         for bad in ["/a$b", "/a%20b", "relative", "/a b"] {

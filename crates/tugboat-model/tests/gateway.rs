@@ -705,12 +705,12 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
         ),
         (
             "header",
-            json!({"matches": [{"headers": [{"type": "RegularExpression", "name": "version", "value": "2.*"}]}],
+            json!({"matches": [{"queryParams": [{"type": "RegularExpression", "name": "version", "value": "2.*"}]}],
                           "backendRefs": [{"name": "web", "port": 80}]}),
         ),
         (
             "regex",
-            json!({"matches": [{"path": {"type": "RegularExpression", "value": "/v[0-9]+"}}],
+            json!({"matches": [{"path": {"type": "RegularExpression", "value": "/v[0-9+"}}],
                          "backendRefs": [{"name": "web", "port": 80}]}),
         ),
         (
@@ -1222,7 +1222,7 @@ fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
         .candidates
         .iter()
         .map(|c| {
-            let (method, headers, query) = c.conditions.precedence();
+            let (_, method, headers, query) = c.conditions.precedence();
             (method, headers, query, c.backend.to_string())
         })
         .collect();

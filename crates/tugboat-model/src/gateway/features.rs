@@ -90,24 +90,22 @@ impl GatewayFeatures {
 pub struct Conditions {
     pub method: Option<String>,
     pub headers: Vec<(String, String)>,
+    /// Header matches of type `RegularExpression`: (lower-case name, expression).
+    pub headers_regex: Vec<(String, String)>,
     pub query: Vec<(String, String)>,
+    /// A path match of type `RegularExpression` (its rule takes the host's `/` prefix).
+    pub path_regex: Option<String>,
     pub tls: Option<bool>,
 }
 
 impl Conditions {
     pub fn is_empty(&self) -> bool {
-        self.method.is_none()
-            && self.headers.is_empty()
-            && self.query.is_empty()
-            && self.tls.is_none()
+        *self == Conditions::default()
     }
 
     /// Whether the only condition is the bind.
     pub fn only_bind(&self) -> bool {
-        self.tls.is_some()
-            && self.method.is_none()
-            && self.headers.is_empty()
-            && self.query.is_empty()
+        self.tls.is_some() && self.without_bind() == Conditions::default()
     }
 
     /// The same without the bind.
@@ -119,9 +117,16 @@ impl Conditions {
     }
 
     /// The spec's order between rules of the same host and path, highest first: a
-    /// method match, then the most header matches, then the most query matches.
-    pub fn precedence(&self) -> (bool, usize, usize) {
-        (self.method.is_some(), self.headers.len(), self.query.len())
+    /// method match, then the most header matches, then the most query matches. A
+    /// regular expression on the path (implementation-specific) comes before them all:
+    /// it is more specific than the `/` prefix its rule takes.
+    pub fn precedence(&self) -> (bool, bool, usize, usize) {
+        (
+            self.path_regex.is_some(),
+            self.method.is_some(),
+            self.headers.len() + self.headers_regex.len(),
+            self.query.len(),
+        )
     }
 }
 

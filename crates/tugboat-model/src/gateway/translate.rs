@@ -820,17 +820,25 @@ fn rule_paths(
                     ));
                 }
             },
-            headers: value_matches(found.headers.as_deref(), &format!("{field}.headers"), true)?,
-            query: value_matches(
-                found.query_params.as_deref(),
-                &format!("{field}.queryParams"),
-                false,
-            )?,
-            tls: None,
+            ..Conditions::default()
         };
+        let mut conditions = conditions;
+        (conditions.headers, conditions.headers_regex) =
+            value_matches(found.headers.as_deref(), &format!("{field}.headers"), true)?;
+        (conditions.query, _) = value_matches(
+            found.query_params.as_deref(),
+            &format!("{field}.queryParams"),
+            false,
+        )?;
         let path = found.path.clone().unwrap_or_default();
         let value = path.value.as_deref().unwrap_or("/");
         let kind = path.type_.as_deref().unwrap_or("PathPrefix");
+        if kind == "RegularExpression" {
+            validate::regex(value).map_err(|err| (format!("{field}.path.value"), err.0))?;
+            conditions.path_regex = Some(value.to_string());
+            paths.push((PathMatch::Prefix("/".into()), conditions));
+            continue;
+        }
         validate::ingress_path(value).map_err(|err| (format!("{field}.path.value"), err.0))?;
         let path = match kind {
             "Exact" => PathMatch::Exact(value.to_string()),
@@ -857,40 +865,50 @@ fn rule_paths(
     Ok(paths)
 }
 
-/// Header (`headers`: names lower-cased, as they compare) or query parameter matches,
-/// `Exact` only; the first of equivalent names counts, as the spec says.
+/// Header (`headers`: names lower-cased, as they compare; `RegularExpression` too) or
+/// query parameter matches (`Exact` only): the exact ones and the expressions. The first
+/// of equivalent names counts, as the spec says.
+type ValueMatches = (Vec<(String, String)>, Vec<(String, String)>);
+
 fn value_matches(
     matches: Option<&[HttpValueMatch]>,
     field: &str,
     headers: bool,
-) -> Result<Vec<(String, String)>, (String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
+) -> Result<ValueMatches, (String, String)> {
+    let mut exact: Vec<(String, String)> = Vec::new();
+    let mut regex: Vec<(String, String)> = Vec::new();
     for (index, found) in matches.unwrap_or_default().iter().enumerate() {
         let at = format!("{field}[{index}]");
-        match found.type_.as_deref().unwrap_or("Exact") {
-            "Exact" => {}
-            other => {
-                return Err((
-                    format!("{at}.type"),
-                    format!(
-                        "match type '{}' is not supported yet: Exact is",
-                        validate::printable(other)
-                    ),
-                ));
-            }
-        }
         validate::header_name(&found.name).map_err(|e| (format!("{at}.name"), e.0))?;
-        validate::match_value(&found.value).map_err(|e| (format!("{at}.value"), e.0))?;
         let name = if headers {
             found.name.to_ascii_lowercase()
         } else {
             found.name.clone()
         };
-        if !out.iter().any(|(known, _)| *known == name) {
-            out.push((name, found.value.clone()));
+        if exact.iter().chain(&regex).any(|(known, _)| *known == name) {
+            continue;
+        }
+        match found.type_.as_deref().unwrap_or("Exact") {
+            "Exact" => {
+                validate::match_value(&found.value).map_err(|e| (format!("{at}.value"), e.0))?;
+                exact.push((name, found.value.clone()));
+            }
+            "RegularExpression" if headers => {
+                validate::regex(&found.value).map_err(|e| (format!("{at}.value"), e.0))?;
+                regex.push((name, found.value.clone()));
+            }
+            other => {
+                return Err((
+                    format!("{at}.type"),
+                    format!(
+                        "match type '{}' is not supported here",
+                        validate::printable(other)
+                    ),
+                ));
+            }
         }
     }
-    Ok(out)
+    Ok((exact, regex))
 }
 
 /// The backend of a rule. Sets `out.unsupported` for what is not supported and
