@@ -36,6 +36,8 @@ scene_tests!(
     the_http_listener_redirects_while_the_https_listener_serves,
 );
 
+tugboat_testkit::haproxy_tests!(gateway_status_has_the_published_addresses_and_follows_generations);
+
 /// The Gateway API on, listeners on haproxy's ports.
 async fn start(haproxy: &HaproxyBinary, source: Source, objects: &[Value]) -> Scene {
     let scene = Scene::start_with(haproxy, source, objects, |config| {
@@ -1061,4 +1063,77 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
         problems.iter().all(|p| p.object.kind != "HTTPRoute"),
         "no conflict between the two binds' routes: {problems:?}"
     );
+}
+
+/// Through the API only: the publish flags' addresses in the Gateway's status, and
+/// conditions that follow a new generation of the route.
+async fn gateway_status_has_the_published_addresses_and_follows_generations(
+    haproxy: HaproxyBinary,
+) {
+    let web = start_backends("web", 199, 1).await;
+    let server = tugboat_testkit::FakeApiServer::start().await;
+    for object in class_and_gateway()
+        .into_iter()
+        .chain(services(&[("web", &web)]))
+    {
+        server.put(object);
+    }
+    let route = |path: &str| {
+        http_route_json(&mk_http_route(
+            "shop",
+            "gw",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", path)], "web", 80)],
+        ))
+    };
+    server.put(route("/"));
+    let mut options = tugboat_testkit::cluster_pod::options("pod-a");
+    options.publish.addresses = vec!["192.0.2.10".into(), "lb.example.com".into()];
+    let pod = tugboat_testkit::ClusterPod::start_with(&haproxy, &server, options, |config| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    })
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+    let addresses = eventually(
+        "the Gateway's addresses",
+        Duration::from_secs(15),
+        || async {
+            let gateway = server.get("Gateway", "default", "gw")?;
+            let addresses = gateway["status"]["addresses"].as_array()?.clone();
+            (!addresses.is_empty()).then_some(addresses)
+        },
+    )
+    .await;
+    assert_eq!(
+        addresses,
+        [
+            serde_json::json!({"type": "IPAddress", "value": "192.0.2.10"}),
+            serde_json::json!({"type": "Hostname", "value": "lb.example.com"}),
+        ]
+    );
+    let generation_of = |server: &tugboat_testkit::FakeApiServer| {
+        let route = server.get("HTTPRoute", "default", "shop")?;
+        let generation = route["metadata"]["generation"].as_i64()?;
+        let observed =
+            route["status"]["parents"][0]["conditions"][0]["observedGeneration"].as_i64()?;
+        Some((generation, observed))
+    };
+    let (first, _) = eventually("the route's status", Duration::from_secs(15), || async {
+        generation_of(&server).filter(|(g, o)| g == o)
+    })
+    .await;
+    server.put(route("/shop"));
+    let (second, observed) = eventually(
+        "the new generation observed",
+        Duration::from_secs(15),
+        || async { generation_of(&server).filter(|(g, o)| g == o && *g > first) },
+    )
+    .await;
+    assert_eq!(second, observed);
+    pod.wait_for_service("shop.example.com", "/shop/x", "web")
+        .await;
 }
