@@ -342,6 +342,33 @@ async fn listener_hostnames_intersect_and_the_oldest_route_wins(
     );
     scene.apply(&http_route_json(&catch_all));
     scene.wait_for_service("x.example.com", "/", "api").await;
+    // A Gateway API wildcard covers any depth of labels, the longest suffix first.
+    scene.wait_for_service("x.y.example.com", "/", "api").await;
+    let deeper = route_created_at(
+        mk_http_route(
+            "deeper",
+            "gw",
+            &["*.y.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "2032-01-01T00:00:00Z",
+    );
+    scene.apply(&http_route_json(&deeper));
+    scene
+        .wait_for_service("a.b.y.example.com", "/", "web")
+        .await;
+    assert_eq!(
+        scene
+            .get("z.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("api")
+    );
+    assert_eq!(
+        scene.get("example.com", "/").await.expect("answer").status,
+        404
+    );
     assert_eq!(
         scene
             .get("a.example.com", "/")

@@ -136,6 +136,16 @@ pub enum HostMatch {
     Exact(String),
     /// `*.example.com`, stored as the suffix `.example.com`: exactly one more label.
     Wildcard(String),
+    /// A Gateway API wildcard `*.example.com`, stored as the suffix `.example.com`: one
+    /// or more labels (`a.example.com`, `a.b.example.com`), the longest suffix first.
+    Subdomains(String),
+}
+
+impl HostMatch {
+    /// Whether any route host needs the lookups of [`HostMatch::Subdomains`].
+    pub fn is_subdomains(&self) -> bool {
+        matches!(self, HostMatch::Subdomains(_))
+    }
 }
 
 impl fmt::Display for HostMatch {
@@ -144,6 +154,7 @@ impl fmt::Display for HostMatch {
             HostMatch::Any => f.write_str("*"),
             HostMatch::Exact(h) => f.write_str(h),
             HostMatch::Wildcard(suffix) => write!(f, "*{suffix}"),
+            HostMatch::Subdomains(suffix) => write!(f, "*{suffix} (any depth)"),
         }
     }
 }

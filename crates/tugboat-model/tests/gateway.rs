@@ -294,7 +294,11 @@ fn hostnames_are_the_intersection_of_the_listener_and_the_route() {
     // covers it (exact), and the listeners' own hostnames for the route without any.
     assert_eq!(
         hosts,
-        ["a.example.com", "exact.example.org", "*.example.com"]
+        [
+            "a.example.com",
+            "exact.example.org",
+            "*.example.com (any depth)"
+        ]
     );
     assert_eq!(
         route_condition(&output, "shop", "some", "Accepted"),

@@ -718,7 +718,7 @@ fn host_match(host: &str) -> HostMatch {
     if host.is_empty() {
         HostMatch::Any
     } else if let Some(suffix) = host.strip_prefix('*') {
-        HostMatch::Wildcard(suffix.to_string())
+        HostMatch::Subdomains(suffix.to_string())
     } else {
         HostMatch::Exact(host.to_string())
     }
