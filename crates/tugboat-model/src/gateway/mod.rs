@@ -9,8 +9,9 @@
 //! haproxy has one HTTP and one HTTPS bind; a listener of protocol `HTTP` on port 80 or
 //! on the HTTP bind's port is served by the HTTP bind, a listener of protocol `HTTPS` on
 //! port 443 or on the HTTPS bind's port by the HTTPS bind; any other port or protocol is
-//! refused with a listener condition. Both binds share one set of route maps, so a route
-//! attached to an HTTP listener answers on the HTTPS bind too (docs/gateway-api.md).
+//! refused with a listener condition. Both binds share one set of route maps; a rule
+//! carries the bind of its listeners as a condition, so a route attached to listeners of
+//! one bind answers only there (docs/gateway-api.md).
 //!
 //! Whatever is not supported is refused where it is, never ignored: a route rule that
 //! uses an unsupported match or filter makes the route `Accepted=False` with reason

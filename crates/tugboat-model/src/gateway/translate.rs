@@ -4,9 +4,11 @@
 //! ours; their Gateways and each listener (port, protocol, hostname, TLS, allowed
 //! routes, conflicts); then the HTTPRoutes, oldest first (then by namespace and name, the
 //! spec's tie-break), attached per `parentRef` to the listeners that allow them and whose
-//! hostname intersects theirs. Each attached route gives one rule per hostname, path
-//! match and rule, in that order: the builder keeps the first rule of a host and path,
-//! so an older route wins a conflict, and within a route the first rule.
+//! hostname intersects theirs. Each attached route gives one rule per listener,
+//! hostname, rule and match, in that order, with the match's conditions (method,
+//! headers, query, the listener's bind): for each host and path, the builder keeps the
+//! first rule of each distinct conditions, so an older route wins a conflict, and within
+//! a route the first rule.
 
 use std::collections::{BTreeMap, BTreeSet};
 
