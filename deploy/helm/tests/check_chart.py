@@ -179,10 +179,94 @@ SERVICE_MONITOR_SCHEMA = {
 }
 
 
+# The Gateway API kinds of examples/gateway/ (CRDs, not in the Kubernetes schemas): the
+# fields of the standard channel (v1.2) that the examples may use, unknown fields refused.
+def _obj(props: dict, required: list[str] | None = None) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": props,
+            "required": required or []}
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_META = _obj({"name": _STR, "namespace": _STR, "labels": {"type": "object"},
+              "annotations": {"type": "object"}}, ["name"])
+_REF = _obj({"group": _STR, "kind": _STR, "name": _STR, "namespace": _STR}, ["name"])
+_PATH_MOD = _obj({"type": {"enum": ["ReplaceFullPath", "ReplacePrefixMatch"]},
+                  "replaceFullPath": _STR, "replacePrefixMatch": _STR}, ["type"])
+_HEADERS = _obj({"set": {"type": "array"}, "add": {"type": "array"}, "remove": {"type": "array"}})
+_VALUE_MATCH = {"type": "array", "items": _obj({"type": {"enum": ["Exact", "RegularExpression"]},
+                                                "name": _STR, "value": _STR}, ["name", "value"])}
+
+
+def _gateway_api(kind: str, version: str, spec: dict) -> dict:
+    return _obj({"apiVersion": {"const": f"gateway.networking.k8s.io/{version}"},
+                 "kind": {"const": kind}, "metadata": _META, "spec": spec},
+                ["apiVersion", "kind", "metadata", "spec"])
+
+
+GATEWAY_API_SCHEMAS = {
+    "GatewayClass": _gateway_api("GatewayClass", "v1", _obj(
+        {"controllerName": _STR, "description": _STR, "parametersRef": {"type": "object"}},
+        ["controllerName"])),
+    "Gateway": _gateway_api("Gateway", "v1", _obj({
+        "gatewayClassName": _STR,
+        "addresses": {"type": "array"},
+        "listeners": {"type": "array", "minItems": 1, "items": _obj({
+            "name": _STR, "hostname": _STR, "port": _INT,
+            "protocol": {"enum": ["HTTP", "HTTPS", "TLS", "TCP", "UDP"]},
+            "tls": _obj({"mode": {"enum": ["Terminate", "Passthrough"]},
+                         "certificateRefs": {"type": "array", "items": _REF},
+                         "options": {"type": "object"}}),
+            "allowedRoutes": _obj({
+                "namespaces": _obj({"from": {"enum": ["All", "Same", "Selector"]},
+                                    "selector": {"type": "object"}}),
+                "kinds": {"type": "array", "items": _obj({"group": _STR, "kind": _STR}, ["kind"])},
+            }),
+        }, ["name", "port", "protocol"])},
+    }, ["gatewayClassName", "listeners"])),
+    "HTTPRoute": _gateway_api("HTTPRoute", "v1", _obj({
+        "parentRefs": {"type": "array", "items": _obj(
+            {"group": _STR, "kind": _STR, "namespace": _STR, "name": _STR,
+             "sectionName": _STR, "port": _INT}, ["name"])},
+        "hostnames": {"type": "array", "items": _STR},
+        "rules": {"type": "array", "items": _obj({
+            "name": _STR,
+            "matches": {"type": "array", "items": _obj({
+                "path": _obj({"type": {"enum": ["Exact", "PathPrefix", "RegularExpression"]},
+                              "value": _STR}),
+                "headers": _VALUE_MATCH, "queryParams": _VALUE_MATCH, "method": _STR})},
+            "filters": {"type": "array", "items": _obj({
+                "type": _STR, "requestHeaderModifier": _HEADERS,
+                "responseHeaderModifier": _HEADERS,
+                "requestRedirect": _obj({"scheme": _STR, "hostname": _STR, "path": _PATH_MOD,
+                                         "port": _INT, "statusCode": _INT}),
+                "urlRewrite": _obj({"hostname": _STR, "path": _PATH_MOD}),
+            }, ["type"])},
+            "backendRefs": {"type": "array", "items": _obj(
+                {"group": _STR, "kind": _STR, "name": _STR, "namespace": _STR, "port": _INT,
+                 "weight": _INT}, ["name"])},
+            "timeouts": _obj({"request": _STR, "backendRequest": _STR}),
+        })},
+    })),
+    "ReferenceGrant": _gateway_api("ReferenceGrant", "v1beta1", _obj({
+        "from": {"type": "array", "minItems": 1, "items": _obj(
+            {"group": _STR, "kind": _STR, "namespace": _STR}, ["group", "kind", "namespace"])},
+        "to": {"type": "array", "minItems": 1, "items": _obj(
+            {"group": _STR, "kind": _STR, "name": _STR}, ["group", "kind"])},
+    }, ["from", "to"])),
+}
+
+
 def schema_errors(obj: dict) -> list[str]:
     """Strict validation against the Kubernetes API schema (unknown fields fail)."""
     if obj.get("kind") == "ServiceMonitor":
         errs = jsonschema.Draft7Validator(SERVICE_MONITOR_SCHEMA).iter_errors(obj)
+        return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errs]
+    if str(obj.get("apiVersion", "")).startswith("gateway.networking.k8s.io/"):
+        schema = GATEWAY_API_SCHEMAS.get(obj.get("kind"))
+        if schema is None:
+            return [f"no schema for {obj.get('kind')}"]
+        errs = jsonschema.Draft7Validator(schema).iter_errors(obj)
         return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errs]
     try:
         kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
