@@ -34,6 +34,7 @@ scene_tests!(
     weighted_backends_share_the_requests_by_weight,
     method_header_and_query_matches_pick_the_rule_by_precedence,
     the_http_listener_redirects_while_the_https_listener_serves,
+    ingresses_and_http_routes_side_by_side,
 );
 
 tugboat_testkit::haproxy_tests!(gateway_status_has_the_published_addresses_and_follows_generations);
@@ -1162,5 +1163,58 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
     .await;
     assert_eq!(second, observed);
     pod.wait_for_service("shop.example.com", "/shop/x", "web")
+        .await;
+}
+
+async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 200, 1).await;
+    let api = start_backends("api", 201, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "legacy",
+        "legacy.example.com",
+        "web",
+    )));
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "shared",
+        "shared.example.com",
+        "web",
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "new",
+        "gw",
+        &["new.example.com", "shared.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("legacy.example.com", "/", "web")
+        .await;
+    scene.wait_for_service("new.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("shared.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "the Ingress keeps its host and path"
+    );
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().any(|p| p.object.kind == "HTTPRoute"
+            && p.object.name == "new"
+            && p.message.contains("Ingress default/shared")),
+        "{problems:?}"
+    );
+    // The Ingress goes: the route takes the host.
+    scene.delete(&tugboat_testkit::objects::mk_ingress(
+        "shared",
+        "shared.example.com",
+        "web",
+    ));
+    scene
+        .wait_for_service("shared.example.com", "/", "api")
         .await;
 }
