@@ -253,16 +253,20 @@ async fn gateway_status_duties(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut addresses = Vec::new();
     let mut was_leader = false;
+    // The leadership changed while writing: look at it again at once.
+    let mut leadership_moved = false;
     loop {
         let mut ticked = false;
-        tokio::select! {
-            changed = leader.changed() => if changed.is_err() {
-                return std::future::pending().await;
-            },
-            changed = status.changed() => if changed.is_err() {
-                return;
-            },
-            _ = tick.tick() => ticked = true,
+        if !std::mem::take(&mut leadership_moved) {
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() {
+                    return std::future::pending().await;
+                },
+                changed = status.changed() => if changed.is_err() {
+                    return;
+                },
+                _ = tick.tick() => ticked = true,
+            }
         }
         let is_leader = *leader.borrow_and_update();
         if !is_leader {
@@ -284,7 +288,17 @@ async fn gateway_status_duties(
             current.ready.then(|| current.gateway.clone())
         };
         if let Some(current) = current {
-            let written = writer.write_changes(&current, &addresses).await;
+            // A replica that stops leading stops writing, mid-round too.
+            let written = tokio::select! {
+                written = writer.write_changes(&current, &addresses) => written,
+                changed = leader.changed() => {
+                    if changed.is_err() {
+                        return std::future::pending().await;
+                    }
+                    leadership_moved = true;
+                    0
+                }
+            };
             if written > 0 {
                 tracing::info!(objects = written, "wrote Gateway API status");
             }
