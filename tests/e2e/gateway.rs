@@ -37,7 +37,10 @@ scene_tests!(
     ingresses_and_http_routes_side_by_side,
 );
 
-tugboat_testkit::haproxy_tests!(gateway_status_has_the_published_addresses_and_follows_generations);
+tugboat_testkit::haproxy_tests!(
+    gateway_status_has_the_published_addresses_and_follows_generations,
+    only_the_leader_writes_gateway_status_and_a_new_leader_takes_over,
+);
 
 /// The Gateway API on, listeners on haproxy's ports.
 async fn start(haproxy: &HaproxyBinary, source: Source, objects: &[Value]) -> Scene {
@@ -1217,4 +1220,112 @@ async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: 
     scene
         .wait_for_service("shared.example.com", "/", "api")
         .await;
+}
+
+async fn only_the_leader_writes_gateway_status_and_a_new_leader_takes_over(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 202, 1).await;
+    let server = tugboat_testkit::FakeApiServer::start().await;
+    for object in class_and_gateway()
+        .into_iter()
+        .chain(services(&[("web", &web)]))
+    {
+        server.put(object);
+    }
+    server.put(http_route_json(&mk_http_route(
+        "shop",
+        "gw",
+        &["shop.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let replica = |name: &str, address: &str| {
+        let mut options = tugboat_testkit::cluster_pod::options(name);
+        options.publish.addresses = vec![address.to_string()];
+        options
+    };
+    let gateway_on = |config: &mut tugboat::controller::ControllerConfig| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    };
+    let a = tugboat_testkit::ClusterPod::start_with(
+        &haproxy,
+        &server,
+        replica("pod-a", "127.0.0.11"),
+        gateway_on,
+    )
+    .await;
+    let b = tugboat_testkit::ClusterPod::start_with(
+        &haproxy,
+        &server,
+        replica("pod-b", "127.0.0.12"),
+        gateway_on,
+    )
+    .await;
+    a.wait_for_service("shop.example.com", "/", "web").await;
+    b.wait_for_service("shop.example.com", "/", "web").await;
+    let holder = || async {
+        let lease = server.get("Lease", "tugboat-system", "tugboat-leader")?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    };
+    let published = || async {
+        let gateway = server.get("Gateway", "default", "gw")?;
+        gateway["status"]["addresses"][0]["value"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let leader = eventually("a Lease holder", Duration::from_secs(15), holder).await;
+    let (stopped, survivor, (leader_ip, survivor_ip, survivor_name)) = if leader == "pod-a" {
+        (a, b, ("127.0.0.11", "127.0.0.12", "pod-b"))
+    } else {
+        (b, a, ("127.0.0.12", "127.0.0.11", "pod-a"))
+    };
+    eventually("the leader's address", Duration::from_secs(10), || async {
+        (published().await.as_deref() == Some(leader_ip)).then_some(())
+    })
+    .await;
+    wait_for_route_condition_api(&server, "shop").await;
+    let gateway_writes = || {
+        server
+            .writes()
+            .into_iter()
+            .filter(|w| w.path.contains("gateway.networking.k8s.io") && w.path.ends_with("/status"))
+            .collect::<Vec<_>>()
+    };
+    for write in gateway_writes() {
+        assert!(
+            !write.body.to_string().contains(survivor_ip),
+            "only the leader writes: {write:?}"
+        );
+    }
+    drop(stopped);
+    eventually(
+        "the other replica holds the Lease",
+        Duration::from_secs(20),
+        || async { (holder().await.as_deref() == Some(survivor_name)).then_some(()) },
+    )
+    .await;
+    eventually(
+        "the new leader's address",
+        Duration::from_secs(10),
+        || async { (published().await.as_deref() == Some(survivor_ip)).then_some(()) },
+    )
+    .await;
+    survivor
+        .wait_for_service("shop.example.com", "/", "web")
+        .await;
+}
+
+/// Waits until the route `name` has its Accepted condition from the API server.
+async fn wait_for_route_condition_api(server: &tugboat_testkit::FakeApiServer, name: &str) {
+    eventually(
+        &format!("HTTPRoute {name} accepted"),
+        Duration::from_secs(15),
+        || async {
+            let route = server.get("HTTPRoute", "default", name)?;
+            (route["status"]["parents"][0]["conditions"][0]["status"] == "True").then_some(())
+        },
+    )
+    .await;
 }
