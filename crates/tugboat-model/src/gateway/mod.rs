@@ -20,6 +20,7 @@
 
 pub mod features;
 pub mod objects;
+mod rules;
 pub mod status;
 mod translate;
 
