@@ -35,6 +35,7 @@ scene_tests!(
     method_header_and_query_matches_pick_the_rule_by_precedence,
     the_http_listener_redirects_while_the_https_listener_serves,
     ingresses_and_http_routes_side_by_side,
+    listener_conditions_say_what_is_not_served,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -1328,4 +1329,77 @@ async fn wait_for_route_condition_api(server: &tugboat_testkit::FakeApiServer, n
         },
     )
     .await;
+}
+
+async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 203, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_listener("http", "HTTP", 80, Some("a.example.com")),
+                mk_listener("again", "HTTP", 80, Some("a.example.com")),
+                mk_listener("odd-port", "HTTP", 8081, None),
+                mk_listener("tcp", "TCP", 5432, None),
+                mk_listener("other", "HTTP", 80, Some("b.example.com")),
+            ],
+        ),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    let mut on_again = mk_http_route(
+        "on-again",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    );
+    on_again.spec.parent_refs[0].section_name = Some("again".into());
+    objects.push(http_route_json(&on_again));
+    objects.push(http_route_json(&mk_http_route(
+        "everywhere",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("b.example.com", "/", "web").await;
+    scene.wait_for_service("a.example.com", "/", "web").await;
+    assert_eq!(
+        listener_condition(&scene, 0, "Programmed").await,
+        ("True".into(), "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&scene, 1, "Conflicted").await,
+        ("True".into(), "HostnameConflict".into())
+    );
+    assert_eq!(listener_condition(&scene, 1, "Programmed").await.0, "False");
+    assert_eq!(
+        listener_condition(&scene, 2, "Accepted").await,
+        ("False".into(), "PortUnavailable".into())
+    );
+    assert_eq!(
+        listener_condition(&scene, 3, "Accepted").await,
+        ("False".into(), "UnsupportedProtocol".into())
+    );
+    // Only the conflicted listener: the route is not allowed there.
+    assert_eq!(
+        route_condition(&scene, "on-again", "Accepted").await,
+        ("False".into(), "NotAllowedByListeners".into())
+    );
+    if let Some(api) = scene.api() {
+        let gateway = api.get("Gateway", "default", "gw").expect("the Gateway");
+        let attached: Vec<i64> = gateway["status"]["listeners"]
+            .as_array()
+            .expect("listeners")
+            .iter()
+            .map(|l| l["attachedRoutes"].as_i64().unwrap_or(-1))
+            .collect();
+        assert_eq!(attached, [1, 0, 0, 0, 1], "{gateway}");
+        let programmed = gateway["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Programmed"))
+            .map(|c| c["status"].clone());
+        assert_eq!(programmed, Some("True".into()));
+    }
 }
