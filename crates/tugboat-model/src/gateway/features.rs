@@ -44,7 +44,7 @@ pub struct Redirect {
     /// Left out of the location when it is the scheme's well-known port.
     pub port: Option<u16>,
     pub path: Option<PathReplacement>,
-    /// 301 or 302.
+    /// 301, 302, 303, 307 or 308.
     pub code: u16,
 }
 

@@ -295,13 +295,13 @@ fn redirect_spec(redirect: &RequestRedirect, at: &str) -> Result<RedirectSpec, U
         None => None,
         Some(path) => Some(path_spec(path, &format!("{at}.path"))?),
     };
+    // 301 and 302 in the standard channel; 303, 307 and 308 as later versions add them.
     let code = match redirect.status_code.unwrap_or(302) {
-        301 => 301,
-        302 => 302,
+        code @ (301 | 302 | 303 | 307 | 308) => u16::try_from(code).unwrap_or(302),
         other => {
             return Err((
                 format!("{at}.statusCode"),
-                format!("status code {other} is not supported: 301 and 302 are"),
+                format!("status code {other} is not a redirect: 301, 302, 303, 307 or 308"),
             ));
         }
     };
@@ -371,4 +371,51 @@ pub(super) fn rule_filters(rule: &HttpRouteRule, field: &str) -> Result<FilterSp
         ));
     }
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(value: serde_json::Value) -> HttpRouteRule {
+        serde_json::from_value(value).expect("a rule")
+    }
+
+    #[test]
+    fn redirect_codes_are_the_redirect_ones() {
+        for code in [301, 302, 303, 307, 308] {
+            let found = rule_filters(
+                &rule(serde_json::json!({"filters": [{"type": "RequestRedirect",
+                    "requestRedirect": {"statusCode": code}}]})),
+                "spec.rules[0]",
+            );
+            assert!(found.is_ok_and(|f| f.redirects()), "{code}");
+        }
+        let refused = rule_filters(
+            &rule(serde_json::json!({"filters": [{"type": "RequestRedirect",
+                "requestRedirect": {"statusCode": 200}}]})),
+            "spec.rules[0]",
+        );
+        assert_eq!(
+            refused.map(|_| ()).map_err(|(field, _)| field),
+            Err("spec.rules[0].filters[0].requestRedirect.statusCode".to_string())
+        );
+    }
+
+    #[test]
+    fn a_filter_needs_its_settings_and_a_known_type() {
+        let missing = rule_filters(
+            &rule(serde_json::json!({"filters": [{"type": "URLRewrite"}]})),
+            "spec.rules[1]",
+        );
+        assert_eq!(
+            missing.map(|_| ()).map_err(|(field, _)| field),
+            Err("spec.rules[1].filters[0].urlRewrite".to_string())
+        );
+        let unknown = rule_filters(
+            &rule(serde_json::json!({"filters": [{"type": "RequestMirror"}]})),
+            "spec.rules[1]",
+        );
+        assert!(unknown.is_err_and(|(_, message)| message.contains("RequestMirror")));
+    }
 }
