@@ -710,6 +710,11 @@ async fn values_watch_namespaces_on_newest_haproxy() {
     chart_pod(Some("values-watch-namespaces.yaml"), true).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_gateway_api_on_newest_haproxy() {
+    chart_pod(Some("values-gateway-api.yaml"), true).await;
+}
+
 /// Every values file of examples/helm/ has a test above.
 #[test]
 fn every_example_values_file_is_run() {

@@ -146,6 +146,39 @@ const RESOURCES: &[ResourceType] = &[
         namespaced: true,
         status: false,
     },
+    // The Gateway API (standard channel), as its CRDs serve it.
+    ResourceType {
+        group: "gateway.networking.k8s.io",
+        version: "v1",
+        plural: "gatewayclasses",
+        kind: "GatewayClass",
+        namespaced: false,
+        status: true,
+    },
+    ResourceType {
+        group: "gateway.networking.k8s.io",
+        version: "v1",
+        plural: "gateways",
+        kind: "Gateway",
+        namespaced: true,
+        status: true,
+    },
+    ResourceType {
+        group: "gateway.networking.k8s.io",
+        version: "v1",
+        plural: "httproutes",
+        kind: "HTTPRoute",
+        namespaced: true,
+        status: true,
+    },
+    ResourceType {
+        group: "gateway.networking.k8s.io",
+        version: "v1beta1",
+        plural: "referencegrants",
+        kind: "ReferenceGrant",
+        namespaced: true,
+        status: false,
+    },
 ];
 
 /// Watch history kept for resuming watches; older resourceVersions get `410 Gone`.
@@ -579,6 +612,15 @@ impl Store {
             .is_some_and(|old| old.get("spec") != object.get("spec"));
         object["apiVersion"] = json!(resource.api_version());
         object["kind"] = json!(resource.kind);
+        // As the API server does for the Gateway API CRDs (status subresource): writing
+        // the object leaves the status the controller wrote.
+        if resource.status
+            && resource.group == "gateway.networking.k8s.io"
+            && object.get("status").is_none()
+            && let Some(status) = existing.as_ref().and_then(|old| old.get("status"))
+        {
+            object["status"] = status.clone();
+        }
         let meta = &mut object["metadata"];
         meta["name"] = json!(key.1);
         if resource.namespaced {

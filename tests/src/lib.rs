@@ -7,6 +7,7 @@ pub mod container_plan;
 pub mod echo;
 pub mod elf_loader;
 pub mod fake_apiserver;
+pub mod gateway_objects;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;

@@ -39,14 +39,14 @@ pub struct FeatureRules {
 }
 
 /// `{ var(txn.fs) -m str f1 f2 }`: true for the requests of these sets.
-fn sets_acl(ids: &[&FeatureSetId]) -> String {
+pub(crate) fn sets_acl(ids: &[&FeatureSetId]) -> String {
     let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
     format!("{{ var(txn.fs) -m str {} }}", ids.join(" "))
 }
 
 /// The sets grouped by the value `pick` gives them (sets where it gives `None` are left
 /// out).
-fn group<'a, T: Ord + 'a>(
+pub(crate) fn group<'a, T: Ord + 'a>(
     sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
     pick: impl Fn(&'a RouteFeatures) -> Option<T>,
 ) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
@@ -80,6 +80,14 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             request,
             "    http-request deny deny_status 403 if {}",
             sets_acl(&denied)
+        );
+    }
+    // Routes that answer by themselves (Gateway API rules without a usable backend).
+    for (status, ids) in group(sets, |f| f.answer_status) {
+        let _ = writeln!(
+            request,
+            "    http-request return status {status} if {}",
+            sets_acl(&ids)
         );
     }
 
@@ -332,5 +340,6 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             );
         }
     }
+    crate::gateway_features::add_rules(sets, &mut rules);
     rules
 }

@@ -13,6 +13,7 @@ pub mod apply;
 pub mod cli;
 pub mod features;
 pub mod files;
+pub mod gateway_features;
 pub mod layout;
 pub mod map_text;
 pub mod plan;

@@ -137,7 +137,7 @@ fn tls_hosts_map(desired: &Desired) -> String {
             HostMatch::Exact(host) | HostMatch::Wildcard(host) => {
                 let _ = writeln!(out, "{host} 1");
             }
-            HostMatch::Any => {}
+            HostMatch::Any | HostMatch::Subdomains(_) => {}
         }
     }
     out
@@ -223,7 +223,7 @@ frontend http
     http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
+{subdomains}    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
@@ -231,6 +231,7 @@ frontend http
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
 {restore}{feature_request}",
         normalize = normalize_rules(keeps_original_path(desired)),
+        subdomains = subdomain_rules(desired, &exact, &prefix),
         restore = restore_rules(desired),
         feature_request = features.request,
         default_cert = default_cert.display(),
@@ -406,6 +407,45 @@ fn normalize_rules(keep_original: bool) -> String {
     out
 }
 
+/// How many labels below its suffix a Gateway API wildcard host reaches.
+pub const SUBDOMAIN_DEPTH: usize = 8;
+
+/// The lookups of Gateway API wildcard hosts (any depth), after the one-label wildcard
+/// lookups of Ingresses: `*` and the host without its first label, then without its
+/// first two, and so on, the longest suffix first. Empty when no route has such a host
+/// (an Ingress-only config is unchanged).
+fn subdomain_rules(
+    desired: &Desired,
+    exact: &impl std::fmt::Display,
+    prefix: &impl std::fmt::Display,
+) -> String {
+    if !desired.routes.iter().any(|r| r.host.is_subdomains()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "    http-request set-var(txn.deep) var(txn.wild) if !{ var(txn.route) -m found }\n",
+    );
+    for level in 0..SUBDOMAIN_DEPTH {
+        if level > 0 {
+            // The leading `.` and the next label go (`.` is any character here, and the
+            // value always starts with a dot).
+            out.push_str(
+                "    http-request set-var(txn.deep) var(txn.deep),regsub(^.[^.]*,) if !{ var(txn.route) -m found } { var(txn.deep) -m beg . }\n",
+            );
+        }
+        for (map, lookup) in [
+            (exact.to_string(), "map_str"),
+            (prefix.to_string(), "map_beg"),
+        ] {
+            let _ = writeln!(
+                out,
+                "    http-request set-var(txn.route) str(*),concat(,txn.deep),concat(,txn.path),{lookup}({map}) if !{{ var(txn.route) -m found }} {{ var(txn.deep) -m beg . }}"
+            );
+        }
+    }
+    out
+}
+
 /// Whether some requests reach their backend with the path as the client sent it
 /// (`backend-path: original`).
 fn keeps_original_path(desired: &Desired) -> bool {
@@ -539,6 +579,8 @@ fn key(host: &HostMatch, path: &str) -> String {
     match host {
         HostMatch::Any => path.to_string(),
         HostMatch::Exact(host) | HostMatch::Wildcard(host) => format!("{host}{path}"),
+        // `*` keeps them apart from the one-label wildcards of Ingresses.
+        HostMatch::Subdomains(suffix) => format!("*{suffix}{path}"),
     }
 }
 

@@ -58,6 +58,8 @@ pub struct ApiSourceConfig {
     pub settings: Settings,
     /// How long to gather more changes after the first one before publishing.
     pub coalesce: Duration,
+    /// How often a Gateway API kind the API server does not serve is looked for again.
+    pub gateway_recheck: Duration,
 }
 
 impl Default for ApiSourceConfig {
@@ -67,6 +69,7 @@ impl Default for ApiSourceConfig {
             class: ClassFilter::default(),
             settings: Settings::new(0),
             coalesce: Duration::from_millis(100),
+            gateway_recheck: crate::gateway::ABSENT_KIND_RECHECK,
         }
     }
 }
@@ -84,6 +87,8 @@ pub struct ClusterStores {
     pub endpoint_slices: Vec<ObjectStore<EndpointSlice>>,
     pub secrets: Vec<ObjectStore<Secret>>,
     pub config_maps: Vec<ObjectStore<ConfigMap>>,
+    /// The Gateway API kinds, when enabled.
+    pub gateway: Option<crate::gateway::GatewayStores>,
 }
 
 /// The objects of one kind from the stores of every watched namespace, as one map
@@ -104,14 +109,18 @@ impl ClusterStores {
 
     /// Number of objects per kind.
     pub fn counts(&self) -> ObjectCounts {
-        ObjectCounts::from([
+        let mut counts = ObjectCounts::from([
             ("Ingress", total(&self.ingresses)),
             ("IngressClass", self.ingress_classes.len()),
             ("Service", total(&self.services)),
             ("EndpointSlice", total(&self.endpoint_slices)),
             ("Secret", total(&self.secrets)),
             ("ConfigMap", total(&self.config_maps)),
-        ])
+        ]);
+        if let Some(gateway) = &self.gateway {
+            gateway.counts(&mut counts);
+        }
+        counts
     }
 
     /// The snapshot of what this controller serves, with the referenced Secrets and the
@@ -136,7 +145,11 @@ impl ClusterStores {
             endpoint_slices: merged(&self.endpoint_slices),
             secrets: merged(&self.secrets),
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
+            ..Snapshot::default()
         };
+        if let Some(gateway) = &self.gateway {
+            gateway.fill(&mut snapshot);
+        }
         let wanted = memo.references.get(&snapshot, &config.settings);
         memo.narrowed.narrow(&wanted, &mut snapshot);
         (snapshot, wanted)
@@ -171,6 +184,11 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.endpoint_slices, &b.endpoint_slices)
         && same(&a.secrets, &b.secrets)
         && same(&a.config_maps, &b.config_maps)
+        && same(&a.gateway_classes, &b.gateway_classes)
+        && same(&a.gateways, &b.gateways)
+        && same(&a.http_routes, &b.http_routes)
+        && same(&a.reference_grants, &b.reference_grants)
+        && same(&a.namespaces, &b.namespaces)
 }
 
 /// The served Ingresses as the controller reads them: an Ingress whose change is only
@@ -274,6 +292,9 @@ impl ApiSource {
         let mut services = Vec::new();
         let mut endpoint_slices = Vec::new();
         let mut secrets = Vec::new();
+        let gateway_api = config.settings.gateway.is_some();
+        let (mut gateways, mut http_routes, mut reference_grants) =
+            (Vec::new(), Vec::new(), Vec::new());
         for (ns, client) in namespaced(&client) {
             let scope = api_for(&ns, client);
             ingresses.push(spawn_watch::<Ingress>(
@@ -300,7 +321,31 @@ impl ApiSource {
                 &changed,
                 &mut tasks,
             ));
+            if gateway_api {
+                use crate::gateway::spawn_watch_if_served as watch_kind;
+                let recheck = config.gateway_recheck;
+                gateways.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                http_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+            }
         }
+        let gateway = gateway_api.then(|| crate::gateway::GatewayStores {
+            gateway_classes: crate::gateway::spawn_watch_if_served(
+                Api::all(client.clone()),
+                &changed,
+                &mut tasks,
+                config.gateway_recheck,
+            ),
+            gateways,
+            http_routes,
+            reference_grants,
+            namespaces: spawn_watch::<tugboat_model::gateway::objects::Namespace>(
+                Api::all(client.clone()),
+                watcher::Config::default(),
+                &changed,
+                &mut tasks,
+            ),
+        });
         let ingress_classes = spawn_watch::<IngressClass>(
             Api::all(client.clone()),
             watcher::Config::default(),
@@ -333,6 +378,7 @@ impl ApiSource {
                 endpoint_slices,
                 secrets,
                 config_maps,
+                gateway,
             },
             config,
             changed,
@@ -364,6 +410,11 @@ impl ApiSource {
                     .map(ObjectStore::wait_until_listed)
             ),
             stores.ingress_classes.wait_until_listed(),
+            async {
+                if let Some(gateway) = &stores.gateway {
+                    gateway.wait_until_listed().await;
+                }
+            },
         );
     }
 
@@ -506,8 +557,12 @@ where
     store
 }
 
-async fn drive<S, K>(kind: String, stream: S, mut writer: StoreWriter<K>, changed: Arc<Notify>)
-where
+pub(crate) async fn drive<S, K>(
+    kind: String,
+    stream: S,
+    mut writer: StoreWriter<K>,
+    changed: Arc<Notify>,
+) where
     S: Stream<Item = Result<watcher::Event<K::Wire>, watcher::Error>>,
     K: Watched,
 {

@@ -25,6 +25,8 @@ pub fn api_version_of(kind: &str) -> &'static str {
     match kind {
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
+        "GatewayClass" | "Gateway" | "HTTPRoute" => "gateway.networking.k8s.io/v1",
+        "ReferenceGrant" => "gateway.networking.k8s.io/v1beta1",
         _ => "v1",
     }
 }

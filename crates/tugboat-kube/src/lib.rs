@@ -7,6 +7,8 @@
 
 pub mod api_source;
 pub mod events;
+pub mod gateway;
+pub mod gateway_status;
 pub mod leader;
 pub mod manifests;
 pub mod status;

@@ -3,7 +3,9 @@
 //! Every `*.yaml`, `*.yml` and `*.json` file under the folder is read, with any number of
 //! documents per file and `kind: List` expanded. Ingress and IngressClass
 //! (networking.k8s.io/v1), Service, Secret, ConfigMap (v1) and EndpointSlice
-//! (discovery.k8s.io/v1) are kept; other kinds are ignored. A document that does not
+//! (discovery.k8s.io/v1) are kept, and with `--enable-gateway-api` GatewayClass,
+//! Gateway, HTTPRoute (gateway.networking.k8s.io/v1), ReferenceGrant (v1beta1) and
+//! Namespace (v1); other kinds are ignored. A document that does not
 //! parse is reported with its file, document number, object and field, and skipped;
 //! everything else still loads. The folder is then followed live: files added, edited
 //! or removed publish a new snapshot.
@@ -107,6 +109,13 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
             (key.clone(), why)
         })
         .collect();
+    if settings.gateway.is_none() {
+        snapshot.gateway_classes = Objects::default();
+        snapshot.gateways = Objects::default();
+        snapshot.http_routes = Objects::default();
+        snapshot.reference_grants = Objects::default();
+        snapshot.namespaces = Objects::default();
+    }
     tugboat_model::references(&snapshot, settings).narrow(&mut snapshot);
     Served {
         snapshot,
@@ -213,6 +222,9 @@ fn add_object(
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "Service" | "Secret" | "ConfigMap" => "v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
+        "GatewayClass" | "Gateway" | "HTTPRoute" => "gateway.networking.k8s.io/v1",
+        "ReferenceGrant" => "gateway.networking.k8s.io/v1beta1",
+        "Namespace" => "v1",
         "" => {
             contents
                 .problems
@@ -239,7 +251,7 @@ fn add_object(
         .filter(|ns| !ns.is_empty())
         .unwrap_or("default")
         .to_string();
-    let cluster_scoped = kind == "IngressClass";
+    let cluster_scoped = matches!(kind.as_str(), "IngressClass" | "GatewayClass" | "Namespace");
     let (namespace, object) = if cluster_scoped {
         (String::new(), Some(format!("{kind} {name}")))
     } else {
@@ -283,6 +295,21 @@ fn add_object(
             &mut o.metadata.namespace
         }),
         "IngressClass" => insert::<IngressClass>(value, &key, &mut contents.ingress_classes, |o| {
+            &mut o.metadata.namespace
+        }),
+        "GatewayClass" => insert(value, &key, &mut snapshot.gateway_classes, |o| {
+            &mut o.metadata.namespace
+        }),
+        "Gateway" => insert(value, &key, &mut snapshot.gateways, |o| {
+            &mut o.metadata.namespace
+        }),
+        "HTTPRoute" => insert(value, &key, &mut snapshot.http_routes, |o| {
+            &mut o.metadata.namespace
+        }),
+        "ReferenceGrant" => insert(value, &key, &mut snapshot.reference_grants, |o| {
+            &mut o.metadata.namespace
+        }),
+        "Namespace" => insert(value, &key, &mut snapshot.namespaces, |o| {
             &mut o.metadata.namespace
         }),
         _ => insert::<EndpointSlice>(value, &key, &mut snapshot.endpoint_slices, |o| {

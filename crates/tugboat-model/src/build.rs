@@ -26,6 +26,8 @@ use crate::validate;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+mod gateway_routes;
+
 /// The operator's settings the model needs (from the controller's flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -50,6 +52,8 @@ pub struct Settings {
     /// What the routes do when an object sets a key that restricts access and that
     /// Tugboat does not support (`--unsupported-access-keys`): refuse (403) by default.
     pub unsupported_access: UnsupportedAccess,
+    /// The Gateway API (`--enable-gateway-api`): `None` when off.
+    pub gateway: Option<crate::gateway::GatewaySettings>,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -75,6 +79,7 @@ impl Settings {
             ssl_redirect: true,
             allow_snippets: false,
             unsupported_access: UnsupportedAccess::Deny,
+            gateway: None,
             now,
         }
     }
@@ -92,6 +97,8 @@ const ERROR_PAGE_MAX: usize = 12 * 1024;
 pub struct BuildOutput {
     pub desired: Desired,
     pub problems: Vec<ObjectProblem>,
+    /// The status of the Gateway API objects served.
+    pub gateway: crate::gateway::GatewayStatus,
 }
 
 /// The userlist of routes whose `auth-secret` cannot be used: it has no users, so
@@ -221,6 +228,7 @@ pub(crate) fn build_with(
     for (key, ingress) in ingresses {
         builder.add_ingress(key, ingress);
     }
+    let gateway = builder.add_gateway_api();
     let default_backend_service = builder.default_backend_service();
     let default_certificate = builder.default_certificate();
     let error_pages = builder.error_pages();
@@ -247,8 +255,10 @@ pub(crate) fn build_with(
             global,
             backend_files: builder.backend_files,
             pattern_files: builder.pattern_files,
+            http_route_slots: builder.http_route_slots,
         },
         problems: builder.problems,
+        gateway,
     };
     (output, builder.reads)
 }
@@ -428,6 +438,8 @@ struct Builder<'a> {
     reads: Reads,
     certificate_of_host: BTreeMap<String, String>,
     tls_hosts: BTreeSet<HostMatch>,
+    /// The routes that come from HTTPRoutes.
+    http_route_slots: BTreeSet<(HostMatch, PathMatch)>,
     problems: Vec<ObjectProblem>,
 }
 
@@ -461,6 +473,7 @@ impl<'a> Builder<'a> {
             reads: Reads::default(),
             certificate_of_host: BTreeMap::new(),
             tls_hosts: BTreeSet::new(),
+            http_route_slots: BTreeSet::new(),
             problems,
         }
     }

@@ -34,6 +34,13 @@ impl BackendName {
         )))
     }
 
+    /// The backend of Gateway API rules whose backend does not resolve: it has no
+    /// servers, and the rules' feature set answers 500 before it is reached. Not a
+    /// `<namespace>_<service>_<port>` name, so it never meets a Service's.
+    pub fn unresolved() -> Self {
+        Self("tugboat_unresolved".to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -129,6 +136,16 @@ pub enum HostMatch {
     Exact(String),
     /// `*.example.com`, stored as the suffix `.example.com`: exactly one more label.
     Wildcard(String),
+    /// A Gateway API wildcard `*.example.com`, stored as the suffix `.example.com`: one
+    /// or more labels (`a.example.com`, `a.b.example.com`), the longest suffix first.
+    Subdomains(String),
+}
+
+impl HostMatch {
+    /// Whether any route host needs the lookups of [`HostMatch::Subdomains`].
+    pub fn is_subdomains(&self) -> bool {
+        matches!(self, HostMatch::Subdomains(_))
+    }
 }
 
 impl fmt::Display for HostMatch {
@@ -137,6 +154,7 @@ impl fmt::Display for HostMatch {
             HostMatch::Any => f.write_str("*"),
             HostMatch::Exact(h) => f.write_str(h),
             HostMatch::Wildcard(suffix) => write!(f, "*{suffix}"),
+            HostMatch::Subdomains(suffix) => write!(f, "*{suffix} (any depth)"),
         }
     }
 }
@@ -205,6 +223,9 @@ pub struct Desired {
     /// Pattern files of long access lists, by file name (`<namespace>_<configmap>_<key>.lst`):
     /// one address or network per line.
     pub pattern_files: BTreeMap<String, String>,
+    /// The host and path of the routes that come from Gateway API HTTPRoutes (the
+    /// others come from Ingresses).
+    pub http_route_slots: std::collections::BTreeSet<(HostMatch, PathMatch)>,
 }
 
 /// A user and its password hash; the hash never shows in debug output.

@@ -183,6 +183,11 @@ pub struct RouteFeatures {
     /// `backend-path: original`: the backend receives the path as the client sent it
     /// rather than the normalized path the route was chosen on.
     pub original_path: bool,
+    /// Every request is answered with this status and never reaches the backend (a
+    /// Gateway API rule whose backend does not resolve: 500).
+    pub answer_status: Option<u16>,
+    /// The Gateway API's filters and weighted backends of an HTTPRoute rule.
+    pub gateway: Option<crate::gateway::features::GatewayFeatures>,
 }
 
 impl RouteFeatures {

@@ -41,6 +41,8 @@ pub enum Rebuilt {
     /// A Secret used for more than a `spec.tls` certificate, or one whose check
     /// changed its outcome.
     Secrets,
+    /// A Gateway API object (or a Namespace's labels, which listeners select on).
+    GatewayApi,
 }
 
 impl Rebuilt {
@@ -53,6 +55,7 @@ impl Rebuilt {
             Rebuilt::Services => "services",
             Rebuilt::ConfigMaps => "configmaps",
             Rebuilt::Secrets => "secrets",
+            Rebuilt::GatewayApi => "gateway-api",
         }
     }
 }
@@ -247,11 +250,17 @@ impl Model {
         if !unchanged(&seen.snapshot.config_maps, &snapshot.config_maps) {
             return Err(Rebuilt::ConfigMaps);
         }
+        if !crate::gateway::unchanged_objects(&seen.snapshot, snapshot) {
+            return Err(Rebuilt::GatewayApi);
+        }
         let mut patch = Patch::default();
         if ingresses_changed {
-            // Ingress and Secret changes together: built, not worked out one against
-            // the other.
-            if !same_objects(&seen.snapshot.secrets, &snapshot.secrets) {
+            // Built whole: Ingress and Secret changes together (not worked out one
+            // against the other), and Ingresses beside HTTPRoutes (they share route
+            // keys).
+            if !same_objects(&seen.snapshot.secrets, &snapshot.secrets)
+                || !snapshot.http_routes.is_empty()
+            {
                 return Err(Rebuilt::Ingresses);
             }
             let Seen {

@@ -13,6 +13,7 @@ pub mod build;
 pub mod class;
 pub mod desired;
 pub mod features;
+pub mod gateway;
 pub mod incremental;
 pub mod migration;
 pub mod objects;

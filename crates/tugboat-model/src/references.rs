@@ -62,6 +62,8 @@ pub struct ReferencesMemo {
 struct Remembered {
     ingresses: Objects<Ingress>,
     services: Objects<crate::objects::Service>,
+    gateways: Objects<crate::gateway::objects::Gateway>,
+    http_routes: Objects<crate::gateway::objects::HttpRoute>,
     own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
     settings: Settings,
     references: References,
@@ -81,6 +83,8 @@ impl ReferencesMemo {
         if let Some(last) = &mut self.last
             && last.settings.same_flags(settings)
             && same_objects(&last.services, &snapshot.services)
+            && same_objects(&last.gateways, &snapshot.gateways)
+            && same_objects(&last.http_routes, &snapshot.http_routes)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
@@ -94,6 +98,8 @@ impl ReferencesMemo {
         self.last = Some(Remembered {
             ingresses: snapshot.ingresses.clone(),
             services: snapshot.services.clone(),
+            gateways: snapshot.gateways.clone(),
+            http_routes: snapshot.http_routes.clone(),
             own,
             settings: settings.clone(),
             references: found.clone(),
@@ -196,6 +202,19 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
         let named = named_by_ingress(key, ingress, &snapshot.services);
         found.secrets.extend(named.secrets);
         found.config_maps.extend(named.config_maps);
+    }
+    if settings.gateway.is_some() {
+        let (secrets, routed) = crate::gateway::referenced(snapshot);
+        found.secrets.extend(secrets);
+        route_namespaces.extend(snapshot.http_routes.keys().map(|k| k.namespace.as_str()));
+        for key in &routed {
+            if let Some(service) = snapshot.services.get(key) {
+                let annotations = service.metadata.annotations.as_ref();
+                for named in named_by_annotations(annotations, &key.namespace, Scope::Service) {
+                    found.add(&key.namespace, named);
+                }
+            }
+        }
     }
     let own = settings
         .config_map

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::gateway::objects::{Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant};
 use crate::objects::{EndpointSlice, Service};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -64,6 +65,14 @@ pub struct Snapshot {
     pub secrets: Objects<Secret>,
     /// ConfigMaps the controller reads (its own settings, error pages).
     pub config_maps: Objects<ConfigMap>,
+    /// Gateway API objects (empty unless the Gateway API is enabled). GatewayClasses and
+    /// Namespaces are cluster-scoped: their keys have an empty namespace.
+    pub gateway_classes: Objects<GatewayClass>,
+    pub gateways: Objects<Gateway>,
+    pub http_routes: Objects<HttpRoute>,
+    pub reference_grants: Objects<ReferenceGrant>,
+    /// Namespaces (their labels), for `allowedRoutes.namespaces.selector`.
+    pub namespaces: Objects<Namespace>,
 }
 
 impl Snapshot {
@@ -74,6 +83,10 @@ impl Snapshot {
             + self.endpoint_slices.len()
             + self.secrets.len()
             + self.config_maps.len()
+            + self.gateway_classes.len()
+            + self.gateways.len()
+            + self.http_routes.len()
+            + self.reference_grants.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -155,6 +155,101 @@ pub fn ingress_path(value: &str) -> Result<(), InvalidValue> {
     Ok(())
 }
 
+/// An HTTP header name as the Gateway API's filters set it: letters, digits, `-`, `_`
+/// and `.` (what haproxy takes unquoted as a header name), at most 256.
+pub fn header_name(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a header name Tugboat accepts: letters, digits, '-', '_' and '.'",
+            printable(value)
+        )))
+    }
+}
+
+/// A header value written between double quotes in haproxy's config: printable ASCII
+/// without `"`, `\`, `$` (haproxy expands variables there) nor `%` (log-format), at most
+/// 4096.
+pub fn header_value(value: &str) -> Result<(), InvalidValue> {
+    let ok = value.len() <= 4096
+        && value
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b"\"\\$%".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a header value Tugboat accepts: printable ASCII without \", \\, $ or %",
+            printable(value)
+        )))
+    }
+}
+
+/// A value compared in an haproxy condition (a header or query parameter match):
+/// printable ASCII without spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}`, at most 1024.
+pub fn match_value(value: &str) -> Result<(), InvalidValue> {
+    let ok = !value.is_empty()
+        && value.len() <= 1024
+        && value
+            .bytes()
+            .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'\\$%#{}".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "'{}' is not a match value Tugboat accepts: printable ASCII without spaces, \
+             quotes, \\, $, %, #, {{ or }}",
+            printable(value)
+        )))
+    }
+}
+
+/// A regular expression written between single quotes in haproxy's config (a
+/// `RegularExpression` match; haproxy reads nothing inside single quotes): printable
+/// ASCII without spaces, quotes, `%` or `#`, at most 512, and a valid expression.
+pub fn regex(value: &str) -> Result<(), InvalidValue> {
+    let allowed = !value.is_empty()
+        && value.len() <= 512
+        && value
+            .bytes()
+            .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'%#".contains(&b));
+    if !allowed {
+        return Err(invalid(format!(
+            "'{}' is not a regular expression Tugboat accepts: printable ASCII without \
+             spaces, quotes, % or #",
+            printable(value)
+        )));
+    }
+    regex_syntax::Parser::new().parse(value).map_err(|err| {
+        let reason = err.to_string().lines().last().unwrap_or("").to_string();
+        invalid(format!(
+            "'{}' is not a valid regular expression: {reason}",
+            printable(value)
+        ))
+    })?;
+    Ok(())
+}
+
+/// A path written literally into a redirect's location or a rewrite: an
+/// [`ingress_path`] without `$` (haproxy expands variables in quoted text) nor `%`
+/// (log-format).
+pub fn literal_path(value: &str) -> Result<(), InvalidValue> {
+    ingress_path(value)?;
+    match value.chars().find(|c| matches!(c, '$' | '%')) {
+        None => Ok(()),
+        Some(bad) => Err(invalid(format!(
+            "'{}': '{bad}' is not accepted in a redirect or rewrite path",
+            printable(value)
+        ))),
+    }
+}
+
 fn is_path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/%".contains(c)
 }
@@ -221,6 +316,31 @@ mod tests {
         assert_eq!(port_number(80), Ok(80));
         assert!(port_number(0).is_err());
         assert!(port_number(70000).is_err());
+    }
+
+    #[test]
+    fn header_names_values_and_literal_paths() {
+        assert!(header_name("X-Request-Id").is_ok());
+        for bad in ["", "a b", "a:b", "a\nb", "#x", "a$b"] {
+            assert!(header_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(header_value("text/html; charset=utf-8").is_ok());
+        assert!(header_value("").is_ok());
+        for bad in ["a\"b", "a\\b", "${HOME}", "100%", "a\nb", "é"] {
+            assert!(header_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(match_value("v2").is_ok());
+        for bad in ["", "a b", "a}b", "a'b", "100%"] {
+            assert!(match_value(bad).is_err(), "{bad:?}");
+        }
+        assert!(regex("^/v[0-9]+/items$").is_ok());
+        for bad in ["", "/a(", "/a b", "/a'b", "/a#b", "/100%"] {
+            assert!(regex(bad).is_err(), "{bad:?}");
+        }
+        assert!(literal_path("/new/place").is_ok());
+        for bad in ["/a$b", "/a%20b", "relative", "/a b"] {
+            assert!(literal_path(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -116,10 +116,18 @@ pub struct ModelArgs {
     /// Redirect plain HTTP to HTTPS (308) for hosts listed in an Ingress' spec.tls.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub ssl_redirect: bool,
+    /// Serve the Gateway API (GatewayClass, Gateway, HTTPRoute, ReferenceGrant; see
+    /// docs/gateway-api.md). Its CRDs are the cluster's to install.
+    #[arg(long)]
+    pub enable_gateway_api: bool,
+    /// Serve the GatewayClasses whose spec.controllerName is this.
+    #[arg(long, default_value = tugboat_model::gateway::DEFAULT_CONTROLLER_NAME)]
+    pub gateway_controller_name: String,
 }
 
 impl ModelArgs {
-    pub fn settings(&self, now: i64) -> Settings {
+    /// The model's settings; `haproxy`'s ports are where Gateway listeners map.
+    pub fn settings(&self, haproxy: &HaproxyArgs, now: i64) -> Settings {
         Settings {
             default_backend_service: self.default_backend_service.clone(),
             default_certificate: self.default_ssl_certificate.clone(),
@@ -129,6 +137,13 @@ impl ModelArgs {
             ssl_redirect: self.ssl_redirect,
             allow_snippets: self.allow_snippets,
             unsupported_access: self.unsupported_access_keys,
+            gateway: self.enable_gateway_api.then(|| {
+                tugboat_model::gateway::GatewaySettings::new(
+                    self.gateway_controller_name.clone(),
+                    haproxy.http_port,
+                    haproxy.https_port,
+                )
+            }),
             now,
         }
     }
@@ -347,7 +362,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.haproxy.render_settings(true)?,
     );
     config.reload_window = args.reload_window;
-    config.model = args.model.settings(0);
+    config.model = args.model.settings(&args.haproxy, 0);
     config.metrics = Some(metrics.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -376,7 +391,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
-                    let options = cluster_options(&args.cluster, &args.model, &client)?;
+                    let options = cluster_options(&args.cluster, &args.model, &args.haproxy, &client)?;
                     tracing::info!(
                         namespaces = ?options.source.namespaces,
                         controller_class = %options.source.class.controller,
@@ -432,6 +447,7 @@ const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/servicea
 fn cluster_options(
     args: &ClusterArgs,
     model: &ModelArgs,
+    haproxy: &HaproxyArgs,
     client: &kube::Client,
 ) -> anyhow::Result<ClusterOptions> {
     let namespace = std::env::var("POD_NAMESPACE")
@@ -462,7 +478,7 @@ fn cluster_options(
         source: ApiSourceConfig {
             namespaces,
             class: args.class.filter(),
-            settings: model.settings(0),
+            settings: model.settings(haproxy, 0),
             ..ApiSourceConfig::default()
         },
         election: Election {
@@ -511,7 +527,7 @@ pub fn render_folder(args: &RenderArgs) -> anyhow::Result<RenderOutput> {
     let contents = tugboat_kube::load_folder(&args.manifests)
         .with_context(|| format!("cannot read --manifests {}", args.manifests.display()))?;
     let settings = args.haproxy.render_settings(false)?;
-    let model = args.model.settings(crate::tls::now());
+    let model = args.model.settings(&args.haproxy, crate::tls::now());
     let served = tugboat_kube::manifests::served(&contents, &args.class.filter(), &model);
     let output = tugboat_model::build(&served.snapshot, &model);
     let rendered = tugboat_haproxy::plan(None, output.desired, &settings)

@@ -11,6 +11,7 @@ use kube::Client;
 use tokio::sync::watch;
 use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, ObjectCounts};
 use tugboat_kube::events::ProblemEvents;
+use tugboat_kube::gateway_status::GatewayStatusWriter;
 use tugboat_kube::leader::{self, LeaderElection};
 use tugboat_kube::status::{self, ApiPatch, PublishTarget, StatusPace, StatusWriter};
 use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
@@ -89,6 +90,12 @@ pub async fn run_with_cluster_until(
             }
         }
     };
+    let gateway_duties = gateway_status_duties(
+        client.clone(),
+        options.clone(),
+        leader.clone(),
+        status.subscribe(),
+    );
     let leader_duties = lead(
         client,
         source.stores().clone(),
@@ -102,6 +109,7 @@ pub async fn run_with_cluster_until(
         () = source.publish(snapshots_tx, Some(counts_tx)) => Ok(()),
         () = counts => Ok(()),
         () = leader_duties => Ok(()),
+        () = gateway_duties => Ok(()),
         () = shutdown => Ok(()),
     };
     stop_tx.send_replace(true);
@@ -224,8 +232,113 @@ async fn lead(
     }
 }
 
-/// The uids of the Ingresses that have problems (Events name the object by uid).
+/// The leader's Gateway API duty: the status of the GatewayClasses, Gateways and
+/// HTTPRoutes served, written when it changes (see `tugboat_kube::gateway_status`).
+/// Returns at once when the Gateway API is off.
+async fn gateway_status_duties(
+    client: Client,
+    options: ClusterOptions,
+    mut leader: watch::Receiver<bool>,
+    mut status: watch::Receiver<ControllerStatus>,
+) {
+    let Some(gateway) = options.source.settings.gateway.clone() else {
+        return std::future::pending().await;
+    };
+    let mut writer = GatewayStatusWriter::new(
+        client.clone(),
+        gateway.controller_name.clone(),
+        options.status_pace,
+    );
+    let mut tick = tokio::time::interval(options.status_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut addresses = Vec::new();
+    let mut was_leader = false;
+    // The leadership changed while writing: look at it again at once.
+    let mut leadership_moved = false;
+    loop {
+        let mut ticked = false;
+        if !std::mem::take(&mut leadership_moved) {
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() {
+                    return std::future::pending().await;
+                },
+                changed = status.changed() => if changed.is_err() {
+                    return;
+                },
+                _ = tick.tick() => ticked = true,
+            }
+        }
+        let is_leader = *leader.borrow_and_update();
+        if !is_leader {
+            if was_leader {
+                writer.forget();
+            }
+            was_leader = false;
+            continue;
+        }
+        if (ticked || !was_leader) && options.publish.is_set() {
+            match status::published_addresses(&client, &options.publish).await {
+                Ok(found) => addresses = found,
+                Err(err) => tracing::warn!("{err}"),
+            }
+        }
+        was_leader = true;
+        let current = {
+            let current = status.borrow_and_update();
+            current.ready.then(|| current.gateway.clone())
+        };
+        if let Some(current) = current {
+            // A replica that stops leading stops writing, mid-round too.
+            let written = tokio::select! {
+                written = writer.write_changes(&current, &addresses) => written,
+                changed = leader.changed() => {
+                    if changed.is_err() {
+                        return std::future::pending().await;
+                    }
+                    leadership_moved = true;
+                    0
+                }
+            };
+            if written > 0 {
+                tracing::info!(objects = written, "wrote Gateway API status");
+            }
+        }
+    }
+}
+
+/// The uids of the Ingresses, Gateways and HTTPRoutes that have problems (Events name
+/// the object by uid).
 fn ingress_uids(
+    stores: &ClusterStores,
+    problems: &[tugboat_model::ObjectProblem],
+) -> Vec<(ObjectRef, String)> {
+    let mut uids = only_ingress_uids(stores, problems);
+    if let Some(gateway) = &stores.gateway {
+        let mut snapshot = Snapshot::default();
+        gateway.fill(&mut snapshot);
+        for problem in problems {
+            let key = ObjectKey::new(&problem.object.namespace, &problem.object.name);
+            let uid = match problem.object.kind {
+                "Gateway" => snapshot
+                    .gateways
+                    .get(&key)
+                    .and_then(|g| g.metadata.uid.clone()),
+                "HTTPRoute" => snapshot
+                    .http_routes
+                    .get(&key)
+                    .and_then(|r| r.metadata.uid.clone()),
+                _ => None,
+            };
+            if let Some(uid) = uid {
+                uids.push((problem.object.clone(), uid));
+            }
+        }
+    }
+    uids
+}
+
+/// The uids of the Ingresses that have problems.
+fn only_ingress_uids(
     stores: &ClusterStores,
     problems: &[tugboat_model::ObjectProblem],
 ) -> Vec<(ObjectRef, String)> {

@@ -77,6 +77,8 @@ pub struct ControllerStatus {
     pub problems: Vec<ObjectProblem>,
     /// Ingresses with at least one route (or the default backend) in the applied state.
     pub served_ingresses: BTreeSet<ObjectKey>,
+    /// The status of the Gateway API objects of the last build.
+    pub gateway: Arc<tugboat_model::gateway::GatewayStatus>,
 }
 
 /// Runs the controller on a folder of manifests, followed live, until an error. `class`
@@ -425,9 +427,13 @@ async fn apply_full(
     if let Some(metrics) = &config.metrics {
         metrics.set_problems(&output.problems);
     }
+    let gateway = std::mem::take(&mut output.gateway);
     status.send_if_modified(|status| {
-        let changed = status.problems != output.problems;
+        let changed = status.problems != output.problems || *status.gateway != gateway;
         status.problems.clone_from(&output.problems);
+        if *status.gateway != gateway {
+            status.gateway = Arc::new(gateway);
+        }
         changed
     });
 
@@ -656,11 +662,18 @@ fn mark_served(status: &watch::Sender<ControllerStatus>, applied: &Desired, patc
     });
 }
 
-/// The Ingresses that contribute a route or the default backend.
+/// The Ingresses that contribute a route or the default backend (routes of HTTPRoutes
+/// left out).
 fn served_ingresses(desired: &Desired) -> BTreeSet<ObjectKey> {
     desired
         .routes
         .iter()
+        .filter(|route| {
+            desired.http_route_slots.is_empty()
+                || !desired
+                    .http_route_slots
+                    .contains(&(route.host.clone(), route.path.clone()))
+        })
         .map(|route| route.ingress.clone())
         .chain(desired.default_backend_owner.clone())
         .collect()

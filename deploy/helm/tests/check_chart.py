@@ -179,10 +179,94 @@ SERVICE_MONITOR_SCHEMA = {
 }
 
 
+# The Gateway API kinds of examples/gateway/ (CRDs, not in the Kubernetes schemas): the
+# fields of the standard channel (v1.2) that the examples may use, unknown fields refused.
+def _obj(props: dict, required: list[str] | None = None) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": props,
+            "required": required or []}
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_META = _obj({"name": _STR, "namespace": _STR, "labels": {"type": "object"},
+              "annotations": {"type": "object"}}, ["name"])
+_REF = _obj({"group": _STR, "kind": _STR, "name": _STR, "namespace": _STR}, ["name"])
+_PATH_MOD = _obj({"type": {"enum": ["ReplaceFullPath", "ReplacePrefixMatch"]},
+                  "replaceFullPath": _STR, "replacePrefixMatch": _STR}, ["type"])
+_HEADERS = _obj({"set": {"type": "array"}, "add": {"type": "array"}, "remove": {"type": "array"}})
+_VALUE_MATCH = {"type": "array", "items": _obj({"type": {"enum": ["Exact", "RegularExpression"]},
+                                                "name": _STR, "value": _STR}, ["name", "value"])}
+
+
+def _gateway_api(kind: str, version: str, spec: dict) -> dict:
+    return _obj({"apiVersion": {"const": f"gateway.networking.k8s.io/{version}"},
+                 "kind": {"const": kind}, "metadata": _META, "spec": spec},
+                ["apiVersion", "kind", "metadata", "spec"])
+
+
+GATEWAY_API_SCHEMAS = {
+    "GatewayClass": _gateway_api("GatewayClass", "v1", _obj(
+        {"controllerName": _STR, "description": _STR, "parametersRef": {"type": "object"}},
+        ["controllerName"])),
+    "Gateway": _gateway_api("Gateway", "v1", _obj({
+        "gatewayClassName": _STR,
+        "addresses": {"type": "array"},
+        "listeners": {"type": "array", "minItems": 1, "items": _obj({
+            "name": _STR, "hostname": _STR, "port": _INT,
+            "protocol": {"enum": ["HTTP", "HTTPS", "TLS", "TCP", "UDP"]},
+            "tls": _obj({"mode": {"enum": ["Terminate", "Passthrough"]},
+                         "certificateRefs": {"type": "array", "items": _REF},
+                         "options": {"type": "object"}}),
+            "allowedRoutes": _obj({
+                "namespaces": _obj({"from": {"enum": ["All", "Same", "Selector"]},
+                                    "selector": {"type": "object"}}),
+                "kinds": {"type": "array", "items": _obj({"group": _STR, "kind": _STR}, ["kind"])},
+            }),
+        }, ["name", "port", "protocol"])},
+    }, ["gatewayClassName", "listeners"])),
+    "HTTPRoute": _gateway_api("HTTPRoute", "v1", _obj({
+        "parentRefs": {"type": "array", "items": _obj(
+            {"group": _STR, "kind": _STR, "namespace": _STR, "name": _STR,
+             "sectionName": _STR, "port": _INT}, ["name"])},
+        "hostnames": {"type": "array", "items": _STR},
+        "rules": {"type": "array", "items": _obj({
+            "name": _STR,
+            "matches": {"type": "array", "items": _obj({
+                "path": _obj({"type": {"enum": ["Exact", "PathPrefix", "RegularExpression"]},
+                              "value": _STR}),
+                "headers": _VALUE_MATCH, "queryParams": _VALUE_MATCH, "method": _STR})},
+            "filters": {"type": "array", "items": _obj({
+                "type": _STR, "requestHeaderModifier": _HEADERS,
+                "responseHeaderModifier": _HEADERS,
+                "requestRedirect": _obj({"scheme": _STR, "hostname": _STR, "path": _PATH_MOD,
+                                         "port": _INT, "statusCode": _INT}),
+                "urlRewrite": _obj({"hostname": _STR, "path": _PATH_MOD}),
+            }, ["type"])},
+            "backendRefs": {"type": "array", "items": _obj(
+                {"group": _STR, "kind": _STR, "name": _STR, "namespace": _STR, "port": _INT,
+                 "weight": _INT}, ["name"])},
+            "timeouts": _obj({"request": _STR, "backendRequest": _STR}),
+        })},
+    })),
+    "ReferenceGrant": _gateway_api("ReferenceGrant", "v1beta1", _obj({
+        "from": {"type": "array", "minItems": 1, "items": _obj(
+            {"group": _STR, "kind": _STR, "namespace": _STR}, ["group", "kind", "namespace"])},
+        "to": {"type": "array", "minItems": 1, "items": _obj(
+            {"group": _STR, "kind": _STR, "name": _STR}, ["group", "kind"])},
+    }, ["from", "to"])),
+}
+
+
 def schema_errors(obj: dict) -> list[str]:
     """Strict validation against the Kubernetes API schema (unknown fields fail)."""
     if obj.get("kind") == "ServiceMonitor":
         errs = jsonschema.Draft7Validator(SERVICE_MONITOR_SCHEMA).iter_errors(obj)
+        return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errs]
+    if str(obj.get("apiVersion", "")).startswith("gateway.networking.k8s.io/"):
+        schema = GATEWAY_API_SCHEMAS.get(obj.get("kind"))
+        if schema is None:
+            return [f"no schema for {obj.get('kind')}"]
+        errs = jsonschema.Draft7Validator(schema).iter_errors(obj)
         return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errs]
     try:
         kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
@@ -404,6 +488,10 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("--ingress-class", flag(args, "ingress-class") == values["ingressClass"]["name"])
     t("--controller-class", flag(args, "controller-class") == "tugboat.dev/ingress")
     t("--watch-namespace per namespace", flags(args).get("watch-namespace", []) == values["watchNamespaces"])
+    gw = values["gatewayApi"]
+    t("--enable-gateway-api only when asked", ("enable-gateway-api" in flags(args)) == gw["enabled"])
+    t("--gateway-controller-name from values when enabled",
+      flag(args, "gateway-controller-name") == (gw["controllerName"] if gw["enabled"] else None))
     t("--watch-ingress-without-class only when asked", ("watch-ingress-without-class" in flags(args)) == cv["watchIngressWithoutClass"])
     for extra in cv["extraArgs"]:
         t(f"extraArgs {extra}", extra in args)
@@ -475,7 +563,17 @@ ALLOWED = {
     ("", "events"): {"create", "patch"}, ("events.k8s.io", "events"): {"create", "patch"},
     ("coordination.k8s.io", "leases"): {"create", "get", "update", "patch"},
 }
+# The Gateway API, with gatewayApi.enabled only.
+GATEWAY_ALLOWED = {
+    ("gateway.networking.k8s.io", "gateways"): READ, ("gateway.networking.k8s.io", "httproutes"): READ,
+    ("gateway.networking.k8s.io", "referencegrants"): READ,
+    ("gateway.networking.k8s.io", "gatewayclasses"): READ, ("", "namespaces"): READ,
+    ("gateway.networking.k8s.io", "gatewayclasses/status"): {"update", "patch"},
+    ("gateway.networking.k8s.io", "gateways/status"): {"update", "patch"},
+    ("gateway.networking.k8s.io", "httproutes/status"): {"update", "patch"},
+}
 NAMESPACED_READS = {(g, r) for (g, r), v in ALLOWED.items() if v == READ and r != "ingressclasses"}
+GATEWAY_CLUSTER_SCOPED = {"gatewayclasses", "gatewayclasses/status", "namespaces"}
 
 
 def grants(role: dict) -> set[tuple[str, str, str]]:
@@ -485,10 +583,12 @@ def grants(role: dict) -> set[tuple[str, str, str]]:
 
 def check_rbac(t, values: dict, objs: list[dict], sa: str, election_id) -> None:
     roles = by_kind(objs, "ClusterRole") + by_kind(objs, "Role")
+    gateway = values["gatewayApi"]["enabled"]
+    allowed = {**ALLOWED, **GATEWAY_ALLOWED} if gateway else ALLOWED
     for role in roles:
         for g, res, v in grants(role):
             t(f"{name_of(role)} grants {v} {res or '?'} ({g or 'core'}) only if allowed",
-              "*" not in (g, res, v) and v in ALLOWED.get((g, res), set()))
+              "*" not in (g, res, v) and v in allowed.get((g, res), set()))
         for rule in role.get("rules", []):
             if "coordination.k8s.io" in rule.get("apiGroups", []):
                 t(f"{name_of(role)} leases only in a Role of the release namespace",
@@ -506,11 +606,26 @@ def check_rbac(t, values: dict, objs: list[dict], sa: str, election_id) -> None:
     cluster = set().union(*(grants(r) for r in by_kind(objs, "ClusterRole"))) if by_kind(objs, "ClusterRole") else set()
     t("IngressClasses readable cluster-wide", {("networking.k8s.io", "ingressclasses", v) for v in READ} <= cluster)
     watch = values["watchNamespaces"]
+    gateway_grants = {(g, r, v) for (g, r), vs in GATEWAY_ALLOWED.items() for v in vs}
+    if gateway:
+        wanted_cluster = {x for x in gateway_grants if x[1] in GATEWAY_CLUSTER_SCOPED}
+        t("Gateway API cluster-scoped kinds readable, class status writable", wanted_cluster <= cluster, str(wanted_cluster - cluster))
+        if not watch:
+            t("Gateway API kinds readable and their status writable", gateway_grants <= cluster, str(gateway_grants - cluster))
+        for ns in watch:
+            rs = [r for r in by_kind(objs, "Role") if r["metadata"].get("namespace") == ns]
+            g = set().union(*(grants(r) for r in rs)) if rs else set()
+            wanted = {x for x in gateway_grants if x[1] not in GATEWAY_CLUSTER_SCOPED}
+            t(f"Role in {ns} reads Gateway API kinds and writes their status", wanted <= g, str(wanted - g))
+    else:
+        t("no Gateway API rights without gatewayApi.enabled", not any(g == "gateway.networking.k8s.io" for g, _, _ in cluster))
     if not watch:
         t("cluster-wide reads in the ClusterRole", {(g, r, v) for g, r in NAMESPACED_READS for v in READ} <= cluster)
         t("Ingress status writable", {("networking.k8s.io", "ingresses/status", "patch"), ("networking.k8s.io", "ingresses/status", "update")} <= cluster)
     else:
-        t("ClusterRole limited to IngressClasses", {r for _, r, _ in cluster} == {"ingressclasses"}, str(cluster))
+        cluster_kinds = {"ingressclasses"} | (GATEWAY_CLUSTER_SCOPED if gateway else set())
+        t("ClusterRole limited to IngressClasses (and the Gateway API's cluster-scoped kinds)",
+          {r for _, r, _ in cluster} == cluster_kinds, str(cluster))
         for ns in watch:
             rs = [r for r in by_kind(objs, "Role") if r["metadata"].get("namespace") == ns]
             g = set().union(*(grants(r) for r in rs)) if rs else set()
@@ -528,6 +643,8 @@ def value_sets(defaults: dict) -> list[tuple[str, dict]]:
         ("watchNamespaces", {"watchNamespaces": ["team-a", "team-b"]}),
         ("serviceMonitor", {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}}),
         ("defaultClass", {"ingressClass": {"default": True}}),
+        ("gatewayApi", {"gatewayApi": {"enabled": True, "controllerName": "example.com/gateway"}}),
+        ("gatewayApi+watchNamespaces", {"gatewayApi": {"enabled": True}, "watchNamespaces": ["team-a"]}),
         ("options", {"controller": {"logFormat": "json", "watchIngressWithoutClass": True,
                                     "extraArgs": ["--some-flag=1"], "publishAddress": "203.0.113.10",
                                     "defaultBackendService": "default/fallback",

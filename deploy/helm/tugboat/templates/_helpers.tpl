@@ -138,9 +138,28 @@ seccompProfile:
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.gatewayApi.enabled }}
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gateways", "httproutes", "referencegrants"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gateways/status", "httproutes/status"]
+  verbs: ["update", "patch"]
+{{- end }}
 {{- end }}
 {{- define "tugboat.ingressClassRules" -}}
 - apiGroups: ["networking.k8s.io"]
   resources: ["ingressclasses"]
   verbs: ["get", "list", "watch"]
+{{- if .Values.gatewayApi.enabled }}
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gatewayclasses"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gatewayclasses/status"]
+  verbs: ["update", "patch"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{- end }}

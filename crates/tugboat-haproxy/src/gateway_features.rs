@@ -1,0 +1,374 @@
+//! The haproxy rules of the Gateway API's filters and weighted backends
+//! ([`GatewayFeatures`]), guarded by the feature sets that have them, as the other route
+//! features are (see [`crate::features`]).
+//!
+//! - A weighted split draws `rand(total)` once per request into `txn.pick` and sets
+//!   `txn.backend` by range (a share without a backend answers 500), before the frontend's
+//!   `use_backend`.
+//! - A redirect builds its location from the parts it sets and the request's others
+//!   (scheme, host, path, query).
+//! - `ReplacePrefixMatch` keeps what follows the matched prefix (`path,bytes(N)`).
+//! - Header changes go in the order set, add, remove.
+//! - The rules of a host and path that match on the method, headers or query
+//!   ([`Dispatch`]) come first of all: the first whose conditions hold sets the backend
+//!   and the feature set of the request.
+//!
+//! Every value comes validated from the model (no quote, backslash, `$` or `%`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tugboat_model::features::{FeatureSetId, RouteFeatures};
+use tugboat_model::gateway::features::{
+    Conditions, Dispatch, GatewayFeatures, HeaderChanges, Otherwise, PathReplacement, Redirect,
+    Share,
+};
+
+use crate::features::{FeatureRules, group, sets_acl};
+
+fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
+    features.gateway.as_ref()
+}
+
+/// Adds the rules of the sets' Gateway API features to `rules`.
+pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut FeatureRules) {
+    // First of all: the routes of one bind only (the other bind's requests get 404),
+    // then the rules of a host and path with conditions, which pick the set of the
+    // request before any other set's rule looks at it.
+    let mut dispatch = String::new();
+    for (tls, ids) in group(sets, |f| gateway(f).and_then(|g| g.only_tls)) {
+        let other = if tls { "!{ ssl_fc }" } else { "{ ssl_fc }" };
+        let _ = writeln!(
+            dispatch,
+            "    http-request return status 404 if {} {other}",
+            sets_acl(&ids)
+        );
+    }
+    for (id, features) in sets {
+        if let Some(found) = gateway(features).and_then(|g| g.dispatch.as_ref()) {
+            dispatch_rules(id, found, &mut dispatch);
+        }
+    }
+    rules.request.insert_str(0, &dispatch);
+    for (split, ids) in group(sets, |f| {
+        gateway(f).map(|g| &g.split).filter(|s| !s.is_empty())
+    }) {
+        split_rules(split, &sets_acl(&ids), &mut rules.request);
+    }
+    for (redirect, ids) in group(sets, |f| gateway(f).and_then(|g| g.redirect.as_ref())) {
+        redirect_rules(redirect, &sets_acl(&ids), &mut rules.request);
+    }
+    for (host, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_host.as_deref())) {
+        let _ = writeln!(
+            rules.late_request,
+            "    http-request set-header Host {host} if {}",
+            sets_acl(&ids)
+        );
+    }
+    for (path, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_path.as_ref())) {
+        rewrite_rules(path, &sets_acl(&ids), &mut rules.late_request);
+    }
+    for (changes, ids) in group(sets, |f| {
+        gateway(f)
+            .map(|g| &g.request_headers)
+            .filter(|c| !c.is_empty())
+    }) {
+        header_rules(
+            "http-request",
+            changes,
+            &sets_acl(&ids),
+            &mut rules.late_request,
+        );
+    }
+    for (changes, ids) in group(sets, |f| {
+        gateway(f)
+            .map(|g| &g.response_headers)
+            .filter(|c| !c.is_empty())
+    }) {
+        header_rules(
+            "http-response",
+            changes,
+            &sets_acl(&ids),
+            &mut rules.response,
+        );
+    }
+}
+
+/// The condition of a candidate: method, headers (whole values) and query parameters.
+fn conditions_acl(conditions: &Conditions) -> String {
+    let mut acl = String::new();
+    match conditions.tls {
+        Some(true) => acl.push_str(" { ssl_fc }"),
+        Some(false) => acl.push_str(" !{ ssl_fc }"),
+        None => {}
+    }
+    if let Some(regex) = &conditions.path_regex {
+        let _ = write!(acl, " {{ path -m reg '{regex}' }}");
+    }
+    if let Some(method) = &conditions.method {
+        let _ = write!(acl, " {{ method {method} }}");
+    }
+    for (name, value) in &conditions.headers {
+        let _ = write!(acl, " {{ req.fhdr({name}) -m str {value} }}");
+    }
+    for (name, regex) in &conditions.headers_regex {
+        let _ = write!(acl, " {{ req.fhdr({name}) -m reg '{regex}' }}");
+    }
+    for (name, value) in &conditions.query {
+        let _ = write!(acl, " {{ url_param({name}) -m str {value} }}");
+    }
+    acl
+}
+
+/// The candidates of a host and path in order: the first whose conditions hold sets the
+/// backend and the feature set (which ends the dispatch: its rules test the dispatch's
+/// own set); otherwise the route's own features, or 404.
+fn dispatch_rules(id: &FeatureSetId, dispatch: &Dispatch, out: &mut String) {
+    let own = sets_acl(&[id]);
+    let set_features = |features: &Option<FeatureSetId>, condition: &str, out: &mut String| {
+        let _ = match features {
+            Some(features) => writeln!(
+                out,
+                "    http-request set-var(txn.fs) str({features}) if {own}{condition}"
+            ),
+            None => writeln!(
+                out,
+                "    http-request unset-var(txn.fs) if {own}{condition}"
+            ),
+        };
+    };
+    for candidate in &dispatch.candidates {
+        let condition = conditions_acl(&candidate.conditions);
+        let _ = writeln!(
+            out,
+            "    http-request set-var(txn.backend) str({}) if {own}{condition}",
+            candidate.backend
+        );
+        set_features(&candidate.features, &condition, out);
+    }
+    match &dispatch.otherwise {
+        Otherwise::Route(features) => set_features(features, "", out),
+        Otherwise::NotFound => {
+            let _ = writeln!(out, "    http-request return status 404 if {own}");
+        }
+    }
+}
+
+fn split_rules(split: &[Share], acl: &str, out: &mut String) {
+    let total: u64 = split.iter().map(|share| u64::from(share.weight)).sum();
+    if total == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "    http-request set-var(txn.pick) rand({total}) if {acl}"
+    );
+    let mut low = 0u64;
+    for share in split {
+        let high = low + u64::from(share.weight);
+        let range = format!("{{ var(txn.pick) -m int {low}:{} }}", high - 1);
+        match &share.backend {
+            Some(backend) => {
+                let _ = writeln!(
+                    out,
+                    "    http-request set-var(txn.backend) str({backend}) if {acl} {range}"
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    http-request return status 500 if {acl} {range}");
+            }
+        }
+        low = high;
+    }
+}
+
+/// The scheme's well-known port.
+fn default_port(scheme: &str) -> u16 {
+    if scheme == "https" { 443 } else { 80 }
+}
+
+/// `set-var(txn.gw_rest)`: what follows the first `matched` bytes of the path.
+fn rest_rule(matched: usize, acl: &str) -> String {
+    format!("    http-request set-var(txn.gw_rest) path,bytes({matched}) if {acl}\n")
+}
+
+fn redirect_rules(redirect: &Redirect, acl: &str, out: &mut String) {
+    let scheme = redirect
+        .scheme
+        .clone()
+        .unwrap_or_else(|| "%[ssl_fc,iif(https,http)]".to_string());
+    let host = redirect
+        .hostname
+        .clone()
+        .unwrap_or_else(|| "%[var(txn.host)]".to_string());
+    let port = match (redirect.port, redirect.scheme.as_deref()) {
+        (Some(port), Some(scheme)) if port == default_port(scheme) => String::new(),
+        (Some(port), _) => format!(":{port}"),
+        (None, _) => String::new(),
+    };
+    let path = match &redirect.path {
+        None => "%[path]".to_string(),
+        Some(PathReplacement::Full(path)) => path.clone(),
+        Some(PathReplacement::Prefix {
+            matched,
+            replacement,
+        }) => {
+            out.push_str(&rest_rule(*matched, acl));
+            format!("{replacement}%[var(txn.gw_rest)]")
+        }
+    };
+    let code = redirect.code;
+    let location = format!("{scheme}://{host}{port}{path}");
+    let _ = writeln!(
+        out,
+        "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl} {{ var(txn.query) -m found }}\n    \
+         http-request redirect location \"{location}\" code {code} if {acl}"
+    );
+}
+
+fn rewrite_rules(path: &PathReplacement, acl: &str, out: &mut String) {
+    match path {
+        PathReplacement::Full(path) => {
+            let _ = writeln!(out, "    http-request set-path \"{path}\" if {acl}");
+        }
+        PathReplacement::Prefix {
+            matched,
+            replacement,
+        } => {
+            out.push_str(&rest_rule(*matched, acl));
+            // The rest of the path starts with `/` or is empty; an empty result is `/`.
+            let alone = if replacement.is_empty() {
+                "/"
+            } else {
+                replacement
+            };
+            let _ = writeln!(
+                out,
+                "    http-request set-path \"{replacement}%[var(txn.gw_rest)]\" if {acl} {{ var(txn.gw_rest) -m beg / }}\n    \
+                 http-request set-path \"{alone}\" if {acl} !{{ var(txn.gw_rest) -m beg / }}"
+            );
+        }
+    }
+}
+
+fn header_rules(action: &str, changes: &HeaderChanges, acl: &str, out: &mut String) {
+    for (name, value) in &changes.set {
+        let _ = writeln!(out, "    {action} set-header {name} \"{value}\" if {acl}");
+    }
+    for (name, value) in &changes.add {
+        let _ = writeln!(out, "    {action} add-header {name} \"{value}\" if {acl}");
+    }
+    for name in &changes.remove {
+        let _ = writeln!(out, "    {action} del-header {name} if {acl}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tugboat_model::BackendName;
+    use tugboat_model::gateway::features::Candidate;
+
+    use super::*;
+
+    fn backend(name: &str) -> BackendName {
+        BackendName::parse(name).expect("a backend name")
+    }
+
+    fn rules_of(gateway: GatewayFeatures) -> (FeatureSetId, FeatureRules) {
+        let features = RouteFeatures {
+            gateway: Some(gateway),
+            ..RouteFeatures::default()
+        };
+        let id = FeatureSetId::of(&features);
+        let sets = BTreeMap::from([(id.clone(), features)]);
+        let mut rules = FeatureRules::default();
+        add_rules(&sets, &mut rules);
+        (id, rules)
+    }
+
+    #[test]
+    fn a_split_draws_once_and_picks_by_range() {
+        let (id, rules) = rules_of(GatewayFeatures {
+            split: vec![
+                Share {
+                    backend: Some(backend("shop_web_80")),
+                    weight: 3,
+                },
+                Share {
+                    backend: None,
+                    weight: 1,
+                },
+            ],
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        assert_eq!(
+            rules.request,
+            format!(
+                "    http-request set-var(txn.pick) rand(4) if {acl}\n    \
+                 http-request set-var(txn.backend) str(shop_web_80) if {acl} {{ var(txn.pick) -m int 0:2 }}\n    \
+                 http-request return status 500 if {acl} {{ var(txn.pick) -m int 3:3 }}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_redirect_keeps_what_it_does_not_set() {
+        let (_, rules) = rules_of(GatewayFeatures {
+            redirect: Some(Redirect {
+                scheme: Some("https".into()),
+                hostname: None,
+                port: Some(443),
+                path: Some(PathReplacement::Prefix {
+                    matched: 4,
+                    replacement: "/new".into(),
+                }),
+                code: 301,
+            }),
+            ..GatewayFeatures::default()
+        });
+        assert!(rules.request.contains("set-var(txn.gw_rest) path,bytes(4)"));
+        assert!(rules.request.contains(
+            "redirect location \"https://%[var(txn.host)]/new%[var(txn.gw_rest)]?%[var(txn.query)]\" code 301"
+        ));
+        assert!(
+            !rules.request.contains(":443"),
+            "the scheme's own port is left out"
+        );
+    }
+
+    #[test]
+    fn a_dispatch_comes_first_and_ends_at_the_first_match() {
+        let web = FeatureSetId::of(&RouteFeatures {
+            original_path: true,
+            ..RouteFeatures::default()
+        });
+        let (id, rules) = rules_of(GatewayFeatures {
+            only_tls: Some(true),
+            dispatch: Some(Dispatch {
+                candidates: vec![Candidate {
+                    conditions: Conditions {
+                        method: Some("POST".into()),
+                        headers: vec![("version".into(), "2".into())],
+                        ..Conditions::default()
+                    },
+                    backend: backend("shop_api_80"),
+                    features: None,
+                }],
+                otherwise: Otherwise::Route(Some(web.clone())),
+            }),
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let condition = "{ method POST } { req.fhdr(version) -m str 2 }";
+        assert_eq!(
+            rules.request,
+            format!(
+                "    http-request return status 404 if {acl} !{{ ssl_fc }}\n    \
+                 http-request set-var(txn.backend) str(shop_api_80) if {acl} {condition}\n    \
+                 http-request unset-var(txn.fs) if {acl} {condition}\n    \
+                 http-request set-var(txn.fs) str({web}) if {acl}\n"
+            )
+        );
+    }
+}

@@ -1,0 +1,380 @@
+//! The builder's side of the Gateway API: the rules [`crate::gateway::translate`] gives
+//! become routes of the same maps the Ingresses fill (after them: an Ingress keeps a host
+//! and path it claims), listener certificates join the crt-list, and the status comes
+//! back to the caller.
+//!
+//! A rule's backend is built as an Ingress backend is (the Service's keys and the
+//! ConfigMap's apply, a route of an HTTPRoute has no keys of its own; a split takes
+//! those of its first Service). A rule whose backend does not resolve goes to
+//! [`BackendName::unresolved`] with a feature set that answers 500, as the spec asks.
+//! The rule's filters and weighted backends join its feature set
+//! ([`crate::RouteFeatures::gateway`]).
+
+use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
+
+use super::{Builder, SecretUse};
+use crate::annotations::{Layer, Scope};
+use crate::desired::{Backend, BackendName, ServicePortRef, TlsCertificate};
+use crate::features::FeatureSetId;
+use std::collections::{BTreeSet, HashMap};
+
+use crate::desired::{HostMatch, PathMatch};
+use crate::features::RouteFeatures;
+use crate::gateway::features::{Candidate, Dispatch, GatewayFeatures, Otherwise, Share};
+use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
+use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+use crate::snapshot::ObjectKey;
+
+/// The status HTTP rules without a usable backend answer.
+const UNRESOLVED_STATUS: u16 = 500;
+
+impl Builder<'_> {
+    /// Adds the routes and certificates of the Gateway API objects; their status.
+    pub(super) fn add_gateway_api(&mut self) -> GatewayStatus {
+        let Some(settings) = self.settings.gateway.clone() else {
+            return GatewayStatus::default();
+        };
+        let snapshot = self.snapshot;
+        let translation = translate(snapshot, &settings, &mut |secret: &ObjectKey| {
+            self.checked_secret(secret, SecretUse::Certificate)
+                .map(|_| ())
+                .map_err(|(_, message)| message)
+        });
+        self.problems.extend(translation.problems);
+        for certificate in &translation.certificates {
+            self.add_listener_certificate(certificate);
+        }
+        // The rules of each host and path, in precedence order (the first claimer's
+        // slot keeps its place among the slots).
+        let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
+        let mut slot_of: HashMap<(HostMatch, PathMatch), usize> = HashMap::new();
+        for rule in translation.rules {
+            let slot = (rule.host.clone(), rule.path.clone());
+            let index = *slot_of.entry(slot).or_insert_with(|| {
+                slots.push(Vec::new());
+                slots.len() - 1
+            });
+            slots[index].push(rule);
+        }
+        for rules in slots {
+            self.add_gateway_slot(rules);
+        }
+        translation.status
+    }
+
+    fn route_object(route: &ObjectKey) -> ObjectRef {
+        ObjectRef {
+            kind: "HTTPRoute",
+            namespace: route.namespace.clone(),
+            name: route.name.clone(),
+        }
+    }
+
+    fn gateway_conflict(&mut self, rule: &RuleRoute, owner: String) {
+        self.problems.push(ObjectProblem {
+            object: Self::route_object(&rule.route),
+            field: rule.field.clone(),
+            reason: ProblemReason::RouteConflict,
+            message: format!(
+                "host {} path {}{} is already routed by {owner}",
+                rule.host,
+                rule.path,
+                if rule.conditions.is_empty() {
+                    String::new()
+                } else {
+                    " with the same method, headers and query".to_string()
+                }
+            ),
+        });
+    }
+
+    /// The rules of one host and path (in the order of precedence the translation gives:
+    /// oldest route first). Without conditions the first takes the slot; with some, the
+    /// route's map entry leads to a [`Dispatch`] of them in the spec's order.
+    fn add_gateway_slot(&mut self, rules: Vec<RuleRoute>) {
+        let Some(first) = rules.first() else {
+            return;
+        };
+        let slot = (first.host.clone(), first.path.clone());
+        if let Some(existing) = self.routes.get(&slot) {
+            self.reads.contested_routes.insert(slot.clone());
+            let owner = format!("the Ingress {} (Ingresses come first)", existing.ingress);
+            let mut told = BTreeSet::new();
+            for rule in &rules {
+                if told.insert(rule.route.clone()) {
+                    self.gateway_conflict(rule, owner.clone());
+                }
+            }
+            return;
+        }
+        // A rule served on both binds (its route attached to an HTTP and an HTTPS
+        // listener) is one rule without a bind condition; on one listener twice, one.
+        let mut merged: Vec<RuleRoute> = Vec::new();
+        for rule in rules {
+            let same = merged.iter().position(|m| {
+                m.route == rule.route
+                    && m.field == rule.field
+                    && m.conditions.without_bind() == rule.conditions.without_bind()
+            });
+            match same {
+                Some(index) => {
+                    if merged[index].conditions.tls != rule.conditions.tls {
+                        merged[index].conditions.tls = None;
+                    }
+                }
+                None => merged.push(rule),
+            }
+        }
+        // When every rule is for the same bind, the bind is the host and path's, not a
+        // condition between its rules.
+        let binds: BTreeSet<Option<bool>> = merged.iter().map(|r| r.conditions.tls).collect();
+        let common_bind = match binds.first() {
+            Some(&bind) if binds.len() == 1 => bind,
+            _ => None,
+        };
+        if common_bind.is_some() {
+            for rule in &mut merged {
+                rule.conditions.tls = None;
+            }
+        }
+        // The first rule of each distinct conditions wins.
+        let mut kept: Vec<&RuleRoute> = Vec::new();
+        for rule in &merged {
+            match kept.iter().find(|k| k.conditions == rule.conditions) {
+                None => kept.push(rule),
+                Some(winner) if winner.route == rule.route => {}
+                Some(winner) => {
+                    let owner = format!("the older HTTPRoute {}", winner.route);
+                    self.gateway_conflict(rule, owner);
+                }
+            }
+        }
+        let unconditional = kept.iter().position(|rule| rule.conditions.is_empty());
+        if let [rule] = kept.as_slice()
+            && (rule.conditions.is_empty() || rule.conditions.only_bind())
+        {
+            // One rule, maybe for one bind: a plain route (a map update when it joins or
+            // leaves), its bind a feature.
+            let only_tls = common_bind.or(rule.conditions.tls);
+            if let Some((backend, features)) = self.rule_target(rule, only_tls) {
+                self.claim_gateway_slot(rule, backend, features);
+            }
+            return;
+        }
+        let otherwise_rule = unconditional.map(|index| kept.remove(index));
+        // Stable: among equals, the translation's order (oldest route, then rule).
+        kept.sort_by_key(|rule| std::cmp::Reverse(rule.conditions.precedence()));
+        let mut candidates = Vec::new();
+        for rule in &kept {
+            if let Some((backend, features)) = self.rule_target(rule, None) {
+                candidates.push(Candidate {
+                    conditions: rule.conditions.clone(),
+                    backend,
+                    features,
+                });
+            }
+        }
+        let (backend, otherwise) =
+            match otherwise_rule.and_then(|rule| self.rule_target(rule, None)) {
+                Some((backend, features)) => (backend, Otherwise::Route(features)),
+                None => (self.unresolved_backend(), Otherwise::NotFound),
+            };
+        let dispatch = RouteFeatures {
+            gateway: Some(GatewayFeatures {
+                dispatch: Some(Dispatch {
+                    candidates,
+                    otherwise,
+                }),
+                only_tls: common_bind,
+                ..GatewayFeatures::default()
+            }),
+            ..RouteFeatures::default()
+        };
+        let id = FeatureSetId::of(&dispatch);
+        self.feature_sets.insert(id.clone(), dispatch);
+        if let Some(owner) = otherwise_rule.or(kept.first().copied()) {
+            self.claim_gateway_slot(owner, backend, Some(id));
+        }
+    }
+
+    fn claim_gateway_slot(
+        &mut self,
+        rule: &RuleRoute,
+        backend: BackendName,
+        features: Option<FeatureSetId>,
+    ) {
+        self.add_route(
+            &Self::route_object(&rule.route),
+            &rule.field,
+            &rule.route,
+            rule.host.clone(),
+            rule.path.clone(),
+            backend,
+            features,
+        );
+        self.http_route_slots
+            .insert((rule.host.clone(), rule.path.clone()));
+    }
+
+    /// Where a rule's requests go: its backend and feature set (served on one bind only
+    /// when `only_tls` says so). `None` when its backend cannot be named (the problem is
+    /// told).
+    fn rule_target(
+        &mut self,
+        rule: &RuleRoute,
+        only_tls: Option<bool>,
+    ) -> Option<(BackendName, Option<FeatureSetId>)> {
+        let object = Self::route_object(&rule.route);
+        let layer = Layer::empty(object.clone(), Scope::Ingress);
+        let mut gateway = rule.features.clone();
+        gateway.only_tls = only_tls;
+        let (backend, base) = match &rule.backend {
+            RuleBackend::Service { service, port } => {
+                let backend = self.gateway_backend(&object, rule, service, *port, &layer)?;
+                (backend, self.route_features(service, &layer))
+            }
+            RuleBackend::Unresolved => (self.unresolved_backend(), None),
+            RuleBackend::Split(shares) => {
+                let mut first = None;
+                for (target, weight) in shares {
+                    let backend = match target {
+                        Some((service, port)) => {
+                            let backend =
+                                self.gateway_backend(&object, rule, service, *port, &layer);
+                            if first.is_none()
+                                && let Some(backend) = &backend
+                            {
+                                first = Some((backend.clone(), service.clone()));
+                            }
+                            backend
+                        }
+                        None => None,
+                    };
+                    gateway.split.push(Share {
+                        backend,
+                        weight: *weight,
+                    });
+                }
+                match first {
+                    Some((backend, service)) => (backend, self.route_features(&service, &layer)),
+                    None => (self.unresolved_backend(), None),
+                }
+            }
+        };
+        // Without a backend, the rule answers 500, unless it redirects.
+        let unresolved = backend == BackendName::unresolved() && gateway.redirect.is_none();
+        let features = self.gateway_features(base, gateway, unresolved);
+        Some((backend, features))
+    }
+
+    /// The backend of one Service port of a rule, built as an Ingress backend is (the
+    /// Service's namespace: a ReferenceGrant allowed it when it is not the route's).
+    fn gateway_backend(
+        &mut self,
+        object: &ObjectRef,
+        rule: &RuleRoute,
+        service: &ObjectKey,
+        port: u16,
+        layer: &Layer,
+    ) -> Option<BackendName> {
+        let reference = IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: service.name.clone(),
+                port: Some(ServiceBackendPort {
+                    number: Some(i32::from(port)),
+                    name: None,
+                }),
+            }),
+            resource: None,
+        };
+        let owner = ObjectKey::new(&service.namespace, &rule.route.name);
+        self.backend(object, &owner, &reference, &rule.field, layer)
+    }
+
+    /// The feature set of a rule: the Service's and the ConfigMap's (`base`), the
+    /// rule's filters and split, and the 500 of a rule without a backend.
+    fn gateway_features(
+        &mut self,
+        base: Option<FeatureSetId>,
+        gateway: GatewayFeatures,
+        unresolved: bool,
+    ) -> Option<FeatureSetId> {
+        if gateway.is_empty() && !unresolved {
+            return base;
+        }
+        let mut features = base
+            .and_then(|id| self.feature_sets.get(&id).cloned())
+            .unwrap_or_default();
+        if !gateway.is_empty() {
+            features.gateway = Some(gateway);
+        }
+        if unresolved {
+            features.answer_status = Some(UNRESOLVED_STATUS);
+        }
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        Some(id)
+    }
+
+    /// The backend of rules without a usable one: no servers; its feature set answers
+    /// first.
+    fn unresolved_backend(&mut self) -> BackendName {
+        let name = BackendName::unresolved();
+        if !self.backends.contains_key(&name) {
+            self.backends.insert(
+                name.clone(),
+                Backend {
+                    service: ObjectKey::new("", ""),
+                    port: ServicePortRef::Number(1),
+                    endpoints: Vec::new(),
+                    draining: Vec::new(),
+                    external: None,
+                    options: self.default_options.clone(),
+                },
+            );
+        }
+        name
+    }
+
+    /// The certificate of an HTTPS listener, served for its hosts (a host another
+    /// certificate already has keeps that one).
+    fn add_listener_certificate(&mut self, certificate: &ListenerCertificate) {
+        let Ok(pem) = self.checked_secret(&certificate.secret, SecretUse::Certificate) else {
+            return;
+        };
+        let name = format!(
+            "{}_{}",
+            certificate.secret.namespace, certificate.secret.name
+        );
+        let mut claimed = Vec::new();
+        for host in &certificate.hosts {
+            match self.certificate_of_host.get(host) {
+                Some(owner) if *owner != name => self.problems.push(ObjectProblem {
+                    object: ObjectRef {
+                        kind: "Gateway",
+                        namespace: certificate.gateway.namespace.clone(),
+                        name: certificate.gateway.name.clone(),
+                    },
+                    field: format!("spec.listeners[{}].tls", certificate.listener),
+                    reason: ProblemReason::RouteConflict,
+                    message: format!("host {host} already has the certificate {owner}"),
+                }),
+                _ => {
+                    self.certificate_of_host.insert(host.clone(), name.clone());
+                    claimed.push(host.clone());
+                }
+            }
+        }
+        let entry = self
+            .certificates
+            .entry(name.clone())
+            .or_insert_with(|| TlsCertificate {
+                name,
+                pem,
+                hosts: Vec::new(),
+            });
+        entry.hosts.extend(claimed);
+        entry.hosts.sort();
+        entry.hosts.dedup();
+    }
+}

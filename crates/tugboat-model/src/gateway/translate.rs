@@ -1,0 +1,1133 @@
+//! From the Gateway API objects of a snapshot to host and path rules and status.
+//!
+//! The steps, in the order the spec reasons in: the GatewayClasses whose controller is
+//! ours; their Gateways and each listener (port, protocol, hostname, TLS, allowed
+//! routes, conflicts); then the HTTPRoutes, oldest first (then by namespace and name, the
+//! spec's tie-break), attached per `parentRef` to the listeners that allow them and whose
+//! hostname intersects theirs. Each attached route gives one rule per listener,
+//! hostname, rule and match, in that order, with the match's conditions (method,
+//! headers, query, the listener's bind): for each host and path, the builder keeps the
+//! first rule of each distinct conditions, so an older route wins a conflict, and within
+//! a route the first rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::desired::{HostMatch, PathMatch};
+use crate::gateway::GatewaySettings;
+use crate::gateway::features::{Conditions, GatewayFeatures};
+use crate::gateway::objects::{
+    GROUP, Gateway, HttpBackendRef, HttpRoute, HttpRouteRule, LabelSelector, Listener,
+    ParentReference, ReferenceGrant,
+};
+use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
+use crate::gateway::status::{
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
+};
+use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+use crate::snapshot::{ObjectKey, Objects, Snapshot};
+use crate::validate;
+
+/// The features listed in a GatewayClass' `status.supportedFeatures`: what this
+/// controller implements as the spec describes it.
+pub const SUPPORTED_FEATURES: [&str; 10] = [
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "HTTPRouteResponseHeaderModification",
+    "HTTPRouteHostRewrite",
+    "HTTPRoutePathRewrite",
+    "HTTPRouteSchemeRedirect",
+    "HTTPRoutePathRedirect",
+    "HTTPRouteQueryParamMatching",
+    "HTTPRouteMethodMatching",
+];
+
+/// Where a rule's requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleBackend {
+    /// One port (by number) of a Service.
+    Service { service: ObjectKey, port: u16 },
+    /// No usable backend (missing, not permitted, of another kind, weight 0): the rule's
+    /// requests get 500, as the spec asks.
+    Unresolved,
+    /// Several backends of non-zero weight: each request goes to one, in proportion to
+    /// the weights. A share without a usable backend (`None`) answers 500.
+    Split(Vec<(Option<(ObjectKey, u16)>, u32)>),
+}
+
+/// One host and path of one rule of an attached HTTPRoute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleRoute {
+    pub route: ObjectKey,
+    /// The rule, e.g. `spec.rules[0]`.
+    pub field: String,
+    pub host: HostMatch,
+    pub path: PathMatch,
+    /// The method, headers and query the request must have too.
+    pub conditions: Conditions,
+    pub backend: RuleBackend,
+    /// The rule's filters (the split is the builder's to fill in).
+    pub features: GatewayFeatures,
+}
+
+/// A certificate an HTTPS listener serves: its Secret and the hosts it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerCertificate {
+    pub gateway: ObjectKey,
+    pub listener: String,
+    pub secret: ObjectKey,
+    /// Validated, lower-case hosts (`*.example.com` allowed), sorted.
+    pub hosts: Vec<String>,
+}
+
+/// What [`translate`] gives the builder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Translation {
+    /// In precedence order: the first rule of a host and path wins.
+    pub rules: Vec<RuleRoute>,
+    pub certificates: Vec<ListenerCertificate>,
+    pub status: GatewayStatus,
+    /// What is wrong, for the log (the conditions carry the same).
+    pub problems: Vec<ObjectProblem>,
+}
+
+/// Which haproxy bind a listener is served by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Bind {
+    Http,
+    Https,
+}
+
+/// Where a listener takes routes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum From {
+    Same,
+    All,
+    Selector(LabelSelector),
+}
+
+/// A listener as worked out, for attaching routes.
+#[derive(Debug, Clone)]
+struct ListenerInfo {
+    name: String,
+    port: i32,
+    /// Lower-case, validated; `None`: every host.
+    hostname: Option<String>,
+    /// Accepted and not conflicted: routes may attach.
+    usable: bool,
+    /// Served by the HTTPS bind (else the HTTP one).
+    tls: bool,
+    /// Whether it takes HTTPRoutes (its `allowedRoutes.kinds`).
+    takes_http_routes: bool,
+    from: From,
+    /// The secret of its certificate, for HTTPS listeners whose reference resolved.
+    certificate: Option<ObjectKey>,
+}
+
+/// The Gateway's status in the making, and its listeners for routes.
+struct GatewayInfo {
+    accepted: bool,
+    listeners: Vec<ListenerInfo>,
+    state: GatewayState,
+}
+
+/// Translates the Gateway API objects of `snapshot`. `check_certificate` says whether a
+/// TLS Secret can be served (the builder's check, which also notes that it was read).
+pub fn translate(
+    snapshot: &Snapshot,
+    settings: &GatewaySettings,
+    check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
+) -> Translation {
+    let mut out = Translation::default();
+    let classes = accepted_classes(snapshot, settings, &mut out.status);
+    let mut gateways: BTreeMap<ObjectKey, GatewayInfo> = BTreeMap::new();
+    for (key, gateway) in &snapshot.gateways {
+        if !classes.contains(&gateway.spec.gateway_class_name) {
+            continue;
+        }
+        let info = gateway_info(
+            key,
+            gateway,
+            settings,
+            &snapshot.reference_grants,
+            check_certificate,
+            &mut out.problems,
+        );
+        gateways.insert(key.clone(), info);
+    }
+
+    let mut routes: Vec<(&ObjectKey, &HttpRoute)> = snapshot
+        .http_routes
+        .iter()
+        .map(|(key, route)| (key, route.as_ref()))
+        .collect();
+    routes.sort_by(|(ka, a), (kb, b)| {
+        a.metadata
+            .creation_timestamp
+            .cmp(&b.metadata.creation_timestamp)
+            .then_with(|| ka.cmp(kb))
+    });
+    // Hosts that routes attached to each HTTPS listener without a hostname give.
+    let mut listener_hosts: BTreeMap<(ObjectKey, String), BTreeSet<String>> = BTreeMap::new();
+    for (key, route) in routes {
+        attach_route(
+            snapshot,
+            key,
+            route,
+            &mut gateways,
+            &mut listener_hosts,
+            &mut out,
+        );
+    }
+
+    for (key, info) in gateways {
+        for listener in &info.listeners {
+            let Some(secret) = &listener.certificate else {
+                continue;
+            };
+            let hosts: Vec<String> = match &listener.hostname {
+                Some(host) => vec![host.clone()],
+                None => listener_hosts
+                    .get(&(key.clone(), listener.name.clone()))
+                    .into_iter()
+                    .flatten()
+                    .filter(|host| !host.is_empty())
+                    .cloned()
+                    .collect(),
+            };
+            out.certificates.push(ListenerCertificate {
+                gateway: key.clone(),
+                listener: listener.name.clone(),
+                secret: secret.clone(),
+                hosts,
+            });
+        }
+        out.status.gateways.insert(key, info.state);
+    }
+    out.problems.sort();
+    out.problems.dedup();
+    out
+}
+
+/// The names of the GatewayClasses of ours that are accepted; their status goes to
+/// `status`.
+fn accepted_classes(
+    snapshot: &Snapshot,
+    settings: &GatewaySettings,
+    status: &mut GatewayStatus,
+) -> BTreeSet<String> {
+    let mut accepted = BTreeSet::new();
+    for (key, class) in &snapshot.gateway_classes {
+        if class.spec.controller_name != settings.controller_name {
+            continue;
+        }
+        let generation = class.metadata.generation.unwrap_or(0);
+        let condition = if class.spec.parameters_ref.is_some() {
+            Condition::new(
+                "Accepted",
+                false,
+                "InvalidParameters",
+                "spec.parametersRef is not supported: this controller takes no parameters",
+                generation,
+            )
+        } else {
+            accepted.insert(key.name.clone());
+            Condition::new("Accepted", true, "Accepted", "", generation)
+        };
+        let mut features = SUPPORTED_FEATURES.to_vec();
+        features.sort_unstable();
+        status.classes.insert(
+            key.name.clone(),
+            ClassState {
+                conditions: vec![condition],
+                supported_features: features,
+            },
+        );
+    }
+    accepted
+}
+
+fn gateway_ref(key: &ObjectKey) -> ObjectRef {
+    ObjectRef {
+        kind: "Gateway",
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    }
+}
+
+fn route_ref(key: &ObjectKey) -> ObjectRef {
+    ObjectRef {
+        kind: "HTTPRoute",
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    }
+}
+
+/// A Gateway's listeners and conditions.
+fn gateway_info(
+    key: &ObjectKey,
+    gateway: &Gateway,
+    settings: &GatewaySettings,
+    grants: &Objects<ReferenceGrant>,
+    check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
+    problems: &mut Vec<ObjectProblem>,
+) -> GatewayInfo {
+    let generation = gateway.metadata.generation.unwrap_or(0);
+    let addresses_requested = gateway
+        .spec
+        .addresses
+        .as_ref()
+        .is_some_and(|a| !a.is_empty());
+    let mut listeners = Vec::new();
+    let mut states = Vec::new();
+    // The first listener of each bind and hostname; later ones conflict.
+    let mut claimed: BTreeSet<(Bind, Option<String>)> = BTreeSet::new();
+    for (index, listener) in gateway.spec.listeners.iter().enumerate() {
+        let (info, state) = listener_info(
+            key,
+            index,
+            listener,
+            generation,
+            settings,
+            grants,
+            &mut claimed,
+            check_certificate,
+            problems,
+        );
+        listeners.push(info);
+        states.push(state);
+    }
+    let mut conditions = Vec::new();
+    let accepted = !addresses_requested;
+    if accepted {
+        conditions.push(Condition::new("Accepted", true, "Accepted", "", generation));
+    } else {
+        let message = "spec.addresses is not supported: the Gateway's addresses are those \
+                       of the controller's Service (--publish-service, --publish-address)";
+        problems.push(ObjectProblem {
+            object: gateway_ref(key),
+            field: "spec.addresses".into(),
+            reason: ProblemReason::InvalidField,
+            message: message.into(),
+        });
+        conditions.push(Condition::new(
+            "Accepted",
+            false,
+            "UnsupportedAddress",
+            message,
+            generation,
+        ));
+    }
+    let programmed = accepted && listeners.iter().any(|l| l.usable);
+    conditions.push(if programmed {
+        Condition::new("Programmed", true, "Programmed", "", generation)
+    } else {
+        Condition::new(
+            "Programmed",
+            false,
+            "Invalid",
+            "no listener of this Gateway can be served",
+            generation,
+        )
+    });
+    if !accepted {
+        for listener in &mut listeners {
+            listener.usable = false;
+        }
+    }
+    GatewayInfo {
+        accepted,
+        listeners,
+        state: GatewayState {
+            conditions,
+            listeners: states,
+        },
+    }
+}
+
+/// Whether a ReferenceGrant in `to_namespace` lets a `from_kind` of `from_namespace`
+/// refer to the `to_kind` (core group) called `to_name`.
+fn granted(
+    grants: &Objects<ReferenceGrant>,
+    from_kind: &str,
+    from_namespace: &str,
+    to_namespace: &str,
+    to_kind: &str,
+    to_name: &str,
+) -> bool {
+    grants
+        .iter()
+        .filter(|(key, _)| key.namespace == to_namespace)
+        .any(|(_, grant)| {
+            grant.spec.from.iter().any(|from| {
+                from.group == GROUP && from.kind == from_kind && from.namespace == from_namespace
+            }) && grant.spec.to.iter().any(|to| {
+                to.group.is_empty()
+                    && to.kind == to_kind
+                    && to.name.as_deref().is_none_or(|name| name == to_name)
+            })
+        })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn listener_info(
+    gateway: &ObjectKey,
+    index: usize,
+    listener: &Listener,
+    generation: i64,
+    settings: &GatewaySettings,
+    grants: &Objects<ReferenceGrant>,
+    claimed: &mut BTreeSet<(Bind, Option<String>)>,
+    check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
+    problems: &mut Vec<ObjectProblem>,
+) -> (ListenerInfo, ListenerState) {
+    let field = format!("spec.listeners[{index}]");
+    let mut problem = |field: String, message: &str| {
+        problems.push(ObjectProblem {
+            object: gateway_ref(gateway),
+            field,
+            reason: ProblemReason::InvalidField,
+            message: message.to_string(),
+        });
+    };
+    // Accepted: port and protocol, hostname, TLS mode.
+    let mut accepted: Result<(), (&'static str, String)> = Ok(());
+    let bind = match listener.protocol.as_str() {
+        "HTTP" if listener.port == 80 || listener.port == i32::from(settings.http_port) => {
+            Some(Bind::Http)
+        }
+        "HTTPS" if listener.port == 443 || listener.port == i32::from(settings.https_port) => {
+            Some(Bind::Https)
+        }
+        "HTTP" | "HTTPS" => {
+            let (served, bind_port) = if listener.protocol == "HTTP" {
+                (80, settings.http_port)
+            } else {
+                (443, settings.https_port)
+            };
+            accepted = Err((
+                "PortUnavailable",
+                format!(
+                    "port {} is not served: {} listeners use port {served} or {bind_port} \
+                     (haproxy's {} bind)",
+                    listener.port, listener.protocol, listener.protocol
+                ),
+            ));
+            None
+        }
+        other => {
+            accepted = Err((
+                "UnsupportedProtocol",
+                format!(
+                    "protocol '{}' is not supported: HTTP and HTTPS are",
+                    validate::printable(other)
+                ),
+            ));
+            None
+        }
+    };
+    let hostname = match listener.hostname.as_deref().filter(|h| !h.is_empty()) {
+        None => None,
+        Some(host) => match validate::ingress_host(host) {
+            Ok(host) => Some(host),
+            Err(err) => {
+                if accepted.is_ok() {
+                    accepted = Err(("UnsupportedValue", format!("hostname: {err}")));
+                }
+                None
+            }
+        },
+    };
+    // ResolvedRefs: route kinds and certificates.
+    let mut resolved: Result<(), (&'static str, String)> = Ok(());
+    let mut supported_kinds = Vec::new();
+    let kinds = listener
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.kinds.as_ref());
+    let takes_http_routes = match kinds {
+        None => {
+            supported_kinds.push((GROUP.to_string(), "HTTPRoute".to_string()));
+            true
+        }
+        Some(kinds) => {
+            for kind in kinds {
+                let group = kind.group.as_deref().unwrap_or(GROUP);
+                if group == GROUP && kind.kind == "HTTPRoute" {
+                    supported_kinds.push((GROUP.to_string(), "HTTPRoute".to_string()));
+                } else if resolved.is_ok() {
+                    resolved = Err((
+                        "InvalidRouteKinds",
+                        format!(
+                            "route kind {}/{} is not supported: HTTPRoute is",
+                            validate::printable(group),
+                            validate::printable(&kind.kind)
+                        ),
+                    ));
+                }
+            }
+            supported_kinds.dedup();
+            !supported_kinds.is_empty()
+        }
+    };
+    let from = match listener
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.namespaces.as_ref())
+    {
+        None => From::Same,
+        Some(namespaces) => match namespaces.from.as_deref().unwrap_or("Same") {
+            "All" => From::All,
+            "Selector" => From::Selector(namespaces.selector.clone().unwrap_or_default()),
+            _ => From::Same,
+        },
+    };
+    let mut certificate = None;
+    if bind == Some(Bind::Https) {
+        let tls = listener.tls.as_ref();
+        let mode = tls.and_then(|t| t.mode.as_deref()).unwrap_or("Terminate");
+        if mode != "Terminate" && accepted.is_ok() {
+            accepted = Err((
+                "UnsupportedValue",
+                format!(
+                    "tls.mode '{}' is not supported on HTTPS listeners: Terminate is",
+                    validate::printable(mode)
+                ),
+            ));
+        }
+        let refs = tls
+            .map(|t| t.certificate_refs.as_slice())
+            .unwrap_or_default();
+        if refs.is_empty() && resolved.is_ok() {
+            resolved = Err((
+                "InvalidCertificateRef",
+                "an HTTPS listener needs tls.certificateRefs".to_string(),
+            ));
+        }
+        if let Some(first) = refs.first() {
+            let namespace = first.namespace.as_deref().unwrap_or(&gateway.namespace);
+            let group = first.group.as_deref().unwrap_or("");
+            let kind = first.kind.as_deref().unwrap_or("Secret");
+            let outcome = if !group.is_empty() || kind != "Secret" {
+                Err((
+                    "InvalidCertificateRef",
+                    format!(
+                        "certificateRefs[0]: kind {}/{} is not supported: core Secrets are",
+                        validate::printable(group),
+                        validate::printable(kind)
+                    ),
+                ))
+            } else if validate::dns_subdomain(&first.name).is_err()
+                || validate::dns_label(namespace).is_err()
+            {
+                Err((
+                    "InvalidCertificateRef",
+                    "certificateRefs[0]: not a valid Secret name".to_string(),
+                ))
+            } else if namespace != gateway.namespace
+                && !granted(
+                    grants,
+                    "Gateway",
+                    &gateway.namespace,
+                    namespace,
+                    "Secret",
+                    &first.name,
+                )
+            {
+                Err((
+                    "RefNotPermitted",
+                    format!(
+                        "certificateRefs[0]: Secret {namespace}/{} is in another namespace \
+                         and no ReferenceGrant there allows it",
+                        first.name
+                    ),
+                ))
+            } else {
+                let secret = ObjectKey::new(namespace, &first.name);
+                match check_certificate(&secret) {
+                    Ok(()) => {
+                        certificate = Some(secret);
+                        Ok(())
+                    }
+                    Err(message) => Err((
+                        "InvalidCertificateRef",
+                        format!("certificateRefs[0]: Secret {secret}: {message}"),
+                    )),
+                }
+            };
+            if let Err(err) = outcome
+                && resolved.is_ok()
+            {
+                resolved = Err(err);
+            }
+        }
+    }
+    // Conflicted: a second listener of this Gateway on the same bind and hostname.
+    let mut conflicted = false;
+    if accepted.is_ok()
+        && let Some(bind) = bind
+        && !claimed.insert((bind, hostname.clone()))
+    {
+        conflicted = true;
+    }
+
+    let mut conditions = Vec::new();
+    match &accepted {
+        Ok(()) => conditions.push(Condition::new("Accepted", true, "Accepted", "", generation)),
+        Err((reason, message)) => {
+            problem(format!("{field}.port"), message);
+            conditions.push(Condition::new(
+                "Accepted",
+                false,
+                reason,
+                message.clone(),
+                generation,
+            ));
+        }
+    }
+    match &resolved {
+        Ok(()) => conditions.push(Condition::new(
+            "ResolvedRefs",
+            true,
+            "ResolvedRefs",
+            "",
+            generation,
+        )),
+        Err((reason, message)) => {
+            problem(format!("{field}.tls"), message);
+            conditions.push(Condition::new(
+                "ResolvedRefs",
+                false,
+                reason,
+                message.clone(),
+                generation,
+            ));
+        }
+    }
+    conditions.push(if conflicted {
+        let message = "another listener of this Gateway has the same port and hostname";
+        problem(format!("{field}.hostname"), message);
+        Condition::new("Conflicted", true, "HostnameConflict", message, generation)
+    } else {
+        Condition::new("Conflicted", false, "NoConflicts", "", generation)
+    });
+    let usable = accepted.is_ok() && !conflicted;
+    conditions.push(if usable && resolved.is_ok() {
+        Condition::new("Programmed", true, "Programmed", "", generation)
+    } else {
+        Condition::new(
+            "Programmed",
+            false,
+            "Invalid",
+            "the listener is not served as it is: see its other conditions",
+            generation,
+        )
+    });
+    let info = ListenerInfo {
+        name: listener.name.clone(),
+        port: listener.port,
+        hostname,
+        usable,
+        tls: bind == Some(Bind::Https),
+        takes_http_routes,
+        from,
+        certificate,
+    };
+    let state = ListenerState {
+        name: listener.name.clone(),
+        supported_kinds,
+        attached_routes: 0,
+        conditions,
+    };
+    (info, state)
+}
+
+/// Whether the labels of `namespace` match `selector` (`matchLabels` and
+/// `matchExpressions` with `In`, `NotIn`, `Exists`, `DoesNotExist`).
+fn selects(snapshot: &Snapshot, selector: &LabelSelector, namespace: &str) -> bool {
+    let empty = BTreeMap::new();
+    let labels = snapshot
+        .namespaces
+        .get(&ObjectKey::new("", namespace))
+        .and_then(|ns| ns.metadata.labels.as_ref())
+        .unwrap_or(&empty);
+    let labels_match = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value));
+    let expressions_match = selector.match_expressions.iter().flatten().all(|req| {
+        let values = req.values.as_deref().unwrap_or_default();
+        let value = labels.get(&req.key);
+        match req.operator.as_str() {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => false,
+        }
+    });
+    labels_match && expressions_match
+}
+
+fn namespace_allowed(
+    snapshot: &Snapshot,
+    listener: &ListenerInfo,
+    gateway_namespace: &str,
+    route_namespace: &str,
+) -> bool {
+    match &listener.from {
+        From::Same => gateway_namespace == route_namespace,
+        From::All => true,
+        From::Selector(selector) => selects(snapshot, selector, route_namespace),
+    }
+}
+
+/// Whether `host` (a name or a wildcard) is covered by the wildcard `wildcard`
+/// (`*.example.com` covers `a.example.com`, `a.b.example.com`, `*.a.example.com`).
+fn covered_by(host: &str, wildcard: &str) -> bool {
+    let Some(suffix) = wildcard.strip_prefix('*') else {
+        return false;
+    };
+    host.len() > suffix.len() && host.ends_with(suffix)
+}
+
+/// The hostnames a route gets on a listener: the intersection of theirs, the more
+/// specific of two that match. `""` stands for any host. Empty: none in common.
+pub(crate) fn intersect(listener: Option<&str>, route: &[String]) -> Vec<String> {
+    let mut hosts = Vec::new();
+    match listener {
+        None if route.is_empty() => hosts.push(String::new()),
+        None => hosts.extend(route.iter().cloned()),
+        Some(listener) if route.is_empty() => hosts.push(listener.to_string()),
+        Some(listener) => {
+            for host in route {
+                if host == listener || covered_by(host, listener) {
+                    hosts.push(host.clone());
+                } else if covered_by(listener, host) {
+                    hosts.push(listener.to_string());
+                }
+            }
+        }
+    }
+    hosts.dedup();
+    hosts
+}
+
+fn host_match(host: &str) -> HostMatch {
+    if host.is_empty() {
+        HostMatch::Any
+    } else if let Some(suffix) = host.strip_prefix('*') {
+        HostMatch::Subdomains(suffix.to_string())
+    } else {
+        HostMatch::Exact(host.to_string())
+    }
+}
+
+/// One rule as the model reads it: its field, its paths (with their conditions), its
+/// backend and its filters.
+type RuleParts = (
+    String,
+    Vec<(PathMatch, Conditions)>,
+    RuleBackend,
+    FilterSpec,
+);
+
+/// A route's rules as the model reads them, before any parent.
+struct RouteRules {
+    /// A field this controller does not support, and why: the route is not accepted.
+    unsupported: Option<(String, String)>,
+    /// The route's hostnames, validated and lower-cased.
+    hostnames: Vec<String>,
+    /// Per rule: its field, its paths (with their conditions), its backend and its
+    /// filters.
+    rules: Vec<RuleParts>,
+    /// The first backend that does not resolve: reason and message.
+    unresolved: Option<(&'static str, String)>,
+}
+
+fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> RouteRules {
+    let mut out = RouteRules {
+        unsupported: None,
+        hostnames: Vec::new(),
+        rules: Vec::new(),
+        unresolved: None,
+    };
+    for (index, host) in route.spec.hostnames.iter().enumerate() {
+        match validate::ingress_host(host) {
+            Ok(host) => out.hostnames.push(host),
+            Err(err) => {
+                out.unsupported
+                    .get_or_insert((format!("spec.hostnames[{index}]"), err.0));
+            }
+        }
+    }
+    for (index, rule) in route.spec.rules.iter().enumerate() {
+        let field = format!("spec.rules[{index}]");
+        match rule_paths(rule, &field).and_then(|paths| Ok((paths, rule_filters(rule, &field)?))) {
+            Ok((paths, filters)) => {
+                let backend = if filters.redirects() && rule.backend_refs.is_empty() {
+                    // A redirect answers by itself.
+                    RuleBackend::Unresolved
+                } else {
+                    rule_backend(snapshot, key, rule, &field, &mut out)
+                };
+                out.rules.push((field, paths, backend, filters));
+            }
+            Err(unsupported) => {
+                out.unsupported.get_or_insert(unsupported);
+            }
+        }
+    }
+    out
+}
+
+/// The backend of a rule. Sets `out.unsupported` for what is not supported and
+/// `out.unresolved` for a reference that does not resolve.
+fn rule_backend(
+    snapshot: &Snapshot,
+    route: &ObjectKey,
+    rule: &HttpRouteRule,
+    field: &str,
+    out: &mut RouteRules,
+) -> RuleBackend {
+    let weighted: Vec<(usize, &HttpBackendRef)> = rule
+        .backend_refs
+        .iter()
+        .enumerate()
+        .filter(|(_, backend)| backend.weight.unwrap_or(1) != 0)
+        .collect();
+    for (index, backend) in rule.backend_refs.iter().enumerate() {
+        let weight = backend.weight.unwrap_or(1);
+        if !(0..=1_000_000).contains(&weight) {
+            out.unsupported.get_or_insert((
+                format!("{field}.backendRefs[{index}].weight"),
+                format!("weight {weight} is out of range: 0 to 1000000"),
+            ));
+            return RuleBackend::Unresolved;
+        }
+        if backend.filters.as_ref().is_some_and(|f| !f.is_empty()) {
+            out.unsupported.get_or_insert((
+                format!("{field}.backendRefs[{index}].filters"),
+                "filters on a backendRef are not supported yet (docs/gateway-api.md)".into(),
+            ));
+            return RuleBackend::Unresolved;
+        }
+    }
+    let mut shares = Vec::new();
+    for (index, backend) in &weighted {
+        let share_field = format!("{field}.backendRefs[{index}]");
+        let resolved = match resolve_backend(snapshot, route, backend) {
+            Ok(found) => Some(found),
+            Err((reason, message)) => {
+                out.unresolved
+                    .get_or_insert((reason, format!("{share_field}: {message}")));
+                None
+            }
+        };
+        // Checked above: 1 to 1000000.
+        let weight = u32::try_from(backend.weight.unwrap_or(1)).unwrap_or(1);
+        shares.push((resolved, weight));
+    }
+    match shares.as_slice() {
+        [] => RuleBackend::Unresolved,
+        [(Some((service, port)), _)] => RuleBackend::Service {
+            service: service.clone(),
+            port: *port,
+        },
+        _ if shares.iter().all(|(backend, _)| backend.is_none()) => RuleBackend::Unresolved,
+        _ => RuleBackend::Split(shares),
+    }
+}
+
+fn resolve_backend(
+    snapshot: &Snapshot,
+    route: &ObjectKey,
+    backend: &HttpBackendRef,
+) -> Result<(ObjectKey, u16), (&'static str, String)> {
+    let group = backend.group.as_deref().unwrap_or("");
+    let kind = backend.kind.as_deref().unwrap_or("Service");
+    if !group.is_empty() || kind != "Service" {
+        return Err((
+            "InvalidKind",
+            format!(
+                "kind {}/{} is not supported: core Services are",
+                validate::printable(group),
+                validate::printable(kind)
+            ),
+        ));
+    }
+    let namespace = backend.namespace.as_deref().unwrap_or(&route.namespace);
+    if validate::dns_label(namespace).is_err() || validate::dns_label(&backend.name).is_err() {
+        return Err((
+            "BackendNotFound",
+            format!(
+                "'{}' is not a valid Service name",
+                validate::printable(&backend.name)
+            ),
+        ));
+    }
+    if namespace != route.namespace
+        && !granted(
+            &snapshot.reference_grants,
+            "HTTPRoute",
+            &route.namespace,
+            namespace,
+            "Service",
+            &backend.name,
+        )
+    {
+        return Err((
+            "RefNotPermitted",
+            format!(
+                "Service {namespace}/{} is in another namespace and no ReferenceGrant there \
+                 allows it",
+                backend.name
+            ),
+        ));
+    }
+    let service = ObjectKey::new(namespace, &backend.name);
+    let Some(port) = backend.port else {
+        return Err((
+            "BackendNotFound",
+            "a Service backendRef needs a port".to_string(),
+        ));
+    };
+    let port = validate::port_number(port).map_err(|err| ("BackendNotFound", err.0))?;
+    let found = snapshot.services.get(&service).ok_or_else(|| {
+        (
+            "BackendNotFound",
+            format!("Service {service} not found: its requests get 500"),
+        )
+    })?;
+    let has_port = found
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.ports.as_ref())
+        .is_some_and(|ports| ports.iter().any(|p| p.port == i32::from(port)));
+    if !has_port {
+        return Err((
+            "BackendNotFound",
+            format!("Service {service} has no port {port}: its requests get 500"),
+        ));
+    }
+    Ok((service, port))
+}
+
+/// Attaches one route to its parents of ours: its status, the listeners' counts and
+/// its rules.
+fn attach_route(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &HttpRoute,
+    gateways: &mut BTreeMap<ObjectKey, GatewayInfo>,
+    listener_hosts: &mut BTreeMap<(ObjectKey, String), BTreeSet<String>>,
+    out: &mut Translation,
+) {
+    let generation = route.metadata.generation.unwrap_or(0);
+    let mut rules: Option<RouteRules> = None;
+    let mut parents = Vec::new();
+    for parent in &route.spec.parent_refs {
+        let group = parent.group.as_deref().unwrap_or(GROUP);
+        let kind = parent.kind.as_deref().unwrap_or("Gateway");
+        if group != GROUP || kind != "Gateway" {
+            continue;
+        }
+        let gateway_key = ObjectKey::new(
+            parent.namespace.as_deref().unwrap_or(&key.namespace),
+            &parent.name,
+        );
+        let Some(gateway) = gateways.get_mut(&gateway_key) else {
+            continue;
+        };
+        let rules = rules.get_or_insert_with(|| route_rules(snapshot, key, route));
+        let (accepted, attached) = attach_to_gateway(
+            snapshot,
+            key,
+            parent,
+            &gateway_key,
+            gateway,
+            rules,
+            generation,
+        );
+        let mut conditions = vec![accepted.clone()];
+        conditions.push(match &rules.unresolved {
+            None => Condition::new("ResolvedRefs", true, "ResolvedRefs", "", generation),
+            Some((reason, message)) => {
+                Condition::new("ResolvedRefs", false, reason, message.clone(), generation)
+            }
+        });
+        if !accepted.status {
+            out.problems.push(ObjectProblem {
+                object: route_ref(key),
+                field: "spec.parentRefs".into(),
+                reason: ProblemReason::InvalidField,
+                message: format!("parent Gateway {gateway_key}: {}", accepted.message),
+            });
+        }
+        if accepted.status {
+            for (listener, tls, hosts) in attached {
+                for host in &hosts {
+                    for (field, paths, backend, filters) in &rules.rules {
+                        for (path, conditions) in paths {
+                            out.rules.push(RuleRoute {
+                                route: key.clone(),
+                                field: field.clone(),
+                                host: host_match(host),
+                                path: path.clone(),
+                                conditions: Conditions {
+                                    tls: Some(tls),
+                                    ..conditions.clone()
+                                },
+                                backend: backend.clone(),
+                                features: filters.for_path(path),
+                            });
+                        }
+                    }
+                }
+                listener_hosts
+                    .entry((gateway_key.clone(), listener))
+                    .or_default()
+                    .extend(hosts);
+            }
+        }
+        parents.push(RouteParentState {
+            parent_ref: parent.clone(),
+            conditions,
+        });
+    }
+    if let Some(RouteRules {
+        unresolved: Some((reason, message)),
+        ..
+    }) = &rules
+    {
+        out.problems.push(ObjectProblem {
+            object: route_ref(key),
+            field: "spec.rules".into(),
+            reason: if *reason == "BackendNotFound" {
+                ProblemReason::ServiceNotFound
+            } else {
+                ProblemReason::NotAllowed
+            },
+            message: message.clone(),
+        });
+    }
+    if !parents.is_empty() {
+        out.status
+            .routes
+            .insert(key.clone(), RouteState { parents });
+    }
+}
+
+/// Attaches a route to the listeners of one Gateway its `parent` selects: the Accepted
+/// condition, and the listeners it attached to with the hosts it got on each (empty
+/// when not accepted). Counts the route on the listeners that allow it.
+fn attach_to_gateway(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    parent: &ParentReference,
+    gateway_key: &ObjectKey,
+    gateway: &mut GatewayInfo,
+    rules: &RouteRules,
+    generation: i64,
+) -> (Condition, Vec<(String, bool, Vec<String>)>) {
+    let refuse = |reason: &'static str, message: String| {
+        (
+            Condition::new("Accepted", false, reason, message, generation),
+            Vec::new(),
+        )
+    };
+    if !gateway.accepted {
+        return refuse(
+            "NoMatchingParent",
+            "the Gateway is not accepted: see its conditions".into(),
+        );
+    }
+    let selected: Vec<usize> = gateway
+        .listeners
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            parent
+                .section_name
+                .as_deref()
+                .is_none_or(|name| name == l.name)
+                && parent.port.is_none_or(|port| port == l.port)
+        })
+        .map(|(index, _)| index)
+        .collect();
+    if selected.is_empty() {
+        return refuse(
+            "NoMatchingParent",
+            "no listener of the Gateway has this sectionName and port".into(),
+        );
+    }
+    let allowed: Vec<usize> = selected
+        .into_iter()
+        .filter(|&index| {
+            let listener = &gateway.listeners[index];
+            listener.usable
+                && listener.takes_http_routes
+                && namespace_allowed(snapshot, listener, &gateway_key.namespace, &key.namespace)
+        })
+        .collect();
+    if allowed.is_empty() {
+        return refuse(
+            "NotAllowedByListeners",
+            "no listener selected allows HTTPRoutes from this namespace".into(),
+        );
+    }
+    for &index in &allowed {
+        gateway.state.listeners[index].attached_routes += 1;
+    }
+    let attached: Vec<(String, bool, Vec<String>)> = allowed
+        .iter()
+        .map(|&index| {
+            let listener = &gateway.listeners[index];
+            (
+                listener.name.clone(),
+                listener.tls,
+                intersect(listener.hostname.as_deref(), &rules.hostnames),
+            )
+        })
+        .filter(|(_, _, hosts)| !hosts.is_empty())
+        .collect();
+    if attached.is_empty() {
+        return refuse(
+            "NoMatchingListenerHostname",
+            "no hostname of the route matches a hostname of the listeners".into(),
+        );
+    }
+    if let Some((field, message)) = &rules.unsupported {
+        return refuse("UnsupportedValue", format!("{field}: {message}"));
+    }
+    (
+        Condition::new("Accepted", true, "Accepted", "", generation),
+        attached,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostname_intersection() {
+        let hosts = |route: &[&str]| route.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+        assert_eq!(intersect(None, &[]), [""]);
+        assert_eq!(intersect(Some("a.example.com"), &[]), ["a.example.com"]);
+        assert_eq!(
+            intersect(
+                Some("*.example.com"),
+                &hosts(&["a.example.com", "x.org", "*.b.example.com"])
+            ),
+            ["a.example.com", "*.b.example.com"]
+        );
+        assert_eq!(
+            intersect(Some("a.example.com"), &hosts(&["*.example.com"])),
+            ["a.example.com"]
+        );
+        assert!(intersect(Some("example.com"), &hosts(&["*.example.com"])).is_empty());
+        assert!(intersect(Some("a.example.com"), &hosts(&["b.example.com"])).is_empty());
+    }
+}

@@ -1,0 +1,1405 @@
+//! Gateway API end to end: GatewayClass, Gateway, HTTPRoute and ReferenceGrant through
+//! the API source (the fake API server, status written back to it) and the manifests
+//! folder, on real haproxy with real HTTP. Each scenario checks the routing and the
+//! conditions the spec names; the status conditions are read from the API server in
+//! API mode and from the controller's report with a folder.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tugboat_model::ObjectKey;
+use tugboat_model::gateway::GatewaySettings;
+use tugboat_model::gateway::objects::HttpRoute;
+use tugboat_testkit::gateway_objects::{
+    GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
+    mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
+    mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at, with_filter,
+    with_filter_json, with_matches_json,
+};
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, mk_tls_secret, to_json,
+};
+use tugboat_testkit::tls::{certificate, exchange, fallback_certificate_der};
+use tugboat_testkit::{EchoServer, HaproxyBinary, Scene, Source, eventually, scene_tests};
+
+scene_tests!(
+    gateway_routes_hosts_and_paths_to_services_and_reports_status,
+    route_changes_go_at_runtime,
+    listener_hostnames_intersect_and_the_oldest_route_wins,
+    cross_namespace_backends_need_a_reference_grant,
+    bad_routes_get_their_condition_and_harm_no_other,
+    https_listeners_serve_their_certificates_across_namespaces_by_grant,
+    filters_change_headers_redirect_and_rewrite,
+    weighted_backends_share_the_requests_by_weight,
+    method_header_and_query_matches_pick_the_rule_by_precedence,
+    the_http_listener_redirects_while_the_https_listener_serves,
+    ingresses_and_http_routes_side_by_side,
+    listener_conditions_say_what_is_not_served,
+);
+
+tugboat_testkit::haproxy_tests!(
+    gateway_status_has_the_published_addresses_and_follows_generations,
+    only_the_leader_writes_gateway_status_and_a_new_leader_takes_over,
+);
+
+/// The Gateway API on, listeners on haproxy's ports.
+async fn start(haproxy: &HaproxyBinary, source: Source, objects: &[Value]) -> Scene {
+    let scene = Scene::start_with(haproxy, source, objects, |config| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    })
+    .await;
+    scene.wait_until_ready().await;
+    scene
+}
+
+/// The class, and the Gateway `gw` with an HTTP listener on port 80 (any host).
+fn class_and_gateway() -> Vec<Value> {
+    vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway("gw", "tugboat", vec![mk_listener("http", "HTTP", 80, None)]),
+    ]
+}
+
+fn services(list: &[(&str, &[EchoServer])]) -> Vec<Value> {
+    list.iter()
+        .flat_map(|(name, servers)| mk_service_of(name, servers))
+        .collect()
+}
+
+/// `(status, reason)` of condition `type_` of the route's first parent, once there is
+/// one (from the API server, or the controller's report with a folder).
+async fn route_condition(scene: &Scene, name: &str, type_: &str) -> (String, String) {
+    eventually(
+        &format!("HTTPRoute {name} condition {type_}"),
+        Duration::from_secs(15),
+        || async {
+            match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "default", name)?;
+                    let conditions = route["status"]["parents"][0]["conditions"].as_array()?;
+                    let found = conditions.iter().find(|c| c["type"] == type_)?;
+                    assert_eq!(
+                        route["status"]["parents"][0]["controllerName"],
+                        GATEWAY_CONTROLLER
+                    );
+                    Some((
+                        found["status"].as_str()?.to_string(),
+                        found["reason"].as_str()?.to_string(),
+                    ))
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("default", name))?;
+                    let found = route.parents[0]
+                        .conditions
+                        .iter()
+                        .find(|c| c.type_ == type_)?;
+                    let text = if found.status { "True" } else { "False" };
+                    Some((text.to_string(), found.reason.to_string()))
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// Waits until the route's condition `type_` is `(status, reason)`.
+async fn wait_for_route_condition(scene: &Scene, name: &str, type_: &str, expected: (&str, &str)) {
+    eventually(
+        &format!("HTTPRoute {name} {type_}={expected:?}"),
+        Duration::from_secs(15),
+        || async {
+            let (status, reason) = route_condition(scene, name, type_).await;
+            (status == expected.0 && reason == expected.1).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn gateway_routes_hosts_and_paths_to_services_and_reports_status(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 181, 1).await;
+    let api = start_backends("api", 182, 1).await;
+    let route = mk_http_route(
+        "shop",
+        "gw",
+        &["shop.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            mk_rule_to(&[("PathPrefix", "/api/")], "api", 80),
+            mk_rule_to(&[("Exact", "/api/special")], "web", 80),
+        ],
+    );
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    objects.push(http_route_json(&route));
+    let scene = start(&haproxy, source, &objects).await;
+
+    scene.wait_for_service("shop.example.com", "/", "web").await;
+    let answered = |path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get("shop.example.com", path).await.expect("answer");
+            (reply.status, reply.service().map(str::to_string))
+        }
+    };
+    assert_eq!(answered("/api").await, (200, Some("api".into())));
+    assert_eq!(answered("/api/v1/items").await, (200, Some("api".into())));
+    assert_eq!(
+        answered("/apiary").await,
+        (200, Some("web".into())),
+        "whole path elements"
+    );
+    assert_eq!(
+        answered("/api/special").await,
+        (200, Some("web".into())),
+        "Exact first"
+    );
+    assert_eq!(
+        answered("/api/special/more").await,
+        (200, Some("api".into()))
+    );
+    let other = scene.get("other.example.com", "/").await.expect("answer");
+    assert_eq!(other.status, 404, "a host no route has");
+
+    assert_eq!(
+        route_condition(&scene, "shop", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "shop", "ResolvedRefs").await,
+        ("True".into(), "ResolvedRefs".into())
+    );
+    if let Some(api) = scene.api() {
+        let gateway = eventually("the Gateway's status", Duration::from_secs(15), || async {
+            let gateway = api.get("Gateway", "default", "gw")?;
+            (gateway["status"]["listeners"][0]["attachedRoutes"] == 1).then_some(gateway)
+        })
+        .await;
+        let listener = &gateway["status"]["listeners"][0];
+        let condition = |type_: &str| {
+            listener["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == type_))
+                .map(|c| (c["status"].clone(), c["reason"].clone()))
+        };
+        assert_eq!(
+            condition("Programmed"),
+            Some(("True".into(), "Programmed".into()))
+        );
+        assert_eq!(
+            condition("Conflicted"),
+            Some(("False".into(), "NoConflicts".into()))
+        );
+        assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute");
+        let class = api.get("GatewayClass", "", "tugboat").expect("the class");
+        assert_eq!(class["status"]["conditions"][0]["type"], "Accepted");
+        assert_eq!(class["status"]["conditions"][0]["status"], "True");
+        assert!(
+            class["status"]["conditions"][0]["lastTransitionTime"].is_string(),
+            "{class}"
+        );
+        // Written once: a steady state costs no more writes.
+        let writes = |api: &tugboat_testkit::FakeApiServer| {
+            api.writes()
+                .iter()
+                .filter(|w| w.path.ends_with("/status") && w.path.contains("gateway.networking"))
+                .count()
+        };
+        let before = writes(api);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(writes(api), before, "no status write without a change");
+    }
+}
+
+async fn route_changes_go_at_runtime(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 183, 1).await;
+    let api = start_backends("api", 184, 1).await;
+    let route = |service: &str| {
+        mk_http_route(
+            "shop",
+            "gw",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+        )
+    };
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    // A route to each Service, so that both backends exist from the start.
+    objects.push(http_route_json(&mk_http_route(
+        "other",
+        "gw",
+        &["other.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    )));
+    objects.push(http_route_json(&route("web")));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("shop.example.com", "/", "web").await;
+    let reloads = scene.reloads().await;
+    scene.apply(&http_route_json(&route("api")));
+    scene.wait_for_service("shop.example.com", "/", "api").await;
+    // A new path of the route to an existing backend.
+    let mut more = route("api");
+    more.spec
+        .rules
+        .push(mk_rule_to(&[("PathPrefix", "/web")], "web", 80));
+    scene.apply(&http_route_json(&more));
+    scene
+        .wait_for_service("shop.example.com", "/web/x", "web")
+        .await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "route changes need no reload"
+    );
+    // Deleted: the host is gone.
+    scene.delete(&http_route_json(&more));
+    scene.wait_for_status("shop.example.com", "/", 404).await;
+}
+
+async fn listener_hostnames_intersect_and_the_oldest_route_wins(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 185, 1).await;
+    let api = start_backends("api", 186, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))],
+        ),
+    ];
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let older: HttpRoute = route_created_at(
+        mk_http_route(
+            "z-older",
+            "gw",
+            &["a.example.com", "b.example.org"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "2030-01-01T00:00:00Z",
+    );
+    objects.push(http_route_json(&older));
+    objects.push(http_route_json(&mk_http_route(
+        "elsewhere",
+        "gw",
+        &["c.example.org"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("a.example.com", "/", "web").await;
+    // Not in the listener's hostname: not routed.
+    assert_eq!(
+        scene
+            .get("b.example.org", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+    assert_eq!(
+        route_condition(&scene, "elsewhere", "Accepted").await,
+        ("False".into(), "NoMatchingListenerHostname".into())
+    );
+
+    // A newer route (created a second later; named first) for the same host and path
+    // loses it; its other host is served.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let newer = route_created_at(
+        mk_http_route(
+            "a-newer",
+            "gw",
+            &["a.example.com", "n.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+        ),
+        "2031-01-01T00:00:00Z",
+    );
+    scene.apply(&http_route_json(&newer));
+    scene.wait_for_service("n.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "the older route keeps its host and path"
+    );
+    // The more specific host wins over the listener's wildcard: a route without
+    // hostnames takes the listener's.
+    let catch_all = mk_http_route(
+        "catch-all",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    );
+    scene.apply(&http_route_json(&catch_all));
+    scene.wait_for_service("x.example.com", "/", "api").await;
+    // A Gateway API wildcard covers any depth of labels, the longest suffix first.
+    scene.wait_for_service("x.y.example.com", "/", "api").await;
+    let deeper = route_created_at(
+        mk_http_route(
+            "deeper",
+            "gw",
+            &["*.y.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "2032-01-01T00:00:00Z",
+    );
+    scene.apply(&http_route_json(&deeper));
+    scene
+        .wait_for_service("a.b.y.example.com", "/", "web")
+        .await;
+    assert_eq!(
+        scene
+            .get("z.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("api")
+    );
+    assert_eq!(
+        scene.get("example.com", "/").await.expect("answer").status,
+        404
+    );
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web")
+    );
+    assert_eq!(
+        scene.get("x.other.org", "/").await.expect("answer").status,
+        404
+    );
+}
+
+async fn cross_namespace_backends_need_a_reference_grant(haproxy: HaproxyBinary, source: Source) {
+    let posts = start_backends("posts", 187, 1).await;
+    let addrs: Vec<std::net::SocketAddr> = posts.iter().map(|s| s.addr).collect();
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![from_all_namespaces(mk_listener("http", "HTTP", 80, None))],
+        ),
+        to_json(&in_namespace(mk_service("posts", "http", 80), "blog")),
+        to_json(&in_namespace(
+            mk_endpoint_slice("posts", "http", &addrs),
+            "blog",
+        )),
+    ];
+    let mut rule = mk_rule_to(&[("PathPrefix", "/")], "posts", 80);
+    rule.backend_refs = vec![mk_backend_ref(Some("blog"), "posts", 80)];
+    objects.push(http_route_json(&mk_http_route(
+        "to-blog",
+        "gw",
+        &["blog.example.com"],
+        vec![rule],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+    assert_eq!(
+        route_condition(&scene, "to-blog", "ResolvedRefs").await,
+        ("False".into(), "RefNotPermitted".into())
+    );
+    let grant = mk_service_grant("blog", "routes-from-default", "default");
+    scene.apply(&grant);
+    scene
+        .wait_for_service("blog.example.com", "/", "posts")
+        .await;
+    wait_for_route_condition(&scene, "to-blog", "ResolvedRefs", ("True", "ResolvedRefs")).await;
+    scene.delete(&grant);
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+}
+
+async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 188, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "good",
+        "gw",
+        &["good.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "to-nothing",
+        "gw",
+        &["nothing.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "later", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "odd-filter",
+        "gw",
+        &["filter.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            with_filter(mk_rule_to(&[("Exact", "/x")], "web", 80), "ExtensionRef"),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "regex",
+        "gw",
+        &["regex.example.com"],
+        vec![mk_rule_to(&[("RegularExpression", "/v[0-9+")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("good.example.com", "/", "web").await;
+    // A missing Service: 500, BackendNotFound; the route is accepted.
+    scene.wait_for_status("nothing.example.com", "/", 500).await;
+    assert_eq!(
+        route_condition(&scene, "to-nothing", "ResolvedRefs").await,
+        ("False".into(), "BackendNotFound".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "to-nothing", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    // Unsupported: not accepted, nothing of the route is routed.
+    for (name, host) in [
+        ("odd-filter", "filter.example.com"),
+        ("regex", "regex.example.com"),
+    ] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("False".into(), "UnsupportedValue".into()),
+            "{name}"
+        );
+        assert_eq!(
+            scene.get(host, "/").await.expect("answer").status,
+            404,
+            "{name}"
+        );
+    }
+    // In API mode, a Warning Event on the route says why.
+    if let Some(event) = scene
+        .wait_for_warning("odd-filter", "spec.parentRefs")
+        .await
+    {
+        let regarding = &event["regarding"];
+        assert_eq!(regarding["kind"], "HTTPRoute", "{event}");
+        assert_eq!(
+            regarding["apiVersion"], "gateway.networking.k8s.io/v1",
+            "{event}"
+        );
+        assert!(
+            regarding["uid"].as_str().is_some_and(|uid| !uid.is_empty()),
+            "{event}"
+        );
+        assert!(
+            event["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("ExtensionRef")),
+            "{event}"
+        );
+    }
+    // The missing Service appears: the route serves it.
+    let later = start_backends("later", 189, 1).await;
+    for object in mk_service_of("later", &later) {
+        scene.apply(&object);
+    }
+    scene
+        .wait_for_service("nothing.example.com", "/", "later")
+        .await;
+    wait_for_route_condition(
+        &scene,
+        "to-nothing",
+        "ResolvedRefs",
+        ("True", "ResolvedRefs"),
+    )
+    .await;
+    assert_eq!(
+        scene
+            .get("good.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web")
+    );
+}
+
+/// `(status, reason)` of condition `type_` of listener `index` of Gateway `gw`.
+async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String, String) {
+    eventually(
+        &format!("listener {index} condition {type_}"),
+        Duration::from_secs(15),
+        || async {
+            match scene.api() {
+                Some(api) => {
+                    let gateway = api.get("Gateway", "default", "gw")?;
+                    let conditions =
+                        gateway["status"]["listeners"][index]["conditions"].as_array()?;
+                    let found = conditions.iter().find(|c| c["type"] == type_)?;
+                    Some((
+                        found["status"].as_str()?.to_string(),
+                        found["reason"].as_str()?.to_string(),
+                    ))
+                }
+                None => {
+                    let status = scene.status();
+                    let gateway = status
+                        .gateway
+                        .gateways
+                        .get(&ObjectKey::new("default", "gw"))?;
+                    let found = gateway.listeners[index]
+                        .conditions
+                        .iter()
+                        .find(|c| c.type_ == type_)?;
+                    let text = if found.status { "True" } else { "False" };
+                    Some((text.to_string(), found.reason.to_string()))
+                }
+            }
+        },
+    )
+    .await
+}
+
+async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 190, 1).await;
+    let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
+    let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_https_listener("own", "secure.example.com", (None, "site-tls")),
+                mk_https_listener(
+                    "shared",
+                    "shared.example.com",
+                    (Some("certs"), "shared-tls"),
+                ),
+            ],
+        ),
+        to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)),
+        to_json(&in_namespace(
+            mk_tls_secret("shared-tls", &shared_cert, &shared_key),
+            "certs",
+        )),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "secure",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    let https = scene.https_addr();
+    let served = |sni: &'static str| async move {
+        exchange(https, sni, "/", &[b"http/1.1"])
+            .await
+            .expect("TLS exchange")
+    };
+    let own = eventually(
+        "the listener's certificate",
+        Duration::from_secs(15),
+        || async {
+            let found = served("secure.example.com").await;
+            (found.certificate == own_der).then_some(found)
+        },
+    )
+    .await;
+    assert_eq!(own.reply.expect("answer").service(), Some("web"));
+    assert_eq!(
+        listener_condition(&scene, 0, "ResolvedRefs").await,
+        ("True".into(), "ResolvedRefs".into())
+    );
+
+    // The Secret of another namespace: not without a ReferenceGrant there.
+    assert_eq!(
+        listener_condition(&scene, 1, "ResolvedRefs").await,
+        ("False".into(), "RefNotPermitted".into())
+    );
+    let fallback = fallback_certificate_der(&scene.lib_dir);
+    assert_eq!(served("shared.example.com").await.certificate, fallback);
+    let grant = mk_reference_grant(
+        "certs",
+        "gateways-from-default",
+        ("Gateway", "default"),
+        "Secret",
+    );
+    scene.apply(&grant);
+    eventually(
+        "the granted certificate",
+        Duration::from_secs(15),
+        || async { (served("shared.example.com").await.certificate == shared_der).then_some(()) },
+    )
+    .await;
+    eventually(
+        "the listener's ResolvedRefs condition True",
+        Duration::from_secs(15),
+        || async {
+            (listener_condition(&scene, 1, "ResolvedRefs").await.0 == "True").then_some(())
+        },
+    )
+    .await;
+}
+
+/// Every value of a header of the answer.
+fn header_values<'a>(reply: &'a tugboat_testkit::Reply, name: &str) -> Vec<&'a str> {
+    reply
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+async fn filters_change_headers_redirect_and_rewrite(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 191, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    let headers_rule = with_filter_json(
+        with_filter_json(
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            serde_json::json!({"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                "set": [{"name": "X-Set", "value": "one"}],
+                "add": [{"name": "X-Add", "value": "two"}],
+                "remove": ["X-Gone"]}}),
+        ),
+        serde_json::json!({"type": "ResponseHeaderModifier", "responseHeaderModifier": {
+            "set": [{"name": "X-Served-By", "value": "tugboat"}],
+            "remove": ["X-Echo-Service"]}}),
+    );
+    let mut moved_rule = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/old/")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}),
+    );
+    moved_rule.backend_refs.clear();
+    let mut full_rule = with_filter_json(
+        mk_rule_to(&[("Exact", "/down")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+            "port": 8443,
+            "path": {"type": "ReplaceFullPath", "replaceFullPath": "/maintenance"}}}),
+    );
+    full_rule.backend_refs.clear();
+    let rewrite_rule = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/api")], "web", 80),
+        serde_json::json!({"type": "URLRewrite", "urlRewrite": {
+            "hostname": "internal.example.com",
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}}),
+    );
+    for (name, rules) in [
+        ("headers", vec![headers_rule]),
+        ("moved", vec![moved_rule, full_rule]),
+        ("rewrite", vec![rewrite_rule]),
+    ] {
+        let host = format!("{name}.example.com");
+        objects.push(http_route_json(&mk_http_route(name, "gw", &[&host], rules)));
+    }
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("headers.example.com", "/", "web")
+        .await;
+
+    let reply = tugboat_testkit::http::request(
+        scene.http_addr(),
+        "GET",
+        "headers.example.com",
+        "/",
+        &[("X-Set", "client"), ("X-Add", "client"), ("X-Gone", "yes")],
+    )
+    .await
+    .expect("answer");
+    assert_eq!(
+        header_values(&reply, "x-echo-req-set"),
+        ["one"],
+        "{reply:?}"
+    );
+    let mut added = header_values(&reply, "x-echo-req-add");
+    added.sort_unstable();
+    assert_eq!(added, ["client", "two"], "{reply:?}");
+    assert!(
+        header_values(&reply, "x-echo-req-gone").is_empty(),
+        "{reply:?}"
+    );
+    assert_eq!(reply.header("x-served-by"), Some("tugboat"));
+    assert_eq!(
+        reply.header("x-echo-service"),
+        None,
+        "removed from the answer"
+    );
+
+    let redirect = scene
+        .get("moved.example.com", "/old/page?x=1")
+        .await
+        .expect("answer");
+    assert_eq!(redirect.status, 301);
+    assert_eq!(
+        redirect.header("location"),
+        Some("https://new.example.com/new/page?x=1")
+    );
+    let redirect = scene
+        .get("moved.example.com", "/old")
+        .await
+        .expect("answer");
+    assert_eq!(
+        redirect.header("location"),
+        Some("https://new.example.com/new")
+    );
+    let redirect = scene
+        .get("moved.example.com", "/down")
+        .await
+        .expect("answer");
+    assert_eq!(redirect.status, 302);
+    assert_eq!(
+        redirect.header("location"),
+        Some("http://moved.example.com:8443/maintenance")
+    );
+    assert_eq!(
+        route_condition(&scene, "moved", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+
+    let rewritten = scene
+        .get("rewrite.example.com", "/api/items?q=1")
+        .await
+        .expect("answer");
+    assert_eq!(rewritten.service(), Some("web"));
+    assert_eq!(rewritten.path(), Some("/v2/items"), "{rewritten:?}");
+    assert_eq!(rewritten.query(), Some("q=1"));
+    assert!(
+        rewritten.body.contains("host=internal.example.com"),
+        "{rewritten:?}"
+    );
+    let root = scene
+        .get("rewrite.example.com", "/api")
+        .await
+        .expect("answer");
+    assert_eq!(root.path(), Some("/v2"));
+}
+
+/// How many of `count` requests to `host` each service (or status, for other answers)
+/// took.
+async fn tally(
+    scene: &Scene,
+    host: &str,
+    count: usize,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut tally = std::collections::BTreeMap::new();
+    for _ in 0..count {
+        let reply = scene.get(host, "/").await.expect("answer");
+        let key = match reply.service() {
+            Some(service) if reply.status == 200 => service.to_string(),
+            _ => reply.status.to_string(),
+        };
+        *tally.entry(key).or_insert(0) += 1;
+    }
+    tally
+}
+
+/// Asserts that `key` took `share` of `count` requests, within 5 points.
+fn assert_share(
+    tally: &std::collections::BTreeMap<String, usize>,
+    key: &str,
+    share: f64,
+    count: usize,
+) {
+    let got = *tally.get(key).unwrap_or(&0) as f64 / count as f64;
+    assert!(
+        (got - share).abs() <= 0.05,
+        "{key}: {got:.3} of the requests, expected {share} +/- 0.05 ({tally:?})"
+    );
+}
+
+async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, source: Source) {
+    const REQUESTS: usize = 1000;
+    let web = start_backends("web", 192, 1).await;
+    let api = start_backends("api", 193, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let route = |backends: &[(&str, i32, i32)]| {
+        http_route_json(&mk_http_route(
+            "split",
+            "gw",
+            &["split.example.com"],
+            vec![mk_weighted_rule("/", backends)],
+        ))
+    };
+    objects.push(route(&[("web", 80, 3), ("api", 80, 1)]));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("split.example.com", "/", "web")
+        .await;
+    let counts = tally(&scene, "split.example.com", REQUESTS).await;
+    assert_share(&counts, "web", 0.75, REQUESTS);
+    assert_share(&counts, "api", 0.25, REQUESTS);
+
+    // A share whose Service does not exist answers 500 for its part.
+    scene.apply(&route(&[("web", 80, 1), ("gone", 80, 1)]));
+    wait_for_route_condition(
+        &scene,
+        "split",
+        "ResolvedRefs",
+        ("False", "BackendNotFound"),
+    )
+    .await;
+    eventually("the new split", Duration::from_secs(15), || async {
+        let counts = tally(&scene, "split.example.com", 20).await;
+        (!counts.contains_key("api")).then_some(())
+    })
+    .await;
+    let counts = tally(&scene, "split.example.com", REQUESTS).await;
+    assert_share(&counts, "web", 0.5, REQUESTS);
+    assert_share(&counts, "500", 0.5, REQUESTS);
+
+    // Weight 0 takes no requests.
+    scene.apply(&route(&[("web", 80, 0), ("api", 80, 5)]));
+    scene
+        .wait_for_service("split.example.com", "/", "api")
+        .await;
+    eventually("api alone", Duration::from_secs(15), || async {
+        let counts = tally(&scene, "split.example.com", 50).await;
+        (counts.get("api") == Some(&50)).then_some(())
+    })
+    .await;
+}
+
+async fn method_header_and_query_matches_pick_the_rule_by_precedence(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 194, 1).await;
+    let api = start_backends("api", 195, 1).await;
+    let canary = start_backends("canary", 196, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[
+        ("web", &web),
+        ("api", &api),
+        ("canary", &canary),
+    ]));
+    let matching =
+        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
+    objects.push(http_route_json(&mk_http_route(
+        "matches",
+        "gw",
+        &["match.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            matching(
+                "api",
+                serde_json::json!([{"headers": [{"name": "Version", "value": "2"}]}]),
+            ),
+            matching("canary", serde_json::json!([{"method": "POST"}])),
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "RegularExpression", "value": "^/v[0-9]+/items$"}}]),
+            ),
+            matching(
+                "canary",
+                serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
+            ),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "team-only",
+        "gw",
+        &["team.example.com"],
+        vec![matching(
+            "web",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/"},
+                                                  "headers": [{"name": "x-team", "value": "a"}]}]),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("match.example.com", "/", "web")
+        .await;
+    let ask = |method: &'static str,
+               path: &'static str,
+               headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            let reply = tugboat_testkit::http::request(
+                scene.http_addr(),
+                method,
+                "match.example.com",
+                path,
+                headers,
+            )
+            .await
+            .expect("answer");
+            reply.service().map(str::to_string)
+        }
+    };
+    assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
+    assert_eq!(
+        ask("GET", "/v12/items", &[]).await.as_deref(),
+        Some("api"),
+        "regex path"
+    );
+    assert_eq!(
+        ask("POST", "/v12/items", &[]).await.as_deref(),
+        Some("api"),
+        "a path expression comes before a method match"
+    );
+    assert_eq!(
+        ask("GET", "/v12/items/x", &[]).await.as_deref(),
+        Some("web")
+    );
+    assert_eq!(
+        ask("GET", "/x", &[("version", "2")]).await.as_deref(),
+        Some("api"),
+        "header"
+    );
+    assert_eq!(
+        ask("GET", "/x", &[("version", "3")]).await.as_deref(),
+        Some("web")
+    );
+    assert_eq!(
+        ask("POST", "/", &[]).await.as_deref(),
+        Some("canary"),
+        "method"
+    );
+    assert_eq!(
+        ask("POST", "/", &[("version", "2")]).await.as_deref(),
+        Some("canary"),
+        "a method match comes before header matches"
+    );
+    assert_eq!(
+        ask("GET", "/?env=canary", &[]).await.as_deref(),
+        Some("canary"),
+        "query"
+    );
+    assert_eq!(
+        ask("GET", "/?env=canary", &[("version", "2")])
+            .await
+            .as_deref(),
+        Some("api"),
+        "header matches come before query matches"
+    );
+    // Only a rule with a header match: other requests of the host and path get 404.
+    let team = tugboat_testkit::http::request(
+        scene.http_addr(),
+        "GET",
+        "team.example.com",
+        "/",
+        &[("X-Team", "a")],
+    )
+    .await
+    .expect("answer");
+    assert_eq!(team.service(), Some("web"));
+    assert_eq!(
+        scene
+            .get("team.example.com", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+    assert_eq!(
+        route_condition(&scene, "matches", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+}
+
+async fn the_http_listener_redirects_while_the_https_listener_serves(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 198, 1).await;
+    let (cert, key, der) = certificate(&["secure.example.com"], false);
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_listener("http", "HTTP", 80, Some("secure.example.com")),
+                mk_https_listener("https", "secure.example.com", (None, "site-tls")),
+            ],
+        ),
+        to_json(&mk_tls_secret("site-tls", &cert, &key)),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    let on = |mut route: HttpRoute, section: &str| {
+        route.spec.parent_refs[0].section_name = Some(section.to_string());
+        route
+    };
+    let mut redirect = with_filter_json(
+        mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+        serde_json::json!({"type": "RequestRedirect",
+                           "requestRedirect": {"scheme": "https", "statusCode": 301}}),
+    );
+    redirect.backend_refs.clear();
+    objects.push(http_route_json(&on(
+        mk_http_route("to-https", "gw", &[], vec![redirect]),
+        "http",
+    )));
+    objects.push(http_route_json(&on(
+        mk_http_route(
+            "app",
+            "gw",
+            &[],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "https",
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_status("secure.example.com", "/x?y=1", 301)
+        .await;
+    let moved = scene
+        .get("secure.example.com", "/x?y=1")
+        .await
+        .expect("answer");
+    assert_eq!(
+        moved.header("location"),
+        Some("https://secure.example.com/x?y=1")
+    );
+    let https = scene.https_addr();
+    let served = eventually(
+        "the HTTPS listener's route",
+        Duration::from_secs(15),
+        || async {
+            let found = exchange(https, "secure.example.com", "/x", &[b"http/1.1"])
+                .await
+                .ok()?;
+            (found.certificate == der).then_some(found)
+        },
+    )
+    .await;
+    assert_eq!(served.reply.expect("answer").service(), Some("web"));
+    for route in ["to-https", "app"] {
+        assert_eq!(
+            route_condition(&scene, route, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{route}"
+        );
+    }
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().all(|p| p.object.kind != "HTTPRoute"),
+        "no conflict between the two binds' routes: {problems:?}"
+    );
+}
+
+/// Through the API only: the publish flags' addresses in the Gateway's status, and
+/// conditions that follow a new generation of the route.
+async fn gateway_status_has_the_published_addresses_and_follows_generations(
+    haproxy: HaproxyBinary,
+) {
+    let web = start_backends("web", 199, 1).await;
+    let server = tugboat_testkit::FakeApiServer::start().await;
+    for object in class_and_gateway()
+        .into_iter()
+        .chain(services(&[("web", &web)]))
+    {
+        server.put(object);
+    }
+    let route = |path: &str| {
+        http_route_json(&mk_http_route(
+            "shop",
+            "gw",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", path)], "web", 80)],
+        ))
+    };
+    server.put(route("/"));
+    let mut options = tugboat_testkit::cluster_pod::options("pod-a");
+    options.publish.addresses = vec!["192.0.2.10".into(), "lb.example.com".into()];
+    let pod = tugboat_testkit::ClusterPod::start_with(&haproxy, &server, options, |config| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    })
+    .await;
+    pod.wait_for_service("shop.example.com", "/", "web").await;
+    let addresses = eventually(
+        "the Gateway's addresses",
+        Duration::from_secs(15),
+        || async {
+            let gateway = server.get("Gateway", "default", "gw")?;
+            let addresses = gateway["status"]["addresses"].as_array()?.clone();
+            (!addresses.is_empty()).then_some(addresses)
+        },
+    )
+    .await;
+    assert_eq!(
+        addresses,
+        [
+            serde_json::json!({"type": "IPAddress", "value": "192.0.2.10"}),
+            serde_json::json!({"type": "Hostname", "value": "lb.example.com"}),
+        ]
+    );
+    let generation_of = |server: &tugboat_testkit::FakeApiServer| {
+        let route = server.get("HTTPRoute", "default", "shop")?;
+        let generation = route["metadata"]["generation"].as_i64()?;
+        let observed =
+            route["status"]["parents"][0]["conditions"][0]["observedGeneration"].as_i64()?;
+        Some((generation, observed))
+    };
+    let (first, _) = eventually("the route's status", Duration::from_secs(15), || async {
+        generation_of(&server).filter(|(g, o)| g == o)
+    })
+    .await;
+    server.put(route("/shop"));
+    let (second, observed) = eventually(
+        "the new generation observed",
+        Duration::from_secs(15),
+        || async { generation_of(&server).filter(|(g, o)| g == o && *g > first) },
+    )
+    .await;
+    assert_eq!(second, observed);
+    pod.wait_for_service("shop.example.com", "/shop/x", "web")
+        .await;
+}
+
+async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 200, 1).await;
+    let api = start_backends("api", 201, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "legacy",
+        "legacy.example.com",
+        "web",
+    )));
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "shared",
+        "shared.example.com",
+        "web",
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "new",
+        "gw",
+        &["new.example.com", "shared.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("legacy.example.com", "/", "web")
+        .await;
+    scene.wait_for_service("new.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("shared.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "the Ingress keeps its host and path"
+    );
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().any(|p| p.object.kind == "HTTPRoute"
+            && p.object.name == "new"
+            && p.message.contains("Ingress default/shared")),
+        "{problems:?}"
+    );
+    // The Ingress goes: the route takes the host.
+    scene.delete(&tugboat_testkit::objects::mk_ingress(
+        "shared",
+        "shared.example.com",
+        "web",
+    ));
+    scene
+        .wait_for_service("shared.example.com", "/", "api")
+        .await;
+}
+
+async fn only_the_leader_writes_gateway_status_and_a_new_leader_takes_over(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 202, 1).await;
+    let server = tugboat_testkit::FakeApiServer::start().await;
+    for object in class_and_gateway()
+        .into_iter()
+        .chain(services(&[("web", &web)]))
+    {
+        server.put(object);
+    }
+    server.put(http_route_json(&mk_http_route(
+        "shop",
+        "gw",
+        &["shop.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let replica = |name: &str, address: &str| {
+        let mut options = tugboat_testkit::cluster_pod::options(name);
+        options.publish.addresses = vec![address.to_string()];
+        options
+    };
+    let gateway_on = |config: &mut tugboat::controller::ControllerConfig| {
+        config.model.gateway = Some(GatewaySettings::new(
+            GATEWAY_CONTROLLER,
+            config.render.http_port,
+            config.render.https_port,
+        ));
+    };
+    let a = tugboat_testkit::ClusterPod::start_with(
+        &haproxy,
+        &server,
+        replica("pod-a", "127.0.0.11"),
+        gateway_on,
+    )
+    .await;
+    let b = tugboat_testkit::ClusterPod::start_with(
+        &haproxy,
+        &server,
+        replica("pod-b", "127.0.0.12"),
+        gateway_on,
+    )
+    .await;
+    a.wait_for_service("shop.example.com", "/", "web").await;
+    b.wait_for_service("shop.example.com", "/", "web").await;
+    let holder = || async {
+        let lease = server.get("Lease", "tugboat-system", "tugboat-leader")?;
+        lease["spec"]["holderIdentity"].as_str().map(str::to_string)
+    };
+    let published = || async {
+        let gateway = server.get("Gateway", "default", "gw")?;
+        gateway["status"]["addresses"][0]["value"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let leader = eventually("a Lease holder", Duration::from_secs(15), holder).await;
+    let (stopped, survivor, (leader_ip, survivor_ip, survivor_name)) = if leader == "pod-a" {
+        (a, b, ("127.0.0.11", "127.0.0.12", "pod-b"))
+    } else {
+        (b, a, ("127.0.0.12", "127.0.0.11", "pod-a"))
+    };
+    eventually("the leader's address", Duration::from_secs(10), || async {
+        (published().await.as_deref() == Some(leader_ip)).then_some(())
+    })
+    .await;
+    wait_for_route_condition_api(&server, "shop").await;
+    let gateway_writes = || {
+        server
+            .writes()
+            .into_iter()
+            .filter(|w| w.path.contains("gateway.networking.k8s.io") && w.path.ends_with("/status"))
+            .collect::<Vec<_>>()
+    };
+    for write in gateway_writes() {
+        assert!(
+            !write.body.to_string().contains(survivor_ip),
+            "only the leader writes: {write:?}"
+        );
+    }
+    drop(stopped);
+    eventually(
+        "the other replica holds the Lease",
+        Duration::from_secs(20),
+        || async { (holder().await.as_deref() == Some(survivor_name)).then_some(()) },
+    )
+    .await;
+    eventually(
+        "the new leader's address",
+        Duration::from_secs(10),
+        || async { (published().await.as_deref() == Some(survivor_ip)).then_some(()) },
+    )
+    .await;
+    survivor
+        .wait_for_service("shop.example.com", "/", "web")
+        .await;
+}
+
+/// Waits until the route `name` has its Accepted condition from the API server.
+async fn wait_for_route_condition_api(server: &tugboat_testkit::FakeApiServer, name: &str) {
+    eventually(
+        &format!("HTTPRoute {name} accepted"),
+        Duration::from_secs(15),
+        || async {
+            let route = server.get("HTTPRoute", "default", name)?;
+            (route["status"]["parents"][0]["conditions"][0]["status"] == "True").then_some(())
+        },
+    )
+    .await;
+}
+
+async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 203, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![
+                mk_listener("http", "HTTP", 80, Some("a.example.com")),
+                mk_listener("again", "HTTP", 80, Some("a.example.com")),
+                mk_listener("odd-port", "HTTP", 8081, None),
+                mk_listener("tcp", "TCP", 5432, None),
+                mk_listener("other", "HTTP", 80, Some("b.example.com")),
+            ],
+        ),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    let mut on_again = mk_http_route(
+        "on-again",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    );
+    on_again.spec.parent_refs[0].section_name = Some("again".into());
+    objects.push(http_route_json(&on_again));
+    objects.push(http_route_json(&mk_http_route(
+        "everywhere",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("b.example.com", "/", "web").await;
+    scene.wait_for_service("a.example.com", "/", "web").await;
+    assert_eq!(
+        listener_condition(&scene, 0, "Programmed").await,
+        ("True".into(), "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&scene, 1, "Conflicted").await,
+        ("True".into(), "HostnameConflict".into())
+    );
+    assert_eq!(listener_condition(&scene, 1, "Programmed").await.0, "False");
+    assert_eq!(
+        listener_condition(&scene, 2, "Accepted").await,
+        ("False".into(), "PortUnavailable".into())
+    );
+    assert_eq!(
+        listener_condition(&scene, 3, "Accepted").await,
+        ("False".into(), "UnsupportedProtocol".into())
+    );
+    // Only the conflicted listener: the route is not allowed there.
+    assert_eq!(
+        route_condition(&scene, "on-again", "Accepted").await,
+        ("False".into(), "NotAllowedByListeners".into())
+    );
+    if let Some(api) = scene.api() {
+        let gateway = api.get("Gateway", "default", "gw").expect("the Gateway");
+        let attached: Vec<i64> = gateway["status"]["listeners"]
+            .as_array()
+            .expect("listeners")
+            .iter()
+            .map(|l| l["attachedRoutes"].as_i64().unwrap_or(-1))
+            .collect();
+        assert_eq!(attached, [1, 0, 0, 0, 1], "{gateway}");
+        let programmed = gateway["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Programmed"))
+            .map(|c| c["status"].clone());
+        assert_eq!(programmed, Some("True".into()));
+    }
+}
