@@ -644,6 +644,11 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        self.serve_certificate(name, pem, claimed);
+    }
+
+    /// Serves certificate `name` for the hosts it claimed (more, when it has some).
+    fn serve_certificate(&mut self, name: String, pem: Pem, claimed: Vec<String>) {
         let certificate = self
             .certificates
             .entry(name.clone())

@@ -14,7 +14,7 @@ use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, Se
 
 use super::{Builder, SecretUse};
 use crate::annotations::{Layer, Scope};
-use crate::desired::{Backend, BackendName, ServicePortRef, TlsCertificate};
+use crate::desired::{Backend, BackendName, ServicePortRef};
 use crate::features::FeatureSetId;
 use std::collections::{BTreeSet, HashMap};
 
@@ -365,16 +365,6 @@ impl Builder<'_> {
                 }
             }
         }
-        let entry = self
-            .certificates
-            .entry(name.clone())
-            .or_insert_with(|| TlsCertificate {
-                name,
-                pem,
-                hosts: Vec::new(),
-            });
-        entry.hosts.extend(claimed);
-        entry.hosts.sort();
-        entry.hosts.dedup();
+        self.serve_certificate(name, pem, claimed);
     }
 }
