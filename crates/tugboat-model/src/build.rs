@@ -839,10 +839,12 @@ impl<'a> Builder<'a> {
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
         let (mut features, lookups) = annotations::route_features(&mut resolver);
-        // Fail closed: a restriction Tugboat cannot honour refuses everybody.
-        features.deny_all = self.settings.unsupported_access == UnsupportedAccess::Deny
-            && (!service_layer.unsupported_access.is_empty()
-                || !ingress_layer.unsupported_access.is_empty());
+        // Fail closed: a restriction Tugboat cannot honour, or whose value it cannot
+        // read, refuses everybody.
+        features.deny_all = resolver.refused_restriction
+            || self.settings.unsupported_access == UnsupportedAccess::Deny
+                && (!service_layer.unsupported_access.is_empty()
+                    || !ingress_layer.unsupported_access.is_empty());
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 &ingress_layer.object,

@@ -241,6 +241,23 @@ fn a_peer_allow_list_with_a_value_tugboat_refuses_fails_closed() {
 }
 
 #[test]
+fn an_invalid_value_of_our_own_access_key_fails_closed() {
+    let output = one_ingress(json!({"tugboat.dev/allow-list": "10.0.0.0/8, bogus"}));
+    let refused = features(&output);
+    assert!(refused.deny_all, "{refused:?}");
+    let problem = &output.problems[0];
+    assert!(
+        problem.field.ends_with("tugboat.dev/allow-list"),
+        "{problem}"
+    );
+    assert!(problem.message.contains("403"), "{problem}");
+    // A key that does not restrict access is ignored, as before.
+    let output = one_ingress(json!({"tugboat.dev/timeout-server": "soon"}));
+    assert!(!features(&output).deny_all);
+    assert!(output.problems[0].message.contains("ignored"));
+}
+
+#[test]
 fn ingress_nginx_allow_and_deny_lists_are_read_as_tugboat_s() {
     let output = one_ingress(json!({
         "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/24, 192.168.1.7",

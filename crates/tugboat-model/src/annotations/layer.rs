@@ -290,6 +290,9 @@ fn object_kind_plural(scope: Scope) -> &'static str {
 pub struct Resolver<'a> {
     layers: Vec<&'a Layer>,
     pub problems: Vec<ObjectProblem>,
+    /// A key that restricts access had a value that does not parse: its routes fail
+    /// closed rather than serve what the next layer (or nothing) allows.
+    pub refused_restriction: bool,
 }
 
 impl<'a> Resolver<'a> {
@@ -298,6 +301,7 @@ impl<'a> Resolver<'a> {
         Self {
             layers,
             problems: Vec::new(),
+            refused_restriction: false,
         }
     }
 
@@ -325,15 +329,25 @@ impl<'a> Resolver<'a> {
             };
             match (key.parse)(value) {
                 Ok(parsed) => return Some(parsed),
-                Err(expected) => self.problems.push(ObjectProblem {
-                    object: layer.object.clone(),
-                    field: field.clone(),
-                    reason: ProblemReason::InvalidField,
-                    message: format!(
-                        "key '{name}': '{}' is not valid, expected {expected}; the key is ignored here",
-                        printable(value)
-                    ),
-                }),
+                Err(expected) => {
+                    let restricts = super::prefixes::restricts_access(name);
+                    self.refused_restriction |= restricts;
+                    let outcome = if restricts {
+                        "it restricts access, so its routes refuse every request (403) until \
+                         it is fixed"
+                    } else {
+                        "the key is ignored here"
+                    };
+                    self.problems.push(ObjectProblem {
+                        object: layer.object.clone(),
+                        field: field.clone(),
+                        reason: ProblemReason::InvalidField,
+                        message: format!(
+                            "key '{name}': '{}' is not valid, expected {expected}; {outcome}",
+                            printable(value)
+                        ),
+                    });
+                }
             }
         }
         None
