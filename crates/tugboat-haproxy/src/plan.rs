@@ -198,10 +198,10 @@ fn server_changes(
 }
 
 /// Plans a [`Patch`] of the state haproxy runs, when the model says that only the
-/// endpoints of some backends and the PEM of some certificates changed: the cost is
-/// what the patch touches (the config's sections of those backends are replaced, not
-/// the whole state rendered again), and the plan is the one [`plan`] makes for the
-/// patched state. `Err` gives `applied` back, untouched, when the patch needs more than
+/// endpoints of some backends, the PEM of some certificates and the routes of some
+/// Ingresses changed: the cost is what the patch touches (the config's sections of
+/// those backends and the map lines of those routes are replaced, not the whole state
+/// rendered again), and the plan is the one [`plan`] makes for the patched state. `Err` gives `applied` back, untouched, when the patch needs more than
 /// runtime changes (a server added to a backend that refuses them, a certificate too
 /// large for one command) or names what haproxy does not run: plan the whole state then.
 pub fn plan_patch(

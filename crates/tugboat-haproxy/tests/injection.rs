@@ -362,6 +362,11 @@ fn check(key: &KeySpec, value: &str) -> Result<(), TestCaseError> {
         // A name that finds no Secret blocks what needs it: those lines are the key's too.
         good_lines.extend(lines(&render_with(key, Some("no-such-secret"))));
     }
+    if tugboat_model::annotations::prefixes::restricts_access(key.name) {
+        // A value a key that restricts access refuses makes its routes refuse everybody:
+        // those lines are the key's too (a newline is refused by every key).
+        good_lines.extend(lines(&render_with(key, Some("\n"))));
+    }
     let owned: BTreeSet<(String, Vec<String>)> = good_lines
         .difference(&none_lines)
         .map(|(_, l)| shape(l))

@@ -18,7 +18,9 @@ pub fn reference_markdown() -> String {
          the routes to it) as the annotation `tugboat.dev/<key>`; `ingress.kubernetes.io/<key>` \
          is accepted as an alias. Service beats Ingress beats ConfigMap beats the default. A value \
          that does not parse is ignored for that object only, with a warning naming the key, the \
-         value and what was expected.\n\n\
+         value and what was expected; except for a key that restricts access (allow and deny \
+         lists, authentication, rate limits): its routes then refuse every request (403) until \
+         the value is fixed.\n\n\
          No annotation under `tugboat.dev/`, `ingress.kubernetes.io/` or another controller's \
          prefix (`nginx.ingress.kubernetes.io/`, `haproxy.org/`, `haproxy.com/`, \
          `haproxy-ingress.github.io/`) is ignored silently: one that Tugboat does not read \
