@@ -857,8 +857,10 @@ async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, 
         ("False", "BackendNotFound"),
     )
     .await;
-    eventually("the new split", Duration::from_secs(15), || async {
-        let counts = tally(&scene, "split.example.com", 20).await;
+    // Until the old split is gone for good (it gave api a quarter: 100 requests in a row
+    // without one are not chance), then counted.
+    eventually("the new split", Duration::from_secs(20), || async {
+        let counts = tally(&scene, "split.example.com", 100).await;
         (!counts.contains_key("api")).then_some(())
     })
     .await;
