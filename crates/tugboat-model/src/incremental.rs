@@ -6,7 +6,7 @@
 //! - a [`Patch`] when only EndpointSlices changed (the endpoints of the backends of their
 //!   Services), Secrets used only as `spec.tls` certificates whose check still passes
 //!   (the certificate's PEM), or Ingresses whose change moves only their own routes
-//!   between backends that exist (see [`crate::route_patch`]);
+//!   (and the backends they start or stop using: see `route_patch.rs`);
 //! - a full [`build`](crate::build) otherwise ([`Rebuilt`] says why), with the TLS
 //!   Secrets that did not change taken as parsed before.
 //!
