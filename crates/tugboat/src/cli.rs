@@ -332,11 +332,11 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         Command::Render(args) => render(&args),
         Command::AnnotationsReference => {
-            print!("{}", tugboat_model::annotations::reference_markdown());
+            print_out(&tugboat_model::annotations::reference_markdown());
             Ok(ExitCode::SUCCESS)
         }
         Command::MigratingReference => {
-            print!("{}", tugboat_model::annotations::migrating_markdown());
+            print_out(&tugboat_model::annotations::migrating_markdown());
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate(args) => crate::migrate::run(&args),
@@ -562,9 +562,16 @@ pub fn render_folder(args: &RenderArgs) -> anyhow::Result<RenderOutput> {
     })
 }
 
+/// Writes `text` to standard output. A reader that stops early (`| head`) is not an
+/// error: what it did not read is not wanted.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
 fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let output = render_folder(args)?;
-    print!("{}", output.files);
+    print_out(&output.files);
     for note in &output.not_served {
         eprintln!("note: {note}");
     }

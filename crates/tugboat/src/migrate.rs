@@ -2,7 +2,6 @@
 //! manifests or from a cluster and prints what Tugboat does with each of their keys
 //! (see [`tugboat_model::migration`]); exits 1 when anything is not supported.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -111,8 +110,7 @@ pub fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&report).context("cannot write the report")? + "\n"
         }
     };
-    // A reader that stops early (`| head`) is not an error.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    crate::cli::print_out(&text);
     Ok(if report.all_supported() {
         ExitCode::SUCCESS
     } else {
