@@ -201,7 +201,8 @@ fn server_changes(
 /// endpoints of some backends, the PEM of some certificates and the routes of some
 /// Ingresses changed: the cost is what the patch touches (the config's sections of
 /// those backends and the map lines of those routes are replaced, not the whole state
-/// rendered again), and the plan is the one [`plan`] makes for the patched state. `Err` gives `applied` back, untouched, when the patch needs more than
+/// rendered again), and the plan is the one [`plan`] makes for the patched state.
+/// `Err` gives `applied` back, untouched, when the patch needs more than
 /// runtime changes (a server added to a backend that refuses them, a certificate too
 /// large for one command) or names what haproxy does not run: plan the whole state then.
 pub fn plan_patch(

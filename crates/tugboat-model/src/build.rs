@@ -291,27 +291,6 @@ pub(crate) struct IngressAlone {
     pub reads: Reads,
 }
 
-/// The Services an Ingress names (its default backend and every path's), in its
-/// namespace.
-pub(crate) fn services_named(key: &ObjectKey, ingress: &Ingress) -> BTreeSet<ObjectKey> {
-    let Some(spec) = &ingress.spec else {
-        return BTreeSet::new();
-    };
-    let paths = spec
-        .rules
-        .iter()
-        .flatten()
-        .filter_map(|rule| rule.http.as_ref())
-        .flat_map(|http| &http.paths)
-        .map(|path| &path.backend);
-    spec.default_backend
-        .iter()
-        .chain(paths)
-        .filter_map(|backend| backend.service.as_ref())
-        .map(|service| ObjectKey::new(&key.namespace, &service.name))
-        .collect()
-}
-
 /// Builds one Ingress alone (see [`IngressAlone`]) with the EndpointSlices of the
 /// Services it names in `slices_by_service`.
 pub(crate) fn build_ingress_alone<'a>(

@@ -13,8 +13,8 @@
 
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 
-use crate::snapshot::DiffItem;
 use crate::snapshot::Objects;
+use crate::snapshot::follow;
 
 /// The controller value of IngressClasses Tugboat serves unless told otherwise.
 pub const DEFAULT_CONTROLLER_CLASS: &str = "tugboat.dev/ingress";
@@ -194,27 +194,10 @@ impl ServedMemo {
             && last.filter == *filter
             && last.classes == classes
         {
-            if !last.all.ptr_eq(all) {
-                for item in last.all.diff(all) {
-                    match item {
-                        DiffItem::Add(key, ingress)
-                        | DiffItem::Update {
-                            new: (key, ingress),
-                            ..
-                        } => {
-                            if filter.serves_ingress(ingress, classes) {
-                                last.served.insert(key.clone(), ingress.clone());
-                            } else {
-                                last.served.remove(key);
-                            }
-                        }
-                        DiffItem::Remove(key, _) => {
-                            last.served.remove(key);
-                        }
-                    }
-                }
-                last.all = all.clone();
-            }
+            follow(&last.all, all, &mut last.served, |_, ingress| {
+                filter.serves_ingress(ingress, classes)
+            });
+            last.all = all.clone();
             return last.served.clone();
         }
         let served = filter.served_ingresses(all, classes);

@@ -24,7 +24,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
 use crate::annotations::{self, Layer, Named, Scope, UnsupportedAccess};
 use crate::build::Settings;
 use crate::problem::ObjectRef;
-use crate::snapshot::DiffItem;
+use crate::snapshot::{DiffItem, follow};
 use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
 
 /// The Secrets and ConfigMaps a snapshot refers to.
@@ -268,24 +268,10 @@ fn pick_again<K: PartialEq>(
     if let Some(last) = last
         && last.keys == *keys
     {
-        if !last.from.ptr_eq(objects) {
-            for item in last.from.diff(objects) {
-                match item {
-                    DiffItem::Add(key, object)
-                    | DiffItem::Update {
-                        new: (key, object), ..
-                    } => {
-                        if keys.contains(key) {
-                            last.picked.insert(key.clone(), object.clone());
-                        }
-                    }
-                    DiffItem::Remove(key, _) => {
-                        last.picked.remove(key);
-                    }
-                }
-            }
-            last.from = objects.clone();
-        }
+        follow(&last.from, objects, &mut last.picked, |key, _| {
+            keys.contains(key)
+        });
+        last.from = objects.clone();
         return last.picked.clone();
     }
     let picked = pick(objects, keys);
@@ -332,7 +318,7 @@ fn named_by_annotations(
 }
 
 /// The names of the Services an Ingress routes to (rules and `defaultBackend`).
-fn backend_services(ingress: &Ingress) -> impl Iterator<Item = &str> {
+pub(crate) fn backend_services(ingress: &Ingress) -> impl Iterator<Item = &str> {
     let spec = ingress.spec.as_ref();
     let default = spec.and_then(|s| s.default_backend.as_ref());
     let rules = spec

@@ -9,19 +9,19 @@
 //! same options from the next user. Anything else is a full build, which is always
 //! right.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::networking::v1::Ingress;
 
 use crate::build::{
     BackendUse, IngressAlone, ParsedSecrets, Reads, build_ingress_alone, ingress_order,
-    services_named,
 };
 use crate::desired::{BackendName, HostMatch, PathMatch, ServicePortRef};
 use crate::features::BackendOptions;
 use crate::incremental::{IngressRoutes, Patch, diff_key, diff_values};
 use crate::problem::{ObjectProblem, ProblemReason};
+use crate::references::backend_services;
 use crate::snapshot::{ObjectKey, Snapshot};
 use crate::{BuildOutput, Settings};
 
@@ -29,7 +29,8 @@ use crate::{BuildOutput, Settings};
 /// full build, which is then cheaper.
 const MOST_INGRESSES_PATCHED: usize = 32;
 
-/// Why an Ingress change needs a full build (for debug logs and tests).
+/// Why an Ingress change needs a full build: the condition that failed, named where it
+/// is checked (the caller only learns that one did).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NeedsBuild(pub &'static str);
 
@@ -191,7 +192,10 @@ impl RouteChanges<'_> {
         key: &ObjectKey,
         ingress: &Ingress,
     ) -> IngressAlone {
-        let slices = services_named(key, ingress)
+        let services: BTreeSet<ObjectKey> = backend_services(ingress)
+            .map(|name| ObjectKey::new(&key.namespace, name))
+            .collect();
+        let slices = services
             .into_iter()
             .map(|service| {
                 let slices = self

@@ -43,6 +43,36 @@ pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
 /// the maps share).
 pub use imbl::ordmap::DiffItem;
 
+/// Brings `kept`, the objects of `from` that `keep` keeps, to those of `to`: at the cost
+/// of what differs between `from` and `to` (maps that share their unchanged parts).
+pub fn follow<K: PartialEq>(
+    from: &Objects<K>,
+    to: &Objects<K>,
+    kept: &mut Objects<K>,
+    keep: impl Fn(&ObjectKey, &K) -> bool,
+) {
+    if from.ptr_eq(to) {
+        return;
+    }
+    for item in from.diff(to) {
+        match item {
+            DiffItem::Add(key, object)
+            | DiffItem::Update {
+                new: (key, object), ..
+            } => {
+                if keep(key, object) {
+                    kept.insert(key.clone(), object.clone());
+                } else {
+                    kept.remove(key);
+                }
+            }
+            DiffItem::Remove(key, _) => {
+                kept.remove(key);
+            }
+        }
+    }
+}
+
 /// Whether two maps hold the very same objects (the same `Arc`s, in the same order): a
 /// walk of pointers, never a deep comparison; two maps of equal objects made apart
 /// answer `false`. The keys are not compared: an object's `Arc` is made for one key

@@ -321,10 +321,7 @@ async fn apply_patch(
     objects: usize,
 ) -> Option<Result<(), UpdateFailure>> {
     if let Some(problems) = &patch.problems {
-        report_problems(&mut state.problems, problems);
-        if let Some(metrics) = &config.metrics {
-            metrics.set_problems(problems);
-        }
+        report_problems(config, &mut state.problems, problems);
         status.send_if_modified(|status| {
             let changed = status.problems != *problems;
             status.problems.clone_from(problems);
@@ -423,10 +420,7 @@ async fn apply_full(
         &mut state.refused_snippets,
     );
     let build = started.elapsed();
-    report_problems(&mut state.problems, &output.problems);
-    if let Some(metrics) = &config.metrics {
-        metrics.set_problems(&output.problems);
-    }
+    report_problems(config, &mut state.problems, &output.problems);
     let gateway = std::mem::take(&mut output.gateway);
     status.send_if_modified(|status| {
         let changed = status.problems != output.problems || *status.gateway != gateway;
@@ -679,8 +673,16 @@ fn served_ingresses(desired: &Desired) -> BTreeSet<ObjectKey> {
         .collect()
 }
 
-/// Logs problems that are new since the last update, and those that went away.
-fn report_problems(known: &mut BTreeSet<ObjectProblem>, problems: &[ObjectProblem]) {
+/// Logs problems that are new since the last update, and those that went away; counts
+/// them in the metrics.
+fn report_problems(
+    config: &ControllerConfig,
+    known: &mut BTreeSet<ObjectProblem>,
+    problems: &[ObjectProblem],
+) {
+    if let Some(metrics) = &config.metrics {
+        metrics.set_problems(problems);
+    }
     let problems: BTreeSet<ObjectProblem> = problems.iter().cloned().collect();
     for problem in problems.difference(known) {
         tracing::warn!(reason = problem.reason.as_str(), "{problem}");
