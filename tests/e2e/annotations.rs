@@ -547,11 +547,10 @@ async fn backend_proxy_protocol_and_balance(haproxy: HaproxyBinary, source: Sour
 
     // More endpoints than the slots with `balance source`: a reload, not `add server`.
     scene.apply(&mk_endpoint_slice("hashed", "http", &all));
-    let config = scene.config_dir.join("haproxy.cfg");
     eventually("9 servers of hashed", Duration::from_secs(10), || {
-        let config = config.clone();
+        let config_dir = scene.config_dir.clone();
         async move {
-            let text = std::fs::read_to_string(config).ok()?;
+            let text = tugboat_testkit::haproxy::read_config(&config_dir)?;
             (text.matches("server s").count() >= 9 && text.contains("127.0.127.9")).then_some(())
         }
     })

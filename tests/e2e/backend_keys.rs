@@ -793,8 +793,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(
         (try_get(&pod, "web.example.com").await?.header("x-snippet") == Some("good")).then_some(())
     })
     .await;
-    let config = pod.config_dir.join("haproxy.cfg");
-    let good_config = std::fs::read_to_string(&config).expect("config");
+    let good_config = tugboat_testkit::haproxy::read_config(&pod.config_dir).expect("config");
 
     // A snippet haproxy does not understand, and a new route in the same update.
     let bad = service(
@@ -833,7 +832,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(
         get(&pod, "web.example.com").await.header("x-snippet"),
         Some("good")
     );
-    let now = std::fs::read_to_string(&config).expect("config");
+    let now = tugboat_testkit::haproxy::read_config(&pod.config_dir).expect("config");
     assert!(!now.contains("no-such-directive"), "{now}");
     assert_ne!(now, good_config);
     assert_eq!(pod.show_proc().await.failed_reloads, 0);

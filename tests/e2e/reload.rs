@@ -3,8 +3,13 @@
 
 use std::time::Duration;
 
+use tugboat_haproxy::render::BACKENDS_PER_FILE;
 use tugboat_haproxy::{Applier, ApplyError, MasterCli, ReloadOutcome};
-use tugboat_model::Desired;
+use tugboat_model::desired::ServicePortRef;
+use tugboat_model::{
+    Backend, BackendName, Desired, Endpoint, HostMatch, ObjectKey, PathMatch, Route,
+};
+use tugboat_testkit::echo::EchoServer;
 use tugboat_testkit::{Haproxy, HaproxyBinary, haproxy_tests};
 
 haproxy_tests!(
@@ -12,6 +17,7 @@ haproxy_tests!(
     refused_config_keeps_serving_and_restores_files,
     commands_ride_out_the_reload_window,
     controller_waits_for_a_late_haproxy,
+    backends_spread_over_files_load_and_shrink_without_strays,
 );
 
 /// A desired state with no routes: haproxy serves 404 on the given settings' port.
@@ -130,4 +136,107 @@ async fn controller_waits_for_a_late_haproxy(binary: HaproxyBinary) {
         .expect("waiter notices haproxy")
         .expect("waiter task");
     assert_eq!(info.master_pid, haproxy.show_proc().await.master_pid);
+}
+
+/// `count` backends (`svc0`, `svc1`, ...), each with the one endpoint `endpoint`, and a
+/// route `svcN.example.com/` to each.
+fn many_backends(count: usize, endpoint: std::net::SocketAddr) -> Desired {
+    let mut desired = Desired::default();
+    for index in 0..count {
+        let service = ObjectKey::new("default", &format!("svc{index}"));
+        let port = ServicePortRef::Number(80);
+        let name = BackendName::for_service_port(&service, &port).expect("valid name");
+        desired.routes.push(Route {
+            host: HostMatch::Exact(format!("svc{index}.example.com")),
+            path: PathMatch::Prefix("/".into()),
+            backend: name.clone(),
+            ingress: ObjectKey::new("default", "many"),
+            features: None,
+        });
+        desired.backends.insert(
+            name,
+            Backend {
+                service,
+                port,
+                endpoints: vec![Endpoint {
+                    address: endpoint.ip(),
+                    port: endpoint.port(),
+                }],
+                draining: Vec::new(),
+                external: None,
+                options: Default::default(),
+            },
+        );
+    }
+    desired
+        .routes
+        .sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
+    desired
+}
+
+/// The `*.cfg` files of the config folder, by name.
+fn config_file_names(haproxy: &Haproxy) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(&haproxy.config_dir)
+        .expect("config folder")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".cfg") && !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Backends spread over several config files load; a controller that starts again with
+/// fewer backends (fewer files) removes the files it does not write before it reloads,
+/// so that haproxy never loads a backend twice.
+async fn backends_spread_over_files_load_and_shrink_without_strays(binary: HaproxyBinary) {
+    let haproxy = Haproxy::start(&binary).await;
+    let echo = EchoServer::start("echo", "127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("echo backend");
+    let settings = haproxy.render_settings();
+    let many = 2 * BACKENDS_PER_FILE + 1;
+    let mut applier = Applier::new(haproxy.cli(), settings.clone());
+    let plan = applier.plan(many_backends(many, echo.addr));
+    applier
+        .apply(plan)
+        .await
+        .expect("the spread config applies");
+    assert_eq!(
+        config_file_names(&haproxy),
+        [
+            "haproxy.cfg",
+            "haproxy_backends_000.cfg",
+            "haproxy_backends_001.cfg",
+            "haproxy_backends_002.cfg"
+        ]
+    );
+    let last = format!("svc{}.example.com", many - 1);
+    for host in ["svc0.example.com", last.as_str()] {
+        let reply = tugboat_testkit::get(haproxy.http_addr(), host, "/")
+            .await
+            .expect("GET");
+        assert_eq!(reply.status, 200, "{host}: {reply:?}");
+    }
+
+    // A new controller (nothing known) with a few backends: one file, and a reload that
+    // haproxy takes.
+    let mut restarted = Applier::new(haproxy.cli(), settings);
+    let plan = restarted.plan(many_backends(3, echo.addr));
+    restarted
+        .apply(plan)
+        .await
+        .expect("the smaller config applies");
+    assert_eq!(
+        config_file_names(&haproxy),
+        ["haproxy.cfg", "haproxy_backends_000.cfg"]
+    );
+    assert_eq!(haproxy.show_proc().await.failed_reloads, 0);
+    let reply = tugboat_testkit::get(haproxy.http_addr(), "svc2.example.com", "/")
+        .await
+        .expect("GET");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let reply = tugboat_testkit::get(haproxy.http_addr(), &last, "/")
+        .await
+        .expect("GET");
+    assert_eq!(reply.status, 404, "{reply:?}");
 }

@@ -181,8 +181,7 @@ async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary, source: Sourc
         .await
         .expect("request");
     assert_eq!(reply.status, 404, "{reply:?}");
-    let config =
-        std::fs::read_to_string(pod.config_dir.join("haproxy.cfg")).expect("config written");
+    let config = tugboat_testkit::haproxy::read_config(&pod.config_dir).expect("config written");
     assert!(
         !config.contains("evil"),
         "a bad host never reaches the config"

@@ -558,12 +558,11 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(
     // No route uses `api` any more: its route goes at runtime, its backend lingers.
     pod.delete(&mk_ingress("b", "b.example.com", "api"));
     pod.wait_for_status("b.example.com", "/", 404).await;
-    let config_file = pod.config_dir.join("haproxy.cfg");
     eventually(
         "the unused backend lingers in the files",
         Duration::from_secs(5),
         || async {
-            let config = std::fs::read_to_string(&config_file).ok()?;
+            let config = tugboat_testkit::haproxy::read_config(&pod.config_dir)?;
             config
                 .contains("# Service default/api port 80")
                 .then_some(())

@@ -17,6 +17,27 @@ use tugboat_haproxy::{MasterCli, ProcInfo, RenderSettings};
 /// The config the init container seeds, exactly as shipped.
 pub const INIT_CONFIG: &str = include_str!("../../init-config/haproxy.cfg");
 
+/// The whole config haproxy loads from `config_dir`: its `*.cfg` files in the order
+/// haproxy reads them (by name), one after the other. `None` when the folder cannot be
+/// read.
+pub fn read_config(config_dir: &Path) -> Option<String> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(config_dir)
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".cfg") && !n.starts_with('.'))
+        })
+        .collect();
+    names.sort();
+    let mut config = String::new();
+    for path in names {
+        config.push_str(&std::fs::read_to_string(path).ok()?);
+    }
+    Some(config)
+}
+
 /// One installed haproxy series.
 #[derive(Debug, Clone)]
 pub struct HaproxyBinary {

@@ -222,27 +222,37 @@ impl Applier {
         };
         let mut lines = marker.lines();
         let header = lines.next().unwrap_or("").trim();
-        // The files `desired` renders, and those the marker lists: the files of unused
-        // backends and access lists, which a fresh render does not have.
+        // The files `desired` renders, those the marker lists (the files of unused
+        // backends and access lists, which a fresh render does not have), and the config
+        // files on disk: the backends may be spread over more files than `desired`
+        // needs, or fewer.
         let mut paths: BTreeSet<PathBuf> = lines
             .filter(|line| !line.is_empty())
             .map(PathBuf::from)
             .collect();
+        let settings = &self.settings;
         paths.extend(
-            plan::plan(None, desired.clone(), &self.settings)
+            plan::plan(None, desired.clone(), settings)
                 .next
                 .files
                 .files
-                .into_keys(),
+                .into_keys()
+                .filter(|path| !settings.is_backends_file(path)),
         );
+        paths.extend(files::config_files_in(&settings.config_dir).unwrap_or_default());
         let on_disk = files::read_current(paths.iter());
         let adopted = on_disk.files.len() == paths.len()
             && header == marker_header(&info, fingerprint(&on_disk));
         if adopted {
-            let config = on_disk.get(&self.settings.config_file()).unwrap_or("");
+            let mut layout = Layout::default();
+            for (path, config) in &on_disk.files {
+                if settings.is_config(path) {
+                    layout.backends.extend(parse_layout(config).backends);
+                }
+            }
             self.applied = Some(Applied {
                 desired: desired.clone(),
-                layout: parse_layout(config),
+                layout,
                 files: on_disk,
             });
             self.master = Some(info);
@@ -266,7 +276,12 @@ impl Applier {
             return Ok(report);
         }
         if self.initial_files.is_none() {
-            self.initial_files = Some(files::read_current(plan.next.files.files.keys()));
+            // What is on disk before the first apply, to put back if haproxy refuses it:
+            // the files it renders, and config files it does not (removed before a reload).
+            let configs = files::config_files_in(&self.settings.config_dir).unwrap_or_default();
+            self.initial_files = Some(files::read_current(
+                plan.next.files.files.keys().chain(&configs),
+            ));
         }
         let started = Instant::now();
         // Published (renamed into place) now, flushed to disk once haproxy has them.
@@ -296,6 +311,13 @@ impl Applier {
         if let Some(reason) = reload {
             if report.delivery != Delivery::RuntimeThenReload {
                 report.delivery = Delivery::Reload(reason);
+            }
+            // haproxy loads every `*.cfg` of its folder: a backends' file left from a
+            // state with more of them would define its backends twice.
+            for path in files::config_files_in(&self.settings.config_dir)? {
+                if !plan.next.files.files.contains_key(&path) {
+                    files::remove(&path)?;
+                }
             }
             let started = Instant::now();
             let outcome = self.cli.reload().await;

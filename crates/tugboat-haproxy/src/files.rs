@@ -167,7 +167,8 @@ pub fn read_current<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Rendere
 }
 
 /// Puts `previous` back in place of `new`: files that existed are rewritten, files that
-/// did not are removed.
+/// did not are removed, and files only `previous` has are written again (a config file
+/// removed before a reload).
 pub fn restore(previous: &RenderedFiles, new: &RenderedFiles) -> Result<(), FileError> {
     for path in new.files.keys() {
         match previous.get(path) {
@@ -178,7 +179,32 @@ pub fn restore(previous: &RenderedFiles, new: &RenderedFiles) -> Result<(), File
             None => remove(path)?,
         }
     }
+    for (path, contents) in &previous.files {
+        if !new.files.contains_key(path) {
+            write_atomic(path, contents.as_bytes(), mode_for(path))?;
+        }
+    }
     Ok(())
+}
+
+/// The config files (`*.cfg`) in `config_dir`: haproxy loads them all at its next
+/// reload. Temporary files are hidden and never end in `.cfg`.
+pub fn config_files_in(config_dir: &Path) -> Result<Vec<PathBuf>, FileError> {
+    let entries = fs::read_dir(config_dir).map_err(file_error("list", config_dir))?;
+    let mut configs = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(file_error("list", config_dir))?.path();
+        let is_config = path.is_file()
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".cfg") && !n.starts_with('.'));
+        if is_config {
+            configs.push(path);
+        }
+    }
+    configs.sort();
+    Ok(configs)
 }
 
 #[cfg(test)]

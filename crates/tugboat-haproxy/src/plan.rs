@@ -9,7 +9,7 @@
 //! Because the decision looks at the rendered text, a new kind of setting can never be
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 use tugboat_model::incremental::replace_routes;
@@ -21,7 +21,8 @@ use tugboat_model::{
 use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
-    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, path_text, render, server_options,
+    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
+    backends_file_index, path_text, render, server_options,
 };
 use crate::runtime::{
     CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
@@ -90,8 +91,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let desired = keep_unrouted_backends(applied, desired);
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
-    let config = settings.config_file();
-    if !same_structure(applied.files.get(&config), files.get(&config)) {
+    if !same_structure(&applied.files, &files, settings) {
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     // Files with no runtime path (error pages) reload when they change. A file that
@@ -99,7 +99,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     // config names it (haproxy read it when it loaded, and keeps what it read).
     let maps = settings.maps();
     let runtime_file = |path: &PathBuf| {
-        *path == config
+        settings.is_config(path)
             || maps.contains(path)
             || *path == settings.crt_list()
             || settings.is_certificate(path)
@@ -210,11 +210,12 @@ pub fn plan_patch(
     patch: &Patch,
     settings: &RenderSettings,
 ) -> Result<Plan, Box<Applied>> {
-    let config_path = settings.config_file();
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     // Everything is checked before anything changes, so that `Err` leaves `applied` whole.
     let mut backends = Vec::new();
-    let mut config_edits = Vec::new();
+    // The old and new sections of the backends whose servers change, by config file.
+    let mut config_edits: BTreeMap<PathBuf, Vec<(String, String)>> = BTreeMap::new();
+    let files_count = backends_file_count(applied.desired.backends.len());
     // A backend that joins the state again lingers in haproxy (see
     // `keep_unrouted_backends`): its section is there, as it would be rendered. One
     // haproxy does not run needs a reload.
@@ -262,7 +263,11 @@ pub fn plan_patch(
         let old_section = backend_section(name, backend, current, settings);
         let new_section = backend_section(name, &next, &slots, settings);
         if old_section != new_section {
-            config_edits.push((old_section, new_section));
+            let path = settings.backends_file(backends_file_index(name, files_count));
+            config_edits
+                .entry(path)
+                .or_default()
+                .push((old_section, new_section));
         }
         server_changes(&mut runtime, name, Some(&next.options), changes, settings);
         backends.push((name.clone(), next, slots));
@@ -294,27 +299,31 @@ pub fn plan_patch(
     if !patch.routes.is_empty() && !has_maps {
         return Err(Box::new(applied));
     }
-    let mut changed = Vec::new();
-    if !config_edits.is_empty() {
-        // Where each old section is, found before anything changes; then replaced from
-        // the last to the first, so that the positions before stay right.
-        let Some(config) = applied.files.files.get(&config_path) else {
+    // Where each old section is, found before anything changes; then replaced from the
+    // last to the first, so that the positions before stay right.
+    let mut places_by_file = Vec::with_capacity(config_edits.len());
+    for (path, edits) in config_edits {
+        let Some(config) = applied.files.get(&path) else {
             return Err(Box::new(applied));
         };
-        let mut places = Vec::with_capacity(config_edits.len());
-        for (old, new) in config_edits {
+        let mut places = Vec::with_capacity(edits.len());
+        for (old, new) in edits {
             let Some(at) = memchr::memmem::find(config.as_bytes(), old.as_bytes()) else {
                 return Err(Box::new(applied));
             };
             places.push((at, old.len(), new));
         }
         places.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
-        if let Some(config) = applied.files.files.get_mut(&config_path) {
+        places_by_file.push((path, places));
+    }
+    let mut changed = Vec::new();
+    for (path, places) in places_by_file {
+        if let Some(config) = applied.files.files.get_mut(&path) {
             for (at, len, new) in places {
                 config.replace_range(at..at + len, &new);
             }
         }
-        changed.push(config_path);
+        changed.push(path);
     }
     for (name, next, slots) in backends {
         applied.layout.backends.insert(name.clone(), slots);
@@ -527,23 +536,66 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether the `new` config can replace the `old` one without a reload: the same once
-/// their slot `server` lines (what runtime commands change), comments and blank lines
-/// are left out, and once the sections of backends that only `old` has are left out
-/// too. Such a backend stays in haproxy until the next reload, unused: no route leads to
-/// it (routes are map entries, updated at runtime), and a line outside its section
-/// that named it would differ. This is how a restarted controller, which does not know
-/// the backends its predecessor kept unused (see [`keep_unrouted_backends`]), drops
-/// them from the files without a reload. Compares line by line, without copying.
-fn same_structure(old: Option<&str>, new: Option<&str>) -> bool {
-    match (old, new) {
+/// Whether the `new` files' config can replace the `old` one without a reload: the same
+/// once their slot `server` lines (what runtime commands change), comments and blank
+/// lines are left out, and once the sections of backends that only `old` has are left
+/// out too. Such a backend stays in haproxy until the next reload, unused: no route
+/// leads to it (routes are map entries, updated at runtime), and a line outside its
+/// section that named it would differ. This is how a restarted controller, which does
+/// not know the backends its predecessor kept unused (see [`keep_unrouted_backends`]),
+/// drops them from the files without a reload. The main config is compared line by
+/// line; the backends' files section by section, whatever file each is in.
+fn same_structure(old: &RenderedFiles, new: &RenderedFiles, settings: &RenderSettings) -> bool {
+    let config = settings.config_file();
+    let same_main = match (old.get(&config), new.get(&config)) {
         (Some(old), Some(new)) => {
             let kept: BTreeSet<&str> = backend_names(new).collect();
             structure_lines(old, Some(&kept)).eq(structure_lines(new, None))
         }
         (None, None) => true,
         _ => false,
+    };
+    let old_sections: HashMap<&str, &str> = backends_sections(old, settings).collect();
+    same_main
+        && backends_sections(new, settings).all(|(name, section)| {
+            old_sections
+                .get(name)
+                .is_some_and(|old| structure_lines(old, None).eq(structure_lines(section, None)))
+        })
+}
+
+/// The `backend` sections of the backends' files, by name.
+fn backends_sections<'a>(
+    files: &'a RenderedFiles,
+    settings: &'a RenderSettings,
+) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+    files
+        .files
+        .iter()
+        .filter(|(path, _)| settings.is_backends_file(path))
+        .flat_map(|(_, text)| backend_sections(text))
+}
+
+/// The `backend` sections of a config, by name: each from its `backend` line to the
+/// next section.
+fn backend_sections(config: &str) -> Vec<(&str, &str)> {
+    let mut starts: Vec<usize> = memchr::memmem::find_iter(config.as_bytes(), "\nbackend ")
+        .map(|at| at + 1)
+        .collect();
+    if config.starts_with("backend ") {
+        starts.insert(0, 0);
     }
+    let ends = starts.iter().skip(1).copied().chain([config.len()]);
+    starts
+        .iter()
+        .zip(ends)
+        .map(|(&start, end)| {
+            let section = &config[start..end];
+            let header = section.lines().next().unwrap_or("");
+            let name = header.strip_prefix("backend ").unwrap_or("").trim();
+            (name, section)
+        })
+        .collect()
 }
 
 /// The names of a config's backend sections.
@@ -640,6 +692,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
 mod tests {
     use std::net::Ipv4Addr;
 
+    use crate::settings::BACKENDS_PER_FILE;
     use tugboat_model::desired::ServicePortRef;
     use tugboat_model::{Backend, Endpoint, HostMatch, ObjectKey, PathMatch, Route};
 
@@ -708,7 +761,7 @@ mod tests {
     fn first_plan_reloads_with_every_file() {
         let plan = plan(None, state(&[("web", &[1])], &[]), &settings());
         assert_eq!(plan.reload, Some(ReloadReason::UnknownState));
-        assert_eq!(plan.changed.len(), 6);
+        assert_eq!(plan.changed.len(), 7);
     }
 
     #[test]
@@ -720,7 +773,7 @@ mod tests {
             &settings(),
         );
         assert_eq!(plan.reload, None);
-        assert_eq!(plan.changed, vec![settings().config_file()]);
+        assert_eq!(plan.changed, vec![settings().backends_file(0)]);
         // Slot of 1 parked, 3 into a free slot.
         assert_eq!(plan.runtime.len(), 2, "{:?}", plan.runtime);
         assert!(
@@ -728,6 +781,54 @@ mod tests {
                 .iter()
                 .all(|c| matches!(c, RuntimeChange::Server { .. }))
         );
+    }
+
+    #[test]
+    fn an_endpoint_patch_rewrites_the_one_backends_file_of_its_backend() {
+        // Enough backends for several files.
+        let names: Vec<String> = (0..3 * BACKENDS_PER_FILE)
+            .map(|i| format!("svc{i}"))
+            .collect();
+        let backends: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &[1u8][..])).collect();
+        let before = applied(state(&backends, &[("a.com", "svc0")]));
+        let files_count = backends_file_count(backends.len());
+        assert_eq!(files_count, 3);
+        // Every backend is in the file its index names, once.
+        for name in before.desired.backends.keys() {
+            let header = format!("\nbackend {name}\n");
+            for index in 0..files_count {
+                let text = before
+                    .files
+                    .get(&settings().backends_file(index))
+                    .unwrap_or("");
+                let expected = usize::from(index == backends_file_index(name, files_count));
+                assert_eq!(
+                    text.matches(&header).count(),
+                    expected,
+                    "{name} in file {index}"
+                );
+            }
+        }
+        let mut after = before.desired.clone();
+        let target = backend("svc7", &[2]).0;
+        if let Some(b) = after.backends.get_mut(&target) {
+            b.endpoints = backend("svc7", &[2]).1.endpoints;
+        }
+        let patch = Patch {
+            endpoints: BTreeMap::from([(
+                target.clone(),
+                (after.backends[&target].endpoints.clone(), Vec::new()),
+            )]),
+            ..Patch::default()
+        };
+        let whole = plan(Some(&before), after, &settings());
+        let patched = plan_patch(before, &patch, &settings()).expect("a runtime patch");
+        let file = settings().backends_file(backends_file_index(&target, files_count));
+        assert_eq!(patched.changed, vec![file.clone()]);
+        assert_eq!(whole.changed, vec![file]);
+        assert_eq!(patched.next.files, whole.next.files);
+        assert_eq!(patched.runtime, whole.runtime);
+        assert_eq!(whole.reload, None);
     }
 
     #[test]
@@ -805,7 +906,7 @@ mod tests {
         );
         let only_web = state(&[("web", &[1])], &[("a.com", "web")]);
         let running = plan(Some(&applied(both)), only_web.clone(), &settings()).next;
-        let config = settings().config_file();
+        let config = settings().backends_file(0);
         assert!(
             running
                 .files
@@ -832,25 +933,50 @@ mod tests {
         );
     }
 
+    /// Files with `main` as the main config and `backends` as the backends' files.
+    fn config_files(main: &str, backends: &[&str]) -> RenderedFiles {
+        let mut files = RenderedFiles::default();
+        files
+            .files
+            .insert(settings().config_file(), main.to_string());
+        for (index, text) in backends.iter().enumerate() {
+            files
+                .files
+                .insert(settings().backends_file(index), text.to_string());
+        }
+        files
+    }
+
     #[test]
     fn structure_ignores_slots_comments_and_backends_only_the_old_config_has() {
-        let old = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
-                   backend a\n    balance roundrobin\n    server s1 10.0.0.1:80\n\n\
-                   # Service ns/b port 80\nbackend b\n    balance roundrobin\n    server s1 10.0.0.2:80\n";
-        let without_b = "frontend f\n    use_backend %[var(txn.b)]\n\n# Service ns/a port 80\n\
-                         backend a\n    balance roundrobin\n    server s1 10.0.0.9:80\n";
-        assert!(same_structure(Some(old), Some(without_b)));
+        let main = "frontend f\n    use_backend %[var(txn.b)]\n";
+        let a = "# Service ns/a port 80\nbackend a\n    balance roundrobin\n    server s1 10.0.0.1:80\n";
+        let a_moved = a.replace("10.0.0.1", "10.0.0.9");
+        let b = "# Service ns/b port 80\nbackend b\n    balance roundrobin\n    server s1 10.0.0.2:80\n";
+        let old = config_files(main, &[&format!("{a}\n{b}")]);
+        let without_b = config_files(main, &[&a_moved]);
+        let same = |old: &RenderedFiles, new: &RenderedFiles| same_structure(old, new, &settings());
+        assert!(same(&old, &without_b));
         // A backend only the new config has needs a reload.
-        assert!(!same_structure(Some(without_b), Some(old)));
+        assert!(!same(&without_b, &old));
         // So does any other line, in a backend both have or elsewhere.
-        let other_balance = without_b.replace("balance roundrobin", "balance leastconn");
-        assert!(!same_structure(Some(old), Some(&other_balance)));
-        let other_frontend = without_b.replace("frontend f", "frontend g");
-        assert!(!same_structure(Some(old), Some(&other_frontend)));
-        assert!(same_structure(
-            Some(without_b),
-            Some(&without_b.replace("# Service ns/a", "# Service of ns/a"))
-        ));
+        let other_balance = config_files(main, &[&a.replace("roundrobin", "leastconn")]);
+        assert!(!same(&old, &other_balance));
+        let other_frontend = config_files(&main.replace("frontend f", "frontend g"), &[a]);
+        assert!(!same(&old, &other_frontend));
+        let other_comment =
+            config_files(main, &[&a.replace("# Service ns/a", "# Service of ns/a")]);
+        assert!(same(&without_b, &other_comment));
+        // Backends that move to another file (their number changed) are the same.
+        let spread = config_files(main, &[b, &a_moved]);
+        assert!(same(&old, &spread));
+        // A section of the main config only the old one has (a stick table's backend).
+        let with_table = config_files(
+            &format!("{main}\nbackend rates\n    stick-table type ip size 1k\n"),
+            &[a],
+        );
+        assert!(same(&with_table, &without_b));
+        assert!(!same(&without_b, &with_table));
     }
 
     #[test]

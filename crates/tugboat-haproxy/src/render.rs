@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
-use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route};
+use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, stable_hash};
 
 use crate::features::{FEATURE_SEPARATOR, feature_rules};
 use crate::layout::{Layout, Server, fresh_slots};
@@ -47,7 +47,8 @@ impl RenderedFiles {
 pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
     let (exact, prefix) = route_maps(&desired.routes);
     let mut files = BTreeMap::new();
-    files.insert(settings.config_file(), config(desired, layout, settings));
+    files.insert(settings.config_file(), config(desired, settings));
+    files.extend(backends_files(desired, layout, settings));
     files.insert(settings.exact_map(), exact);
     files.insert(settings.prefix_map(), prefix);
     files.insert(settings.tls_hosts_map(), tls_hosts_map(desired));
@@ -150,7 +151,7 @@ fn address(address: IpAddr, port: u16) -> String {
     }
 }
 
-fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> String {
+fn config(desired: &Desired, settings: &RenderSettings) -> String {
     let exact = settings.exact_map();
     let prefix = settings.prefix_map();
     let tls_hosts = settings.tls_hosts_map();
@@ -159,10 +160,7 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
     let https = address(settings.bind_address, settings.https_port);
     let default_cert = settings.default_certificate();
     let crt_list = settings.crt_list();
-    // Sized for the whole config up front: on a large cluster, growing by doubling would
-    // copy megabytes and hold twice the config for a moment.
-    let slots: usize = layout.backends.values().map(Vec::len).sum();
-    let mut out = String::with_capacity(8192 + desired.backends.len() * 200 + slots * 48);
+    let mut out = String::with_capacity(16384);
     let global = &desired.global;
     let log_target = match &global.syslog_server {
         None => "stdout format raw".to_string(),
@@ -291,6 +289,43 @@ frontend stats
         );
     }
     out.push_str(&features.sections);
+    out
+}
+
+/// How many files the backends of a state with `backends` backends are spread over.
+pub fn backends_file_count(backends: usize) -> usize {
+    backends.div_ceil(BACKENDS_PER_FILE).max(1)
+}
+
+/// Which of `count` backends' files holds backend `name`: by a stable hash of the name,
+/// so that a backend stays in its file while the number of files stays the same.
+pub fn backends_file_index(name: &BackendName, count: usize) -> usize {
+    // The remainder is below `count`, a usize: the conversion back cannot fail.
+    usize::try_from(stable_hash(name.as_str().as_bytes()) % count.max(1) as u64).unwrap_or(0)
+}
+
+/// The backends' sections, in [`backends_file_count`] files, each backend in the file
+/// [`backends_file_index`] gives.
+fn backends_files(
+    desired: &Desired,
+    layout: &Layout,
+    settings: &RenderSettings,
+) -> Vec<(PathBuf, String)> {
+    let count = backends_file_count(desired.backends.len());
+    // Sized up front, a quarter more than an even share.
+    let slots: usize = layout.backends.values().map(Vec::len).sum();
+    let share = (desired.backends.len() * 200 + slots * 48) / count;
+    let mut texts: Vec<String> = (0..count)
+        .map(|index| {
+            let mut text = String::with_capacity(256 + share + share / 4);
+            let _ = writeln!(
+                text,
+                "# Written by tugboat: backends, file {} of {count} (haproxy.cfg holds the rest).",
+                index + 1
+            );
+            text
+        })
+        .collect();
     for (name, backend) in &desired.backends {
         let fresh;
         let slots = match layout.backends.get(name) {
@@ -301,9 +336,14 @@ frontend stats
                 &fresh
             }
         };
-        write_backend(&mut out, name, backend, slots, settings);
+        let text = &mut texts[backends_file_index(name, count)];
+        write_backend(text, name, backend, slots, settings);
     }
-    out
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(index, text)| (settings.backends_file(index), text))
+        .collect()
 }
 
 /// The `backend` section of one backend with its server slots, as [`render`] writes it

@@ -44,6 +44,26 @@ impl RenderSettings {
         self.config_dir.join(CONFIG_FILE)
     }
 
+    /// The backends' config file number `index` (see [`BACKENDS_FILE_PREFIX`]).
+    pub fn backends_file(&self, index: usize) -> PathBuf {
+        self.config_dir
+            .join(format!("{BACKENDS_FILE_PREFIX}{index:03}.cfg"))
+    }
+
+    /// Whether `path` is one of the backends' config files.
+    pub fn is_backends_file(&self, path: &Path) -> bool {
+        path.parent() == Some(self.config_dir.as_path())
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(BACKENDS_FILE_PREFIX) && n.ends_with(".cfg"))
+    }
+
+    /// Whether haproxy loads `path` as config: the main file or a backends' file.
+    pub fn is_config(&self, path: &Path) -> bool {
+        path == self.config_file() || self.is_backends_file(path)
+    }
+
     pub fn exact_map(&self) -> PathBuf {
         self.config_dir.join(MAPS_DIR).join(EXACT_MAP)
     }
@@ -100,6 +120,14 @@ impl RenderSettings {
 
 /// The main config file, the one the init container seeds.
 pub const CONFIG_FILE: &str = "haproxy.cfg";
+/// The backends' sections are spread over config files of their own
+/// (`haproxy_backends_000.cfg`, ...), so that an endpoint change rewrites one small file
+/// and not the whole config. haproxy loads the `*.cfg` files of its folder in name order
+/// (C collation), and these names come after `haproxy.cfg`, whose `defaults` section the
+/// backends need.
+pub const BACKENDS_FILE_PREFIX: &str = "haproxy_backends_";
+/// About how many backends go in one backends' file.
+pub const BACKENDS_PER_FILE: usize = 256;
 pub const MAPS_DIR: &str = "maps";
 pub const EXACT_MAP: &str = "routes-exact.map";
 pub const PREFIX_MAP: &str = "routes-prefix.map";
