@@ -51,9 +51,33 @@ pub fn temporary_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tugboat-tmp"))
 }
 
-/// Writes `contents` to `path` atomically, creating the parent folder when needed.
-/// `mode` is the permission of the new file (0o600 for private keys).
+/// Writes `contents` to `path` atomically and durably, creating the parent folder when
+/// needed. `mode` is the permission of the new file (0o600 for private keys).
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileError> {
+    replace(path, contents, mode, Durability::Synced)?;
+    // The rename is durable once the folder entry is on disk.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(file_error("sync folder", dir))
+}
+
+/// Whether [`replace`] flushes the new contents to disk before the rename.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    Synced,
+    /// Visible at once; [`sync`] flushes later.
+    Visible,
+}
+
+/// Puts `contents` at `path` through a temporary file beside it and a rename, so that a
+/// reader sees the old file or the new one, never half of one.
+fn replace(
+    path: &Path,
+    contents: &[u8],
+    mode: u32,
+    durability: Durability,
+) -> Result<(), FileError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(file_error("create folder", dir))?;
     let tmp = temporary_path(path);
@@ -67,17 +91,15 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileE
             .map_err(file_error("create", &tmp))?;
         file.write_all(contents)
             .map_err(file_error("write", &tmp))?;
-        file.sync_all().map_err(file_error("sync", &tmp))?;
+        if durability == Durability::Synced {
+            file.sync_all().map_err(file_error("sync", &tmp))?;
+        }
         fs::rename(&tmp, path).map_err(file_error("rename into place", path))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result?;
-    // The rename is durable once the folder entry is on disk.
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(file_error("sync folder", dir))
+    result
 }
 
 /// The mode of a file: private keys (`.pem`) are readable by their owner only.
@@ -104,25 +126,12 @@ pub fn publish(files: &RenderedFiles, paths: &[PathBuf]) -> Result<usize, FileEr
         let Some(contents) = files.get(path) else {
             continue;
         };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(file_error("create folder", dir))?;
-        let tmp = temporary_path(path);
-        let result = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode_for(path))
-            .open(&tmp)
-            .map_err(file_error("create", &tmp))
-            .and_then(|mut file| {
-                file.write_all(contents.as_bytes())
-                    .map_err(file_error("write", &tmp))
-            })
-            .and_then(|()| fs::rename(&tmp, path).map_err(file_error("rename into place", path)));
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result?;
+        replace(
+            path,
+            contents.as_bytes(),
+            mode_for(path),
+            Durability::Visible,
+        )?;
         written += 1;
     }
     Ok(written)
