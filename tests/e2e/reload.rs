@@ -143,7 +143,7 @@ async fn controller_waits_for_a_late_haproxy(binary: HaproxyBinary) {
 fn many_backends(count: usize, endpoint: std::net::SocketAddr) -> Desired {
     let mut desired = Desired::default();
     for index in 0..count {
-        let service = ObjectKey::new("default", &format!("svc{index}"));
+        let service = ObjectKey::new("default", format!("svc{index}"));
         let port = ServicePortRef::Number(80);
         let name = BackendName::for_service_port(&service, &port).expect("valid name");
         desired.routes.push(Route {

@@ -17,7 +17,7 @@ use tugboat_model::{Desired, Patch, stable_hash};
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
 use crate::layout::{Layout, Server};
-use crate::plan::{self, Applied, Plan, ReloadReason};
+use crate::plan::{self, Applied, Plan, ReloadReason, ReloadWindow};
 use crate::render::{RenderSettings, RenderedFiles};
 use crate::runtime::{CliStep, is_slot_line};
 
@@ -170,13 +170,14 @@ impl Applier {
         plan::plan(self.applied.as_ref(), desired, &self.settings)
     }
 
-    /// [`Applier::plan`] on a blocking thread, so that the runtime's other tasks (the
-    /// watches, the admin server) go on while a large state renders.
-    pub async fn plan_blocking(&mut self, desired: Desired) -> Plan {
+    /// Plans the change to `desired` within the reload window ([`plan::plan_within`]) on
+    /// a blocking thread, so that the runtime's other tasks (the watches, the admin
+    /// server) go on while a large state renders.
+    pub async fn plan_blocking(&mut self, desired: Desired, window: ReloadWindow) -> Plan {
         let applied = self.applied.take();
         let settings = self.settings.clone();
         let planned = tokio::task::spawn_blocking(move || {
-            let plan = plan::plan(applied.as_ref(), desired, &settings);
+            let plan = plan::plan_within(applied.as_ref(), desired, &settings, window);
             (plan, applied)
         })
         .await;
@@ -271,8 +272,11 @@ impl Applier {
             reload: Duration::ZERO,
         };
         if plan.is_empty() {
-            // Nothing to do: what haproxy runs is the plan's state (a patch plan holds it).
-            self.applied = Some(plan.next);
+            // Nothing to do: what haproxy runs is the plan's state (a patch plan holds
+            // it), unless the plan holds back a reload, and with it the state.
+            if plan.held.is_none() {
+                self.applied = Some(plan.next);
+            }
             return Ok(report);
         }
         if self.initial_files.is_none() {

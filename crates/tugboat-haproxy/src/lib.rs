@@ -24,5 +24,7 @@ pub mod settings;
 pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 pub use layout::Layout;
-pub use plan::{Applied, Plan, ReloadReason, plan, plan_patch, runtime_projection};
+pub use plan::{
+    Applied, Plan, ReloadReason, ReloadWindow, plan, plan_patch, plan_within, runtime_projection,
+};
 pub use render::{RenderSettings, RenderedFiles, render};

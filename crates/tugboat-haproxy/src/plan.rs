@@ -71,6 +71,20 @@ pub struct Plan {
     /// Planned by [`plan_patch`]: the state before it is not kept, so a runtime command
     /// haproxy does not take cannot fall back to a reload of these files.
     pub patched: bool,
+    /// A reload the closed [`ReloadWindow`] holds back: the plan carries what can go at
+    /// runtime until then (nothing, when it is empty), and the reload follows once the
+    /// window opens.
+    pub held: Option<ReloadReason>,
+}
+
+/// Whether a reload may happen now. Reloads are paced: after a change that needs one,
+/// the window stays closed for a while, so that a burst of such changes costs one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadWindow {
+    /// A plan that needs a reload reloads.
+    Open,
+    /// A reload for a change of structure waits; what can go at runtime goes now.
+    Closed,
 }
 
 impl Plan {
@@ -81,6 +95,35 @@ impl Plan {
             && self.runtime.is_empty()
             && self.reload.is_none()
     }
+}
+
+/// Plans the change from `applied` to `desired` as [`plan`] does, within the reload
+/// `window`: while it is closed, a change of structure is held back (a restart or an
+/// unknown state still reloads at once) and the plan is the part of `desired` that
+/// haproxy can take at runtime ([`runtime_projection`]): new endpoints and routes of
+/// the backends it has. When even that needs a reload, the plan is empty and held.
+pub fn plan_within(
+    applied: Option<&Applied>,
+    desired: Desired,
+    settings: &RenderSettings,
+    window: ReloadWindow,
+) -> Plan {
+    let whole = plan(applied, desired, settings);
+    let (ReloadWindow::Closed, Some(ReloadReason::Structure), Some(applied)) =
+        (window, whole.reload, applied)
+    else {
+        return whole;
+    };
+    let projected = runtime_projection(&applied.desired, &whole.next.desired);
+    let mut now = plan(Some(applied), projected, settings);
+    if now.reload.is_some() {
+        now.changed.clear();
+        now.removed.clear();
+        now.runtime.clear();
+        now.reload = None;
+    }
+    now.held = Some(ReloadReason::Structure);
+    now
 }
 
 /// Plans the change from `applied` (`None`: unknown) to `desired`.
@@ -170,6 +213,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         runtime: make_before_break(runtime),
         reload: None,
         patched: false,
+        held: None,
     }
 }
 
@@ -354,6 +398,7 @@ pub fn plan_patch(
         runtime: make_before_break(runtime),
         reload: None,
         patched: true,
+        held: None,
     })
 }
 
@@ -517,6 +562,7 @@ fn reload_plan(
         runtime: Vec::new(),
         reload: Some(reason),
         patched: false,
+        held: None,
     }
 }
 
@@ -861,6 +907,61 @@ mod tests {
         );
         assert_eq!(plan.reload, Some(ReloadReason::Structure));
         assert!(plan.runtime.is_empty());
+    }
+
+    #[test]
+    fn a_closed_window_holds_the_reload_and_sends_what_runtime_can() {
+        let before = applied(state(&[("web", &[1])], &[("a.com", "web")]));
+        // A new backend (a reload) and a new endpoint of `web` (runtime).
+        let after = state(
+            &[("web", &[1, 2]), ("api", &[3])],
+            &[("a.com", "web"), ("b.com", "api")],
+        );
+        let held = plan_within(
+            Some(&before),
+            after.clone(),
+            &settings(),
+            ReloadWindow::Closed,
+        );
+        assert_eq!(held.held, Some(ReloadReason::Structure));
+        assert_eq!(held.reload, None);
+        assert!(!held.runtime.is_empty());
+        assert!(
+            held.runtime
+                .iter()
+                .all(|c| matches!(c, RuntimeChange::Server { .. })),
+            "{:?}",
+            held.runtime
+        );
+        assert!(
+            !held
+                .next
+                .desired
+                .backends
+                .contains_key(&backend("api", &[]).0)
+        );
+        // Open, the same change reloads.
+        let open = plan_within(
+            Some(&before),
+            after.clone(),
+            &settings(),
+            ReloadWindow::Open,
+        );
+        assert_eq!(
+            (open.reload, open.held),
+            (Some(ReloadReason::Structure), None)
+        );
+        // Nothing runtime can take: an empty plan that holds the reload.
+        let only_new = state(&[("web", &[1]), ("api", &[3])], &[("a.com", "web")]);
+        let nothing = plan_within(Some(&before), only_new, &settings(), ReloadWindow::Closed);
+        assert!(nothing.is_empty(), "{nothing:?}");
+        assert_eq!(nothing.held, Some(ReloadReason::Structure));
+        // An unknown state reloads whatever the window.
+        let unknown = plan_within(None, after, &settings(), ReloadWindow::Closed);
+        assert_eq!(
+            (unknown.reload, unknown.held),
+            (Some(ReloadReason::UnknownState), None)
+        );
     }
 
     #[test]

@@ -17,8 +17,7 @@ use anyhow::Context;
 use tokio::sync::watch;
 use tugboat_haproxy::apply::fingerprint;
 use tugboat_haproxy::{
-    Applier, ApplyError, ApplyReport, Delivery, MasterCli, ReloadReason, RenderSettings,
-    runtime_projection,
+    Applier, ApplyError, ApplyReport, Delivery, MasterCli, ReloadWindow, RenderSettings,
 };
 use tugboat_model::backoff::Backoff;
 use tugboat_model::class::ClassFilter;
@@ -204,6 +203,20 @@ struct LoopState {
 impl LoopState {
     fn reload_due(&self, window: Duration) -> Option<Instant> {
         self.reload_pending_since.map(|since| since + window)
+    }
+
+    /// Whether a reload may happen now: with a window of `window` after the first
+    /// change that needed one.
+    fn reload_window(&self, window: Duration) -> ReloadWindow {
+        let open = window.is_zero()
+            || self
+                .reload_pending_since
+                .is_some_and(|since| since.elapsed() >= window);
+        if open {
+            ReloadWindow::Open
+        } else {
+            ReloadWindow::Closed
+        }
     }
 }
 
@@ -440,8 +453,18 @@ async fn apply_full(
 
     let render_started = Instant::now();
     // The desired state moves into the plan (a large cluster's state is not copied).
-    let mut plan = applier.plan_blocking(output.desired).await;
+    let plan = applier
+        .plan_blocking(output.desired, state.reload_window(config.reload_window))
+        .await;
     let render = render_started.elapsed();
+    // A reload waits for its window; what can go at runtime goes now.
+    let reload_pending = plan.held.is_some();
+    if reload_pending {
+        state.reload_pending_since.get_or_insert_with(Instant::now);
+        if plan.is_empty() {
+            return Ok(());
+        }
+    }
     if plan.is_empty() {
         tracing::debug!("no change");
         state.reload_pending_since = None;
@@ -450,28 +473,10 @@ async fn apply_full(
         return Ok(());
     }
     // Hashing every file is a few milliseconds on a large cluster: done once per plan.
-    let mut files_fingerprint = fingerprint(&plan.next.files);
+    let files_fingerprint = fingerprint(&plan.next.files);
     if state.refused == Some(files_fingerprint) {
         tracing::debug!("desired state is the one haproxy refused; waiting for a change");
         return Err(UpdateFailure::WaitForChange);
-    }
-
-    // A reload waits for its window; what can go at runtime goes now.
-    let mut reload_pending = false;
-    if plan.reload == Some(ReloadReason::Structure) && !config.reload_window.is_zero() {
-        let since = *state.reload_pending_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < config.reload_window {
-            let Some(applied) = applier.applied() else {
-                return Ok(());
-            };
-            let projected = runtime_projection(&applied.desired, &plan.next.desired);
-            plan = applier.plan_blocking(projected).await;
-            if plan.reload.is_some() || plan.is_empty() {
-                return Ok(());
-            }
-            files_fingerprint = fingerprint(&plan.next.files);
-            reload_pending = true;
-        }
     }
 
     let applied_snippets = applier
