@@ -83,6 +83,14 @@ impl MasterCli {
         }
     }
 
+    /// The same client with other time limits: `command` for one command (retries
+    /// included), `reload` for a reload.
+    pub fn with_timeouts(mut self, command: Duration, reload: Duration) -> Self {
+        self.command_timeout = command;
+        self.reload_timeout = reload;
+        self
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

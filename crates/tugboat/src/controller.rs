@@ -150,12 +150,12 @@ pub async fn run(
         let snapshot = snapshots.borrow_and_update().clone();
         last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
-            Ok(()) | Err(UpdateFailure::WaitForChange) => {
+            Next::OnChange => {
                 backoff.reset();
                 None
             }
-            Err(UpdateFailure::Again) => Some(Duration::ZERO),
-            Err(UpdateFailure::Retry) => Some(backoff.next_delay()),
+            Next::Now => Some(Duration::ZERO),
+            Next::AfterBackoff => Some(backoff.next_delay()),
         };
     }
 }
@@ -220,11 +220,18 @@ impl LoopState {
     }
 }
 
-enum UpdateFailure {
-    Retry,
-    WaitForChange,
-    /// Try again at once (without the snippets haproxy refused).
-    Again,
+/// What the loop does after an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Nothing until the next change (applied, or refused by haproxy: the same state
+    /// would be refused again).
+    OnChange,
+    /// Update again at once (without the snippets haproxy refused, or the whole state
+    /// after a patch haproxy did not take).
+    Now,
+    /// Update again after the backoff (haproxy did not answer, a file could not be
+    /// written).
+    AfterBackoff,
 }
 
 /// Runs `work` on a blocking thread: building and planning a large state would hold up
@@ -283,7 +290,7 @@ async fn update(
     state: &mut LoopState,
     snapshot: &Arc<Snapshot>,
     status: &watch::Sender<ControllerStatus>,
-) -> Result<(), UpdateFailure> {
+) -> Next {
     let started = Instant::now();
     let settings = Settings {
         now: crate::tls::now(),
@@ -332,7 +339,7 @@ async fn apply_patch(
     started: Instant,
     build: Duration,
     objects: usize,
-) -> Option<Result<(), UpdateFailure>> {
+) -> Option<Next> {
     if let Some(problems) = &patch.problems {
         report_problems(config, &mut state.problems, problems);
         status.send_if_modified(|status| {
@@ -344,7 +351,7 @@ async fn apply_patch(
     if patch.is_empty() {
         tracing::debug!("no change");
         state.in_sync = true;
-        return Some(Ok(()));
+        return Some(Next::OnChange);
     }
     let plan_started = Instant::now();
     let plan = applier.plan_patch(patch)?;
@@ -366,14 +373,14 @@ async fn apply_patch(
             log_applied(
                 applier, objects, &report, false, build, render, started, "patch",
             );
-            Ok(())
+            Next::OnChange
         }
         Err(err) => {
             tracing::error!(total_ms = ms(started.elapsed()), "update failed: {err}");
             match err {
                 // The whole state follows at once, with a reload.
-                ApplyError::RuntimeNotTaken(_) => Err(UpdateFailure::Again),
-                _ => Err(UpdateFailure::Retry),
+                ApplyError::RuntimeNotTaken(_) => Next::Now,
+                _ => Next::AfterBackoff,
             }
         }
     })
@@ -426,7 +433,7 @@ async fn apply_full(
     status: &watch::Sender<ControllerStatus>,
     mut output: BuildOutput,
     started: Instant,
-) -> Result<(), UpdateFailure> {
+) -> Next {
     leave_out_refused_snippets(
         &mut output.desired,
         &mut output.problems,
@@ -462,7 +469,7 @@ async fn apply_full(
     if reload_pending {
         state.reload_pending_since.get_or_insert_with(Instant::now);
         if plan.is_empty() {
-            return Ok(());
+            return Next::OnChange;
         }
     }
     if plan.is_empty() {
@@ -470,13 +477,13 @@ async fn apply_full(
         state.reload_pending_since = None;
         state.in_sync = true;
         mark_ready(status, &plan.next.desired);
-        return Ok(());
+        return Next::OnChange;
     }
     // Hashing every file is a few milliseconds on a large cluster: done once per plan.
     let files_fingerprint = fingerprint(&plan.next.files);
     if state.refused == Some(files_fingerprint) {
         tracing::debug!("desired state is the one haproxy refused; waiting for a change");
-        return Err(UpdateFailure::WaitForChange);
+        return Next::OnChange;
     }
 
     let applied_snippets = applier
@@ -521,7 +528,7 @@ async fn apply_full(
                 started,
                 "full",
             );
-            Ok(())
+            Next::OnChange
         }
         Err(ApplyError::Refused { message }) if !new_snippets.is_empty() => {
             // Snippets are the likely cause: leave the new ones out and apply the rest.
@@ -536,7 +543,7 @@ async fn apply_full(
             for place in new_snippets {
                 state.refused_snippets.insert(place, said.clone());
             }
-            Err(UpdateFailure::Again)
+            Next::Now
         }
         Err(ApplyError::Refused { message }) => {
             tracing::error!(
@@ -546,14 +553,14 @@ async fn apply_full(
             );
             state.refused = Some(files_fingerprint);
             state.reload_pending_since = None;
-            Err(UpdateFailure::WaitForChange)
+            Next::OnChange
         }
         Err(err) => {
             tracing::error!(
                 total_ms = ms(started.elapsed()),
                 "update failed, will retry: {err}"
             );
-            Err(UpdateFailure::Retry)
+            Next::AfterBackoff
         }
     }
 }
@@ -697,3 +704,6 @@ fn report_problems(
     }
     *known = problems;
 }
+
+#[cfg(test)]
+mod tests;

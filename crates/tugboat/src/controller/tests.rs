@@ -1,0 +1,364 @@
+//! The controller's update step against a fake master socket, without haproxy: what it
+//! does next after an update that applies, one haproxy refuses, one with a snippet
+//! haproxy refuses, and one haproxy does not answer.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixListener;
+use tokio::task::JoinHandle;
+use tugboat_kube::manifests::{FolderContents, parse_file};
+
+use super::*;
+
+/// What the fake master has seen and how it answers.
+#[derive(Default)]
+struct MasterState {
+    reloads: u64,
+    failed_reloads: u64,
+    /// A reload is refused when the config files hold this text.
+    refuse_when_config_has: Option<&'static str>,
+    /// The first line of every request, in order.
+    requests: Vec<String>,
+}
+
+/// A master CLI socket that answers `show proc`, `reload` (reading the config files,
+/// as haproxy would) and `prompt` batches of runtime commands.
+struct FakeMaster {
+    dir: tempfile::TempDir,
+    state: Arc<Mutex<MasterState>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for FakeMaster {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeMaster {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let listener = UnixListener::bind(dir.path().join("master.sock")).expect("socket");
+        let state = Arc::new(Mutex::new(MasterState::default()));
+        let config_dir = dir.path().join("etc");
+        let task = tokio::spawn(serve(listener, state.clone(), config_dir));
+        Self { dir, state, task }
+    }
+
+    fn config(&self) -> ControllerConfig {
+        let mut render = RenderSettings::example();
+        render.config_dir = self.dir.path().join("etc");
+        render.lib_dir = self.dir.path().join("lib");
+        let mut config = ControllerConfig::new(self.dir.path().join("master.sock"), render);
+        config.reload_window = Duration::ZERO;
+        config.model.allow_snippets = true;
+        config
+    }
+
+    fn applier(&self, config: &ControllerConfig) -> Applier {
+        let cli = MasterCli::new(&config.master_socket)
+            .with_timeouts(Duration::from_millis(300), Duration::from_secs(2));
+        Applier::new(cli, config.render.clone())
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, MasterState> {
+        self.state.lock().expect("fake master state")
+    }
+
+    fn requests_like(&self, start: &str) -> usize {
+        self.state()
+            .requests
+            .iter()
+            .filter(|r| r.starts_with(start))
+            .count()
+    }
+}
+
+async fn serve(listener: UnixListener, state: Arc<Mutex<MasterState>>, config_dir: PathBuf) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        let mut request = String::new();
+        if stream.read_to_string(&mut request).await.is_err() {
+            continue;
+        }
+        let reply = answer(&request, &state, &config_dir);
+        let _ = stream.write_all(reply.as_bytes()).await;
+    }
+}
+
+fn answer(request: &str, state: &Mutex<MasterState>, config_dir: &Path) -> String {
+    let mut state = state.lock().expect("fake master state");
+    state
+        .requests
+        .push(request.lines().next().unwrap_or("").to_string());
+    match request.trim_end() {
+        "show proc" => format!(
+            "#<PID>          <type>          <reloads>       <uptime>        <version>\n\
+             1               master          {} [failed: {}]  0d00h00m01s     3.4.0-fake\n\
+             # workers\n\
+             2               worker          0               0d00h00m01s     3.4.0-fake\n",
+            state.reloads, state.failed_reloads
+        ),
+        "reload" => {
+            state.reloads += 1;
+            let config = tugboat_files(config_dir);
+            match state.refuse_when_config_has {
+                Some(text) if config.contains(text) => {
+                    state.failed_reloads += 1;
+                    format!(
+                        "Success=0\n--\n[ALERT]    (1) : config : parsing [haproxy.cfg:1] : \
+                         unknown keyword '{text}'\n"
+                    )
+                }
+                _ => {
+                    state.failed_reloads = 0;
+                    "Success=1\n--\n[NOTICE]   (1) : Loading success.\n".to_string()
+                }
+            }
+        }
+        batch if batch.starts_with("prompt\n") => {
+            let mut reply = String::from("master> ");
+            let mut lines = batch.lines().skip(1);
+            while let Some(command) = lines.next() {
+                if command.ends_with("<<") {
+                    // The payload runs to an empty line.
+                    for line in lines.by_ref() {
+                        if line.is_empty() {
+                            break;
+                        }
+                    }
+                }
+                if command.contains(" addr ") {
+                    reply.push_str(
+                        "IP changed from '127.0.0.1' to '127.0.0.9' by 'stats socket command'\n",
+                    );
+                }
+                reply.push_str("\nmaster> ");
+            }
+            reply
+        }
+        _ => "Unknown command.\n".to_string(),
+    }
+}
+
+/// Every config file of the folder, one after the other.
+fn tugboat_files(config_dir: &Path) -> String {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(config_dir)
+        .map(|entries| entries.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    paths.retain(|p| p.extension().is_some_and(|e| e == "cfg"));
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
+/// A snapshot of the objects in `yaml` (manifests separated by `---`).
+fn snapshot(yaml: &str) -> Arc<Snapshot> {
+    let mut contents = FolderContents::default();
+    parse_file(Path::new("test.yaml"), yaml, &mut contents);
+    assert!(contents.problems.is_empty(), "{:?}", contents.problems);
+    Arc::new(contents.snapshot)
+}
+
+/// An Ingress `name` routing `name.example.com` to Service `service`, the Service (with
+/// `annotations`) and its EndpointSlice with one endpoint at `endpoint`.
+fn routed(name: &str, service: &str, annotations: &str, endpoint: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: {name}, namespace: default}}
+spec:
+  rules:
+  - host: {name}.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend: {{service: {{name: {service}, port: {{number: 80}}}}}}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {service}
+  namespace: default
+  annotations: {{{annotations}}}
+spec:
+  ports: [{{name: http, port: 80, targetPort: 8080}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: {service}-1
+  namespace: default
+  labels: {{kubernetes.io/service-name: {service}}}
+addressType: IPv4
+ports: [{{name: http, port: 8080, protocol: TCP}}]
+endpoints:
+- addresses: [\"{endpoint}\"]
+  conditions: {{ready: true}}
+"
+    )
+}
+
+/// One controller: its config, applier, loop state and status.
+struct Step {
+    config: ControllerConfig,
+    applier: Applier,
+    state: LoopState,
+    status: watch::Sender<ControllerStatus>,
+}
+
+impl Step {
+    fn new(master: &FakeMaster) -> Self {
+        let config = master.config();
+        let applier = master.applier(&config);
+        Self {
+            config,
+            applier,
+            state: LoopState::default(),
+            status: watch::channel(ControllerStatus::default()).0,
+        }
+    }
+
+    async fn update(&mut self, snapshot: &Arc<Snapshot>) -> Next {
+        update(
+            &self.config,
+            &mut self.applier,
+            &mut self.state,
+            snapshot,
+            &self.status,
+        )
+        .await
+    }
+}
+
+#[tokio::test]
+async fn an_applied_state_waits_for_the_next_change_and_endpoints_go_at_runtime() {
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    assert_eq!(step.update(&first).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert!(step.status.borrow().ready);
+    assert!(tugboat_files(&step.config.render.config_dir).contains("backend default_web_80"));
+
+    // The same snapshot: nothing to do.
+    assert_eq!(step.update(&first).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert_eq!(master.requests_like("prompt"), 0);
+
+    // An endpoint moves: runtime commands, no reload.
+    let moved = snapshot(&routed("shop", "web", "", "127.0.0.9"));
+    assert_eq!(step.update(&moved).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert_eq!(master.requests_like("prompt"), 1);
+    assert!(tugboat_files(&step.config.render.config_dir).contains("127.0.0.9:8080"));
+}
+
+#[tokio::test]
+async fn a_refused_state_is_not_tried_again_until_something_changes() {
+    let master = FakeMaster::start();
+    master.state().refuse_when_config_has = Some("default_web_80");
+    let mut step = Step::new(&master);
+    let refused = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    assert_eq!(step.update(&refused).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert!(!step.status.borrow().ready);
+    // The files haproxy refused are gone again.
+    assert!(!tugboat_files(&step.config.render.config_dir).contains("default_web_80"));
+
+    // Asked again with the same objects (a timer, a re-list): not sent again.
+    assert_eq!(step.update(&refused).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+
+    // Another state is tried.
+    let other = snapshot(&routed("shop", "api", "", "127.0.0.1"));
+    assert_eq!(step.update(&other).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 2);
+    assert!(step.status.borrow().ready);
+}
+
+#[tokio::test]
+async fn a_refused_new_snippet_is_left_out_and_the_rest_applies_at_once() {
+    let master = FakeMaster::start();
+    master.state().refuse_when_config_has = Some("no-such-directive");
+    let mut step = Step::new(&master);
+    let yaml = format!(
+        "{}---\n{}",
+        routed("shop", "web", "", "127.0.0.1"),
+        routed(
+            "blog",
+            "bad",
+            "tugboat.dev/backend-config-snippet: no-such-directive 1",
+            "127.0.0.2"
+        )
+    );
+    let with_snippet = snapshot(&yaml);
+    // Refused: the new snippet is the likely cause, so the update runs again at once...
+    assert_eq!(step.update(&with_snippet).await, Next::Now);
+    assert_eq!(master.requests_like("reload"), 1);
+    // ...without it, and haproxy takes the rest.
+    assert_eq!(step.update(&with_snippet).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 2);
+    let files = tugboat_files(&step.config.render.config_dir);
+    assert!(files.contains("backend default_bad_80"), "{files}");
+    assert!(!files.contains("no-such-directive"), "{files}");
+    let status = step.status.borrow();
+    assert!(status.ready);
+    assert!(
+        status
+            .problems
+            .iter()
+            .any(|p| p.object.name == "bad" && p.message.contains("no-such-directive")),
+        "{:?}",
+        status.problems
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_master_is_tried_again_after_a_backoff() {
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    // No one listens on the socket any more.
+    master.task.abort();
+    std::fs::remove_file(&step.config.master_socket).expect("remove the socket");
+    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    assert_eq!(step.update(&first).await, Next::AfterBackoff);
+    assert!(!step.status.borrow().ready);
+}
+
+#[tokio::test]
+async fn a_reload_waits_for_its_window_while_runtime_changes_go_at_once() {
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let window = Duration::from_millis(300);
+    step.config.reload_window = window;
+    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    // Nothing is known of haproxy: the first state reloads at once.
+    assert_eq!(step.update(&first).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+
+    // A new backend (a reload) and an endpoint of `web` that moves (runtime).
+    let both = snapshot(&format!(
+        "{}---\n{}",
+        routed("shop", "web", "", "127.0.0.9"),
+        routed("blog", "api", "", "127.0.0.2")
+    ));
+    assert_eq!(step.update(&both).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert_eq!(master.requests_like("prompt"), 1);
+    let due = step.state.reload_due(window).expect("a reload is due");
+    let files = tugboat_files(&step.config.render.config_dir);
+    assert!(files.contains("127.0.0.9:8080"), "{files}");
+    assert!(!files.contains("default_api_80"), "{files}");
+
+    // The loop wakes up when the window ends: the reload goes.
+    tokio::time::sleep_until(due).await;
+    assert_eq!(step.update(&both).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 2);
+    assert_eq!(step.state.reload_due(window), None);
+    assert!(tugboat_files(&step.config.render.config_dir).contains("default_api_80"));
+}
