@@ -8,6 +8,7 @@ mod api_features;
 mod backend_keys;
 mod chart_pod;
 mod conformance;
+mod external_auth;
 mod gateway;
 mod kube;
 mod migration;

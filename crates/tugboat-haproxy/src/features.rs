@@ -281,6 +281,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             auth.userlist
         );
     }
+    crate::external_auth::rules(sets, late);
     for (rewrite, ids) in group(sets, |f| f.path_rewrite.as_ref()) {
         let _ = writeln!(
             late,

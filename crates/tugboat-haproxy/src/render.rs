@@ -82,6 +82,12 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     for (name, entries) in &desired.pattern_files {
         files.insert(settings.pattern_file(name), entries.clone());
     }
+    if crate::external_auth::needed(&desired.feature_sets) {
+        files.insert(
+            settings.external_auth_script(),
+            crate::external_auth::SCRIPT.to_string(),
+        );
+    }
     RenderedFiles { files }
 }
 
@@ -169,6 +175,14 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
         Some(server) => server.clone(),
     };
     let global_snippet = snippet_lines(global.snippet.as_ref());
+    let lua = if crate::external_auth::needed(&desired.feature_sets) {
+        format!(
+            "    lua-load {}\n",
+            settings.external_auth_script().display()
+        )
+    } else {
+        String::new()
+    };
     // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
@@ -179,7 +193,7 @@ global
     # For `http-request normalize-uri` (experimental on every series up to 3.4 at least).
     expose-experimental-directives
     ssl-default-bind-options ssl-min-ver TLSv1.2
-{global_snippet}
+{lua}{global_snippet}
 defaults
     mode http
     log global
@@ -716,6 +730,31 @@ mod tests {
             .get(&settings().config_file())
             .expect("config")
             .to_string()
+    }
+
+    #[test]
+    fn external_authentication_loads_its_script_only_when_used() {
+        let script = settings().external_auth_script();
+        let plain = render_fresh(&desired());
+        assert_eq!(plain.get(&script), None);
+        assert!(!frontend(&desired()).contains("lua-load"));
+        let guarded = with_features(tugboat_model::features::RouteFeatures {
+            external_auth: Some(tugboat_model::features::ExternalAuth {
+                url: "http://auth.example.com/check".into(),
+                method: "GET".into(),
+                response_headers: vec![],
+                signin: None,
+            }),
+            ..Default::default()
+        });
+        let rendered = render_fresh(&guarded);
+        assert_eq!(rendered.get(&script), Some(crate::external_auth::SCRIPT));
+        let config = frontend(&guarded);
+        let global = config.split("\ndefaults").next().unwrap_or("");
+        assert!(
+            global.contains(&format!("    lua-load {}\n", script.display())),
+            "{global}"
+        );
     }
 
     #[test]

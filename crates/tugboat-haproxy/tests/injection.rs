@@ -31,6 +31,7 @@ const COMPANIONS: &[(&str, &str)] = &[
     ("deny-list", "192.0.2.1"),
     ("auth-type", "basic-auth"),
     ("auth-secret", "shop-users"),
+    ("auth-url", "http://auth.example.com/check"),
     ("server-ssl", "true"),
     ("check", "true"),
 ];

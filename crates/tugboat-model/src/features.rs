@@ -139,6 +139,22 @@ pub struct BasicAuth {
     pub realm: String,
 }
 
+/// `auth-url`: before a request goes to the backend, haproxy asks this URL (with the
+/// request's headers, without its body). 2xx lets the request through with
+/// `response_headers` copied from the answer onto it; 401 and 403 answer the client with
+/// that status (401 redirects to `signin` when set); anything else, or no answer, is 500.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExternalAuth {
+    /// A URL checked by [`crate::validate::service_url`].
+    pub url: String,
+    /// `GET`, `HEAD`, `POST`, `PUT` or `DELETE`.
+    pub method: String,
+    /// Headers of the authentication answer set on the request (validated names).
+    pub response_headers: Vec<String>,
+    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated).
+    pub signin: Option<String>,
+}
+
 /// Requests per client address and period; over the limit, `status`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RateLimit {
@@ -179,6 +195,7 @@ pub struct RouteFeatures {
     /// The header the client address is taken from (else the connection's source).
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
+    pub external_auth: Option<ExternalAuth>,
     pub rate_limit: Option<RateLimit>,
     /// `backend-path: original`: the backend receives the path as the client sent it
     /// rather than the normalized path the route was chosen on.

@@ -562,6 +562,62 @@ pub const AUTH_REALM: Key<String> = key!(
     }
 );
 
+pub const AUTH_URL: Key<String> = key!(
+    parse_service_url,
+    KeySpec {
+        name: "auth-url",
+        scopes: ALL,
+        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`",
+        default: KeyDefault::None("none"),
+        example: "http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth",
+        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is). A value that is not valid refuses every request (403).",
+        peers: peers::AUTH_URL,
+        ..BASE
+    }
+);
+
+pub const AUTH_METHOD: Key<String> = key!(
+    parse_auth_method,
+    KeySpec {
+        name: "auth-method",
+        scopes: ALL,
+        values: "`GET`, `HEAD`, `POST`, `PUT` or `DELETE`",
+        default: KeyDefault::Value("GET"),
+        example: "POST",
+        help: "The method of the `auth-url` request.",
+        peers: peers::AUTH_METHOD,
+        ..BASE
+    }
+);
+
+pub const AUTH_RESPONSE_HEADERS: Key<Vec<String>> = key!(
+    parse_header_name_list,
+    KeySpec {
+        name: "auth-response-headers",
+        scopes: ALL,
+        values: "header names (letters, digits, `-`, `_`, `.`) separated by commas, at most 32",
+        default: KeyDefault::None("none"),
+        example: "X-Auth-Request-User, X-Auth-Request-Email",
+        help: "With `auth-url`: these headers of a 2xx authentication answer are set on the request; a header the answer lacks is removed from the request, so a client cannot send its own.",
+        peers: peers::AUTH_RESPONSE_HEADERS,
+        ..BASE
+    }
+);
+
+pub const AUTH_SIGNIN: Key<String> = key!(
+    parse_service_url,
+    KeySpec {
+        name: "auth-signin",
+        scopes: ALL,
+        values: "a URL, as `auth-url`",
+        default: KeyDefault::None("none: a 401 of `auth-url` answers 401"),
+        example: "https://login.example.com/oauth2/start",
+        help: "With `auth-url`: a 401 redirects the client (302) here, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
+        peers: peers::AUTH_SIGNIN,
+        ..BASE
+    }
+);
+
 pub const RATE_LIMIT_REQUESTS: Key<u64> = key!(
     |v| parse_number(v, 1, 1_000_000),
     KeySpec {
@@ -926,6 +982,10 @@ pub const KEYS: &[KeySpec] = &[
     AUTH_TYPE.spec,
     AUTH_SECRET.spec,
     AUTH_REALM.spec,
+    AUTH_URL.spec,
+    AUTH_METHOD.spec,
+    AUTH_RESPONSE_HEADERS.spec,
+    AUTH_SIGNIN.spec,
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,

@@ -106,6 +106,13 @@ pub enum ValueError {
     NotProxyProtocol,
     #[error("the name of a Secret (lower-case letters, digits, '-', '.')")]
     NotSecretName,
+    /// An external authentication URL ([`validate::service_url`]): why it was refused.
+    #[error("an http:// or https:// URL; {0}")]
+    NotServiceUrl(String),
+    #[error("GET, HEAD, POST, PUT or DELETE")]
+    NotAuthMethod,
+    #[error("1 to 32 header names (letters, digits and - _ .) separated by commas")]
+    NotHeaderNameList,
     /// A value of another controller's key that Tugboat cannot write as its own.
     #[error("{0}")]
     NotPeerValue(&'static str),
@@ -548,6 +555,42 @@ pub fn parse_secret_name(value: &str) -> Parsed<String> {
     validate::dns_subdomain(value)
         .map(|()| value.to_string())
         .map_err(|_| ValueError::NotSecretName)
+}
+
+/// `auth-url` and `auth-signin`: a URL haproxy requests or sends clients to.
+pub fn parse_service_url(value: &str) -> Parsed<String> {
+    validate::service_url(value)
+        .map(|()| value.to_string())
+        .map_err(|e| ValueError::NotServiceUrl(e.0))
+}
+
+/// `auth-method`: the methods haproxy's HTTP client sends.
+pub fn parse_auth_method(value: &str) -> Parsed<String> {
+    match value {
+        "GET" | "HEAD" | "POST" | "PUT" | "DELETE" => Ok(value.to_string()),
+        _ => Err(ValueError::NotAuthMethod),
+    }
+}
+
+/// `auth-response-headers`: header names separated by commas, as the Gateway API's
+/// header names are ([`validate::header_name`]).
+pub fn parse_header_name_list(value: &str) -> Parsed<Vec<String>> {
+    let names: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    let ok = !names.is_empty()
+        && names.len() <= 32
+        && names
+            .iter()
+            .all(|n| n.len() <= 64 && validate::header_name(n).is_ok());
+    if ok {
+        Ok(names)
+    } else {
+        Err(ValueError::NotHeaderNameList)
+    }
 }
 
 #[cfg(test)]

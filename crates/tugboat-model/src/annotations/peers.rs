@@ -406,6 +406,20 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
+const NGINX_VARIABLES: &str = "nginx variables (`$host`, `$escaped_request_uri`) are refused";
+pub const AUTH_URL: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-url",
+    "nginx variables (`$host`) are refused; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
+)];
+pub const AUTH_METHOD: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-method",
+    "GET, HEAD, POST, PUT or DELETE (haproxy's HTTP client sends no other)",
+)];
+pub const AUTH_RESPONSE_HEADERS: &[PeerKey] = &[same(NGINX, "auth-response-headers")];
+pub const AUTH_SIGNIN: &[PeerKey] = &[differs(NGINX, "auth-signin", NGINX_VARIABLES)];
+
 pub const RATE_LIMIT_REQUESTS: &[PeerKey] = &[PeerKey {
     implies: &[("rate-limit-status-code", "403")],
     ..same(HT, "rate-limit-requests")
@@ -540,21 +554,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         NGINX,
         "proxy-send-timeout",
         "haproxy's `timeout server` covers writes too: set `proxy-read-timeout`",
-    ),
-    (
-        NGINX,
-        "auth-url",
-        "external authentication is not supported yet: the routes answer 403",
-    ),
-    (
-        NGINX,
-        "auth-signin",
-        "external authentication is not supported yet",
-    ),
-    (
-        NGINX,
-        "auth-response-headers",
-        "external authentication is not supported yet",
     ),
     (
         NGINX,

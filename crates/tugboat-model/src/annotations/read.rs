@@ -8,8 +8,8 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit, Redirect,
-    RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, Cors, ExternalAuth, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit,
+    Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -98,7 +98,29 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
     if resolver.get(&AUTH_TYPE).is_some() {
         lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
     }
+    features.external_auth = external_auth(resolver);
     (features, lookups)
+}
+
+/// `auth-url` and the keys that go with it; those keys alone are refused.
+fn external_auth(resolver: &mut Resolver<'_>) -> Option<ExternalAuth> {
+    let Some(url) = resolver.get(&AUTH_URL) else {
+        let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+        for key in [
+            &AUTH_METHOD.spec,
+            &AUTH_RESPONSE_HEADERS.spec,
+            &AUTH_SIGNIN.spec,
+        ] {
+            resolver.refuse(key, &all, ProblemReason::InvalidField, "it needs auth-url");
+        }
+        return None;
+    };
+    Some(ExternalAuth {
+        url,
+        method: resolver.get_or_default(&AUTH_METHOD),
+        response_headers: resolver.get(&AUTH_RESPONSE_HEADERS).unwrap_or_default(),
+        signin: resolver.get(&AUTH_SIGNIN),
+    })
 }
 
 /// The realm of basic authentication.

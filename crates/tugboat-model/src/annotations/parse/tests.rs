@@ -514,3 +514,69 @@ fn error_texts_say_what_was_expected() {
         )
     );
 }
+
+#[test]
+fn auth_url_takes_an_http_or_https_url() {
+    assert_eq!(
+        parse_service_url("http://127.0.0.1:9000/auth?app=shop"),
+        Ok("http://127.0.0.1:9000/auth?app=shop".into())
+    );
+}
+
+#[test]
+fn auth_url_refuses_nginx_variables() {
+    assert!(matches!(
+        parse_service_url("https://$host/oauth2/auth"),
+        Err(ValueError::NotServiceUrl(_))
+    ));
+}
+
+#[test]
+fn auth_url_refuses_a_word_break() {
+    assert!(matches!(
+        parse_service_url("http://a.com/auth if TRUE"),
+        Err(ValueError::NotServiceUrl(_))
+    ));
+}
+
+#[test]
+fn auth_method_takes_what_the_http_client_sends() {
+    for method in ["GET", "HEAD", "POST", "PUT", "DELETE"] {
+        assert_eq!(parse_auth_method(method), Ok(method.into()));
+    }
+}
+
+#[test]
+fn auth_method_refuses_other_methods() {
+    for method in ["get", "PATCH", "OPTIONS", "GET POST", ""] {
+        assert_eq!(
+            parse_auth_method(method),
+            Err(ValueError::NotAuthMethod),
+            "{method}"
+        );
+    }
+}
+
+#[test]
+fn header_name_lists_are_split_on_commas() {
+    assert_eq!(
+        parse_header_name_list("X-User, X-Email,X-Groups"),
+        Ok(vec!["X-User".into(), "X-Email".into(), "X-Groups".into()])
+    );
+}
+
+#[test]
+fn header_name_lists_refuse_bad_names() {
+    for value in ["", " , ", "X-User X-Email", "X-User,X:Email", "X-User\nX-A"] {
+        assert_eq!(
+            parse_header_name_list(value),
+            Err(ValueError::NotHeaderNameList),
+            "{value:?}"
+        );
+    }
+    let many = vec!["X-A"; 33].join(",");
+    assert_eq!(
+        parse_header_name_list(&many),
+        Err(ValueError::NotHeaderNameList)
+    );
+}
