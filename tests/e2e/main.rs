@@ -14,6 +14,7 @@ mod kube;
 mod migration;
 mod normalize;
 mod references;
+mod regex_paths;
 mod reload;
 mod routing;
 mod runtime;

@@ -332,6 +332,10 @@ fn nginx_objects() -> Vec<serde_json::Value> {
             ("nginx.ingress.kubernetes.io/auth-type", "basic"),
             ("nginx.ingress.kubernetes.io/auth-secret", "users"),
             ("nginx.ingress.kubernetes.io/rewrite-target", "/$1"),
+            (
+                "nginx.ingress.kubernetes.io/configuration-snippet",
+                "more_set_headers \"X-Team: shop\";",
+            ),
         ],
     );
     if let Some(spec) = shop.spec.as_mut() {
@@ -374,6 +378,10 @@ fn check_nginx_report(report: &Report) {
     );
     assert_eq!(
         status("nginx.ingress.kubernetes.io/rewrite-target"),
+        Status::SupportedWithDifference
+    );
+    assert_eq!(
+        status("nginx.ingress.kubernetes.io/configuration-snippet"),
         Status::NotSupported
     );
     assert!(

@@ -234,11 +234,11 @@ frontend http
     http-request set-var(txn.path) path
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
     http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
-    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_exact}    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_wildcard}    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
 {subdomains}    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_any}    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
@@ -246,6 +246,9 @@ frontend http
 {restore}{feature_request}",
         normalize = normalize_rules(keeps_original_path(desired)),
         subdomains = subdomain_rules(desired, &exact, &prefix),
+        regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
+        regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard),
+        regex_any = regex_route_rules(&desired.routes, RegexHosts::Any),
         restore = restore_rules(desired),
         feature_request = features.request,
         default_cert = default_cert.display(),
@@ -512,6 +515,8 @@ fn route_maps(routes: &[Route]) -> (String, String) {
         match route.path {
             PathMatch::Exact(_) => entry.exact = Some(route),
             PathMatch::Prefix(_) => entry.prefix = Some(route),
+            // In the config, not in a map: see `regex_route_rules`.
+            PathMatch::Regex(_) => {}
         }
     }
     let (mut exact, mut prefix) = (Vec::new(), Vec::new());
@@ -534,8 +539,57 @@ fn route_maps(routes: &[Route]) -> (String, String) {
 /// The path of a rule, whatever its type.
 pub fn path_text(path: &PathMatch) -> &str {
     match path {
-        PathMatch::Exact(path) | PathMatch::Prefix(path) => path,
+        PathMatch::Exact(path) | PathMatch::Prefix(path) | PathMatch::Regex(path) => path,
     }
+}
+
+/// Which hosts' regex routes a group of lookup rules is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RegexHosts {
+    Exact,
+    Wildcard,
+    Any,
+}
+
+/// The lookups of the regex routes (ingress-nginx's `use-regex`) of one kind of host:
+/// one rule each, in the config rather than a map (map files cannot keep the order
+/// they need at runtime, so a change of them is a reload), the longest expression of a
+/// host first. They come after the host's exact map and before its prefix map. The
+/// expressions were checked by the model (`validate::regex`): between single quotes,
+/// haproxy reads them as they are.
+fn regex_route_rules(routes: &[Route], hosts: RegexHosts) -> String {
+    let mut found: Vec<(&str, &str, &Route)> = routes
+        .iter()
+        .filter_map(|route| {
+            let PathMatch::Regex(pattern) = &route.path else {
+                return None;
+            };
+            let host = match (&route.host, hosts) {
+                (HostMatch::Exact(host), RegexHosts::Exact)
+                | (HostMatch::Wildcard(host), RegexHosts::Wildcard) => host.as_str(),
+                (HostMatch::Any, RegexHosts::Any) => "",
+                _ => return None,
+            };
+            Some((host, pattern.as_str(), route))
+        })
+        .collect();
+    found.sort_by(|a, b| {
+        (a.0, std::cmp::Reverse(a.1.len()), a.1).cmp(&(b.0, std::cmp::Reverse(b.1.len()), b.1))
+    });
+    let mut out = String::new();
+    for (host, pattern, route) in found {
+        let host_condition = match hosts {
+            RegexHosts::Exact => format!(" {{ var(txn.host) -m str {host} }}"),
+            RegexHosts::Wildcard => format!(" {{ var(txn.wild) -m str {host} }}"),
+            RegexHosts::Any => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    http-request set-var(txn.route) str({}) if !{{ var(txn.route) -m found }}{host_condition} {{ var(txn.path) -m reg -i '^{pattern}' }}",
+            map_value(route)
+        );
+    }
+    out
 }
 
 /// The routes on one host and path: the Exact one and the Prefix one. Together they
@@ -730,6 +784,44 @@ mod tests {
             .get(&settings().config_file())
             .expect("config")
             .to_string()
+    }
+
+    #[test]
+    fn regex_routes_are_looked_up_after_exact_and_before_prefix_paths_longest_first() {
+        let mut desired = desired();
+        let backend = desired.routes[0].backend.clone();
+        for pattern in ["/v[0-9]+", "/v[0-9]+/items/(.*)"] {
+            desired.routes.push(Route {
+                host: HostMatch::Exact("a.example.com".into()),
+                path: PathMatch::Regex(pattern.into()),
+                backend: backend.clone(),
+                ingress: desired.routes[0].ingress.clone(),
+                features: None,
+            });
+        }
+        desired
+            .routes
+            .sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
+        let rendered = render_fresh(&desired);
+        let config = frontend(&desired);
+        let at = |needle: &str| {
+            config
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle} in {config}"))
+        };
+        let exact_lookup = at("var(txn.host),concat(,txn.path),map_str(");
+        let longer = at("-m reg -i '^/v[0-9]+/items/(.*)'");
+        let shorter = at("-m reg -i '^/v[0-9]+'");
+        let prefix_lookup = at("var(txn.host),concat(,txn.path),map_beg(");
+        assert!(exact_lookup < longer && longer < shorter && shorter < prefix_lookup);
+        assert!(config.contains(&format!(
+            "    http-request set-var(txn.route) str({backend}) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n"
+        )));
+        // Not in the maps.
+        for map in [settings().exact_map(), settings().prefix_map()] {
+            let text = rendered.get(&map).expect("map");
+            assert!(!text.contains("[0-9]"), "{text}");
+        }
     }
 
     #[test]

@@ -332,6 +332,34 @@ pub const PATH_REWRITE: Key<PathRewrite> = key!(
     }
 );
 
+pub const USE_REGEX: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "use-regex",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "The `Prefix` and `ImplementationSpecific` paths of the Ingress are regular expressions (RE2 syntax; printable ASCII without spaces, quotes, `%` or `#`, at most 512), matched case-insensitively from the start of the path, as ingress-nginx does. They are tried after the host's `Exact` paths and before its `Prefix` paths, the longest expression first. A path that is not a valid expression is left out with a problem; the other paths of the Ingress are served. Regex routes are rules of haproxy's config, so changing them reloads haproxy.",
+        peers: peers::USE_REGEX,
+        ..BASE
+    }
+);
+
+pub const REWRITE_TARGET: Key<String> = key!(
+    parse_rewrite_target,
+    KeySpec {
+        name: "rewrite-target",
+        scopes: ROUTE,
+        values: "a path starting with `/` (letters, digits, `- . _ ~ / ! & ( ) * + , ; = : @ ?`), with `$1` to `$9` for the groups of the route's path",
+        default: KeyDefault::None("none"),
+        example: "/$2",
+        help: "The paths of the Ingress become regular expressions (as with `use-regex`), and a request's path is replaced by this one when its route's expression matches it, `$N` being the expression's groups; the query string is kept. With the path `/something(/|$)(.*)`, `/something/new` reaches the backend as `/new`.",
+        peers: peers::REWRITE_TARGET,
+        ..BASE
+    }
+);
+
 pub const BACKEND_PATH: Key<BackendPath> = key!(
     parse_backend_path,
     KeySpec {
@@ -966,6 +994,8 @@ pub const KEYS: &[KeySpec] = &[
     REQUEST_REDIRECT.spec,
     REQUEST_REDIRECT_CODE.spec,
     PATH_REWRITE.spec,
+    USE_REGEX.spec,
+    REWRITE_TARGET.spec,
     BACKEND_PATH.spec,
     SET_HOST.spec,
     REQUEST_SET_HEADER.spec,

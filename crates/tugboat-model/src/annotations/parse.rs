@@ -111,6 +111,10 @@ pub enum ValueError {
     NotServiceUrl(String),
     #[error("GET, HEAD, POST, PUT or DELETE")]
     NotAuthMethod,
+    #[error(
+        "a path starting with / of letters, digits and - . _ ~ / ! & ( ) * + , ; = : @ ?, with $1 to $9 for the path's groups"
+    )]
+    NotRewriteTarget,
     #[error("1 to 32 header names (letters, digits and - _ .) separated by commas")]
     NotHeaderNameList,
     /// A value of another controller's key that Tugboat cannot write as its own.
@@ -562,6 +566,23 @@ pub fn parse_service_url(value: &str) -> Parsed<String> {
     validate::service_url(value)
         .map(|()| value.to_string())
         .map_err(|e| ValueError::NotServiceUrl(e.0))
+}
+
+/// `rewrite-target` (ingress-nginx): the path the backend receives, `$1` to `$9` naming
+/// the groups of the route's regex path; written as haproxy's replacement (`\1`).
+pub fn parse_rewrite_target(value: &str) -> Parsed<String> {
+    let bytes = value.as_bytes();
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~/!&()*+,;=:@?".contains(&b);
+    let ok = value.starts_with('/')
+        && value.len() <= 512
+        && bytes.iter().enumerate().all(|(i, b)| {
+            allowed(*b) || *b == b'$' && bytes.get(i + 1).is_some_and(|d| (b'1'..=b'9').contains(d))
+        });
+    if ok {
+        Ok(value.replace('$', "\\"))
+    } else {
+        Err(ValueError::NotRewriteTarget)
+    }
 }
 
 /// `auth-method`: the methods haproxy's HTTP client sends.

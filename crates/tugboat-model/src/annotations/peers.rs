@@ -247,6 +247,14 @@ pub const PATH_REWRITE: &[PeerKey] = &[differs(
     "only `REGEX REPLACEMENT` on one line; a single path or several lines are refused",
 )];
 
+const NGINX_REGEX_ORDER: &str = "regex paths are tried after the host's Exact paths and before its Prefix paths; the other Ingresses of the host keep their path types (ingress-nginx makes every path of the host a regex)";
+pub const USE_REGEX: &[PeerKey] = &[differs(NGINX, "use-regex", NGINX_REGEX_ORDER)];
+pub const REWRITE_TARGET: &[PeerKey] = &[differs(
+    NGINX,
+    "rewrite-target",
+    "a path with `$1` to `$9`; nginx variables and absolute URLs are refused; regex paths are tried after the host's Exact paths and before its Prefix paths",
+)];
+
 pub const SET_HOST: &[PeerKey] = &[same(NGINX, "upstream-vhost"), same(HT, "set-host")];
 
 pub const REQUEST_SET_HEADER: &[PeerKey] = &[
@@ -537,16 +545,6 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.
 pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
-    (
-        NGINX,
-        "rewrite-target",
-        "not yet: use `path-rewrite` (`REGEX REPLACEMENT`)",
-    ),
-    (
-        NGINX,
-        "use-regex",
-        "regular-expression paths are not supported yet",
-    ),
     (NGINX, "app-root", "not yet"),
     (NGINX, "from-to-www-redirect", "not yet"),
     (NGINX, "proxy-body-size", "not yet"),

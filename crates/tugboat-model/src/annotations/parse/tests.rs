@@ -580,3 +580,34 @@ fn header_name_lists_refuse_bad_names() {
         Err(ValueError::NotHeaderNameList)
     );
 }
+
+#[test]
+fn rewrite_target_groups_become_haproxy_groups() {
+    assert_eq!(parse_rewrite_target("/$2"), Ok("/\\2".into()));
+    assert_eq!(parse_rewrite_target("/api/$1/x"), Ok("/api/\\1/x".into()));
+    assert_eq!(parse_rewrite_target("/"), Ok("/".into()));
+}
+
+#[test]
+fn rewrite_target_refuses_nginx_variables() {
+    for value in ["/$host", "/$", "/$0", "$1"] {
+        assert_eq!(
+            parse_rewrite_target(value),
+            Err(ValueError::NotRewriteTarget),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn rewrite_target_refuses_what_could_reach_the_config() {
+    for value in [
+        "/a b", "/a'", "/a\"", "/a%20", "/a\\1", "/a#", "/a\nb", "relative",
+    ] {
+        assert_eq!(
+            parse_rewrite_target(value),
+            Err(ValueError::NotRewriteTarget),
+            "{value:?}"
+        );
+    }
+}
