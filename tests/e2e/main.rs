@@ -5,6 +5,7 @@
 
 mod annotations;
 mod api_features;
+mod app_root;
 mod backend_keys;
 mod chart_pod;
 mod conformance;

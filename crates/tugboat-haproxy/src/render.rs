@@ -825,6 +825,18 @@ mod tests {
     }
 
     #[test]
+    fn app_root_redirects_only_the_root_to_the_same_scheme_and_host() {
+        let desired = with_features(tugboat_model::features::RouteFeatures {
+            app_root: Some("/app1".into()),
+            ..Default::default()
+        });
+        let id = desired.feature_sets.keys().next().expect("a set").clone();
+        assert!(frontend(&desired).contains(&format!(
+            "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]/app1 code 302 if {{ var(txn.fs) -m str {id} }} {{ path / }}\n"
+        )));
+    }
+
+    #[test]
     fn external_authentication_loads_its_script_only_when_used() {
         let script = settings().external_auth_script();
         let plain = render_fresh(&desired());

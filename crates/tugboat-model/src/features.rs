@@ -173,6 +173,9 @@ pub struct RouteFeatures {
     pub https_redirect: Option<HttpsRedirect>,
     pub hsts: Option<Hsts>,
     pub redirect: Option<Redirect>,
+    /// `app-root`: a request for `/` is redirected (302) to this path (validated by
+    /// [`crate::validate::literal_path`]).
+    pub app_root: Option<String>,
     pub path_rewrite: Option<PathRewrite>,
     pub set_host: Option<String>,
     /// Request headers set before the request goes to the backend: (name, value).

@@ -318,6 +318,20 @@ pub const REQUEST_REDIRECT_CODE: Key<u16> = key!(
     }
 );
 
+pub const APP_ROOT: Key<String> = key!(
+    parse_app_root,
+    KeySpec {
+        name: "app-root",
+        scopes: ALL,
+        values: "a path starting with `/`: letters, digits and `- . _ ~ ! & ' ( ) * + , ; = : @ /`",
+        default: KeyDefault::None("none"),
+        example: "/app1",
+        help: "A request for `/` is redirected (302) to this path on the same scheme and host (`http://shop.example.com/` to `http://shop.example.com/app1`), as ingress-nginx does; the query is dropped.",
+        peers: peers::APP_ROOT,
+        ..BASE
+    }
+);
+
 pub const PATH_REWRITE: Key<PathRewrite> = key!(
     parse_path_rewrite,
     KeySpec {
@@ -993,6 +1007,7 @@ pub const KEYS: &[KeySpec] = &[
     HSTS_PRELOAD.spec,
     REQUEST_REDIRECT.spec,
     REQUEST_REDIRECT_CODE.spec,
+    APP_ROOT.spec,
     PATH_REWRITE.spec,
     USE_REGEX.spec,
     REWRITE_TARGET.spec,

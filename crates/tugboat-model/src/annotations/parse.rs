@@ -115,6 +115,9 @@ pub enum ValueError {
         "a path starting with / of letters, digits and - . _ ~ / ! & ( ) * + , ; = : @ ?, with $1 to $9 for the path's groups"
     )]
     NotRewriteTarget,
+    /// A path written literally into a redirect ([`validate::literal_path`]): why not.
+    #[error("a path starting with / (no $ or %); {0}")]
+    NotLiteralPath(String),
     #[error("1 to 32 header names (letters, digits and - _ .) separated by commas")]
     NotHeaderNameList,
     /// A value of another controller's key that Tugboat cannot write as its own.
@@ -583,6 +586,13 @@ pub fn parse_rewrite_target(value: &str) -> Parsed<String> {
     } else {
         Err(ValueError::NotRewriteTarget)
     }
+}
+
+/// `app-root`: the path a request for `/` is redirected to.
+pub fn parse_app_root(value: &str) -> Parsed<String> {
+    validate::literal_path(value)
+        .map(|()| value.to_string())
+        .map_err(|e| ValueError::NotLiteralPath(e.0))
 }
 
 /// `auth-method`: the methods haproxy's HTTP client sends.

@@ -241,6 +241,12 @@ pub const REQUEST_REDIRECT_CODE: &[PeerKey] = &[
     same(HT, "request-redirect-code"),
 ];
 
+pub const APP_ROOT: &[PeerKey] = &[differs(
+    NGINX,
+    "app-root",
+    "applies to a request for `/` that a route of the Ingress takes (ingress-nginx: any request for `/` on the host)",
+)];
+
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
     HT,
     "path-rewrite",
@@ -545,7 +551,6 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.
 pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
-    (NGINX, "app-root", "not yet"),
     (NGINX, "from-to-www-redirect", "not yet"),
     (NGINX, "proxy-body-size", "not yet"),
     (

@@ -611,3 +611,36 @@ fn rewrite_target_refuses_what_could_reach_the_config() {
         );
     }
 }
+
+#[test]
+fn app_root_takes_a_path() {
+    assert_eq!(parse_app_root("/app1"), Ok("/app1".into()));
+    assert_eq!(parse_app_root("/app/v2/"), Ok("/app/v2/".into()));
+}
+
+#[test]
+fn app_root_refuses_a_url_or_a_relative_path() {
+    for value in ["https://example.com/app", "app1", ""] {
+        assert!(
+            matches!(parse_app_root(value), Err(ValueError::NotLiteralPath(_))),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn app_root_refuses_what_could_reach_the_config() {
+    for value in [
+        "/app $x",
+        "/a%[env(X)]",
+        "/${HOME}",
+        "/a\nb",
+        "/a\"b",
+        "/a#b",
+    ] {
+        assert!(
+            matches!(parse_app_root(value), Err(ValueError::NotLiteralPath(_))),
+            "{value:?}"
+        );
+    }
+}
