@@ -808,6 +808,7 @@ mod tests {
                     Some(tugboat_model::features::ServerTls {
                         ca_file: Some("api-ca.pem".into()),
                         client_certificate: None,
+                        server_name: "api.ns.svc".into(),
                     });
             }
         }

@@ -91,9 +91,6 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     RenderedFiles { files }
 }
 
-/// A variable never set: as a server's `sni` expression it sends no SNI.
-const NO_SNI_VARIABLE: &str = "txn.tugboat_no_sni";
-
 /// The options every server of a backend gets, on the `default-server` line and on
 /// every server added at runtime, so both are the same.
 pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> String {
@@ -105,15 +102,21 @@ pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> St
     }
     if let Some(tls) = &options.tls {
         words.push("ssl".into());
-        // No SNI on any series: haproxy 3.3+ would otherwise send the request's Host
-        // (`sni-auto`) and, with a CA, check the certificate against that public name,
-        // which an in-cluster backend's certificate rarely carries. A `sni` expression
-        // that finds nothing (an unset variable) sends none and turns `sni-auto` off,
-        // and it loads on 2.6 as well, where `no-sni-auto` does not exist.
-        words.push(format!("sni var({NO_SNI_VARIABLE})"));
+        // The backend's own name as SNI on every series (haproxy 3.3+ would otherwise
+        // send the request's Host, `sni-auto`, a public name an in-cluster backend's
+        // certificate rarely carries), and the name its certificate must carry when a
+        // CA verifies it. The name is a validated DNS name.
+        // Without a name (not from the model), none is sent: an unset variable.
+        let verifyhost = if tls.server_name.is_empty() {
+            words.push("sni var(txn.tugboat_no_sni)".into());
+            String::new()
+        } else {
+            words.push(format!("sni str({})", tls.server_name));
+            format!(" verifyhost {}", tls.server_name)
+        };
         match &tls.ca_file {
             Some(file) => words.push(format!(
-                "verify required ca-file {}",
+                "verify required ca-file {}{verifyhost}",
                 settings.backend_file(file).display()
             )),
             None => words.push("verify none".into()),
@@ -822,6 +825,32 @@ mod tests {
             let text = rendered.get(&map).expect("map");
             assert!(!text.contains("[0-9]"), "{text}");
         }
+    }
+
+    #[test]
+    fn backend_tls_sends_the_name_and_verifies_it_with_a_ca() {
+        let mut options = BackendOptions {
+            tls: Some(tugboat_model::features::ServerTls {
+                ca_file: None,
+                client_certificate: None,
+                server_name: "web.shop.svc".into(),
+            }),
+            ..BackendOptions::default()
+        };
+        assert_eq!(
+            server_options(&options, &settings()),
+            "ssl sni str(web.shop.svc) verify none"
+        );
+        if let Some(tls) = options.tls.as_mut() {
+            tls.ca_file = Some("ca_shop_web.pem".into());
+        }
+        assert_eq!(
+            server_options(&options, &settings()),
+            format!(
+                "ssl sni str(web.shop.svc) verify required ca-file {} verifyhost web.shop.svc",
+                settings().backend_file("ca_shop_web.pem").display()
+            )
+        );
     }
 
     #[test]

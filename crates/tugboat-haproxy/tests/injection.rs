@@ -33,6 +33,7 @@ const COMPANIONS: &[(&str, &str)] = &[
     ("auth-secret", "shop-users"),
     ("auth-url", "http://auth.example.com/check"),
     ("server-ssl", "true"),
+    ("server-ca", "backend-ca"),
     ("check", "true"),
 ];
 

@@ -1088,6 +1088,21 @@ impl<'a> Builder<'a> {
         self.problems.append(&mut resolver.problems);
         let object = ingress_layer.object.clone();
         if let Some(tls) = options.tls.as_mut() {
+            tls.server_name = lookups
+                .server_name
+                .clone()
+                .unwrap_or_else(|| format!("{}.{}.svc", service.name, service.namespace));
+            if lookups.verify_without_ca {
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: "metadata.annotations".into(),
+                    reason: ProblemReason::InvalidField,
+                    message: "server-verify is true but no server-ca is set: the backend \
+                              answers 503 rather than talk to unverified servers"
+                        .into(),
+                });
+                options.blocked = true;
+            }
             if let Some(secret) = &lookups.server_ca {
                 tls.ca_file = self.backend_file(&object, &service.namespace, secret, true);
                 options.blocked |= tls.ca_file.is_none();

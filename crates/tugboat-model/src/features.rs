@@ -268,6 +268,10 @@ pub struct ServerTls {
     ///
     /// [`Desired::backend_files`]: crate::Desired::backend_files
     pub client_certificate: Option<String>,
+    /// The name sent as SNI and, with a CA, checked in the servers' certificates
+    /// (`verifyhost`): `server-ssl-name`, else the Service's `NAME.NAMESPACE.svc`
+    /// (a lower-case DNS name, validated).
+    pub server_name: String,
 }
 
 /// Health checks of a backend's servers.

@@ -836,7 +836,7 @@ pub const SERVER_SSL: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
+        help: "Talk TLS to the backend's servers, sending `server-ssl-name` as SNI. Without `server-ca` their certificates are not verified (`verify none`).",
         peers: peers::SERVER_SSL,
         ..BASE
     }
@@ -851,8 +851,36 @@ pub const SERVER_CA: Key<String> = key!(
         values: "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
         default: KeyDefault::None("none: server certificates are not verified"),
         example: "backend-ca",
-        help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+        help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`) and that they are for `server-ssl-name` (`verifyhost`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
         peers: peers::SERVER_CA,
+        ..BASE
+    }
+);
+
+pub const SERVER_SSL_NAME: Key<String> = key!(
+    parse_server_name,
+    KeySpec {
+        name: "server-ssl-name",
+        scopes: ALL,
+        values: "a lower-case DNS name",
+        default: KeyDefault::None("the Service's name in the cluster, `NAME.NAMESPACE.svc`"),
+        example: "api.internal.example.com",
+        help: "With `server-ssl`: the name sent as SNI to the servers and, with `server-ca`, the name their certificates must carry.",
+        peers: peers::SERVER_SSL_NAME,
+        ..BASE
+    }
+);
+
+pub const SERVER_VERIFY: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "server-verify",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::None("`true` when `server-ca` is set"),
+        example: "false",
+        help: "With `server-ssl`: `false` does not verify the servers' certificates even with `server-ca` (the CA is not read); `true` without `server-ca` makes the backend answer 503 rather than talk to unverified servers.",
+        peers: peers::SERVER_VERIFY,
         ..BASE
     }
 );
@@ -1045,6 +1073,8 @@ pub const KEYS: &[KeySpec] = &[
     SEND_PROXY_PROTOCOL.spec,
     SERVER_SSL.spec,
     SERVER_CA.spec,
+    SERVER_SSL_NAME.spec,
+    SERVER_VERIFY.spec,
     SERVER_CRT.spec,
     SERVER_PROTO.spec,
     CHECK.spec,

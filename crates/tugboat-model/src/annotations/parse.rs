@@ -115,6 +115,10 @@ pub enum ValueError {
         "a path starting with / of letters, digits and - . _ ~ / ! & ( ) * + , ; = : @ ?, with $1 to $9 for the path's groups"
     )]
     NotRewriteTarget,
+    #[error("a lower-case DNS name (letters, digits, '-', '.')")]
+    NotServerName,
+    #[error("on or off")]
+    NotOnOff,
     /// A path written literally into a redirect ([`validate::literal_path`]): why not.
     #[error("a path starting with / (no $ or %); {0}")]
     NotLiteralPath(String),
@@ -586,6 +590,14 @@ pub fn parse_rewrite_target(value: &str) -> Parsed<String> {
     } else {
         Err(ValueError::NotRewriteTarget)
     }
+}
+
+/// `server-ssl-name`: the name sent as SNI to a backend's servers and checked in their
+/// certificates.
+pub fn parse_server_name(value: &str) -> Parsed<String> {
+    validate::dns_subdomain(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotServerName)
 }
 
 /// `app-root`: the path a request for `/` is redirected to.

@@ -513,17 +513,73 @@ pub const SERVER_PROTO: &[PeerKey] = &[
         "with `server-ssl`, `h2` offers only HTTP/2 by ALPN (HAProxy Technologies: HTTP/2 and HTTP/1.1)",
     ),
 ];
-pub const SERVER_CA: &[PeerKey] = &[PeerKey {
-    translate: Some(secret_in_own_namespace),
-    difference: Some(
-        "the CA is read from the Secret's `ca.crt` key (HAProxy Technologies: `tls.crt`): without it the backend answers 503",
+const NGINX_PROXY_SSL_SECRET: &str = "a Secret in the Ingress' namespace with `tls.crt` and `tls.key` (without them the backend answers 503); `ca.crt` is read only with `proxy-ssl-verify: on`";
+pub const SERVER_CA: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(
+            "the CA is read from the Secret's `ca.crt` key (HAProxy Technologies: `tls.crt`): without it the backend answers 503",
+        ),
+        ..same(HT, "server-ca")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(NGINX_PROXY_SSL_SECRET),
+        implies: &[("server-verify", "false")],
+        ..same(NGINX, "proxy-ssl-secret")
+    },
+];
+pub const SERVER_CRT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some("a Secret in the object's own namespace only"),
+        ..same(HT, "server-crt")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(NGINX_PROXY_SSL_SECRET),
+        ..same(NGINX, "proxy-ssl-secret")
+    },
+];
+
+/// ingress-nginx's `on`/`off` keys.
+fn on_off(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "on" => Ok(Some("true".into())),
+        "off" => Ok(Some("false".into())),
+        _ => refuse("on or off"),
+    }
+}
+
+/// ingress-nginx's `proxy-ssl-server-name`: Tugboat always sends SNI.
+fn nginx_proxy_ssl_server_name(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "on" | "off" => Ok(None),
+        _ => refuse("on or off"),
+    }
+}
+
+pub const SERVER_SSL_NAME: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "proxy-ssl-name",
+        "also sent as SNI without `proxy-ssl-server-name: on`",
     ),
-    ..same(HT, "server-ca")
-}];
-pub const SERVER_CRT: &[PeerKey] = &[PeerKey {
-    translate: Some(secret_in_own_namespace),
-    difference: Some("a Secret in the object's own namespace only"),
-    ..same(HT, "server-crt")
+    // Read for the Service keys only to say what it does: nothing to set.
+    PeerKey {
+        translate: Some(nginx_proxy_ssl_server_name),
+        difference: Some(
+            "SNI is always sent (`server-ssl-name`, by default the Service's `NAME.NAMESPACE.svc`); `off` does not turn it off",
+        ),
+        ..same(NGINX, "proxy-ssl-server-name")
+    },
+];
+pub const SERVER_VERIFY: &[PeerKey] = &[PeerKey {
+    translate: Some(on_off),
+    difference: Some(
+        "`on` verifies against `ca.crt` of `proxy-ssl-secret` and checks the name `proxy-ssl-name` (by default the Service's `NAME.NAMESPACE.svc`, not the upstream's name)",
+    ),
+    ..same(NGINX, "proxy-ssl-verify")
 }];
 
 pub const CHECK: &[PeerKey] = &[differs(
@@ -593,12 +649,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "use the Ingress' `spec.defaultBackend`",
     ),
     (NGINX, "server-alias", "not yet: add the host as a rule"),
-    (
-        NGINX,
-        "proxy-ssl-secret",
-        "use `server-ssl`, `server-ca` and `server-crt`",
-    ),
-    (NGINX, "proxy-ssl-verify", "use `server-ca`"),
     (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,

@@ -136,6 +136,11 @@ pub struct BackendLookups {
     pub server_ca: Option<String>,
     /// `server-crt`: a TLS Secret.
     pub server_crt: Option<String>,
+    /// `server-ssl-name` (else the builder uses the Service's name).
+    pub server_name: Option<String>,
+    /// `server-verify: true` without `server-ca`: the backend must not talk to
+    /// unverified servers.
+    pub verify_without_ca: bool,
 }
 
 const SNIPPETS_OFF: &str =
@@ -150,10 +155,21 @@ pub fn backend_options(
     let mut lookups = BackendLookups::default();
     let tls = resolver.get_or_default(&SERVER_SSL);
     if tls {
-        lookups.server_ca = resolver.get(&SERVER_CA);
+        let ca = resolver.get(&SERVER_CA);
+        match resolver.get(&SERVER_VERIFY) {
+            Some(false) => {}
+            Some(true) if ca.is_none() => lookups.verify_without_ca = true,
+            _ => lookups.server_ca = ca,
+        }
         lookups.server_crt = resolver.get(&SERVER_CRT);
+        lookups.server_name = resolver.get(&SERVER_SSL_NAME);
     } else {
-        for key in [&SERVER_CA.spec, &SERVER_CRT.spec] {
+        for key in [
+            &SERVER_CA.spec,
+            &SERVER_CRT.spec,
+            &SERVER_SSL_NAME.spec,
+            &SERVER_VERIFY.spec,
+        ] {
             resolver.refuse(
                 key,
                 &all,

@@ -644,3 +644,19 @@ fn app_root_refuses_what_could_reach_the_config() {
         );
     }
 }
+
+#[test]
+fn server_name_takes_a_dns_name() {
+    assert_eq!(parse_server_name("web.shop.svc"), Ok("web.shop.svc".into()));
+}
+
+#[test]
+fn server_name_refuses_other_text() {
+    for value in ["Web.shop", "web shop", "web.shop:443", "", "str(x)", "a\nb"] {
+        assert_eq!(
+            parse_server_name(value),
+            Err(ValueError::NotServerName),
+            "{value:?}"
+        );
+    }
+}
