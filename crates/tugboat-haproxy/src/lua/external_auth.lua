@@ -95,7 +95,8 @@ local function authenticate(txn, method, url, response_headers, signin)
     scheme = "https"
   end
   local host = txn.sf:req_hdr("host") or ""
-  local uri = txn.sf:url() or "/"
+  -- The path and query (an HTTP/2 request has no absolute URI here: pathq, not url).
+  local uri = txn.sf:pathq() or "/"
   local source = txn.sf:src() or ""
   local headers = {}
   for name, values in pairs(txn.http:req_get_headers()) do
