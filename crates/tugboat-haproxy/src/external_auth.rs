@@ -30,13 +30,18 @@ pub fn needed(sets: &BTreeMap<FeatureSetId, RouteFeatures>) -> bool {
 }
 
 /// The `http-request` rules of external authentication: one Lua call per distinct
-/// setting, then the answers shared by every set that uses it.
+/// setting (on a haproxy built without Lua: 403 for every request of the sets), then
+/// the answers shared by every set that uses it.
 pub fn rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, out: &mut String) {
     let groups = group(sets, |f| f.external_auth.as_ref());
     if groups.is_empty() {
         return;
     }
-    let mut all: Vec<&FeatureSetId> = Vec::new();
+    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
+    all.sort();
+    let acl = sets_acl(&all);
+    // A haproxy built without Lua skips the calls and refuses the routes (403).
+    out.push_str("    .if feature(LUA)\n");
     for (auth, ids) in &groups {
         let headers = if auth.response_headers.is_empty() {
             "-".to_string()
@@ -51,10 +56,11 @@ pub fn rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, out: &mut String) {
             auth.url,
             sets_acl(ids)
         );
-        all.extend(ids.iter().copied());
     }
-    all.sort();
-    let acl = sets_acl(&all);
+    let _ = writeln!(
+        out,
+        "    .else\n    http-request deny deny_status 403 if {acl}\n    .endif"
+    );
     let _ = writeln!(
         out,
         "    http-request redirect location %[var(txn.tugboat_auth_location)] code 302 if {acl} {{ var(txn.tugboat_auth) -m str signin }}\n    \
@@ -125,17 +131,22 @@ mod tests {
         let mut out = String::new();
         rules(&sets, &mut out);
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 7, "{out}");
-        assert!(lines[0].contains("lua.tugboat_auth GET http://a.example.com/ - -"));
-        assert!(lines[1].contains("lua.tugboat_auth GET http://b.example.com/ - -"));
-        assert!(lines[2].contains("redirect location %[var(txn.tugboat_auth_location)] code 302"));
-        assert!(lines[3].contains("return status 401 hdr WWW-Authenticate"));
-        assert!(lines[4].contains("deny deny_status 401"));
-        assert!(lines[5].contains("deny deny_status 403"));
-        assert!(lines[6].contains("deny deny_status 500"));
-        assert!(lines[6].contains("!{ var(txn.tugboat_auth) -m str allow }"));
+        assert_eq!(lines.len(), 11, "{out}");
+        assert_eq!(lines[0], "    .if feature(LUA)");
+        assert!(lines[1].contains("lua.tugboat_auth GET http://a.example.com/ - -"));
+        assert!(lines[2].contains("lua.tugboat_auth GET http://b.example.com/ - -"));
+        assert_eq!(lines[3], "    .else");
+        assert!(lines[4].starts_with("    http-request deny deny_status 403 if "));
+        assert_eq!(lines[5], "    .endif");
+        assert!(lines[6].contains("redirect location %[var(txn.tugboat_auth_location)] code 302"));
+        assert!(lines[7].contains("return status 401 hdr WWW-Authenticate"));
+        assert!(lines[8].contains("deny deny_status 401"));
+        assert!(lines[9].contains("deny deny_status 403"));
+        assert!(lines[10].contains("deny deny_status 500"));
+        assert!(lines[10].contains("!{ var(txn.tugboat_auth) -m str allow }"));
         for id in sets.keys() {
-            assert!(lines[6].contains(id.as_str()), "{out}");
+            assert!(lines[4].contains(id.as_str()), "{out}");
+            assert!(lines[10].contains(id.as_str()), "{out}");
         }
     }
 }

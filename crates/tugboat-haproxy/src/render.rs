@@ -179,8 +179,9 @@ fn config(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> Stri
     };
     let global_snippet = snippet_lines(global.snippet.as_ref());
     let lua = if crate::external_auth::needed(&desired.feature_sets) {
+        // Only where haproxy has Lua: without, the routes refuse every request.
         format!(
-            "    lua-load {}\n",
+            "    .if feature(LUA)\n    lua-load {}\n    .endif\n",
             settings.external_auth_script().display()
         )
     } else {
