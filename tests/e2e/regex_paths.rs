@@ -114,4 +114,29 @@ async fn regex_paths_rewrite_with_their_groups(haproxy: HaproxyBinary, source: S
         "{problems:?}"
     );
     scene.wait_for_warning("matching", field).await;
+
+    // A changed expression is followed (regex routes are config rules: a reload).
+    scene.apply(&ingress(
+        "matching",
+        &[regex_path("/w[0-9]+/items", "plain")],
+        &[("nginx.ingress.kubernetes.io/use-regex", "true")],
+    ));
+    scene.wait_for_service(HOST, "/w3/items", "plain").await;
+    let reply = scene.get(HOST, "/v2/items/7").await.expect("request");
+    assert_eq!(reply.service(), Some("site"), "{reply:?}");
+    // And a changed rewrite.
+    scene.apply(&ingress(
+        "rewrite",
+        &[regex_path("/something(/|$)(.*)", "rewritten")],
+        &[("nginx.ingress.kubernetes.io/rewrite-target", "/base/$2")],
+    ));
+    tugboat_testkit::eventually(
+        "the new rewrite",
+        std::time::Duration::from_secs(10),
+        || async {
+            let reply = scene.get(HOST, "/something/new").await.ok()?;
+            (reply.path() == Some("/base/new")).then_some(())
+        },
+    )
+    .await;
 }
