@@ -25,8 +25,8 @@ use tugboat_model::problem::ProblemReason;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_ca_secret, mk_config_map, mk_endpoint_slice, mk_ingress, mk_service, mk_tls_secret, to_json,
-    with_keys,
+    mk_ca_secret, mk_config_map, mk_endpoint_slice, mk_ingress, mk_secret, mk_service,
+    mk_tls_secret, to_json, with_annotations, with_keys,
 };
 use tugboat_testkit::tls::Authority;
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
@@ -143,7 +143,8 @@ fn tls_config(
 
 // ---- Backends ----
 
-/// A backend that says what it saw: `service=NAME proto=h1|h2 tls=yes|no client=SUBJECT`.
+/// A backend that says what it saw:
+/// `service=NAME proto=h1|h2 tls=yes|no alpn_h2=BOOL client=SUBJECT sni=NAME`.
 /// With `tls`, it speaks TLS; it answers HTTP/1.1 or HTTP/2 (prior knowledge or ALPN).
 struct ProtoBackend {
     addr: SocketAddr,
@@ -170,7 +171,7 @@ async fn proto_backend(name: &str, tls: Option<ServerConfig>) -> ProtoBackend {
             tokio::spawn(async move {
                 let work = async {
                     match acceptor {
-                        None => answer(stream, &name, "no", "none", false).await,
+                        None => answer(stream, &name, "no", "none", false, "none").await,
                         Some(acceptor) => {
                             let Ok(stream) = acceptor.accept(stream).await else {
                                 return;
@@ -184,7 +185,8 @@ async fn proto_backend(name: &str, tls: Option<ServerConfig>) -> ProtoBackend {
                                     c.tbs_certificate().subject().to_string()
                                 });
                             let h2 = session.alpn_protocol() == Some(b"h2");
-                            answer(stream, &name, "yes", &client, h2).await;
+                            let sni = session.server_name().unwrap_or("none").to_string();
+                            answer(stream, &name, "yes", &client, h2, &sni).await;
                         }
                     }
                 };
@@ -205,6 +207,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     tls: &str,
     client: &str,
     alpn_h2: bool,
+    sni: &str,
 ) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -222,8 +225,9 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     }
     let h2 = head.starts_with(H2_PREFACE);
     let proto = if h2 { "h2" } else { "h1" };
-    let body =
-        format!("service={name} proto={proto} tls={tls} alpn_h2={alpn_h2} client={client}\n");
+    let body = format!(
+        "service={name} proto={proto} tls={tls} alpn_h2={alpn_h2} client={client} sni={sni}\n"
+    );
     if h2 {
         let _ = h2_answer(&mut stream, head.split_off(H2_PREFACE.len()), &body).await;
     } else {
@@ -299,6 +303,13 @@ async fn backend_tls_verification_client_certificates_and_h2(
     let other_ca = Authority::new("other-ca");
     let clients_ca = Authority::new("clients-ca");
     let (_, _, server_der, server_key) = servers_ca.sign("backend.local");
+    // A certificate for the name Tugboat sends by default: the Service's own.
+    let (_, _, named_der, named_key) = servers_ca.sign("named.default.svc");
+    let named = proto_backend(
+        "named",
+        Some(tls_config(named_der, named_key, &clients_ca, false)),
+    )
+    .await;
     let (client_pem, client_key_pem, _, _) = clients_ca.sign("tugboat-client");
     let mtls = proto_backend(
         "mtls",
@@ -321,12 +332,13 @@ async fn backend_tls_verification_client_certificates_and_h2(
         to_json(&mk_ca_secret("other-ca", &other_ca.pem)),
         to_json(&mk_tls_secret("client", &client_pem, &client_key_pem)),
     ];
-    let services: [(&str, Keys, SocketAddr); 8] = [
+    let services: [(&str, Keys, SocketAddr); 12] = [
         (
             "mtls",
             &[
                 ("server-ssl", "true"),
                 ("server-ca", "servers-ca"),
+                ("server-ssl-name", "backend.local"),
                 ("server-crt", "client"),
             ],
             mtls.addr,
@@ -334,12 +346,48 @@ async fn backend_tls_verification_client_certificates_and_h2(
         // The same server without a client certificate: its handshake fails.
         (
             "mtls-anonymous",
-            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "servers-ca"),
+                ("server-ssl-name", "backend.local"),
+            ],
             mtls.addr,
         ),
         (
             "wrong-ca",
-            &[("server-ssl", "true"), ("server-ca", "other-ca")],
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "other-ca"),
+                ("server-ssl-name", "backend.local"),
+            ],
+            optional.addr,
+        ),
+        // The right CA, but the certificate is for another name than the Service's.
+        (
+            "wrong-name",
+            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            optional.addr,
+        ),
+        // The Service's own name, sent and verified by default.
+        (
+            "named",
+            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            named.addr,
+        ),
+        // Verification turned off: the CA is not even read.
+        (
+            "not-verified",
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "no-such-secret"),
+                ("server-verify", "false"),
+            ],
+            optional.addr,
+        ),
+        // Verification asked for without a CA: 503, never unverified traffic.
+        (
+            "verify-without-ca",
+            &[("server-ssl", "true"), ("server-verify", "true")],
             optional.addr,
         ),
         ("unverified", &[("server-ssl", "true")], optional.addr),
@@ -353,6 +401,7 @@ async fn backend_tls_verification_client_certificates_and_h2(
             &[
                 ("server-ssl", "true"),
                 ("server-ca", "servers-ca"),
+                ("server-ssl-name", "backend.local"),
                 ("server-proto", "h2"),
             ],
             optional.addr,
@@ -364,8 +413,59 @@ async fn backend_tls_verification_client_certificates_and_h2(
         objects.extend(service(name, keys, &[addr]));
         objects.push(route(name));
     }
+    // ingress-nginx's keys on the Ingress: a Secret with the client certificate and
+    // the CA, verification on, and the name to send and check.
+    objects.push(to_json(&mk_secret(
+        "nginx-proxy",
+        "kubernetes.io/tls",
+        &[
+            ("tls.crt", client_pem.as_bytes()),
+            ("tls.key", client_key_pem.as_bytes()),
+            ("ca.crt", servers_ca.pem.as_bytes()),
+        ],
+    )));
+    for (name, verify, server_name, addr) in [
+        ("nginx-verified", "on", "backend.local", mtls.addr),
+        ("nginx-unverified", "off", "backend.local", optional.addr),
+        ("nginx-wrong-name", "on", "other.local", optional.addr),
+    ] {
+        objects.extend(service(name, &[], &[addr]));
+        objects.push(to_json(&with_annotations(
+            mk_ingress(name, &format!("{name}.example.com"), name),
+            &[
+                ("nginx.ingress.kubernetes.io/backend-protocol", "HTTPS"),
+                (
+                    "nginx.ingress.kubernetes.io/proxy-ssl-secret",
+                    "default/nginx-proxy",
+                ),
+                ("nginx.ingress.kubernetes.io/proxy-ssl-verify", verify),
+                ("nginx.ingress.kubernetes.io/proxy-ssl-name", server_name),
+                ("nginx.ingress.kubernetes.io/proxy-ssl-server-name", "on"),
+            ],
+        )));
+    }
     let pod = Scene::start(&haproxy, source, &objects).await;
     pod.wait_for_status("h1.example.com", "/", 200).await;
+    for name in ["nginx-verified", "nginx-unverified"] {
+        let reply = get(&pod, &format!("{name}.example.com")).await;
+        assert_eq!(reply.status, 200, "{name}: {reply:?}");
+        assert_eq!(
+            field(&reply, "client"),
+            Some("CN=tugboat-client"),
+            "{reply:?}"
+        );
+        assert_eq!(field(&reply, "sni"), Some("backend.local"), "{reply:?}");
+    }
+    // Verification on, and the certificate is not for the name asked: refused.
+    assert_eq!(get(&pod, "nginx-wrong-name.example.com").await.status, 503);
+    assert!(
+        !pod.status()
+            .problems
+            .iter()
+            .any(|p| p.object.name.starts_with("nginx-")),
+        "{:?}",
+        pod.status().problems
+    );
 
     // Verified with the right CA, client certificate presented.
     let reply = get(&pod, "mtls.example.com").await;
@@ -383,11 +483,23 @@ async fn backend_tls_verification_client_certificates_and_h2(
     assert!(matches!(status, 502 | 503), "{status}");
     // A CA that did not sign the backend's certificate: refused.
     assert_eq!(get(&pod, "wrong-ca.example.com").await.status, 503);
-    // Without server-ca: TLS, not verified.
+    assert_eq!(field(&reply, "sni"), Some("backend.local"), "{reply:?}");
+    // The right CA, the wrong name: refused.
+    assert_eq!(get(&pod, "wrong-name.example.com").await.status, 503);
+    // By default the Service's own name is sent and verified.
+    let reply = get(&pod, "named.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(field(&reply, "sni"), Some("named.default.svc"), "{reply:?}");
+    // Without server-ca: TLS, not verified, the Service's name as SNI.
     let reply = get(&pod, "unverified.example.com").await;
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(field(&reply, "tls"), Some("yes"));
     assert_eq!(field(&reply, "client"), Some("none"));
+    assert_eq!(field(&reply, "sni"), Some("unverified.default.svc"));
+    // server-verify: false: served without reading the CA; true without a CA: 503.
+    let reply = get(&pod, "not-verified.example.com").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(get(&pod, "verify-without-ca.example.com").await.status, 503);
     // A CA Secret that does not exist: 503 and a problem, never unverified traffic.
     assert_eq!(get(&pod, "missing-ca.example.com").await.status, 503);
     let problems = pod.status().problems;

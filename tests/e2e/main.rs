@@ -5,14 +5,17 @@
 
 mod annotations;
 mod api_features;
+mod app_root;
 mod backend_keys;
 mod chart_pod;
 mod conformance;
+mod external_auth;
 mod gateway;
 mod kube;
 mod migration;
 mod normalize;
 mod references;
+mod regex_paths;
 mod reload;
 mod routing;
 mod runtime;

@@ -64,10 +64,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         to_json(&ingress(
             "external",
             "/external",
-            &[(
-                "nginx.ingress.kubernetes.io/auth-url",
-                "http://127.0.0.1:1/auth",
-            )],
+            &[("nginx.ingress.kubernetes.io/auth-tls-verify-client", "on")],
         )),
         to_json(&ingress(
             "buffers",
@@ -105,7 +102,11 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
             "403",
         ),
         ("office", "haproxy-ingress.github.io/oauth", "403"),
-        ("external", "nginx.ingress.kubernetes.io/auth-url", "403"),
+        (
+            "external",
+            "nginx.ingress.kubernetes.io/auth-tls-verify-client",
+            "403",
+        ),
         (
             "buffers",
             "nginx.ingress.kubernetes.io/proxy-buffering",
@@ -139,10 +140,7 @@ async fn unsupported_access_keys_served_when_the_operator_says_so(
     objects.push(to_json(&ingress(
         "external",
         "/external",
-        &[(
-            "nginx.ingress.kubernetes.io/auth-url",
-            "http://127.0.0.1:1/auth",
-        )],
+        &[("nginx.ingress.kubernetes.io/auth-tls-verify-client", "on")],
     )));
     let scene = Scene::start_with(&haproxy, source, &objects, |config| {
         config.model.unsupported_access = UnsupportedAccess::Ignore;
@@ -150,7 +148,7 @@ async fn unsupported_access_keys_served_when_the_operator_says_so(
     .await;
     scene.wait_for_status(HOST, "/external", 200).await;
     // Still a problem, saying the restriction is not applied.
-    let field = "metadata.annotations.nginx.ingress.kubernetes.io/auth-url";
+    let field = "metadata.annotations.nginx.ingress.kubernetes.io/auth-tls-verify-client";
     let problems = scene.status().problems;
     let problem = problems
         .iter()
@@ -334,6 +332,10 @@ fn nginx_objects() -> Vec<serde_json::Value> {
             ("nginx.ingress.kubernetes.io/auth-type", "basic"),
             ("nginx.ingress.kubernetes.io/auth-secret", "users"),
             ("nginx.ingress.kubernetes.io/rewrite-target", "/$1"),
+            (
+                "nginx.ingress.kubernetes.io/configuration-snippet",
+                "more_set_headers \"X-Team: shop\";",
+            ),
         ],
     );
     if let Some(spec) = shop.spec.as_mut() {
@@ -376,6 +378,10 @@ fn check_nginx_report(report: &Report) {
     );
     assert_eq!(
         status("nginx.ingress.kubernetes.io/rewrite-target"),
+        Status::SupportedWithDifference
+    );
+    assert_eq!(
+        status("nginx.ingress.kubernetes.io/configuration-snippet"),
         Status::NotSupported
     );
     assert!(

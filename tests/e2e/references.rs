@@ -131,7 +131,12 @@ async fn server_ca_named_on_a_service_reaches_the_controller(
     let objects = [
         &service(
             "secure",
-            &[("server-ssl", "true"), ("server-ca", "servers-ca")],
+            // The backend's certificate is for the name `secure`.
+            &[
+                ("server-ssl", "true"),
+                ("server-ca", "servers-ca"),
+                ("server-ssl-name", "secure"),
+            ],
             &[backend.addr],
         )[..],
         // The same server checked against a CA that did not sign it: the CA is really

@@ -196,6 +196,15 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             }
         }
     }
+    // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
+    // `$scheme://$http_host`); the path was validated (no `%` or `$`).
+    for (root, ids) in group(sets, |f| f.app_root.as_deref()) {
+        let _ = writeln!(
+            late,
+            "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]{root} code 302 if {} {{ path / }}",
+            sets_acl(&ids)
+        );
+    }
     // Rate limits, before authentication so that guessing passwords is limited too.
     for (id, features) in sets {
         if let Some(limit) = &features.rate_limit {
@@ -281,6 +290,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             auth.userlist
         );
     }
+    crate::external_auth::rules(sets, late);
     for (rewrite, ids) in group(sets, |f| f.path_rewrite.as_ref()) {
         let _ = writeln!(
             late,

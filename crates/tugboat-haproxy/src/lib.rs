@@ -2,6 +2,7 @@
 //!
 //! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
 //! - [`files`] writes them atomically and can put the previous ones back;
+//! - [`external_auth`] is the Lua action and the rules of `auth-url`;
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
 //! - [`layout`] keeps every endpoint in a stable server slot;
 //! - [`map_text`] edits route map files in place, a line at a time;
@@ -11,6 +12,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod external_auth;
 pub mod features;
 pub mod files;
 pub mod gateway_features;

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 
 use tugboat_model::incremental::replace_routes;
 use tugboat_model::{
-    BackendName, Desired, FeatureSetId, HostMatch, IngressRoutes, ObjectKey, Patch, Route,
-    RouteFeatures,
+    BackendName, Desired, FeatureSetId, HostMatch, IngressRoutes, ObjectKey, Patch, PathMatch,
+    Route, RouteFeatures,
 };
 
 use crate::layout::{Layout, SlotChange, evolve_slots};
@@ -341,6 +341,18 @@ pub fn plan_patch(
     let has_maps = applied.files.files.contains_key(&exact_path)
         && applied.files.files.contains_key(&prefix_path);
     if !patch.routes.is_empty() && !has_maps {
+        return Err(Box::new(applied));
+    }
+    // Regex routes are rules of the config, not map lines: a change of them reloads.
+    let regex_routes_change = patch.routes.values().any(|change| {
+        change
+            .before
+            .iter()
+            .map(|(_, path)| path)
+            .chain(change.after.iter().map(|route| &route.path))
+            .any(|path| matches!(path, PathMatch::Regex(_)))
+    });
+    if regex_routes_change {
         return Err(Box::new(applied));
     }
     // Where each old section is, found before anything changes; then replaced from the
@@ -998,6 +1010,7 @@ mod tests {
                     Some(tugboat_model::features::ServerTls {
                         ca_file: Some("api-ca.pem".into()),
                         client_certificate: None,
+                        server_name: "api.ns.svc".into(),
                     });
             }
         }

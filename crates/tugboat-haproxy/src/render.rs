@@ -83,11 +83,14 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
     for (name, entries) in &desired.pattern_files {
         files.insert(settings.pattern_file(name), entries.clone());
     }
+    if crate::external_auth::needed(&desired.feature_sets) {
+        files.insert(
+            settings.external_auth_script(),
+            crate::external_auth::SCRIPT.to_string(),
+        );
+    }
     RenderedFiles { files }
 }
-
-/// A variable never set: as a server's `sni` expression it sends no SNI.
-const NO_SNI_VARIABLE: &str = "txn.tugboat_no_sni";
 
 /// The options every server of a backend gets, on the `default-server` line and on
 /// every server added at runtime, so both are the same.
@@ -100,15 +103,21 @@ pub fn server_options(options: &BackendOptions, settings: &RenderSettings) -> St
     }
     if let Some(tls) = &options.tls {
         words.push("ssl".into());
-        // No SNI on any series: haproxy 3.3+ would otherwise send the request's Host
-        // (`sni-auto`) and, with a CA, check the certificate against that public name,
-        // which an in-cluster backend's certificate rarely carries. A `sni` expression
-        // that finds nothing (an unset variable) sends none and turns `sni-auto` off,
-        // and it loads on 2.6 as well, where `no-sni-auto` does not exist.
-        words.push(format!("sni var({NO_SNI_VARIABLE})"));
+        // The backend's own name as SNI on every series (haproxy 3.3+ would otherwise
+        // send the request's Host, `sni-auto`, a public name an in-cluster backend's
+        // certificate rarely carries), and the name its certificate must carry when a
+        // CA verifies it. The name is a validated DNS name.
+        // Without a name (not from the model), none is sent: an unset variable.
+        let verifyhost = if tls.server_name.is_empty() {
+            words.push("sni var(txn.tugboat_no_sni)".into());
+            String::new()
+        } else {
+            words.push(format!("sni str({})", tls.server_name));
+            format!(" verifyhost {}", tls.server_name)
+        };
         match &tls.ca_file {
             Some(file) => words.push(format!(
-                "verify required ca-file {}",
+                "verify required ca-file {}{verifyhost}",
                 settings.backend_file(file).display()
             )),
             None => words.push("verify none".into()),
@@ -167,6 +176,15 @@ fn config(desired: &Desired, settings: &RenderSettings) -> String {
         Some(server) => server.clone(),
     };
     let global_snippet = snippet_lines(global.snippet.as_ref());
+    let lua = if crate::external_auth::needed(&desired.feature_sets) {
+        // Only where haproxy has Lua: without, the routes refuse every request.
+        format!(
+            "    .if feature(LUA)\n    lua-load {}\n    .endif\n",
+            settings.external_auth_script().display()
+        )
+    } else {
+        String::new()
+    };
     // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
@@ -177,7 +195,7 @@ global
     # For `http-request normalize-uri` (experimental on every series up to 3.4 at least).
     expose-experimental-directives
     ssl-default-bind-options ssl-min-ver TLSv1.2
-{global_snippet}
+{lua}{global_snippet}
 defaults
     mode http
     log global
@@ -218,11 +236,11 @@ frontend http
     http-request set-var(txn.path) path
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
     http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
-    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_exact}    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_wildcard}    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
 {subdomains}    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{regex_any}    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
@@ -230,6 +248,9 @@ frontend http
 {restore}{feature_request}",
         normalize = normalize_rules(keeps_original_path(desired)),
         subdomains = subdomain_rules(desired, &exact, &prefix),
+        regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
+        regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard),
+        regex_any = regex_route_rules(&desired.routes, RegexHosts::Any),
         restore = restore_rules(desired),
         feature_request = features.request,
         default_cert = default_cert.display(),
@@ -538,6 +559,8 @@ fn route_maps(routes: &[Route]) -> (String, String) {
         match route.path {
             PathMatch::Exact(_) => entry.exact = Some(route),
             PathMatch::Prefix(_) => entry.prefix = Some(route),
+            // In the config, not in a map: see `regex_route_rules`.
+            PathMatch::Regex(_) => {}
         }
     }
     let (mut exact, mut prefix) = (Vec::new(), Vec::new());
@@ -560,8 +583,57 @@ fn route_maps(routes: &[Route]) -> (String, String) {
 /// The path of a rule, whatever its type.
 pub fn path_text(path: &PathMatch) -> &str {
     match path {
-        PathMatch::Exact(path) | PathMatch::Prefix(path) => path,
+        PathMatch::Exact(path) | PathMatch::Prefix(path) | PathMatch::Regex(path) => path,
     }
+}
+
+/// Which hosts' regex routes a group of lookup rules is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RegexHosts {
+    Exact,
+    Wildcard,
+    Any,
+}
+
+/// The lookups of the regex routes (ingress-nginx's `use-regex`) of one kind of host:
+/// one rule each, in the config rather than a map (map files cannot keep the order
+/// they need at runtime, so a change of them is a reload), the longest expression of a
+/// host first. They come after the host's exact map and before its prefix map. The
+/// expressions were checked by the model (`validate::regex`): between single quotes,
+/// haproxy reads them as they are.
+fn regex_route_rules(routes: &[Route], hosts: RegexHosts) -> String {
+    let mut found: Vec<(&str, &str, &Route)> = routes
+        .iter()
+        .filter_map(|route| {
+            let PathMatch::Regex(pattern) = &route.path else {
+                return None;
+            };
+            let host = match (&route.host, hosts) {
+                (HostMatch::Exact(host), RegexHosts::Exact)
+                | (HostMatch::Wildcard(host), RegexHosts::Wildcard) => host.as_str(),
+                (HostMatch::Any, RegexHosts::Any) => "",
+                _ => return None,
+            };
+            Some((host, pattern.as_str(), route))
+        })
+        .collect();
+    found.sort_by(|a, b| {
+        (a.0, std::cmp::Reverse(a.1.len()), a.1).cmp(&(b.0, std::cmp::Reverse(b.1.len()), b.1))
+    });
+    let mut out = String::new();
+    for (host, pattern, route) in found {
+        let host_condition = match hosts {
+            RegexHosts::Exact => format!(" {{ var(txn.host) -m str {host} }}"),
+            RegexHosts::Wildcard => format!(" {{ var(txn.wild) -m str {host} }}"),
+            RegexHosts::Any => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    http-request set-var(txn.route) str({}) if !{{ var(txn.route) -m found }}{host_condition} {{ var(txn.path) -m reg -i '^{pattern}' }}",
+            map_value(route)
+        );
+    }
+    out
 }
 
 /// The routes on one host and path: the Exact one and the Prefix one. Together they
@@ -756,6 +828,107 @@ mod tests {
             .get(&settings().config_file())
             .expect("config")
             .to_string()
+    }
+
+    #[test]
+    fn regex_routes_are_looked_up_after_exact_and_before_prefix_paths_longest_first() {
+        let mut desired = desired();
+        let backend = desired.routes[0].backend.clone();
+        for pattern in ["/v[0-9]+", "/v[0-9]+/items/(.*)"] {
+            desired.routes.push(Route {
+                host: HostMatch::Exact("a.example.com".into()),
+                path: PathMatch::Regex(pattern.into()),
+                backend: backend.clone(),
+                ingress: desired.routes[0].ingress.clone(),
+                features: None,
+            });
+        }
+        desired
+            .routes
+            .sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
+        let rendered = render_fresh(&desired);
+        let config = frontend(&desired);
+        let at = |needle: &str| {
+            config
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle} in {config}"))
+        };
+        let exact_lookup = at("var(txn.host),concat(,txn.path),map_str(");
+        let longer = at("-m reg -i '^/v[0-9]+/items/(.*)'");
+        let shorter = at("-m reg -i '^/v[0-9]+'");
+        let prefix_lookup = at("var(txn.host),concat(,txn.path),map_beg(");
+        assert!(exact_lookup < longer && longer < shorter && shorter < prefix_lookup);
+        assert!(config.contains(&format!(
+            "    http-request set-var(txn.route) str({backend}) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n"
+        )));
+        // Not in the maps.
+        for map in [settings().exact_map(), settings().prefix_map()] {
+            let text = rendered.get(&map).expect("map");
+            assert!(!text.contains("[0-9]"), "{text}");
+        }
+    }
+
+    #[test]
+    fn backend_tls_sends_the_name_and_verifies_it_with_a_ca() {
+        let mut options = BackendOptions {
+            tls: Some(tugboat_model::features::ServerTls {
+                ca_file: None,
+                client_certificate: None,
+                server_name: "web.shop.svc".into(),
+            }),
+            ..BackendOptions::default()
+        };
+        assert_eq!(
+            server_options(&options, &settings()),
+            "ssl sni str(web.shop.svc) verify none"
+        );
+        if let Some(tls) = options.tls.as_mut() {
+            tls.ca_file = Some("ca_shop_web.pem".into());
+        }
+        assert_eq!(
+            server_options(&options, &settings()),
+            format!(
+                "ssl sni str(web.shop.svc) verify required ca-file {} verifyhost web.shop.svc",
+                settings().backend_file("ca_shop_web.pem").display()
+            )
+        );
+    }
+
+    #[test]
+    fn app_root_redirects_only_the_root_to_the_same_scheme_and_host() {
+        let desired = with_features(tugboat_model::features::RouteFeatures {
+            app_root: Some("/app1".into()),
+            ..Default::default()
+        });
+        let id = desired.feature_sets.keys().next().expect("a set").clone();
+        assert!(frontend(&desired).contains(&format!(
+            "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]/app1 code 302 if {{ var(txn.fs) -m str {id} }} {{ path / }}\n"
+        )));
+    }
+
+    #[test]
+    fn external_authentication_loads_its_script_only_when_used() {
+        let script = settings().external_auth_script();
+        let plain = render_fresh(&desired());
+        assert_eq!(plain.get(&script), None);
+        assert!(!frontend(&desired()).contains("lua-load"));
+        let guarded = with_features(tugboat_model::features::RouteFeatures {
+            external_auth: Some(tugboat_model::features::ExternalAuth {
+                url: "http://auth.example.com/check".into(),
+                method: "GET".into(),
+                response_headers: vec![],
+                signin: None,
+            }),
+            ..Default::default()
+        });
+        let rendered = render_fresh(&guarded);
+        assert_eq!(rendered.get(&script), Some(crate::external_auth::SCRIPT));
+        let config = frontend(&guarded);
+        let global = config.split("\ndefaults").next().unwrap_or("");
+        assert!(
+            global.contains(&format!("    lua-load {}\n", script.display())),
+            "{global}"
+        );
     }
 
     #[test]

@@ -111,6 +111,11 @@ impl RenderSettings {
         self.config_dir.join(PATTERNS_DIR).join(name)
     }
 
+    /// The Lua script of external authentication.
+    pub fn external_auth_script(&self) -> PathBuf {
+        self.config_dir.join(LUA_DIR).join(EXTERNAL_AUTH_SCRIPT)
+    }
+
     pub(crate) fn error_page(&self, code: u16) -> PathBuf {
         self.config_dir
             .join(ERRORFILES_DIR)
@@ -138,5 +143,8 @@ pub const CERTS_DIR: &str = "certs";
 pub const ERRORFILES_DIR: &str = "errorfiles";
 /// CA bundles and client certificates for TLS to backends (under the lib folder).
 pub const BACKEND_TLS_DIR: &str = "backend-tls";
+/// Lua scripts (under the config folder).
+pub const LUA_DIR: &str = "lua";
+pub const EXTERNAL_AUTH_SCRIPT: &str = "external-auth.lua";
 /// Pattern files of long access lists (under the config folder).
 pub const PATTERNS_DIR: &str = "patterns";

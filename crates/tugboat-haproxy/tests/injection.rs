@@ -31,7 +31,9 @@ const COMPANIONS: &[(&str, &str)] = &[
     ("deny-list", "192.0.2.1"),
     ("auth-type", "basic-auth"),
     ("auth-secret", "shop-users"),
+    ("auth-url", "http://auth.example.com/check"),
     ("server-ssl", "true"),
+    ("server-ca", "backend-ca"),
     ("check", "true"),
 ];
 

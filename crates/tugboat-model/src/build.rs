@@ -18,7 +18,7 @@ use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
     TlsCertificate, UserHash,
 };
-use crate::features::{BackendOptions, BasicAuth, FeatureSetId, RouteFeatures};
+use crate::features::{BackendOptions, BasicAuth, FeatureSetId, PathRewrite, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
 use crate::tls::{ParsedPair, Pem, parse_tls_secret};
@@ -474,6 +474,7 @@ impl<'a> Builder<'a> {
             &mut self.problems,
         );
         let ingress_layer = &ingress_layer;
+        let (regex_paths, rewrite_target) = self.regex_keys(ingress_layer);
         let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
         let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
@@ -500,13 +501,14 @@ impl<'a> Builder<'a> {
             };
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
-                let path_match = match parse_path(path.path.as_deref(), &path.path_type) {
-                    Ok(path_match) => path_match,
-                    Err((subfield, message)) => {
-                        self.problem(&object, format!("{field}.{subfield}"), message);
-                        continue;
-                    }
-                };
+                let path_match =
+                    match parse_path(path.path.as_deref(), &path.path_type, regex_paths) {
+                        Ok(path_match) => path_match,
+                        Err((subfield, message)) => {
+                            self.problem(&object, format!("{field}.{subfield}"), message);
+                            continue;
+                        }
+                    };
                 let Some(backend) = self.backend(
                     &object,
                     key,
@@ -522,7 +524,7 @@ impl<'a> Builder<'a> {
                     .get(&backend)
                     .map(|b| b.service.clone())
                     .unwrap_or_else(|| key.clone());
-                let features = match features_by_service.get(&service) {
+                let mut features = match features_by_service.get(&service) {
                     Some(features) => features.clone(),
                     None => {
                         let features = self.route_features(&service, ingress_layer);
@@ -530,6 +532,19 @@ impl<'a> Builder<'a> {
                         features
                     }
                 };
+                if let (PathMatch::Regex(pattern), Some(replacement)) =
+                    (&path_match, &rewrite_target)
+                {
+                    features = self.with_path_rewrite(
+                        features,
+                        PathRewrite {
+                            // As ingress-nginx's `rewrite`: the path's expression,
+                            // case-insensitive, replaces the whole path when it matches.
+                            pattern: format!("(?i){pattern}"),
+                            replacement: replacement.clone(),
+                        },
+                    );
+                }
                 self.add_route(
                     &object,
                     &field,
@@ -777,6 +792,32 @@ impl<'a> Builder<'a> {
             pages.insert(code, response);
         }
         pages
+    }
+
+    /// ingress-nginx's `use-regex` and `rewrite-target` of an Ingress (or the ConfigMap):
+    /// whether its paths are regular expressions, and the replacement of `rewrite-target`
+    /// (which makes them regular expressions too).
+    fn regex_keys(&mut self, ingress_layer: &Layer) -> (bool, Option<String>) {
+        let mut resolver = Resolver::new(vec![ingress_layer, self.config_map_layer]);
+        let rewrite = resolver.get(&annotations::keys::REWRITE_TARGET);
+        let regex = resolver.get_or_default(&annotations::keys::USE_REGEX) || rewrite.is_some();
+        self.problems.append(&mut resolver.problems);
+        (regex, rewrite)
+    }
+
+    /// The feature set `base` with the path rewrite of a regex route (a set of its own).
+    fn with_path_rewrite(
+        &mut self,
+        base: Option<FeatureSetId>,
+        rewrite: PathRewrite,
+    ) -> Option<FeatureSetId> {
+        let mut features = base
+            .and_then(|id| self.feature_sets.get(&id).cloned())
+            .unwrap_or_default();
+        features.path_rewrite = Some(rewrite);
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        Some(id)
     }
 
     /// The keys of a Service, read once.
@@ -1047,6 +1088,21 @@ impl<'a> Builder<'a> {
         self.problems.append(&mut resolver.problems);
         let object = ingress_layer.object.clone();
         if let Some(tls) = options.tls.as_mut() {
+            tls.server_name = lookups
+                .server_name
+                .clone()
+                .unwrap_or_else(|| format!("{}.{}.svc", service.name, service.namespace));
+            if lookups.verify_without_ca {
+                self.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: "metadata.annotations".into(),
+                    reason: ProblemReason::InvalidField,
+                    message: "server-verify is true but no server-ca is set: the backend \
+                              answers 503 rather than talk to unverified servers"
+                        .into(),
+                });
+                options.blocked = true;
+            }
             if let Some(secret) = &lookups.server_ca {
                 tls.ca_file = self.backend_file(&object, &service.namespace, secret, true);
                 options.blocked |= tls.ca_file.is_none();
@@ -1268,10 +1324,29 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Path and pathType of an Ingress path, with Kubernetes' rules. The error names the
-/// sub-field (`path` or `pathType`) and says what is wrong.
-fn parse_path(path: Option<&str>, path_type: &str) -> Result<PathMatch, (&'static str, String)> {
+/// Path and pathType of an Ingress path, with Kubernetes' rules; with `regex` (the
+/// Ingress' `use-regex` or `rewrite-target`), `Prefix` and `ImplementationSpecific` paths
+/// are regular expressions, as ingress-nginx reads them. The error names the sub-field
+/// (`path` or `pathType`) and says what is wrong.
+fn parse_path(
+    path: Option<&str>,
+    path_type: &str,
+    regex: bool,
+) -> Result<PathMatch, (&'static str, String)> {
     match path_type {
+        "Prefix" | "ImplementationSpecific" if regex => {
+            let path = path.unwrap_or("/");
+            validate::regex(path).map_err(|e| {
+                (
+                    "path",
+                    format!(
+                        "{} (use-regex or rewrite-target make it a regular expression)",
+                        e.0
+                    ),
+                )
+            })?;
+            Ok(PathMatch::Regex(path.to_string()))
+        }
         "Exact" => {
             let path = path.ok_or(("path", "an Exact path needs a path".to_string()))?;
             validate::ingress_path(path).map_err(|e| ("path", e.0))?;

@@ -167,6 +167,11 @@ pub enum PathMatch {
     /// Whole path elements under this prefix. Stored without a trailing slash, except the
     /// root prefix `/`.
     Prefix(String),
+    /// A regular expression (ingress-nginx's `use-regex`), checked by
+    /// [`crate::validate::regex`]: it matches the start of the path, case-insensitively.
+    /// Regex routes are tried after the Exact paths of their host and before its Prefix
+    /// paths, the longest expression first.
+    Regex(String),
 }
 
 impl fmt::Display for PathMatch {
@@ -174,6 +179,7 @@ impl fmt::Display for PathMatch {
         match self {
             PathMatch::Exact(p) => write!(f, "{p} (Exact)"),
             PathMatch::Prefix(p) => write!(f, "{p} (Prefix)"),
+            PathMatch::Regex(p) => write!(f, "{p} (regex)"),
         }
     }
 }

@@ -139,6 +139,22 @@ pub struct BasicAuth {
     pub realm: String,
 }
 
+/// `auth-url`: before a request goes to the backend, haproxy asks this URL (with the
+/// request's headers, without its body). 2xx lets the request through with
+/// `response_headers` copied from the answer onto it; 401 and 403 answer the client with
+/// that status (401 redirects to `signin` when set); anything else, or no answer, is 500.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExternalAuth {
+    /// A URL checked by [`crate::validate::service_url`].
+    pub url: String,
+    /// `GET`, `HEAD`, `POST`, `PUT` or `DELETE`.
+    pub method: String,
+    /// Headers of the authentication answer set on the request (validated names).
+    pub response_headers: Vec<String>,
+    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated).
+    pub signin: Option<String>,
+}
+
 /// Requests per client address and period; over the limit, `status`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RateLimit {
@@ -157,6 +173,9 @@ pub struct RouteFeatures {
     pub https_redirect: Option<HttpsRedirect>,
     pub hsts: Option<Hsts>,
     pub redirect: Option<Redirect>,
+    /// `app-root`: a request for `/` is redirected (302) to this path (validated by
+    /// [`crate::validate::literal_path`]).
+    pub app_root: Option<String>,
     pub path_rewrite: Option<PathRewrite>,
     pub set_host: Option<String>,
     /// Request headers set before the request goes to the backend: (name, value).
@@ -179,6 +198,7 @@ pub struct RouteFeatures {
     /// The header the client address is taken from (else the connection's source).
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
+    pub external_auth: Option<ExternalAuth>,
     pub rate_limit: Option<RateLimit>,
     /// `backend-path: original`: the backend receives the path as the client sent it
     /// rather than the normalized path the route was chosen on.
@@ -248,6 +268,10 @@ pub struct ServerTls {
     ///
     /// [`Desired::backend_files`]: crate::Desired::backend_files
     pub client_certificate: Option<String>,
+    /// The name sent as SNI and, with a CA, checked in the servers' certificates
+    /// (`verifyhost`): `server-ssl-name`, else the Service's `NAME.NAMESPACE.svc`
+    /// (a lower-case DNS name, validated).
+    pub server_name: String,
 }
 
 /// Health checks of a backend's servers.

@@ -250,6 +250,112 @@ pub fn literal_path(value: &str) -> Result<(), InvalidValue> {
     }
 }
 
+/// A URL haproxy itself requests or sends clients to (external authentication's
+/// `auth-url` and `auth-signin`): `http://` or `https://`, a lower-case host name, an
+/// IPv4 address or a bracketed IPv6 address, an optional port from 1 to 65535, then an
+/// optional path and query of letters, digits, percent-encoding (`%` and two hex
+/// digits) and `- . _ ~ / : @ ! * + , ; = &` (`&` and `=` only in the query). No user
+/// name, no fragment, no spaces, quotes, `\`, `$`, `#`, parentheses or braces, at most
+/// 2048 bytes: it is written as one word of an haproxy rule.
+pub fn service_url(value: &str) -> Result<(), InvalidValue> {
+    let refuse = |why: &str| {
+        invalid(format!(
+            "'{}' is not a URL Tugboat accepts: {why}",
+            printable(value)
+        ))
+    };
+    if value.len() > 2048 {
+        return Err(refuse("at most 2048 bytes"));
+    }
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or_else(|| refuse("it must start with http:// or https://"))?;
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+        let (address, after) = inner
+            .split_once(']')
+            .ok_or_else(|| refuse("an IPv6 address must be closed with ']'"))?;
+        address
+            .parse::<std::net::Ipv6Addr>()
+            .map_err(|_| refuse("the address between brackets is not an IPv6 address"))?;
+        match after {
+            "" => (address, None),
+            _ => match after.strip_prefix(':') {
+                Some(port) => (address, Some(port)),
+                None => return Err(refuse("only ':PORT' may follow an IPv6 address")),
+            },
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if !authority.starts_with('[') {
+        let is_ipv4 = host.parse::<std::net::Ipv4Addr>().is_ok();
+        if !is_ipv4 && dns_subdomain(host).is_err() {
+            return Err(refuse(
+                "the host must be a lower-case DNS name, an IPv4 address or [IPv6]",
+            ));
+        }
+    }
+    if let Some(port) = port {
+        let number: u32 =
+            if !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()) {
+                port.parse().unwrap_or(0)
+            } else {
+                0
+            };
+        if !(1..=65535).contains(&number) {
+            return Err(refuse("the port must be a number from 1 to 65535"));
+        }
+    }
+    let (path, query) = match tail.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (tail, None),
+    };
+    if !path.is_empty() && !path.starts_with('/') {
+        return Err(refuse("the path must start with '/'"));
+    }
+    if !url_part_ok(path, b"-._~/:@!*+,;") {
+        return Err(refuse(
+            "the path may hold letters, digits, %XX and - . _ ~ / : @ ! * + , ;",
+        ));
+    }
+    if let Some(query) = query
+        && !url_part_ok(query, b"-._~/:@!*+,;=&?")
+    {
+        return Err(refuse(
+            "the query may hold letters, digits, %XX and - . _ ~ / : @ ! * + , ; = & ?",
+        ));
+    }
+    Ok(())
+}
+
+/// Letters, digits, `%` with two hex digits, and the `extra` bytes.
+fn url_part_ok(part: &str, extra: &[u8]) -> bool {
+    let bytes = part.as_bytes();
+    let mut index = 0;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if byte == b'%' {
+            let hex = bytes.get(index + 1..index + 3);
+            if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                return false;
+            }
+            index += 3;
+            continue;
+        }
+        if !(byte.is_ascii_alphanumeric() || extra.contains(&byte)) {
+            return false;
+        }
+        index += 1;
+    }
+    true
+}
+
 fn is_path_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@/%".contains(c)
 }
@@ -341,6 +447,79 @@ mod tests {
         for bad in ["/a$b", "/a%20b", "relative", "/a b"] {
             assert!(literal_path(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn service_urls_with_host_ip_port_path_and_query() {
+        for good in [
+            "http://auth.example.com",
+            "https://oauth2-proxy.auth.svc.cluster.local/oauth2/auth",
+            "http://127.0.0.1:9000/check?app=shop&x=1",
+            "http://[::1]:8080/auth",
+            "https://login.example.com/start?rd=https%3A%2F%2Fa",
+        ] {
+            assert_eq!(service_url(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn service_urls_need_http_or_https() {
+        for bad in [
+            "ftp://a.com/",
+            "auth.example.com/x",
+            "//a.com/",
+            "HTTP://a.com/",
+        ] {
+            assert!(service_url(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_urls_need_a_valid_host() {
+        for bad in [
+            "http:///x",
+            "http://A.com/",
+            "http://user@a.com/",
+            "http://a_b.com/",
+            "http://[::1/",
+            "http://[nope]/",
+            "http://[::1]x/",
+        ] {
+            assert!(service_url(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_urls_need_a_valid_port() {
+        for bad in [
+            "http://a.com:0/",
+            "http://a.com:65536/",
+            "http://a.com:/",
+            "http://a.com:8x/",
+        ] {
+            assert!(service_url(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_urls_refuse_what_could_reach_the_config() {
+        for bad in [
+            "http://a.com/x y",
+            "http://a.com/x\nuse_backend y",
+            "http://a.com/x\"",
+            "http://a.com/x'",
+            "http://a.com/${HOME}",
+            "http://a.com/%[env(X)]",
+            "http://a.com/x#frag",
+            "http://a.com/%zz",
+            "http://a.com/x?a=(b)",
+            "http://a.com/é",
+            "http://a.com/a=b",
+        ] {
+            assert!(service_url(bad).is_err(), "{bad:?}");
+        }
+        let long = format!("http://a.com/{}", "a".repeat(2048));
+        assert!(service_url(&long).is_err());
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn an_unknown_access_key_under_our_own_prefix_fails_closed_too() {
         &[ingress(
             "shop",
             "/",
-            json!({"tugboat.dev/auth-url": "http://auth/"}),
+            json!({"tugboat.dev/auth-ldap": "ldap://auth/"}),
         )],
         json!({}),
     );
@@ -185,7 +185,7 @@ fn an_unknown_access_key_under_our_own_prefix_fails_closed_too() {
     assert!(
         output.problems[0]
             .message
-            .contains("unknown key 'auth-url'")
+            .contains("unknown key 'auth-ldap'")
     );
 }
 

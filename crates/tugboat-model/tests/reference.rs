@@ -46,6 +46,9 @@ fn every_key_is_documented_with_an_example_that_parses() {
         if key.name.starts_with("server-") && key.name != "server-ssl" {
             data.insert("server-ssl".into(), "true".into());
         }
+        if key.name.starts_with("auth-") && key.name != "auth-url" {
+            data.insert("auth-url".into(), "http://auth.example.com/check".into());
+        }
         let mut problems = Vec::new();
         let layer = Layer::from_config_map(object, Some(&data), &mut problems);
         assert!(problems.is_empty(), "{}: {problems:?}", key.name);

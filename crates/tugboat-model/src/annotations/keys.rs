@@ -318,6 +318,20 @@ pub const REQUEST_REDIRECT_CODE: Key<u16> = key!(
     }
 );
 
+pub const APP_ROOT: Key<String> = key!(
+    parse_app_root,
+    KeySpec {
+        name: "app-root",
+        scopes: ALL,
+        values: "a path starting with `/`: letters, digits and `- . _ ~ ! & ' ( ) * + , ; = : @ /`",
+        default: KeyDefault::None("none"),
+        example: "/app1",
+        help: "A request for `/` is redirected (302) to this path on the same scheme and host (`http://shop.example.com/` to `http://shop.example.com/app1`), as ingress-nginx does; the query is dropped.",
+        peers: peers::APP_ROOT,
+        ..BASE
+    }
+);
+
 pub const PATH_REWRITE: Key<PathRewrite> = key!(
     parse_path_rewrite,
     KeySpec {
@@ -328,6 +342,34 @@ pub const PATH_REWRITE: Key<PathRewrite> = key!(
         example: "^/api/(.*) /\\1",
         help: "Rewrite the path before the request goes to the backend.",
         peers: peers::PATH_REWRITE,
+        ..BASE
+    }
+);
+
+pub const USE_REGEX: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "use-regex",
+        scopes: ROUTE,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "The `Prefix` and `ImplementationSpecific` paths of the Ingress are regular expressions (RE2 syntax; printable ASCII without spaces, quotes, `%` or `#`, at most 512), matched case-insensitively from the start of the path, as ingress-nginx does. They are tried after the host's `Exact` paths and before its `Prefix` paths, the longest expression first. A path that is not a valid expression is left out with a problem; the other paths of the Ingress are served. Regex routes are rules of haproxy's config, so changing them reloads haproxy.",
+        peers: peers::USE_REGEX,
+        ..BASE
+    }
+);
+
+pub const REWRITE_TARGET: Key<String> = key!(
+    parse_rewrite_target,
+    KeySpec {
+        name: "rewrite-target",
+        scopes: ROUTE,
+        values: "a path starting with `/` (letters, digits, `- . _ ~ / ! & ( ) * + , ; = : @ ?`), with `$1` to `$9` for the groups of the route's path",
+        default: KeyDefault::None("none"),
+        example: "/$2",
+        help: "The paths of the Ingress become regular expressions (as with `use-regex`), and a request's path is replaced by this one when its route's expression matches it, `$N` being the expression's groups; the query string is kept. With the path `/something(/|$)(.*)`, `/something/new` reaches the backend as `/new`.",
+        peers: peers::REWRITE_TARGET,
         ..BASE
     }
 );
@@ -562,6 +604,62 @@ pub const AUTH_REALM: Key<String> = key!(
     }
 );
 
+pub const AUTH_URL: Key<String> = key!(
+    parse_service_url,
+    KeySpec {
+        name: "auth-url",
+        scopes: ALL,
+        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`",
+        default: KeyDefault::None("none"),
+        example: "http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth",
+        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua the routes refuse every request (403). A value that is not valid refuses every request (403).",
+        peers: peers::AUTH_URL,
+        ..BASE
+    }
+);
+
+pub const AUTH_METHOD: Key<String> = key!(
+    parse_auth_method,
+    KeySpec {
+        name: "auth-method",
+        scopes: ALL,
+        values: "`GET`, `HEAD`, `POST`, `PUT` or `DELETE`",
+        default: KeyDefault::Value("GET"),
+        example: "POST",
+        help: "The method of the `auth-url` request.",
+        peers: peers::AUTH_METHOD,
+        ..BASE
+    }
+);
+
+pub const AUTH_RESPONSE_HEADERS: Key<Vec<String>> = key!(
+    parse_header_name_list,
+    KeySpec {
+        name: "auth-response-headers",
+        scopes: ALL,
+        values: "header names (letters, digits, `-`, `_`, `.`) separated by commas, at most 32",
+        default: KeyDefault::None("none"),
+        example: "X-Auth-Request-User, X-Auth-Request-Email",
+        help: "With `auth-url`: these headers of a 2xx authentication answer are set on the request; a header the answer lacks is removed from the request, so a client cannot send its own.",
+        peers: peers::AUTH_RESPONSE_HEADERS,
+        ..BASE
+    }
+);
+
+pub const AUTH_SIGNIN: Key<String> = key!(
+    parse_service_url,
+    KeySpec {
+        name: "auth-signin",
+        scopes: ALL,
+        values: "a URL, as `auth-url`",
+        default: KeyDefault::None("none: a 401 of `auth-url` answers 401"),
+        example: "https://login.example.com/oauth2/start",
+        help: "With `auth-url`: a 401 redirects the client (302) here, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
+        peers: peers::AUTH_SIGNIN,
+        ..BASE
+    }
+);
+
 pub const RATE_LIMIT_REQUESTS: Key<u64> = key!(
     |v| parse_number(v, 1, 1_000_000),
     KeySpec {
@@ -738,7 +836,7 @@ pub const SERVER_SSL: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Talk TLS to the backend's servers. Without `server-ca` their certificates are not verified (`verify none`).",
+        help: "Talk TLS to the backend's servers, sending `server-ssl-name` as SNI. Without `server-ca` their certificates are not verified (`verify none`).",
         peers: peers::SERVER_SSL,
         ..BASE
     }
@@ -753,8 +851,36 @@ pub const SERVER_CA: Key<String> = key!(
         values: "the name of a Secret in the object's namespace with a `ca.crt` key (PEM certificates)",
         default: KeyDefault::None("none: server certificates are not verified"),
         example: "backend-ca",
-        help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
+        help: "With `server-ssl`: verify the servers' certificates against these CAs (`verify required`) and that they are for `server-ssl-name` (`verifyhost`); a server whose certificate does not verify gets no requests (503). When the Secret cannot be used, the backend answers 503 rather than talk to unverified servers.",
         peers: peers::SERVER_CA,
+        ..BASE
+    }
+);
+
+pub const SERVER_SSL_NAME: Key<String> = key!(
+    parse_server_name,
+    KeySpec {
+        name: "server-ssl-name",
+        scopes: ALL,
+        values: "a lower-case DNS name",
+        default: KeyDefault::None("the Service's name in the cluster, `NAME.NAMESPACE.svc`"),
+        example: "api.internal.example.com",
+        help: "With `server-ssl`: the name sent as SNI to the servers and, with `server-ca`, the name their certificates must carry.",
+        peers: peers::SERVER_SSL_NAME,
+        ..BASE
+    }
+);
+
+pub const SERVER_VERIFY: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "server-verify",
+        scopes: ALL,
+        values: "`true` or `false`",
+        default: KeyDefault::None("`true` when `server-ca` is set"),
+        example: "false",
+        help: "With `server-ssl`: `false` does not verify the servers' certificates even with `server-ca` (the CA is not read); `true` without `server-ca` makes the backend answer 503 rather than talk to unverified servers.",
+        peers: peers::SERVER_VERIFY,
         ..BASE
     }
 );
@@ -909,7 +1035,10 @@ pub const KEYS: &[KeySpec] = &[
     HSTS_PRELOAD.spec,
     REQUEST_REDIRECT.spec,
     REQUEST_REDIRECT_CODE.spec,
+    APP_ROOT.spec,
     PATH_REWRITE.spec,
+    USE_REGEX.spec,
+    REWRITE_TARGET.spec,
     BACKEND_PATH.spec,
     SET_HOST.spec,
     REQUEST_SET_HEADER.spec,
@@ -926,6 +1055,10 @@ pub const KEYS: &[KeySpec] = &[
     AUTH_TYPE.spec,
     AUTH_SECRET.spec,
     AUTH_REALM.spec,
+    AUTH_URL.spec,
+    AUTH_METHOD.spec,
+    AUTH_RESPONSE_HEADERS.spec,
+    AUTH_SIGNIN.spec,
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,
@@ -940,6 +1073,8 @@ pub const KEYS: &[KeySpec] = &[
     SEND_PROXY_PROTOCOL.spec,
     SERVER_SSL.spec,
     SERVER_CA.spec,
+    SERVER_SSL_NAME.spec,
+    SERVER_VERIFY.spec,
     SERVER_CRT.spec,
     SERVER_PROTO.spec,
     CHECK.spec,

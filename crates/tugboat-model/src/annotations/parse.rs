@@ -106,6 +106,24 @@ pub enum ValueError {
     NotProxyProtocol,
     #[error("the name of a Secret (lower-case letters, digits, '-', '.')")]
     NotSecretName,
+    /// An external authentication URL ([`validate::service_url`]): why it was refused.
+    #[error("an http:// or https:// URL; {0}")]
+    NotServiceUrl(String),
+    #[error("GET, HEAD, POST, PUT or DELETE")]
+    NotAuthMethod,
+    #[error(
+        "a path starting with / of letters, digits and - . _ ~ / ! & ( ) * + , ; = : @ ?, with $1 to $9 for the path's groups"
+    )]
+    NotRewriteTarget,
+    #[error("a lower-case DNS name (letters, digits, '-', '.')")]
+    NotServerName,
+    #[error("on or off")]
+    NotOnOff,
+    /// A path written literally into a redirect ([`validate::literal_path`]): why not.
+    #[error("a path starting with / (no $ or %); {0}")]
+    NotLiteralPath(String),
+    #[error("1 to 32 header names (letters, digits and - _ .) separated by commas")]
+    NotHeaderNameList,
     /// A value of another controller's key that Tugboat cannot write as its own.
     #[error("{0}")]
     NotPeerValue(&'static str),
@@ -548,6 +566,74 @@ pub fn parse_secret_name(value: &str) -> Parsed<String> {
     validate::dns_subdomain(value)
         .map(|()| value.to_string())
         .map_err(|_| ValueError::NotSecretName)
+}
+
+/// `auth-url` and `auth-signin`: a URL haproxy requests or sends clients to.
+pub fn parse_service_url(value: &str) -> Parsed<String> {
+    validate::service_url(value)
+        .map(|()| value.to_string())
+        .map_err(|e| ValueError::NotServiceUrl(e.0))
+}
+
+/// `rewrite-target` (ingress-nginx): the path the backend receives, `$1` to `$9` naming
+/// the groups of the route's regex path; written as haproxy's replacement (`\1`).
+pub fn parse_rewrite_target(value: &str) -> Parsed<String> {
+    let bytes = value.as_bytes();
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~/!&()*+,;=:@?".contains(&b);
+    let ok = value.starts_with('/')
+        && value.len() <= 512
+        && bytes.iter().enumerate().all(|(i, b)| {
+            allowed(*b) || *b == b'$' && bytes.get(i + 1).is_some_and(|d| (b'1'..=b'9').contains(d))
+        });
+    if ok {
+        Ok(value.replace('$', "\\"))
+    } else {
+        Err(ValueError::NotRewriteTarget)
+    }
+}
+
+/// `server-ssl-name`: the name sent as SNI to a backend's servers and checked in their
+/// certificates.
+pub fn parse_server_name(value: &str) -> Parsed<String> {
+    validate::dns_subdomain(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotServerName)
+}
+
+/// `app-root`: the path a request for `/` is redirected to.
+pub fn parse_app_root(value: &str) -> Parsed<String> {
+    validate::literal_path(value)
+        .map(|()| value.to_string())
+        .map_err(|e| ValueError::NotLiteralPath(e.0))
+}
+
+/// `auth-method`: the methods haproxy's HTTP client sends.
+pub fn parse_auth_method(value: &str) -> Parsed<String> {
+    match value {
+        "GET" | "HEAD" | "POST" | "PUT" | "DELETE" => Ok(value.to_string()),
+        _ => Err(ValueError::NotAuthMethod),
+    }
+}
+
+/// `auth-response-headers`: header names separated by commas, as the Gateway API's
+/// header names are ([`validate::header_name`]).
+pub fn parse_header_name_list(value: &str) -> Parsed<Vec<String>> {
+    let names: Vec<String> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    let ok = !names.is_empty()
+        && names.len() <= 32
+        && names
+            .iter()
+            .all(|n| n.len() <= 64 && validate::header_name(n).is_ok());
+    if ok {
+        Ok(names)
+    } else {
+        Err(ValueError::NotHeaderNameList)
+    }
 }
 
 #[cfg(test)]

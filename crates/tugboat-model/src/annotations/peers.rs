@@ -241,10 +241,24 @@ pub const REQUEST_REDIRECT_CODE: &[PeerKey] = &[
     same(HT, "request-redirect-code"),
 ];
 
+pub const APP_ROOT: &[PeerKey] = &[differs(
+    NGINX,
+    "app-root",
+    "applies to a request for `/` that a route of the Ingress takes (ingress-nginx: any request for `/` on the host)",
+)];
+
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
     HT,
     "path-rewrite",
     "only `REGEX REPLACEMENT` on one line; a single path or several lines are refused",
+)];
+
+const NGINX_REGEX_ORDER: &str = "regex paths are tried after the host's Exact paths and before its Prefix paths; the other Ingresses of the host keep their path types (ingress-nginx makes every path of the host a regex)";
+pub const USE_REGEX: &[PeerKey] = &[differs(NGINX, "use-regex", NGINX_REGEX_ORDER)];
+pub const REWRITE_TARGET: &[PeerKey] = &[differs(
+    NGINX,
+    "rewrite-target",
+    "a path with `$1` to `$9`; nginx variables and absolute URLs are refused; regex paths are tried after the host's Exact paths and before its Prefix paths",
 )];
 
 pub const SET_HOST: &[PeerKey] = &[same(NGINX, "upstream-vhost"), same(HT, "set-host")];
@@ -406,6 +420,20 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
+const NGINX_VARIABLES: &str = "nginx variables (`$host`, `$escaped_request_uri`) are refused";
+pub const AUTH_URL: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-url",
+    "nginx variables (`$host`) are refused; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
+)];
+pub const AUTH_METHOD: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-method",
+    "GET, HEAD, POST, PUT or DELETE (haproxy's HTTP client sends no other)",
+)];
+pub const AUTH_RESPONSE_HEADERS: &[PeerKey] = &[same(NGINX, "auth-response-headers")];
+pub const AUTH_SIGNIN: &[PeerKey] = &[differs(NGINX, "auth-signin", NGINX_VARIABLES)];
+
 pub const RATE_LIMIT_REQUESTS: &[PeerKey] = &[PeerKey {
     implies: &[("rate-limit-status-code", "403")],
     ..same(HT, "rate-limit-requests")
@@ -485,17 +513,73 @@ pub const SERVER_PROTO: &[PeerKey] = &[
         "with `server-ssl`, `h2` offers only HTTP/2 by ALPN (HAProxy Technologies: HTTP/2 and HTTP/1.1)",
     ),
 ];
-pub const SERVER_CA: &[PeerKey] = &[PeerKey {
-    translate: Some(secret_in_own_namespace),
-    difference: Some(
-        "the CA is read from the Secret's `ca.crt` key (HAProxy Technologies: `tls.crt`): without it the backend answers 503",
+const NGINX_PROXY_SSL_SECRET: &str = "a Secret in the Ingress' namespace with `tls.crt` and `tls.key` (without them the backend answers 503); `ca.crt` is read only with `proxy-ssl-verify: on`";
+pub const SERVER_CA: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(
+            "the CA is read from the Secret's `ca.crt` key (HAProxy Technologies: `tls.crt`): without it the backend answers 503",
+        ),
+        ..same(HT, "server-ca")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(NGINX_PROXY_SSL_SECRET),
+        implies: &[("server-verify", "false")],
+        ..same(NGINX, "proxy-ssl-secret")
+    },
+];
+pub const SERVER_CRT: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some("a Secret in the object's own namespace only"),
+        ..same(HT, "server-crt")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(NGINX_PROXY_SSL_SECRET),
+        ..same(NGINX, "proxy-ssl-secret")
+    },
+];
+
+/// ingress-nginx's `on`/`off` keys.
+fn on_off(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "on" => Ok(Some("true".into())),
+        "off" => Ok(Some("false".into())),
+        _ => refuse("on or off"),
+    }
+}
+
+/// ingress-nginx's `proxy-ssl-server-name`: Tugboat always sends SNI.
+fn nginx_proxy_ssl_server_name(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "on" | "off" => Ok(None),
+        _ => refuse("on or off"),
+    }
+}
+
+pub const SERVER_SSL_NAME: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "proxy-ssl-name",
+        "also sent as SNI without `proxy-ssl-server-name: on`",
     ),
-    ..same(HT, "server-ca")
-}];
-pub const SERVER_CRT: &[PeerKey] = &[PeerKey {
-    translate: Some(secret_in_own_namespace),
-    difference: Some("a Secret in the object's own namespace only"),
-    ..same(HT, "server-crt")
+    // Read for the Service keys only to say what it does: nothing to set.
+    PeerKey {
+        translate: Some(nginx_proxy_ssl_server_name),
+        difference: Some(
+            "SNI is always sent (`server-ssl-name`, by default the Service's `NAME.NAMESPACE.svc`); `off` does not turn it off",
+        ),
+        ..same(NGINX, "proxy-ssl-server-name")
+    },
+];
+pub const SERVER_VERIFY: &[PeerKey] = &[PeerKey {
+    translate: Some(on_off),
+    difference: Some(
+        "`on` verifies against `ca.crt` of `proxy-ssl-secret` and checks the name `proxy-ssl-name` (by default the Service's `NAME.NAMESPACE.svc`, not the upstream's name)",
+    ),
+    ..same(NGINX, "proxy-ssl-verify")
 }];
 
 pub const CHECK: &[PeerKey] = &[differs(
@@ -523,38 +607,12 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.
 pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
-    (
-        NGINX,
-        "rewrite-target",
-        "not yet: use `path-rewrite` (`REGEX REPLACEMENT`)",
-    ),
-    (
-        NGINX,
-        "use-regex",
-        "regular-expression paths are not supported yet",
-    ),
-    (NGINX, "app-root", "not yet"),
     (NGINX, "from-to-www-redirect", "not yet"),
     (NGINX, "proxy-body-size", "not yet"),
     (
         NGINX,
         "proxy-send-timeout",
         "haproxy's `timeout server` covers writes too: set `proxy-read-timeout`",
-    ),
-    (
-        NGINX,
-        "auth-url",
-        "external authentication is not supported yet: the routes answer 403",
-    ),
-    (
-        NGINX,
-        "auth-signin",
-        "external authentication is not supported yet",
-    ),
-    (
-        NGINX,
-        "auth-response-headers",
-        "external authentication is not supported yet",
     ),
     (
         NGINX,
@@ -591,12 +649,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "use the Ingress' `spec.defaultBackend`",
     ),
     (NGINX, "server-alias", "not yet: add the host as a rule"),
-    (
-        NGINX,
-        "proxy-ssl-secret",
-        "use `server-ssl`, `server-ca` and `server-crt`",
-    ),
-    (NGINX, "proxy-ssl-verify", "use `server-ca`"),
     (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,

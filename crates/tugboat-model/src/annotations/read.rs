@@ -8,8 +8,8 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit, Redirect,
-    RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, Cors, ExternalAuth, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit,
+    Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -55,6 +55,7 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
         let code = resolver.get_or_default(&REQUEST_REDIRECT_CODE);
         features.redirect = Some(Redirect { target, code });
     }
+    features.app_root = resolver.get(&APP_ROOT);
     features.original_path = resolver.get_or_default(&BACKEND_PATH) == BackendPath::Original;
     features.path_rewrite = resolver.get(&PATH_REWRITE);
     features.set_host = resolver.get(&SET_HOST);
@@ -98,7 +99,29 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
     if resolver.get(&AUTH_TYPE).is_some() {
         lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
     }
+    features.external_auth = external_auth(resolver);
     (features, lookups)
+}
+
+/// `auth-url` and the keys that go with it; those keys alone are refused.
+fn external_auth(resolver: &mut Resolver<'_>) -> Option<ExternalAuth> {
+    let Some(url) = resolver.get(&AUTH_URL) else {
+        let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+        for key in [
+            &AUTH_METHOD.spec,
+            &AUTH_RESPONSE_HEADERS.spec,
+            &AUTH_SIGNIN.spec,
+        ] {
+            resolver.refuse(key, &all, ProblemReason::InvalidField, "it needs auth-url");
+        }
+        return None;
+    };
+    Some(ExternalAuth {
+        url,
+        method: resolver.get_or_default(&AUTH_METHOD),
+        response_headers: resolver.get(&AUTH_RESPONSE_HEADERS).unwrap_or_default(),
+        signin: resolver.get(&AUTH_SIGNIN),
+    })
 }
 
 /// The realm of basic authentication.
@@ -113,6 +136,11 @@ pub struct BackendLookups {
     pub server_ca: Option<String>,
     /// `server-crt`: a TLS Secret.
     pub server_crt: Option<String>,
+    /// `server-ssl-name` (else the builder uses the Service's name).
+    pub server_name: Option<String>,
+    /// `server-verify: true` without `server-ca`: the backend must not talk to
+    /// unverified servers.
+    pub verify_without_ca: bool,
 }
 
 const SNIPPETS_OFF: &str =
@@ -127,10 +155,21 @@ pub fn backend_options(
     let mut lookups = BackendLookups::default();
     let tls = resolver.get_or_default(&SERVER_SSL);
     if tls {
-        lookups.server_ca = resolver.get(&SERVER_CA);
+        let ca = resolver.get(&SERVER_CA);
+        match resolver.get(&SERVER_VERIFY) {
+            Some(false) => {}
+            Some(true) if ca.is_none() => lookups.verify_without_ca = true,
+            _ => lookups.server_ca = ca,
+        }
         lookups.server_crt = resolver.get(&SERVER_CRT);
+        lookups.server_name = resolver.get(&SERVER_SSL_NAME);
     } else {
-        for key in [&SERVER_CA.spec, &SERVER_CRT.spec] {
+        for key in [
+            &SERVER_CA.spec,
+            &SERVER_CRT.spec,
+            &SERVER_SSL_NAME.spec,
+            &SERVER_VERIFY.spec,
+        ] {
             resolver.refuse(
                 key,
                 &all,

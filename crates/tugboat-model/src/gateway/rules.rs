@@ -183,6 +183,8 @@ impl FilterSpec {
                 matched: match path {
                     PathMatch::Prefix(prefix) if prefix == "/" => 0,
                     PathMatch::Prefix(prefix) | PathMatch::Exact(prefix) => prefix.len(),
+                    // HTTPRoutes make no regex routes (their expressions are conditions).
+                    PathMatch::Regex(_) => 0,
                 },
                 replacement: replacement.trim_end_matches('/').to_string(),
             },

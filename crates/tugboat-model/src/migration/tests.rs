@@ -73,7 +73,7 @@ fn each_key_is_supported_with_or_without_a_difference_or_not() {
     let report = one(json!({
         "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8",
         "nginx.ingress.kubernetes.io/auth-realm": "Staff",
-        "nginx.ingress.kubernetes.io/rewrite-target": "/$1",
+        "nginx.ingress.kubernetes.io/server-snippet": "return 200;",
         "nginx.ingress.kubernetes.io/no-such-thing": "x",
         "nginx.ingress.kubernetes.io/backend-protocol": "GRPCS",
         "cert-manager.io/cluster-issuer": "letsencrypt",
@@ -93,13 +93,13 @@ fn each_key_is_supported_with_or_without_a_difference_or_not() {
             .as_deref()
             .is_some_and(|n| n.contains("Restricted"))
     );
-    let rewrite = key(&report, "nginx.ingress.kubernetes.io/rewrite-target");
-    assert_eq!(rewrite.status, Status::NotSupported);
+    let snippet = key(&report, "nginx.ingress.kubernetes.io/server-snippet");
+    assert_eq!(snippet.status, Status::NotSupported);
     assert!(
-        rewrite
+        snippet
             .note
             .as_deref()
-            .is_some_and(|n| n.contains("path-rewrite"))
+            .is_some_and(|n| n.contains("nginx syntax"))
     );
     let unknown = key(&report, "nginx.ingress.kubernetes.io/no-such-thing");
     assert_eq!(unknown.status, Status::NotSupported);

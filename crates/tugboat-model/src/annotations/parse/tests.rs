@@ -514,3 +514,149 @@ fn error_texts_say_what_was_expected() {
         )
     );
 }
+
+#[test]
+fn auth_url_takes_an_http_or_https_url() {
+    assert_eq!(
+        parse_service_url("http://127.0.0.1:9000/auth?app=shop"),
+        Ok("http://127.0.0.1:9000/auth?app=shop".into())
+    );
+}
+
+#[test]
+fn auth_url_refuses_nginx_variables() {
+    assert!(matches!(
+        parse_service_url("https://$host/oauth2/auth"),
+        Err(ValueError::NotServiceUrl(_))
+    ));
+}
+
+#[test]
+fn auth_url_refuses_a_word_break() {
+    assert!(matches!(
+        parse_service_url("http://a.com/auth if TRUE"),
+        Err(ValueError::NotServiceUrl(_))
+    ));
+}
+
+#[test]
+fn auth_method_takes_what_the_http_client_sends() {
+    for method in ["GET", "HEAD", "POST", "PUT", "DELETE"] {
+        assert_eq!(parse_auth_method(method), Ok(method.into()));
+    }
+}
+
+#[test]
+fn auth_method_refuses_other_methods() {
+    for method in ["get", "PATCH", "OPTIONS", "GET POST", ""] {
+        assert_eq!(
+            parse_auth_method(method),
+            Err(ValueError::NotAuthMethod),
+            "{method}"
+        );
+    }
+}
+
+#[test]
+fn header_name_lists_are_split_on_commas() {
+    assert_eq!(
+        parse_header_name_list("X-User, X-Email,X-Groups"),
+        Ok(vec!["X-User".into(), "X-Email".into(), "X-Groups".into()])
+    );
+}
+
+#[test]
+fn header_name_lists_refuse_bad_names() {
+    for value in ["", " , ", "X-User X-Email", "X-User,X:Email", "X-User\nX-A"] {
+        assert_eq!(
+            parse_header_name_list(value),
+            Err(ValueError::NotHeaderNameList),
+            "{value:?}"
+        );
+    }
+    let many = vec!["X-A"; 33].join(",");
+    assert_eq!(
+        parse_header_name_list(&many),
+        Err(ValueError::NotHeaderNameList)
+    );
+}
+
+#[test]
+fn rewrite_target_groups_become_haproxy_groups() {
+    assert_eq!(parse_rewrite_target("/$2"), Ok("/\\2".into()));
+    assert_eq!(parse_rewrite_target("/api/$1/x"), Ok("/api/\\1/x".into()));
+    assert_eq!(parse_rewrite_target("/"), Ok("/".into()));
+}
+
+#[test]
+fn rewrite_target_refuses_nginx_variables() {
+    for value in ["/$host", "/$", "/$0", "$1"] {
+        assert_eq!(
+            parse_rewrite_target(value),
+            Err(ValueError::NotRewriteTarget),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn rewrite_target_refuses_what_could_reach_the_config() {
+    for value in [
+        "/a b", "/a'", "/a\"", "/a%20", "/a\\1", "/a#", "/a\nb", "relative",
+    ] {
+        assert_eq!(
+            parse_rewrite_target(value),
+            Err(ValueError::NotRewriteTarget),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn app_root_takes_a_path() {
+    assert_eq!(parse_app_root("/app1"), Ok("/app1".into()));
+    assert_eq!(parse_app_root("/app/v2/"), Ok("/app/v2/".into()));
+}
+
+#[test]
+fn app_root_refuses_a_url_or_a_relative_path() {
+    for value in ["https://example.com/app", "app1", ""] {
+        assert!(
+            matches!(parse_app_root(value), Err(ValueError::NotLiteralPath(_))),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn app_root_refuses_what_could_reach_the_config() {
+    for value in [
+        "/app $x",
+        "/a%[env(X)]",
+        "/${HOME}",
+        "/a\nb",
+        "/a\"b",
+        "/a#b",
+    ] {
+        assert!(
+            matches!(parse_app_root(value), Err(ValueError::NotLiteralPath(_))),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn server_name_takes_a_dns_name() {
+    assert_eq!(parse_server_name("web.shop.svc"), Ok("web.shop.svc".into()));
+}
+
+#[test]
+fn server_name_refuses_other_text() {
+    for value in ["Web.shop", "web shop", "web.shop:443", "", "str(x)", "a\nb"] {
+        assert_eq!(
+            parse_server_name(value),
+            Err(ValueError::NotServerName),
+            "{value:?}"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! ingress-nginx's `app-root` as the model reads it: the routes' feature, and a bad
+//! value as a problem naming the Ingress and the key, the routes served without it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+
+fn build_with(annotations: Value) -> BuildOutput {
+    let ingress = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "shop", "namespace": "default", "annotations": annotations},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+            {"path": "/", "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+        ]}}]},
+    });
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    let mut snapshot = Snapshot::default();
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    snapshot.ingresses.insert(
+        ObjectKey::new("default", "shop"),
+        Arc::new(serde_json::from_value(ingress).expect("Ingress")),
+    );
+    build(&snapshot, &Settings::new(1_700_000_000))
+}
+
+fn app_root(output: &BuildOutput) -> Option<String> {
+    let route = output.desired.routes.first().expect("the route");
+    route
+        .features
+        .as_ref()
+        .and_then(|id| output.desired.feature_sets.get(id))
+        .and_then(|f| f.app_root.clone())
+}
+
+#[test]
+fn ingress_nginx_app_root_is_read() {
+    let output = build_with(json!({"nginx.ingress.kubernetes.io/app-root": "/app1"}));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(app_root(&output), Some("/app1".into()));
+}
+
+#[test]
+fn a_bad_app_root_is_a_problem_and_the_route_is_served_without_it() {
+    let output = build_with(json!({"nginx.ingress.kubernetes.io/app-root": "https://x/%[env(A)]"}));
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    let problem = &output.problems[0];
+    assert_eq!(problem.object.name, "shop");
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/app-root"
+    );
+    assert_eq!(output.desired.routes.len(), 1);
+    assert_eq!(app_root(&output), None);
+}

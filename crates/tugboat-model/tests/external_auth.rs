@@ -1,0 +1,197 @@
+//! External authentication (`auth-url` and the keys that go with it) as the model
+//! reads it: the features of the routes, and each bad value as a problem naming the
+//! Ingress and the key, with the routes failing closed and the other Ingresses served.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tugboat_model::features::{ExternalAuth, RouteFeatures};
+use tugboat_model::{BuildOutput, ObjectKey, PathMatch, Settings, Snapshot, build};
+
+fn ingress(name: &str, path: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default",
+                     "creationTimestamp": "2024-01-01T00:00:00Z",
+                     "annotations": annotations},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+            {"path": path, "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+        ]}}]},
+    })
+}
+
+fn build_ingresses(ingresses: &[Value]) -> BuildOutput {
+    let mut snapshot = Snapshot::default();
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    for object in ingresses {
+        let name = object["metadata"]["name"].as_str().expect("name");
+        snapshot.ingresses.insert(
+            ObjectKey::new("default", name),
+            Arc::new(serde_json::from_value(object.clone()).expect("Ingress")),
+        );
+    }
+    build(&snapshot, &Settings::new(1_700_000_000))
+}
+
+/// The features of the route with this path.
+fn features<'o>(output: &'o BuildOutput, path: &str) -> Option<&'o RouteFeatures> {
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.path == PathMatch::Prefix(path.into()))
+        .unwrap_or_else(|| panic!("a route {path}: {:?}", output.desired.routes));
+    route
+        .features
+        .as_ref()
+        .and_then(|id| output.desired.feature_sets.get(id))
+}
+
+fn problem_fields(output: &BuildOutput, name: &str) -> Vec<String> {
+    output
+        .problems
+        .iter()
+        .filter(|p| p.object.name == name)
+        .map(|p| p.field.clone())
+        .collect()
+}
+
+#[test]
+fn ingress_nginx_keys_read_as_external_authentication() {
+    let output = build_ingresses(&[ingress(
+        "shop",
+        "/",
+        json!({
+            "nginx.ingress.kubernetes.io/auth-url": "http://auth.example.com:4180/oauth2/auth",
+            "nginx.ingress.kubernetes.io/auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
+            "nginx.ingress.kubernetes.io/auth-signin": "https://login.example.com/oauth2/start",
+            "nginx.ingress.kubernetes.io/auth-method": "POST",
+        }),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let features = features(&output, "/").expect("features");
+    assert!(!features.deny_all);
+    assert_eq!(
+        features.external_auth,
+        Some(ExternalAuth {
+            url: "http://auth.example.com:4180/oauth2/auth".into(),
+            method: "POST".into(),
+            response_headers: vec!["X-Auth-Request-User".into(), "X-Auth-Request-Email".into()],
+            signin: Some("https://login.example.com/oauth2/start".into()),
+        })
+    );
+}
+
+#[test]
+fn the_method_defaults_to_get() {
+    let output = build_ingresses(&[ingress(
+        "shop",
+        "/",
+        json!({"tugboat.dev/auth-url": "http://10.0.0.7/check"}),
+    )]);
+    let auth = features(&output, "/")
+        .and_then(|f| f.external_auth.clone())
+        .expect("external auth");
+    assert_eq!(auth.method, "GET");
+    assert!(auth.response_headers.is_empty());
+    assert_eq!(auth.signin, None);
+}
+
+/// Each refused value: a problem naming the Ingress and the key, its routes refuse
+/// everybody, and the other Ingress is served as it was.
+fn assert_fails_closed(annotations: Value, key: &str) {
+    let output = build_ingresses(&[
+        ingress("guarded", "/guarded", annotations),
+        ingress("site", "/", json!({})),
+    ]);
+    assert_eq!(
+        problem_fields(&output, "guarded"),
+        vec![format!("metadata.annotations.{key}")],
+        "{:?}",
+        output.problems
+    );
+    assert!(features(&output, "/guarded").is_some_and(|f| f.deny_all));
+    assert!(features(&output, "/").is_none());
+    assert!(problem_fields(&output, "site").is_empty());
+}
+
+#[test]
+fn an_auth_url_with_nginx_variables_fails_closed() {
+    assert_fails_closed(
+        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth"}),
+        "nginx.ingress.kubernetes.io/auth-url",
+    );
+}
+
+#[test]
+fn an_auth_url_that_would_break_the_rule_fails_closed() {
+    assert_fails_closed(
+        json!({"tugboat.dev/auth-url": "http://auth/check if TRUE"}),
+        "tugboat.dev/auth-url",
+    );
+}
+
+#[test]
+fn an_auth_url_of_another_scheme_fails_closed() {
+    assert_fails_closed(
+        json!({"tugboat.dev/auth-url": "ftp://auth.example.com/check"}),
+        "tugboat.dev/auth-url",
+    );
+}
+
+#[test]
+fn a_bad_signin_url_fails_closed() {
+    assert_fails_closed(
+        json!({
+            "tugboat.dev/auth-url": "http://auth.example.com/check",
+            "tugboat.dev/auth-signin": "https://login.example.com/start?rd=$escaped_request_uri",
+        }),
+        "tugboat.dev/auth-signin",
+    );
+}
+
+#[test]
+fn a_bad_response_header_list_fails_closed() {
+    assert_fails_closed(
+        json!({
+            "tugboat.dev/auth-url": "http://auth.example.com/check",
+            "tugboat.dev/auth-response-headers": "X-User X-Email",
+        }),
+        "tugboat.dev/auth-response-headers",
+    );
+}
+
+#[test]
+fn a_method_the_client_cannot_send_fails_closed() {
+    assert_fails_closed(
+        json!({
+            "nginx.ingress.kubernetes.io/auth-url": "http://auth.example.com/check",
+            "nginx.ingress.kubernetes.io/auth-method": "PATCH",
+        }),
+        "nginx.ingress.kubernetes.io/auth-method",
+    );
+}
+
+#[test]
+fn the_companion_keys_alone_are_refused() {
+    let output = build_ingresses(&[ingress(
+        "shop",
+        "/",
+        json!({"tugboat.dev/auth-signin": "https://login.example.com/start"}),
+    )]);
+    assert_eq!(
+        problem_fields(&output, "shop"),
+        vec!["metadata.annotations.tugboat.dev/auth-signin".to_string()]
+    );
+    assert!(output.problems[0].message.contains("it needs auth-url"));
+    assert!(features(&output, "/").is_none_or(|f| f.external_auth.is_none()));
+}

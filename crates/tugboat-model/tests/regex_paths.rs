@@ -1,0 +1,170 @@
+//! ingress-nginx's `use-regex` and `rewrite-target` as the model reads them: which
+//! paths become regular expressions, the rewrite each regex route gets, and each bad
+//! value as a problem naming the Ingress and the field, the rest of the Ingress kept.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tugboat_model::features::{PathRewrite, RouteFeatures};
+use tugboat_model::{BuildOutput, ObjectKey, PathMatch, Settings, Snapshot, build};
+
+fn ingress(paths: Value, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "shop", "namespace": "default",
+                     "creationTimestamp": "2024-01-01T00:00:00Z",
+                     "annotations": annotations},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": paths}}]},
+    })
+}
+
+fn path(path: &str, path_type: &str) -> Value {
+    json!({"path": path, "pathType": path_type,
+           "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+}
+
+fn build_one(ingress: Value) -> BuildOutput {
+    let mut snapshot = Snapshot::default();
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    snapshot.ingresses.insert(
+        ObjectKey::new("default", "shop"),
+        Arc::new(serde_json::from_value(ingress).expect("Ingress")),
+    );
+    build(&snapshot, &Settings::new(1_700_000_000))
+}
+
+fn paths(output: &BuildOutput) -> Vec<PathMatch> {
+    output
+        .desired
+        .routes
+        .iter()
+        .map(|r| r.path.clone())
+        .collect()
+}
+
+fn features<'o>(output: &'o BuildOutput, path: &PathMatch) -> Option<&'o RouteFeatures> {
+    output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.path == *path)
+        .and_then(|r| r.features.as_ref())
+        .and_then(|id| output.desired.feature_sets.get(id))
+}
+
+#[test]
+fn use_regex_makes_prefix_and_implementation_specific_paths_expressions() {
+    let output = build_one(ingress(
+        json!([
+            path("/v[0-9]+/items", "ImplementationSpecific"),
+            path("/api/.*", "Prefix"),
+            path("/exact", "Exact"),
+        ]),
+        json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+    ));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let mut found = paths(&output);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            PathMatch::Exact("/exact".into()),
+            PathMatch::Regex("/api/.*".into()),
+            PathMatch::Regex("/v[0-9]+/items".into()),
+        ]
+    );
+    assert!(features(&output, &PathMatch::Regex("/api/.*".into())).is_none());
+}
+
+#[test]
+fn without_use_regex_paths_keep_their_type() {
+    let output = build_one(ingress(
+        json!([path("/v1", "ImplementationSpecific")]),
+        json!({"nginx.ingress.kubernetes.io/use-regex": "false"}),
+    ));
+    assert_eq!(paths(&output), vec![PathMatch::Prefix("/v1".into())]);
+}
+
+#[test]
+fn rewrite_target_rewrites_each_regex_route_with_its_own_expression() {
+    let output = build_one(ingress(
+        json!([
+            path("/something(/|$)(.*)", "ImplementationSpecific"),
+            path("/other/(.*)", "ImplementationSpecific"),
+        ]),
+        json!({"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}),
+    ));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let rewrite = |p: &str| {
+        features(&output, &PathMatch::Regex(p.into())).and_then(|f| f.path_rewrite.clone())
+    };
+    assert_eq!(
+        rewrite("/something(/|$)(.*)"),
+        Some(PathRewrite {
+            pattern: "(?i)/something(/|$)(.*)".into(),
+            replacement: "/\\2".into(),
+        })
+    );
+    assert_eq!(
+        rewrite("/other/(.*)").map(|r| r.pattern),
+        Some("(?i)/other/(.*)".into())
+    );
+}
+
+#[test]
+fn an_invalid_expression_is_left_out_with_a_problem_naming_the_path() {
+    let output = build_one(ingress(
+        json!([
+            path("/broken(", "ImplementationSpecific"),
+            path("/fine", "ImplementationSpecific"),
+        ]),
+        json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+    ));
+    assert_eq!(paths(&output), vec![PathMatch::Regex("/fine".into())]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    let problem = &output.problems[0];
+    assert_eq!(problem.object.name, "shop");
+    assert_eq!(problem.field, "spec.rules[0].http.paths[0].path");
+    assert!(problem.message.contains("regular expression"), "{problem}");
+}
+
+#[test]
+fn an_expression_that_would_break_the_config_is_refused() {
+    for bad in ["/a b", "/a'", "/a#x", "/100%"] {
+        let output = build_one(ingress(
+            json!([path(bad, "ImplementationSpecific")]),
+            json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+        ));
+        assert!(output.desired.routes.is_empty(), "{bad}");
+        assert_eq!(output.problems.len(), 1, "{bad}: {:?}", output.problems);
+    }
+}
+
+#[test]
+fn an_invalid_rewrite_target_is_a_problem_naming_the_key() {
+    let output = build_one(ingress(
+        json!([path("/something(/|$)(.*)", "ImplementationSpecific")]),
+        json!({
+            "nginx.ingress.kubernetes.io/use-regex": "true",
+            "nginx.ingress.kubernetes.io/rewrite-target": "/$host/$2",
+        }),
+    ));
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.field == "metadata.annotations.nginx.ingress.kubernetes.io/rewrite-target")
+        .unwrap_or_else(|| panic!("{:?}", output.problems));
+    assert_eq!(problem.object.name, "shop");
+    // The route is still served, as a regex route, without a rewrite.
+    let route = PathMatch::Regex("/something(/|$)(.*)".into());
+    assert_eq!(paths(&output), vec![route.clone()]);
+    assert!(features(&output, &route).is_none_or(|f| f.path_rewrite.is_none()));
+}
