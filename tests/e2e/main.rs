@@ -6,6 +6,7 @@
 mod annotations;
 mod api_features;
 mod backend_keys;
+mod canary;
 mod chart_pod;
 mod conformance;
 mod gateway;

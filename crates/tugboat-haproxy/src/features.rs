@@ -59,6 +59,81 @@ pub(crate) fn group<'a, T: Ord + 'a>(
     groups
 }
 
+/// Canaries (ingress-nginx's order: header, then cookie, then weight). The route map's
+/// value carries the canary's backend and its share in millionths after the feature set
+/// (`<backend>.<set>.<canary backend>.<share>`), so that a change of weight is a map
+/// update; the header and cookie names are the set's. `txn.to_canary` holds the first
+/// decision taken.
+fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut String) {
+    let all: Vec<&FeatureSetId> = sets
+        .iter()
+        .filter(|(_, f)| f.canary.is_some())
+        .map(|(id, _)| id)
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    let all = sets_acl(&all);
+    let sep = FEATURE_SEPARATOR;
+    let _ = writeln!(
+        request,
+        "    http-request set-var(txn.canary) var(txn.route),field(3,{sep}) if {all}\n    \
+         http-request set-var(txn.canary_share) var(txn.route),field(4,{sep}) if {all}"
+    );
+    let undecided = "!{ var(txn.to_canary) -m found }";
+    for (header, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.header.as_ref())) {
+        for (value, ids) in group_of(sets, &ids, |f| {
+            f.canary.as_ref().map(|c| c.header_value.as_ref())
+        }) {
+            let acl = sets_acl(&ids);
+            match value {
+                Some(value) => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str {value} }}"
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str always }}\n    \
+                         http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr({header}) -m str never }}"
+                    );
+                }
+            }
+        }
+    }
+    for (cookie, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.cookie.as_ref())) {
+        let acl = sets_acl(&ids);
+        let _ = writeln!(
+            request,
+            "    http-request set-var(txn.to_canary) bool(true) if {acl} {undecided} {{ req.cook({cookie}) -m str always }}\n    \
+             http-request set-var(txn.to_canary) bool(false) if {acl} {undecided} {{ req.cook({cookie}) -m str never }}"
+        );
+    }
+    // A draw below the share: `share - rand(1000000) > 0`.
+    let _ = writeln!(
+        request,
+        "    http-request set-var(txn.to_canary) bool(true) if {all} {undecided} {{ rand(1000000),neg,add(txn.canary_share) -m int gt 0 }}\n    \
+         http-request set-var(txn.backend) var(txn.canary) if {all} {{ var(txn.to_canary) -m bool }} {{ var(txn.canary) -m len gt 0 }}"
+    );
+}
+
+/// The sets of `ids` grouped by the value `pick` gives them.
+fn group_of<'a, T: Ord + 'a>(
+    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
+    ids: &[&'a FeatureSetId],
+    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
+) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
+    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
+    for id in ids {
+        if let Some(value) = sets.get(*id).and_then(&pick) {
+            groups.entry(value).or_default().push(id);
+        }
+    }
+    groups
+}
+
 /// The stick table of a rate-limited set.
 pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
@@ -145,6 +220,8 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             settings.pattern_file(file).display()
         );
     }
+
+    canary_rules(sets, request);
 
     // HTTPS redirects of the sets that decide them.
     for (redirect, ids) in group(sets, |f| f.https_redirect) {

@@ -566,11 +566,17 @@ impl<'a> RoutesAtPath<'a> {
     }
 }
 
-/// The map value of a route: its backend, and its feature set when it has one.
+/// The map value of a route: its backend, its feature set when it has one, then its
+/// canary's backend and share (see `features::canary_rules`).
 fn map_value(route: &Route) -> String {
-    match &route.features {
-        None => route.backend.to_string(),
-        Some(features) => format!("{}{FEATURE_SEPARATOR}{features}", route.backend),
+    let sep = FEATURE_SEPARATOR;
+    match (&route.features, &route.canary) {
+        (None, _) => route.backend.to_string(),
+        (Some(features), None) => format!("{}{sep}{features}", route.backend),
+        (Some(features), Some(canary)) => format!(
+            "{}{sep}{features}{sep}{}{sep}{}",
+            route.backend, canary.backend, canary.per_million
+        ),
     }
 }
 
@@ -630,6 +636,7 @@ mod tests {
             backend: backend.clone(),
             ingress: ObjectKey::new("shop", "ing"),
             features: None,
+            canary: None,
         }
     }
 
@@ -812,5 +819,70 @@ mod tests {
             )),
             "{config}"
         );
+    }
+
+    #[test]
+    fn a_canary_is_in_the_route_map_and_its_rules_in_the_set() {
+        use tugboat_model::Canary;
+        use tugboat_model::features::{CanaryRules, FeatureSetId, RouteFeatures};
+        let features = RouteFeatures {
+            canary: Some(CanaryRules {
+                header: Some("X-Canary".into()),
+                header_value: None,
+                cookie: Some("beta".into()),
+            }),
+            ..Default::default()
+        };
+        let id = FeatureSetId::of(&features);
+        let mut desired = with_features(features);
+        let (canary, canary_backend) = backend("canary", 80, &["10.0.0.9:8080"]);
+        desired.backends.insert(canary.clone(), canary_backend);
+        for route in &mut desired.routes {
+            if route.path == PathMatch::Prefix("/api".into()) {
+                route.canary = Some(Canary {
+                    backend: canary.clone(),
+                    per_million: 250_000,
+                    ingress: ObjectKey::new("shop", "canary"),
+                });
+            }
+        }
+        let rendered = render_fresh(&desired);
+        let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
+        assert!(
+            prefix.contains(&format!(
+                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000\n"
+            )),
+            "{prefix}"
+        );
+        let config = frontend(&desired);
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let rules = [
+            format!("http-request set-var(txn.canary) var(txn.route),field(3,.) if {acl}"),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr(X-Canary) -m str always }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr(X-Canary) -m str never }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.cook(beta) -m str always }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ rand(1000000),neg,add(txn.canary_share) -m int gt 0 }}"
+            ),
+            format!(
+                "http-request set-var(txn.backend) var(txn.canary) if {acl} {{ var(txn.to_canary) -m bool }}"
+            ),
+        ];
+        // In this order: header, cookie, weight, then the backend.
+        let mut at = 0;
+        for rule in &rules {
+            let found = config[at..]
+                .find(rule.as_str())
+                .unwrap_or_else(|| panic!("{rule} after byte {at}:\n{config}"));
+            at += found + rule.len();
+        }
+        let use_backend = config.find("use_backend").expect("use_backend");
+        assert!(at < use_backend, "{config}");
     }
 }

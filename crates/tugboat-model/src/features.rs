@@ -148,6 +148,20 @@ pub struct RateLimit {
     pub status: u16,
 }
 
+/// How a request of a route that has a canary ([`crate::Route::canary`]) is sent to it:
+/// by header, then by cookie, then by weight (the weight is the route's, in the route
+/// map, so that a change of weight is a map update).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanaryRules {
+    /// `canary-by-header`: `always` sends the request to the canary, `never` keeps it
+    /// on the main backend (without `header_value`).
+    pub header: Option<String>,
+    /// `canary-by-header-value`: the header value that sends it to the canary.
+    pub header_value: Option<String>,
+    /// `canary-by-cookie`: `always` sends the request to the canary, `never` keeps it.
+    pub cookie: Option<String>,
+}
+
 /// What happens to the requests of the routes that share this set.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RouteFeatures {
@@ -188,6 +202,8 @@ pub struct RouteFeatures {
     pub answer_status: Option<u16>,
     /// The Gateway API's filters and weighted backends of an HTTPRoute rule.
     pub gateway: Option<crate::gateway::features::GatewayFeatures>,
+    /// The routes have a canary: how a request is sent to it.
+    pub canary: Option<CanaryRules>,
 }
 
 impl RouteFeatures {

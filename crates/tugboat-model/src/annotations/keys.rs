@@ -844,6 +844,93 @@ pub const COOKIE_PERSISTENCE: Key<String> = key!(
     }
 );
 
+/// Canary keys are read on an Ingress only: they make it a canary of another Ingress.
+const INGRESS: &[Scope] = &[Scope::Ingress];
+
+pub const CANARY: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "canary",
+        scopes: INGRESS,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend. A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
+        peers: peers::CANARY,
+        ..BASE
+    }
+);
+
+pub const CANARY_WEIGHT: Key<u64> = key!(
+    |v| parse_number(v, 0, 1_000_000),
+    KeySpec {
+        name: "canary-weight",
+        scopes: INGRESS,
+        values: "a whole number, 0 to 1000000",
+        default: KeyDefault::Value("0"),
+        example: "10",
+        help: "The share of the requests (that no header or cookie rule decided) sent to the canary: `canary-weight` out of `canary-weight-total`. A change of weight is a runtime update (the route map's entry), not a reload.",
+        peers: peers::CANARY_WEIGHT,
+        ..BASE
+    }
+);
+
+pub const CANARY_WEIGHT_TOTAL: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "canary-weight-total",
+        scopes: INGRESS,
+        values: "a whole number, 1 to 1000000; below 100 counts as 100",
+        default: KeyDefault::Value("100"),
+        example: "1000",
+        help: "What `canary-weight` is out of. As in ingress-nginx, a total below 100 counts as 100, and a weight at or above the total sends every request to the canary.",
+        peers: peers::CANARY_WEIGHT_TOTAL,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_HEADER: Key<String> = key!(
+    parse_header_name,
+    KeySpec {
+        name: "canary-by-header",
+        scopes: INGRESS,
+        values: "a header name",
+        default: KeyDefault::None("none"),
+        example: "X-Canary",
+        help: "A request with this header set to `always` goes to the canary, set to `never` never does; any other value leaves the decision to the cookie and the weight. With `canary-by-header-value`, only that value sends it to the canary (`always` and `never` are then plain values).",
+        peers: peers::CANARY_BY_HEADER,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_HEADER_VALUE: Key<String> = key!(
+    parse_match_value,
+    KeySpec {
+        name: "canary-by-header-value",
+        scopes: INGRESS,
+        values: "printable ASCII without spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}`, at most 1024",
+        default: KeyDefault::None("none"),
+        example: "beta",
+        help: "With `canary-by-header`: the header value (compared whole, case-sensitively) that sends a request to the canary; other values leave the decision to the cookie and the weight. Without `canary-by-header` it does nothing.",
+        peers: peers::CANARY_BY_HEADER_VALUE,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_COOKIE: Key<String> = key!(
+    parse_cookie_name,
+    KeySpec {
+        name: "canary-by-cookie",
+        scopes: INGRESS,
+        values: "a cookie name: letters, digits, `-` and `_`, at most 64",
+        default: KeyDefault::None("none"),
+        example: "canary",
+        help: "A request whose cookie of this name is `always` goes to the canary, `never` never does (unless the header decided first); any other value leaves the decision to the weight.",
+        peers: peers::CANARY_BY_COOKIE,
+        ..BASE
+    }
+);
+
 pub const GLOBAL_CONFIG_SNIPPET: Key<Vec<String>> = key!(
     parse_snippet,
     KeySpec {
@@ -946,6 +1033,12 @@ pub const KEYS: &[KeySpec] = &[
     CHECK_HTTP.spec,
     CHECK_INTERVAL.spec,
     COOKIE_PERSISTENCE.spec,
+    CANARY.spec,
+    CANARY_WEIGHT.spec,
+    CANARY_WEIGHT_TOTAL.spec,
+    CANARY_BY_HEADER.spec,
+    CANARY_BY_HEADER_VALUE.spec,
+    CANARY_BY_COOKIE.spec,
     GLOBAL_CONFIG_SNIPPET.spec,
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,

@@ -78,6 +78,8 @@ pub enum ValueError {
     NotCheckPath,
     #[error("a cookie name: letters, digits, '-' and '_', at most 64")]
     NotCookieName,
+    #[error("printable ASCII without spaces, quotes, \\, $, %, #, {{ or }}, at most 1024")]
+    NotMatchValue,
     #[error("at most 8 KB of directives")]
     SnippetTooLarge,
     #[error("directives separated by line breaks, without other control characters")]
@@ -452,6 +454,13 @@ pub fn parse_check_path(value: &str) -> Parsed<String> {
     } else {
         Err(ValueError::NotCheckPath)
     }
+}
+
+/// A value compared whole in an haproxy condition (see [`validate::match_value`]).
+pub fn parse_match_value(value: &str) -> Parsed<String> {
+    validate::match_value(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotMatchValue)
 }
 
 pub fn parse_cookie_name(value: &str) -> Parsed<String> {

@@ -516,6 +516,25 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
+pub const CANARY: &[PeerKey] = &[differs(
+    NGINX,
+    "canary",
+    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend), and a client that session affinity keeps on the main backend may still be sent to the canary (no `affinity-canary-behavior`)",
+)];
+pub const CANARY_WEIGHT: &[PeerKey] = &[same(NGINX, "canary-weight")];
+pub const CANARY_WEIGHT_TOTAL: &[PeerKey] = &[same(NGINX, "canary-weight-total")];
+pub const CANARY_BY_HEADER: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header",
+    "a `_` in the name matches only a `_` (ingress-nginx also matches it to a `-` in the request's header name)",
+)];
+pub const CANARY_BY_HEADER_VALUE: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header-value",
+    "a value with spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}` is refused",
+)];
+pub const CANARY_BY_COOKIE: &[PeerKey] = &[same(NGINX, "canary-by-cookie")];
+
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 
@@ -573,7 +592,11 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (NGINX, "limit-connections", "the routes answer 403"),
     (NGINX, "affinity", "use `cookie-persistence` on the Service"),
-    (NGINX, "canary", "not yet"),
+    (
+        NGINX,
+        "canary-by-header-pattern",
+        "not yet: use `canary-by-header-value`",
+    ),
     (
         NGINX,
         "configuration-snippet",

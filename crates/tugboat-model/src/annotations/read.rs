@@ -8,8 +8,8 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit, Redirect,
-    RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, CanaryRules, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit,
+    Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -99,6 +99,65 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
         lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
     }
     (features, lookups)
+}
+
+/// What the canary keys of an Ingress say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanarySettings {
+    pub rules: CanaryRules,
+    /// `canary-weight` out of `canary-weight-total`, in millionths.
+    pub per_million: u32,
+}
+
+const CANARY_DETAIL_KEYS: [&KeySpec; 5] = [
+    &CANARY_WEIGHT.spec,
+    &CANARY_WEIGHT_TOTAL.spec,
+    &CANARY_BY_HEADER.spec,
+    &CANARY_BY_HEADER_VALUE.spec,
+    &CANARY_BY_COOKIE.spec,
+];
+
+/// The canary keys of one Ingress (read on the Ingress only): `None` when it is not a
+/// canary, and then its other canary keys are refused with a problem.
+pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
+    let ingress = [Scope::Ingress];
+    if !resolver.get_in(&CANARY, &ingress).unwrap_or(false) {
+        for key in CANARY_DETAIL_KEYS {
+            resolver.refuse(
+                key,
+                &ingress,
+                ProblemReason::InvalidField,
+                "it needs canary: \"true\"",
+            );
+        }
+        return None;
+    }
+    let header = resolver.get_in(&CANARY_BY_HEADER, &ingress);
+    let header_value = if header.is_some() {
+        resolver.get_in(&CANARY_BY_HEADER_VALUE, &ingress)
+    } else {
+        resolver.refuse(
+            &CANARY_BY_HEADER_VALUE.spec,
+            &ingress,
+            ProblemReason::InvalidField,
+            "it needs canary-by-header",
+        );
+        None
+    };
+    let cookie = resolver.get_in(&CANARY_BY_COOKIE, &ingress);
+    let weight = resolver.get_in(&CANARY_WEIGHT, &ingress);
+    let total = resolver.get_in(&CANARY_WEIGHT_TOTAL, &ingress);
+    Some(CanarySettings {
+        rules: CanaryRules {
+            header,
+            header_value,
+            cookie,
+        },
+        per_million: crate::desired::Canary::per_million(
+            CANARY_WEIGHT.or_default(weight),
+            CANARY_WEIGHT_TOTAL.or_default(total),
+        ),
+    })
 }
 
 /// The realm of basic authentication.
