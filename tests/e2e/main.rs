@@ -12,6 +12,7 @@ mod conformance;
 mod gateway;
 mod kube;
 mod migration;
+mod nginx_limits;
 mod normalize;
 mod references;
 mod reload;

@@ -157,6 +157,15 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&denied)
         );
     }
+    // Bodies larger than the routes accept (by their `Content-Length`), before
+    // anything else looks at the request, as ingress-nginx does.
+    for (size, ids) in group(sets, |f| f.max_body_size) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 413 if {} {{ req.hdr_val(content-length) gt {size} }}",
+            sets_acl(&ids)
+        );
+    }
     // Routes that answer by themselves (Gateway API rules without a usable backend).
     for (status, ids) in group(sets, |f| f.answer_status) {
         let _ = writeln!(

@@ -202,6 +202,8 @@ pub struct RouteFeatures {
     pub answer_status: Option<u16>,
     /// The Gateway API's filters and weighted backends of an HTTPRoute rule.
     pub gateway: Option<crate::gateway::features::GatewayFeatures>,
+    /// The largest request body (`Content-Length`), in bytes: larger ones get 413.
+    pub max_body_size: Option<u64>,
     /// The routes have a canary: how a request is sent to it.
     pub canary: Option<CanaryRules>,
 }

@@ -582,3 +582,47 @@ fn canary_shares_follow_ingress_nginx_weights() {
     assert_eq!(Canary::per_million(150, 100), 1_000_000);
     assert_eq!(Canary::per_million(0, 100), 0);
 }
+
+#[test]
+fn a_body_size_limit_joins_the_route_features() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("proxy-body-size", "8m")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    assert_eq!(
+        output.desired.feature_sets[id].max_body_size,
+        Some(8 * 1024 * 1024)
+    );
+}
+
+#[test]
+fn a_bad_body_size_is_told_and_the_rest_of_the_ingress_works() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("proxy-body-size", "8mb"),
+            ("upstream-vhost", "in.example.com"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.name, "main");
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
+    );
+    assert!(problem.message.contains("'8mb' is not valid"), "{problem}");
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    let features = &output.desired.feature_sets[id];
+    assert_eq!(features.max_body_size, None);
+    assert_eq!(features.set_host.as_deref(), Some("in.example.com"));
+}

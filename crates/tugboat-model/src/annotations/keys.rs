@@ -604,6 +604,20 @@ pub const RATE_LIMIT_STATUS_CODE: Key<u16> = key!(
     }
 );
 
+pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
+    parse_body_size,
+    KeySpec {
+        name: "proxy-body-size",
+        scopes: ALL,
+        values: "a size: digits and an optional unit `k`, `m` or `g` (powers of 1024), at most 1 TiB; `0` is no limit",
+        default: KeyDefault::None("no limit"),
+        example: "8m",
+        help: "The largest request body the routes accept: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication). A body sent without a length (chunked) is not counted.",
+        peers: peers::PROXY_BODY_SIZE,
+        ..BASE
+    }
+);
+
 pub const LOAD_BALANCE: Key<Balance> = key!(
     parse_balance,
     KeySpec {
@@ -1016,6 +1030,7 @@ pub const KEYS: &[KeySpec] = &[
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,
+    PROXY_BODY_SIZE.spec,
     LOAD_BALANCE.spec,
     TIMEOUT_SERVER.spec,
     TIMEOUT_CONNECT.spec,

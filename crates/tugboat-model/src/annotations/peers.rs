@@ -516,6 +516,12 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
+pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
+    NGINX,
+    "proxy-body-size",
+    "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+)];
+
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
     "canary",
@@ -554,7 +560,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (NGINX, "app-root", "not yet"),
     (NGINX, "from-to-www-redirect", "not yet"),
-    (NGINX, "proxy-body-size", "not yet"),
     (
         NGINX,
         "proxy-send-timeout",

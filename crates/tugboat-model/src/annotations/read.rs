@@ -55,6 +55,7 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
         let code = resolver.get_or_default(&REQUEST_REDIRECT_CODE);
         features.redirect = Some(Redirect { target, code });
     }
+    features.max_body_size = resolver.get(&PROXY_BODY_SIZE).flatten();
     features.original_path = resolver.get_or_default(&BACKEND_PATH) == BackendPath::Original;
     features.path_rewrite = resolver.get(&PATH_REWRITE);
     features.set_host = resolver.get(&SET_HOST);

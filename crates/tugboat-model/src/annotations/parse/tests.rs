@@ -514,3 +514,60 @@ fn error_texts_say_what_was_expected() {
         )
     );
 }
+
+#[test]
+fn a_body_size_is_bytes_or_nginx_units() {
+    assert_eq!(parse_body_size("512"), Ok(Some(512)));
+    assert_eq!(parse_body_size("1k"), Ok(Some(1024)));
+    assert_eq!(parse_body_size("1K"), Ok(Some(1024)));
+    assert_eq!(parse_body_size("8m"), Ok(Some(8 << 20)));
+    assert_eq!(parse_body_size("2G"), Ok(Some(2 << 30)));
+    assert_eq!(parse_body_size("1024g"), Ok(Some(BODY_SIZE_MAX)));
+}
+
+#[test]
+fn a_body_size_of_zero_is_no_limit() {
+    assert_eq!(parse_body_size("0"), Ok(None));
+    assert_eq!(parse_body_size("0m"), Ok(None));
+}
+
+#[test]
+fn a_body_size_with_another_unit_is_refused() {
+    for value in ["8mb", "8 m", "1.5m", "8t", "m", ""] {
+        assert_eq!(
+            parse_body_size(value),
+            Err(ValueError::NotBodySize),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_negative_body_size_is_refused() {
+    assert_eq!(parse_body_size("-1"), Err(ValueError::NotBodySize));
+}
+
+#[test]
+fn a_body_size_above_one_tib_is_refused() {
+    for value in ["1025g", "99999999999999", "18446744073709551616k"] {
+        assert_eq!(
+            parse_body_size(value),
+            Err(ValueError::NotBodySize),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_canary_header_value_is_a_match_value() {
+    assert_eq!(parse_match_value("beta-2"), Ok("beta-2".into()));
+    for value in [
+        "", "a b", "a\"b", "a'b", "${X}", "50%", "a#b", "{x}", "a\nb",
+    ] {
+        assert_eq!(
+            parse_match_value(value),
+            Err(ValueError::NotMatchValue),
+            "{value:?}"
+        );
+    }
+}

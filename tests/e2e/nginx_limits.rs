@@ -1,0 +1,101 @@
+//! ingress-nginx's request limits, end to end on real haproxy: `proxy-body-size` answers
+//! 413 to a body larger than it allows (by its `Content-Length`), before authentication,
+//! with nginx's units and `0` for no limit.
+
+use k8s_openapi::api::networking::v1::Ingress;
+use tugboat_testkit::http::request_with_body;
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of, prefix, to_json,
+    with_annotations,
+};
+use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
+
+scene_tests!(body_size_limits_answer_413,);
+
+const HOST: &str = "limits.example.com";
+
+/// An Ingress `name` routing `HOST` + `path` (Prefix) to Service `web`, with these
+/// annotations (full names).
+fn ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
+    with_annotations(
+        mk_ingress_with_rules(name, vec![mk_rule(Some(HOST), &[prefix(path, "web")])]),
+        annotations,
+    )
+}
+
+async fn post(scene: &Scene, path: &str, size: usize) -> Reply {
+    let body = vec![b'x'; size];
+    request_with_body(scene.http_addr(), "POST", HOST, path, &[], Some(&body))
+        .await
+        .expect("request through haproxy")
+}
+
+async fn body_size_limits_answer_413(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 214, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.extend([
+        to_json(&mk_secret(
+            "users",
+            "Opaque",
+            &[("ann", S3CRET_HASH.as_bytes())],
+        )),
+        to_json(&ingress(
+            "small",
+            "/small",
+            &[("nginx.ingress.kubernetes.io/proxy-body-size", "1k")],
+        )),
+        // The limit comes before authentication, as in nginx.
+        to_json(&ingress(
+            "private",
+            "/private",
+            &[
+                ("nginx.ingress.kubernetes.io/proxy-body-size", "1k"),
+                ("tugboat.dev/auth-type", "basic-auth"),
+                ("tugboat.dev/auth-secret", "users"),
+            ],
+        )),
+        to_json(&ingress(
+            "unlimited",
+            "/unlimited",
+            &[("nginx.ingress.kubernetes.io/proxy-body-size", "0")],
+        )),
+        // A bad value is a problem; the rest of the Ingress keeps working.
+        to_json(&ingress(
+            "typo",
+            "/typo",
+            &[
+                ("nginx.ingress.kubernetes.io/proxy-body-size", "1kb"),
+                (
+                    "nginx.ingress.kubernetes.io/upstream-vhost",
+                    "internal.example.com",
+                ),
+            ],
+        )),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/small", 200).await;
+
+    assert_eq!(post(&scene, "/small", 1024).await.status, 200);
+    let reply = post(&scene, "/small", 1025).await;
+    assert_eq!(reply.status, 413, "{reply:?}");
+    assert_eq!(post(&scene, "/private", 2048).await.status, 413);
+    assert_eq!(post(&scene, "/private", 10).await.status, 401);
+    assert_eq!(post(&scene, "/unlimited", 200_000).await.status, 200);
+
+    let reply = post(&scene, "/typo", 4096).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(
+        reply.body.contains("host=internal.example.com"),
+        "{reply:?}"
+    );
+    let problems = scene.status().problems;
+    let [problem] = problems.as_slice() else {
+        panic!("one problem: {problems:?}");
+    };
+    assert_eq!(problem.object.name, "typo");
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
+    );
+}
