@@ -12,7 +12,7 @@ mod conformance;
 mod gateway;
 mod kube;
 mod migration;
-mod nginx_limits;
+mod nginx_keys;
 mod normalize;
 mod references;
 mod reload;

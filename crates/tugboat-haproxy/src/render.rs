@@ -350,7 +350,18 @@ fn write_backend(
         let _ = writeln!(out, "    option httpchk GET {path}");
     }
     if let Some(cookie) = &options.cookie {
-        let _ = writeln!(out, "    cookie {cookie} insert indirect nocache");
+        let _ = write!(out, "    cookie {} insert indirect nocache", cookie.name);
+        if cookie.http_only {
+            out.push_str(" httponly");
+        }
+        // haproxy writes `path=/` itself; a later `Path` is the one browsers keep.
+        if let Some(path) = &cookie.path {
+            let _ = write!(out, " attr \"Path={path}\"");
+        }
+        if let Some(max_age) = cookie.max_age {
+            let _ = write!(out, " attr \"Max-Age={max_age}\"");
+        }
+        out.push('\n');
     }
     if options.blocked {
         // A Secret the backend's TLS needs is missing: no request goes out without it.
@@ -884,5 +895,29 @@ mod tests {
         }
         let use_backend = config.find("use_backend").expect("use_backend");
         assert!(at < use_backend, "{config}");
+    }
+
+    #[test]
+    fn an_affinity_cookie_has_its_attributes() {
+        use tugboat_model::features::{BackendOptions, PersistenceCookie};
+        let mut desired = desired();
+        for backend in desired.backends.values_mut() {
+            backend.options = std::sync::Arc::new(BackendOptions {
+                cookie: Some(PersistenceCookie {
+                    name: "route".into(),
+                    http_only: true,
+                    path: Some("/shop".into()),
+                    max_age: Some(60),
+                }),
+                ..Default::default()
+            });
+        }
+        let config = frontend(&desired);
+        assert!(
+            config.contains(
+                "    cookie route insert indirect nocache httponly attr \"Path=/shop\" attr \"Max-Age=60\"\n"
+            ),
+            "{config}"
+        );
     }
 }

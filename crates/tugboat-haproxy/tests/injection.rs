@@ -109,6 +109,10 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             }
         }
     }
+    // The session cookie's keys need `affinity: cookie`.
+    if key.name.starts_with("session-cookie-") {
+        annotations.insert("tugboat.dev/affinity".into(), "cookie".into());
+    }
     let mut data = BTreeMap::new();
     if let Some(value) = value {
         if key.scopes.contains(&Scope::Ingress) {

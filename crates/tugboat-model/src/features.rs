@@ -288,6 +288,30 @@ pub struct Snippet {
     pub source: ObjectRef,
 }
 
+/// The cookie that keeps a client on one server (`cookie-persistence`, `affinity`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PersistenceCookie {
+    pub name: String,
+    /// `HttpOnly` (ingress-nginx's affinity cookie has it).
+    pub http_only: bool,
+    /// The `Path` attribute (haproxy's own is `/`).
+    pub path: Option<String>,
+    /// The `Max-Age` attribute, in seconds.
+    pub max_age: Option<u64>,
+}
+
+impl PersistenceCookie {
+    /// A cookie with only a name, as `cookie-persistence` sets it.
+    pub fn named(name: String) -> Self {
+        Self {
+            name,
+            http_only: false,
+            path: None,
+            max_age: None,
+        }
+    }
+}
+
 /// How haproxy talks to one backend.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BackendOptions {
@@ -300,8 +324,8 @@ pub struct BackendOptions {
     /// HTTP/2 to the servers (`proto h2`, or `alpn h2` with TLS).
     pub h2: bool,
     pub health_check: Option<HealthCheck>,
-    /// The name of the persistence cookie; each server's value is its slot name.
-    pub cookie: Option<String>,
+    /// The persistence cookie; each server's value is its slot name.
+    pub cookie: Option<PersistenceCookie>,
     /// A Secret the backend needs cannot be used: it answers 503 rather than talk to
     /// its servers without it.
     pub blocked: bool,

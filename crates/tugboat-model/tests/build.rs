@@ -626,3 +626,120 @@ fn a_bad_body_size_is_told_and_the_rest_of_the_ingress_works() {
     assert_eq!(features.max_body_size, None);
     assert_eq!(features.set_host.as_deref(), Some("in.example.com"));
 }
+
+fn web_cookie(output: &BuildOutput) -> Option<tugboat_model::features::PersistenceCookie> {
+    output
+        .desired
+        .backends
+        .iter()
+        .find(|(name, _)| name.as_str() == "default_web_80")
+        .and_then(|(_, backend)| backend.options.cookie.clone())
+}
+
+#[test]
+fn affinity_cookie_sets_the_persistence_cookie_and_its_attributes() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-path", "/shop"),
+            ("session-cookie-expires", "600"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.name, "INGRESSCOOKIE");
+    assert!(cookie.http_only);
+    assert_eq!(cookie.path.as_deref(), Some("/shop"));
+    assert_eq!(cookie.max_age, Some(600));
+}
+
+#[test]
+fn session_cookie_max_age_beats_expires() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-name", "route"),
+            ("session-cookie-max-age", "60"),
+            ("session-cookie-expires", "600"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.name, "route");
+    assert_eq!(cookie.max_age, Some(60));
+}
+
+#[test]
+fn session_cookie_keys_without_affinity_are_told_and_ignored() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("session-cookie-name", "route")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output), None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.message.contains("needs affinity: cookie"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn an_affinity_other_than_cookie_is_refused() {
+    let snapshot =
+        canary_snapshot(&[("main", "2024-01-01T00:00:00Z", "web", &[("affinity", "ip")])]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output), None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/affinity"
+    );
+    assert_eq!(output.desired.routes.len(), 1);
+}
+
+#[test]
+fn a_bad_session_cookie_path_is_told_and_the_cookie_kept() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-path", "/a;Domain=x"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.path, None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("session-cookie-path"), "{problem}");
+}
+
+#[test]
+fn a_bad_session_cookie_max_age_is_refused() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("affinity", "cookie"), ("session-cookie-max-age", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output).and_then(|c| c.max_age), None);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+}

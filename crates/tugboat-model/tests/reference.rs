@@ -50,6 +50,9 @@ fn every_key_is_documented_with_an_example_that_parses() {
         if key.name.starts_with("server-") && key.name != "server-ssl" {
             data.insert("server-ssl".into(), "true".into());
         }
+        if key.name.starts_with("session-cookie-") {
+            data.insert("affinity".into(), "cookie".into());
+        }
         let mut problems = Vec::new();
         let layer = Layer::from_config_map(object, Some(&data), &mut problems);
         assert!(problems.is_empty(), "{}: {problems:?}", key.name);

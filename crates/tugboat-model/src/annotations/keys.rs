@@ -858,6 +858,76 @@ pub const COOKIE_PERSISTENCE: Key<String> = key!(
     }
 );
 
+pub const AFFINITY: Key<()> = key!(
+    parse_affinity,
+    KeySpec {
+        name: "affinity",
+        scopes: ALL,
+        values: "`cookie`",
+        default: KeyDefault::None("none"),
+        example: "cookie",
+        help: "Keep each client on one server with an `HttpOnly` cookie named by `session-cookie-name`, as `cookie-persistence` does (which takes precedence when both are set). `session-cookie-path`, `session-cookie-max-age` and `session-cookie-expires` set its attributes.",
+        peers: peers::AFFINITY,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_NAME: Key<String> = key!(
+    parse_cookie_name,
+    KeySpec {
+        name: "session-cookie-name",
+        scopes: ALL,
+        values: "a cookie name: letters, digits, `-` and `_`, at most 64",
+        default: KeyDefault::Value("INGRESSCOOKIE"),
+        example: "route",
+        help: "The name of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_NAME,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_PATH: Key<String> = key!(
+    parse_cookie_path,
+    KeySpec {
+        name: "session-cookie-path",
+        scopes: ALL,
+        values: "a path: `/` then letters, digits and `-` `.` `_` `~` `/`, at most 256",
+        default: KeyDefault::None("`/`"),
+        example: "/shop",
+        help: "The `Path` of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_PATH,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_MAX_AGE: Key<u64> = key!(
+    |v| parse_number(v, 1, 315_360_000),
+    KeySpec {
+        name: "session-cookie-max-age",
+        scopes: ALL,
+        values: "seconds, 1 to 315360000",
+        default: KeyDefault::None("none: the cookie lasts the browser session"),
+        example: "3600",
+        help: "The `Max-Age` of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_MAX_AGE,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_EXPIRES: Key<u64> = key!(
+    |v| parse_number(v, 1, 315_360_000),
+    KeySpec {
+        name: "session-cookie-expires",
+        scopes: ALL,
+        values: "seconds, 1 to 315360000",
+        default: KeyDefault::None("none: the cookie lasts the browser session"),
+        example: "172800",
+        help: "How long the `affinity: cookie` cookie lasts, sent as its `Max-Age` (the same lifetime as an `Expires` date that many seconds ahead) when `session-cookie-max-age` is not set.",
+        peers: peers::SESSION_COOKIE_EXPIRES,
+        ..BASE
+    }
+);
+
 /// Canary keys are read on an Ingress only: they make it a canary of another Ingress.
 const INGRESS: &[Scope] = &[Scope::Ingress];
 
@@ -1048,6 +1118,11 @@ pub const KEYS: &[KeySpec] = &[
     CHECK_HTTP.spec,
     CHECK_INTERVAL.spec,
     COOKIE_PERSISTENCE.spec,
+    AFFINITY.spec,
+    SESSION_COOKIE_NAME.spec,
+    SESSION_COOKIE_PATH.spec,
+    SESSION_COOKIE_MAX_AGE.spec,
+    SESSION_COOKIE_EXPIRES.spec,
     CANARY.spec,
     CANARY_WEIGHT.spec,
     CANARY_WEIGHT_TOTAL.spec,

@@ -80,6 +80,10 @@ pub enum ValueError {
     NotCookieName,
     #[error("a size in bytes with an optional unit k, m or g (1024-based), e.g. 8m; 0 is no limit")]
     NotBodySize,
+    #[error("cookie")]
+    NotAffinity,
+    #[error("a cookie path: / then letters, digits and - . _ ~ /, at most 256")]
+    NotCookiePath,
     #[error("printable ASCII without spaces, quotes, \\, $, %, #, {{ or }}, at most 1024")]
     NotMatchValue,
     #[error("at most 8 KB of directives")]
@@ -455,6 +459,29 @@ pub fn parse_check_path(value: &str) -> Parsed<String> {
         Ok(value.to_string())
     } else {
         Err(ValueError::NotCheckPath)
+    }
+}
+
+/// `affinity`: only `cookie` (ingress-nginx's only type).
+pub fn parse_affinity(value: &str) -> Parsed<()> {
+    match value {
+        "cookie" => Ok(()),
+        _ => Err(ValueError::NotAffinity),
+    }
+}
+
+/// A cookie's `Path` attribute, written into `attr "Path=..."`: nothing that ends the
+/// attribute (`;`), the quotes or the line.
+pub fn parse_cookie_path(value: &str) -> Parsed<String> {
+    let ok = value.starts_with('/')
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotCookiePath)
     }
 }
 

@@ -516,6 +516,24 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
+pub const AFFINITY: &[PeerKey] = &[differs(
+    NGINX,
+    "affinity",
+    "the cookie's value is the server's slot name and a client stays on its server while it lives (ingress-nginx's `affinity-mode: persistent`; its default `balanced` moves some clients when servers are added); the cookie is not `Secure` on HTTPS",
+)];
+pub const SESSION_COOKIE_NAME: &[PeerKey] = &[same(NGINX, "session-cookie-name")];
+pub const SESSION_COOKIE_PATH: &[PeerKey] = &[differs(
+    NGINX,
+    "session-cookie-path",
+    "without it the cookie's path is `/` (ingress-nginx: the Ingress rule's path)",
+)];
+pub const SESSION_COOKIE_MAX_AGE: &[PeerKey] = &[same(NGINX, "session-cookie-max-age")];
+pub const SESSION_COOKIE_EXPIRES: &[PeerKey] = &[differs(
+    NGINX,
+    "session-cookie-expires",
+    "sent as `Max-Age` rather than an `Expires` date (the same lifetime)",
+)];
+
 pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
     NGINX,
     "proxy-body-size",
@@ -596,7 +614,11 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "use `rate-limit-requests` with `rate-limit-period: 1m`",
     ),
     (NGINX, "limit-connections", "the routes answer 403"),
-    (NGINX, "affinity", "use `cookie-persistence` on the Service"),
+    (
+        NGINX,
+        "affinity-mode",
+        "a client stays on its server while it lives (`persistent`)",
+    ),
     (
         NGINX,
         "canary-by-header-pattern",

@@ -8,8 +8,8 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, CanaryRules, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit,
-    Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, CanaryRules, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect,
+    PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -222,7 +222,7 @@ pub fn backend_options(
         tls: tls.then(ServerTls::default),
         h2: resolver.get_or_default(&SERVER_PROTO),
         health_check,
-        cookie: resolver.get(&COOKIE_PERSISTENCE),
+        cookie: persistence_cookie(resolver),
         blocked: false,
         snippet,
         balance: resolver.get(&LOAD_BALANCE),
@@ -231,6 +231,50 @@ pub fn backend_options(
         timeout_connect: resolver.get(&TIMEOUT_CONNECT),
     };
     (options, lookups)
+}
+
+const SESSION_COOKIE_KEYS: [&KeySpec; 4] = [
+    &SESSION_COOKIE_NAME.spec,
+    &SESSION_COOKIE_PATH.spec,
+    &SESSION_COOKIE_MAX_AGE.spec,
+    &SESSION_COOKIE_EXPIRES.spec,
+];
+
+/// The persistence cookie: `cookie-persistence` (a name only), else `affinity: cookie`
+/// with the `session-cookie-*` attributes. The attributes without `affinity` are
+/// refused with a problem.
+fn persistence_cookie(resolver: &mut Resolver<'_>) -> Option<PersistenceCookie> {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    if let Some(name) = resolver.get(&COOKIE_PERSISTENCE) {
+        for key in std::iter::once(&AFFINITY.spec).chain(SESSION_COOKIE_KEYS) {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "cookie-persistence takes precedence",
+            );
+        }
+        return Some(PersistenceCookie::named(name));
+    }
+    if resolver.get(&AFFINITY).is_none() {
+        for key in SESSION_COOKIE_KEYS {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "it needs affinity: cookie",
+            );
+        }
+        return None;
+    }
+    let max_age = resolver.get(&SESSION_COOKIE_MAX_AGE);
+    let expires = resolver.get(&SESSION_COOKIE_EXPIRES);
+    Some(PersistenceCookie {
+        name: resolver.get_or_default(&SESSION_COOKIE_NAME),
+        http_only: true,
+        path: resolver.get(&SESSION_COOKIE_PATH),
+        max_age: max_age.or(expires),
+    })
 }
 
 /// What the ConfigMap-only keys say. Snippets only when `allow_snippets`.

@@ -571,3 +571,38 @@ fn a_canary_header_value_is_a_match_value() {
         );
     }
 }
+
+#[test]
+fn affinity_is_cookie_only() {
+    assert_eq!(parse_affinity("cookie"), Ok(()));
+    for value in ["", "Cookie", "ip", "cookie "] {
+        assert_eq!(
+            parse_affinity(value),
+            Err(ValueError::NotAffinity),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cookie_path_starts_with_a_slash() {
+    assert_eq!(parse_cookie_path("/shop/v1"), Ok("/shop/v1".into()));
+    assert_eq!(parse_cookie_path("shop"), Err(ValueError::NotCookiePath));
+}
+
+#[test]
+fn a_cookie_path_cannot_end_the_attribute() {
+    for value in ["/a;Domain=evil", "/a b", "/a\"", "/%2e", "/a\n"] {
+        assert_eq!(
+            parse_cookie_path(value),
+            Err(ValueError::NotCookiePath),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cookie_path_is_at_most_256() {
+    let long = format!("/{}", "a".repeat(256));
+    assert_eq!(parse_cookie_path(&long), Err(ValueError::NotCookiePath));
+}

@@ -1,9 +1,10 @@
-//! ingress-nginx's request limits, end to end on real haproxy: `proxy-body-size` answers
-//! 413 to a body larger than it allows (by its `Content-Length`), before authentication,
-//! with nginx's units and `0` for no limit.
+//! ingress-nginx's keys beyond routing, end to end on real haproxy: `proxy-body-size`
+//! answers 413 to a body larger than it allows (by its `Content-Length`), before
+//! authentication, with nginx's units and `0` for no limit; `affinity: cookie` keeps a
+//! client on its server with the `session-cookie-*` name and attributes.
 
 use k8s_openapi::api::networking::v1::Ingress;
-use tugboat_testkit::http::request_with_body;
+use tugboat_testkit::http::{request, request_with_body};
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
     S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of, prefix, to_json,
@@ -11,7 +12,10 @@ use tugboat_testkit::objects::{
 };
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
-scene_tests!(body_size_limits_answer_413,);
+scene_tests!(
+    body_size_limits_answer_413,
+    affinity_cookie_keeps_a_client_on_its_server,
+);
 
 const HOST: &str = "limits.example.com";
 
@@ -98,4 +102,60 @@ async fn body_size_limits_answer_413(haproxy: HaproxyBinary, source: Source) {
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
     );
+}
+
+async fn affinity_cookie_keeps_a_client_on_its_server(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 215, 3).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.extend([to_json(&ingress(
+        "sticky",
+        "/shop",
+        &[
+            ("nginx.ingress.kubernetes.io/affinity", "cookie"),
+            ("nginx.ingress.kubernetes.io/session-cookie-name", "route"),
+            ("nginx.ingress.kubernetes.io/session-cookie-path", "/shop"),
+            ("nginx.ingress.kubernetes.io/session-cookie-max-age", "3600"),
+        ],
+    ))]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/shop", 200).await;
+    let scene = &scene;
+    let get = |cookie: Option<String>| async move {
+        let headers: Vec<(&str, &str)> = cookie.iter().map(|c| ("Cookie", c.as_str())).collect();
+        request(scene.http_addr(), "GET", HOST, "/shop/cart", &headers)
+            .await
+            .expect("request through haproxy")
+    };
+    let first = get(None).await;
+    let set_cookie = first.header("set-cookie").expect("an affinity cookie");
+    let attributes: Vec<String> = set_cookie
+        .split(';')
+        .map(|a| a.trim().to_ascii_lowercase())
+        .collect();
+    assert!(attributes[0].starts_with("route="), "{set_cookie}");
+    for attribute in ["httponly", "path=/shop", "max-age=3600"] {
+        assert!(
+            attributes.iter().any(|a| a == attribute),
+            "{attribute} in {set_cookie}"
+        );
+    }
+    // The last Path is the one a browser keeps.
+    let last_path = attributes.iter().rev().find(|a| a.starts_with("path="));
+    assert_eq!(
+        last_path.map(String::as_str),
+        Some("path=/shop"),
+        "{set_cookie}"
+    );
+    let cookie = set_cookie.split(';').next().map(str::to_string);
+    let endpoint = first.endpoint().expect("an endpoint").to_string();
+    for _ in 0..10 {
+        let reply = get(cookie.clone()).await;
+        assert_eq!(reply.endpoint(), Some(endpoint.as_str()), "{reply:?}");
+    }
+    // Without the cookie, requests spread over the servers.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        seen.insert(get(None).await.endpoint().map(str::to_string));
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
 }
