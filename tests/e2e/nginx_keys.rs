@@ -1,9 +1,14 @@
 //! ingress-nginx's keys beyond routing, end to end on real haproxy: `proxy-body-size`
 //! answers 413 to a body larger than it allows (by its `Content-Length`), before
 //! authentication, with nginx's units and `0` for no limit; `affinity: cookie` keeps a
-//! client on its server with the `session-cookie-*` name and attributes.
+//! client on its server with the `session-cookie-*` name and attributes; `limit-rps`
+//! (with its burst) and `limit-connections` answer 503 per client address.
+
+use std::time::Duration;
 
 use k8s_openapi::api::networking::v1::Ingress;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tugboat_testkit::http::{request, request_with_body};
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
@@ -15,6 +20,7 @@ use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 scene_tests!(
     body_size_limits_answer_413,
     affinity_cookie_keeps_a_client_on_its_server,
+    request_and_connection_limits_answer_503,
 );
 
 const HOST: &str = "limits.example.com";
@@ -158,4 +164,101 @@ async fn affinity_cookie_keeps_a_client_on_its_server(haproxy: HaproxyBinary, so
         seen.insert(get(None).await.endpoint().map(str::to_string));
     }
     assert_eq!(seen.len(), 3, "{seen:?}");
+}
+
+async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 216, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.extend([
+        // 2 per second with a burst of 2 × 1: at most 4 in a second.
+        to_json(&ingress(
+            "rate",
+            "/rate",
+            &[
+                ("nginx.ingress.kubernetes.io/limit-rps", "2"),
+                ("nginx.ingress.kubernetes.io/limit-burst-multiplier", "1"),
+            ],
+        )),
+        to_json(&ingress(
+            "conn",
+            "/conn",
+            &[("nginx.ingress.kubernetes.io/limit-connections", "1")],
+        )),
+        // A bad limit fails closed (it restricts access): 403, with a problem.
+        to_json(&ingress(
+            "typo",
+            "/typo",
+            &[("nginx.ingress.kubernetes.io/limit-rps", "ten")],
+        )),
+        to_json(&ingress("free", "/free", &[])),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/free", 200).await;
+    scene.wait_for_status(HOST, "/typo", 403).await;
+    let problems = scene.status().problems;
+    let [problem] = problems.as_slice() else {
+        panic!("one problem: {problems:?}");
+    };
+    assert_eq!(problem.object.name, "typo");
+    assert!(problem.field.ends_with("limit-rps"), "{problem}");
+
+    // Ten requests at once: the rate and its burst pass, the rest get 503.
+    let mut statuses = Vec::new();
+    for _ in 0..10 {
+        let reply = request(scene.http_addr(), "GET", HOST, "/rate", &[])
+            .await
+            .expect("request through haproxy");
+        statuses.push(reply.status);
+    }
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    assert_eq!(passed, 4, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    // Other routes serve; this one again once haproxy's one-second window (which
+    // weighs the previous second in) has passed twice.
+    assert_eq!(scene.get(HOST, "/free").await.expect("request").status, 200);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(scene.get(HOST, "/rate").await.expect("request").status, 200);
+
+    // One request in progress (its body not all sent): a second one gets 503.
+    let mut first = TcpStream::connect(scene.http_addr())
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /conn HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 10\r\nConnection: close\r\n\r\nabc"
+    );
+    first.write_all(head.as_bytes()).await.expect("write");
+    tugboat_testkit::eventually(
+        "the second request refused",
+        Duration::from_secs(5),
+        || async {
+            let reply = request(scene.http_addr(), "GET", HOST, "/conn", &[])
+                .await
+                .ok()?;
+            (reply.status == 503).then_some(())
+        },
+    )
+    .await;
+    // Once the first request is done, new ones are served.
+    first.write_all(b"defghij").await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), first.read_to_end(&mut answer))
+        .await
+        .expect("an answer in 5 s")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    tugboat_testkit::eventually(
+        "the connection counted out",
+        Duration::from_secs(5),
+        || async {
+            let reply = request(scene.http_addr(), "GET", HOST, "/conn", &[])
+                .await
+                .ok()?;
+            (reply.status == 200).then_some(())
+        },
+    )
+    .await;
 }

@@ -134,6 +134,11 @@ fn group_of<'a, T: Ord + 'a>(
     groups
 }
 
+/// The stick table of a set with ingress-nginx's limits.
+pub fn limit_table(id: &FeatureSetId) -> String {
+    format!("tugboat_limit_{id}")
+}
+
 /// The stick table of a rate-limited set.
 pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
@@ -182,6 +187,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             || f.allow_file.is_some()
             || f.deny_file.is_some()
             || f.rate_limit.is_some()
+            || f.client_limits.is_some()
     });
     if needs_address {
         request.push_str("    http-request set-var(txn.src) src\n");
@@ -302,6 +308,47 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 period = limit.period
             );
         }
+    }
+    // ingress-nginx's limits: a table per set, with the requests of the last second,
+    // whose entries count the requests in progress (`sc_trackers`: nginx's
+    // `limit_conn` counts connections with a request in progress); another with the
+    // requests of the last 10 seconds.
+    for (id, features) in sets {
+        let Some(limits) = &features.client_limits else {
+            continue;
+        };
+        let acl = sets_acl(&[id]);
+        let table = limit_table(id);
+        let _ = writeln!(
+            late,
+            "    http-request track-sc1 var(txn.src) table {table} if {acl}"
+        );
+        if let Some(connections) = limits.connections {
+            let _ = writeln!(
+                late,
+                "    http-request deny deny_status 503 if {acl} {{ sc_trackers(1) gt {connections} }}"
+            );
+        }
+        if let Some((rate, burst)) = limits.requests_per_second {
+            let _ = writeln!(
+                late,
+                "    http-request track-sc2 var(txn.src) table {table}_10s if {acl}\n    \
+                 http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt {} }}\n    \
+                 http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt {} }}",
+                rate.saturating_add(burst),
+                rate.saturating_mul(10).saturating_add(burst),
+            );
+            let _ = write!(
+                rules.sections,
+                "\n# Requests per client address of feature set {id} in 10 seconds.\nbackend {table}_10s\n    \
+                 stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n",
+            );
+        }
+        let _ = write!(
+            rules.sections,
+            "\n# Requests in a second and in progress per client address of feature set {id}.\nbackend {table}\n    \
+             stick-table type ipv6 size 100k expire 10s store http_req_rate(1s)\n",
+        );
     }
     // CORS: preflight answers (before authentication: browsers send no credentials).
     for (cors, ids) in group(sets, |f| f.cors.as_ref()) {

@@ -920,4 +920,35 @@ mod tests {
             "{config}"
         );
     }
+
+    #[test]
+    fn nginx_limits_track_the_client_and_answer_503() {
+        use tugboat_model::features::{ClientLimits, RouteFeatures};
+        let features = RouteFeatures {
+            client_limits: Some(ClientLimits {
+                requests_per_second: Some((2, 10)),
+                connections: Some(3),
+            }),
+            ..Default::default()
+        };
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        let config = frontend(&with_features(features));
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        for line in [
+            format!("    http-request track-sc1 var(txn.src) table tugboat_limit_{id} if {acl}\n"),
+            format!("    http-request deny deny_status 503 if {acl} {{ sc_trackers(1) gt 3 }}\n"),
+            format!(
+                "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt 12 }}\n"
+            ),
+            format!(
+                "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt 30 }}\n"
+            ),
+            format!(
+                "backend tugboat_limit_{id}_10s\n    stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n"
+            ),
+            "    http-request set-var(txn.src) src\n".to_string(),
+        ] {
+            assert!(config.contains(&line), "{line}\n{config}");
+        }
+    }
 }

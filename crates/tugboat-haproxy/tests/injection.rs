@@ -109,6 +109,9 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             }
         }
     }
+    if key.name == "limit-burst-multiplier" {
+        annotations.insert("tugboat.dev/limit-rps".into(), "10".into());
+    }
     // The session cookie's keys need `affinity: cookie`.
     if key.name.starts_with("session-cookie-") {
         annotations.insert("tugboat.dev/affinity".into(), "cookie".into());

@@ -162,6 +162,16 @@ pub struct CanaryRules {
     pub cookie: Option<String>,
 }
 
+/// ingress-nginx's limits per client address (`limit-rps`, `limit-connections`): over
+/// them, 503.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientLimits {
+    /// Requests per second, and the burst above it.
+    pub requests_per_second: Option<(u64, u64)>,
+    /// Connections with a request in progress at once.
+    pub connections: Option<u64>,
+}
+
 /// What happens to the requests of the routes that share this set.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RouteFeatures {
@@ -194,6 +204,7 @@ pub struct RouteFeatures {
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
     pub rate_limit: Option<RateLimit>,
+    pub client_limits: Option<ClientLimits>,
     /// `backend-path: original`: the backend receives the path as the client sent it
     /// rather than the normalized path the route was chosen on.
     pub original_path: bool,

@@ -743,3 +743,93 @@ fn a_bad_session_cookie_max_age_is_refused() {
     assert_eq!(web_cookie(&output).and_then(|c| c.max_age), None);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
 }
+
+fn route_features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    output.desired.feature_sets[id].clone()
+}
+
+#[test]
+fn nginx_limits_join_the_route_features_with_the_burst() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "10"), ("limit-connections", "3")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let limits = route_features(&output).client_limits.expect("limits");
+    // ingress-nginx's default burst multiplier is 5.
+    assert_eq!(limits.requests_per_second, Some((10, 50)));
+    assert_eq!(limits.connections, Some(3));
+}
+
+#[test]
+fn a_limit_rps_that_is_not_a_number_fails_closed() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "ten")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-rps"), "{problem}");
+    assert!(problem.message.contains("403"), "{problem}");
+    assert!(route_features(&output).deny_all);
+}
+
+#[test]
+fn a_limit_connections_of_zero_fails_closed() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-connections", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-connections"), "{problem}");
+    assert!(route_features(&output).deny_all);
+}
+
+#[test]
+fn a_burst_multiplier_of_zero_is_refused_and_the_default_applies() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "2"), ("limit-burst-multiplier", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.field.ends_with("limit-burst-multiplier"),
+        "{problem}"
+    );
+    let limits = route_features(&output).client_limits.expect("limits");
+    assert_eq!(limits.requests_per_second, Some((2, 10)));
+}
+
+#[test]
+fn a_burst_multiplier_without_limit_rps_is_told() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-burst-multiplier", "2")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("needs limit-rps"), "{problem}");
+    assert!(output.desired.routes[0].features.is_none());
+}

@@ -50,6 +50,9 @@ fn every_key_is_documented_with_an_example_that_parses() {
         if key.name.starts_with("server-") && key.name != "server-ssl" {
             data.insert("server-ssl".into(), "true".into());
         }
+        if key.name == "limit-burst-multiplier" {
+            data.insert("limit-rps".into(), "10".into());
+        }
         if key.name.starts_with("session-cookie-") {
             data.insert("affinity".into(), "cookie".into());
         }

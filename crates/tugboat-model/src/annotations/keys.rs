@@ -604,6 +604,48 @@ pub const RATE_LIMIT_STATUS_CODE: Key<u16> = key!(
     }
 );
 
+pub const LIMIT_RPS: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "limit-rps",
+        scopes: ALL,
+        values: "requests per second, 1 to 1000000",
+        default: KeyDefault::None("none: no limit"),
+        example: "10",
+        help: "Requests per second allowed per client address, with a burst of `limit-rps` × `limit-burst-multiplier`; more get 503. Counted over sliding windows: at most rate + burst requests in any second and 10 × rate + burst in any 10 seconds.",
+        peers: peers::LIMIT_RPS,
+        ..BASE
+    }
+);
+
+pub const LIMIT_BURST_MULTIPLIER: Key<u64> = key!(
+    |v| parse_number(v, 1, 1000),
+    KeySpec {
+        name: "limit-burst-multiplier",
+        scopes: ALL,
+        values: "a whole number, 1 to 1000",
+        default: KeyDefault::Value("5"),
+        example: "2",
+        help: "The burst `limit-rps` allows, as a multiple of the rate.",
+        peers: peers::LIMIT_BURST_MULTIPLIER,
+        ..BASE
+    }
+);
+
+pub const LIMIT_CONNECTIONS: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "limit-connections",
+        scopes: ALL,
+        values: "connections, 1 to 1000000",
+        default: KeyDefault::None("none: no limit"),
+        example: "20",
+        help: "Connections with a request in progress at once per client address; a request on one more gets 503.",
+        peers: peers::LIMIT_CONNECTIONS,
+        ..BASE
+    }
+);
+
 pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
     parse_body_size,
     KeySpec {
@@ -1100,6 +1142,9 @@ pub const KEYS: &[KeySpec] = &[
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,
+    LIMIT_RPS.spec,
+    LIMIT_BURST_MULTIPLIER.spec,
+    LIMIT_CONNECTIONS.spec,
     PROXY_BODY_SIZE.spec,
     LOAD_BALANCE.spec,
     TIMEOUT_SERVER.spec,

@@ -516,6 +516,18 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
+pub const LIMIT_RPS: &[PeerKey] = &[differs(
+    NGINX,
+    "limit-rps",
+    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`); `limit-whitelist` is not read",
+)];
+pub const LIMIT_BURST_MULTIPLIER: &[PeerKey] = &[same(NGINX, "limit-burst-multiplier")];
+pub const LIMIT_CONNECTIONS: &[PeerKey] = &[differs(
+    NGINX,
+    "limit-connections",
+    "always 503 (no `limit-conn-status-code`); `limit-whitelist` is not read",
+)];
+
 pub const AFFINITY: &[PeerKey] = &[differs(
     NGINX,
     "affinity",
@@ -605,15 +617,9 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (
         NGINX,
-        "limit-rps",
-        "ingress-nginx's limits (burst, 503) differ: use `rate-limit-requests`",
-    ),
-    (
-        NGINX,
         "limit-rpm",
         "use `rate-limit-requests` with `rate-limit-period: 1m`",
     ),
-    (NGINX, "limit-connections", "the routes answer 403"),
     (
         NGINX,
         "affinity-mode",

@@ -8,8 +8,9 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, CanaryRules, Cors, GlobalOptions, HealthCheck, Hsts, HttpsRedirect,
-    PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, CanaryRules, ClientLimits, Cors, GlobalOptions, HealthCheck, Hsts,
+    HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures, ServerTls,
+    Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -88,11 +89,31 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
             status: resolver.get_or_default(&RATE_LIMIT_STATUS_CODE),
         });
     }
+    let requests_per_second = resolver.get(&LIMIT_RPS).map(|rate| {
+        let multiplier = resolver.get_or_default(&LIMIT_BURST_MULTIPLIER);
+        (rate, rate.saturating_mul(multiplier))
+    });
+    if requests_per_second.is_none() {
+        resolver.refuse(
+            &LIMIT_BURST_MULTIPLIER.spec,
+            &[Scope::Service, Scope::Ingress],
+            ProblemReason::InvalidField,
+            "it needs limit-rps",
+        );
+    }
+    let connections = resolver.get(&LIMIT_CONNECTIONS);
+    if requests_per_second.is_some() || connections.is_some() {
+        features.client_limits = Some(ClientLimits {
+            requests_per_second,
+            connections,
+        });
+    }
     let needs_client_address = !features.allow_list.is_empty()
         || !features.deny_list.is_empty()
         || lookups.allow_ref.is_some()
         || lookups.deny_ref.is_some()
-        || features.rate_limit.is_some();
+        || features.rate_limit.is_some()
+        || features.client_limits.is_some();
     if needs_client_address {
         features.src_ip_header = resolver.get(&SRC_IP_HEADER);
     }
