@@ -2,7 +2,8 @@
 //! the feature sets that have it.
 //!
 //! The route maps' values are `<backend>.<feature set id>` (or just the backend), so the
-//! frontend knows, after the route lookup, which set applies (`txn.fs`). Each rule here
+//! frontend knows, after the route lookup, which set applies (`txn.fs`); a route with a
+//! canary adds `.<canary backend>.<share in millionths>` (see `canary_rules`). Each rule here
 //! tests that variable against the ids of the sets that share one value of one
 //! feature: the config grows with distinct settings, and a route that moves to another
 //! existing set changes only a map entry. Values come validated from the model and are

@@ -2,7 +2,8 @@
 //!
 //! Three levels, matching where haproxy applies them:
 //! - [`RouteFeatures`]: what happens to the requests of some routes (redirects, headers,
-//!   CORS, access lists, authentication, rate limits). Identical sets are shared: every
+//!   CORS, access lists, authentication, rate and connection limits, body size, how a
+//!   canary takes requests). Identical sets are shared: every
 //!   distinct set gets one [`FeatureSetId`], the route maps carry that id next to the
 //!   backend, and haproxy's rules test the id. Rules therefore grow with the distinct
 //!   settings in use, not with the routes, and a route that joins an existing set is a
