@@ -179,6 +179,16 @@ async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source
                 ("nginx.ingress.kubernetes.io/limit-burst-multiplier", "1"),
             ],
         )),
+        // The test client is exempt here.
+        to_json(&ingress(
+            "exempt",
+            "/exempt",
+            &[
+                ("nginx.ingress.kubernetes.io/limit-rps", "1"),
+                ("nginx.ingress.kubernetes.io/limit-burst-multiplier", "1"),
+                ("nginx.ingress.kubernetes.io/limit-whitelist", "127.0.0.0/8"),
+            ],
+        )),
         to_json(&ingress(
             "conn",
             "/conn",
@@ -216,6 +226,12 @@ async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source
         statuses.iter().all(|s| *s == 200 || *s == 503),
         "{statuses:?}"
     );
+    for _ in 0..10 {
+        let reply = request(scene.http_addr(), "GET", HOST, "/exempt", &[])
+            .await
+            .expect("request through haproxy");
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
     // Other routes serve; this one again once haproxy's one-second window (which
     // weighs the previous second in) has passed twice.
     assert_eq!(scene.get(HOST, "/free").await.expect("request").status, 200);

@@ -318,7 +318,14 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
         let Some(limits) = &features.client_limits else {
             continue;
         };
-        let acl = sets_acl(&[id]);
+        let mut acl = sets_acl(&[id]);
+        if !limits.exempt.is_empty() {
+            let _ = write!(
+                acl,
+                " !{{ var(txn.src) -m ip {} }}",
+                limits.exempt.join(" ")
+            );
+        }
         let table = limit_table(id);
         let _ = writeln!(
             late,

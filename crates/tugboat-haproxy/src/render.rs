@@ -928,12 +928,14 @@ mod tests {
             client_limits: Some(ClientLimits {
                 requests_per_second: Some((2, 10)),
                 connections: Some(3),
+                exempt: vec!["10.0.0.0/8".into(), "192.0.2.7".into()],
             }),
             ..Default::default()
         };
         let id = tugboat_model::features::FeatureSetId::of(&features);
         let config = frontend(&with_features(features));
-        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let acl =
+            format!("{{ var(txn.fs) -m str {id} }} !{{ var(txn.src) -m ip 10.0.0.0/8 192.0.2.7 }}");
         for line in [
             format!("    http-request track-sc1 var(txn.src) table tugboat_limit_{id} if {acl}\n"),
             format!("    http-request deny deny_status 503 if {acl} {{ sc_trackers(1) gt 3 }}\n"),

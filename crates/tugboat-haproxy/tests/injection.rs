@@ -109,7 +109,7 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             }
         }
     }
-    if key.name == "limit-burst-multiplier" {
+    if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
         annotations.insert("tugboat.dev/limit-rps".into(), "10".into());
     }
     // The session cookie's keys need `affinity: cookie`.

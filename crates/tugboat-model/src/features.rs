@@ -171,6 +171,8 @@ pub struct ClientLimits {
     pub requests_per_second: Option<(u64, u64)>,
     /// Connections with a request in progress at once.
     pub connections: Option<u64>,
+    /// Client addresses and networks the limits do not apply to.
+    pub exempt: Vec<String>,
 }
 
 /// What happens to the requests of the routes that share this set.

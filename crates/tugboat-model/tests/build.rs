@@ -833,3 +833,53 @@ fn a_burst_multiplier_without_limit_rps_is_told() {
     assert!(problem.message.contains("needs limit-rps"), "{problem}");
     assert!(output.desired.routes[0].features.is_none());
 }
+
+#[test]
+fn a_limit_allowlist_exempts_addresses_from_the_limits() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("limit-rps", "5"),
+            ("limit-whitelist", "10.0.0.0/8,192.0.2.7"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let limits = route_features(&output).client_limits.expect("limits");
+    assert_eq!(limits.exempt, vec!["10.0.0.0/8", "192.0.2.7"]);
+}
+
+#[test]
+fn a_bad_limit_allowlist_is_told_and_the_limits_apply_to_everyone() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "5"), ("limit-allowlist", "10.0.0.0/33")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-allowlist"), "{problem}");
+    let features = route_features(&output);
+    assert!(!features.deny_all);
+    assert!(features.client_limits.expect("limits").exempt.is_empty());
+}
+
+#[test]
+fn a_limit_allowlist_without_limits_is_told() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-allowlist", "10.0.0.0/8")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("needs limit-rps"), "{problem}");
+}

@@ -50,7 +50,7 @@ fn every_key_is_documented_with_an_example_that_parses() {
         if key.name.starts_with("server-") && key.name != "server-ssl" {
             data.insert("server-ssl".into(), "true".into());
         }
-        if key.name == "limit-burst-multiplier" {
+        if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
             data.insert("limit-rps".into(), "10".into());
         }
         if key.name.starts_with("session-cookie-") {

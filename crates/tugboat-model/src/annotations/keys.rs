@@ -646,6 +646,20 @@ pub const LIMIT_CONNECTIONS: Key<u64> = key!(
     }
 );
 
+pub const LIMIT_ALLOWLIST: Key<Vec<String>> = key!(
+    parse_networks,
+    KeySpec {
+        name: "limit-allowlist",
+        scopes: ALL,
+        values: "IP addresses and CIDR networks separated by commas or spaces (at most 1000)",
+        default: KeyDefault::None("none: every address is limited"),
+        example: "10.0.0.0/8, 192.168.1.7",
+        help: "Client addresses `limit-rps` and `limit-connections` do not apply to.",
+        peers: peers::LIMIT_ALLOWLIST,
+        ..BASE
+    }
+);
+
 pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
     parse_body_size,
     KeySpec {
@@ -1145,6 +1159,7 @@ pub const KEYS: &[KeySpec] = &[
     LIMIT_RPS.spec,
     LIMIT_BURST_MULTIPLIER.spec,
     LIMIT_CONNECTIONS.spec,
+    LIMIT_ALLOWLIST.spec,
     PROXY_BODY_SIZE.spec,
     LOAD_BALANCE.spec,
     TIMEOUT_SERVER.spec,

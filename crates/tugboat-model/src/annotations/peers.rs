@@ -519,14 +519,19 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
 pub const LIMIT_RPS: &[PeerKey] = &[differs(
     NGINX,
     "limit-rps",
-    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`); `limit-whitelist` is not read",
+    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
 )];
 pub const LIMIT_BURST_MULTIPLIER: &[PeerKey] = &[same(NGINX, "limit-burst-multiplier")];
 pub const LIMIT_CONNECTIONS: &[PeerKey] = &[differs(
     NGINX,
     "limit-connections",
-    "always 503 (no `limit-conn-status-code`); `limit-whitelist` is not read",
+    "always 503 (no `limit-conn-status-code`)",
 )];
+
+pub const LIMIT_ALLOWLIST: &[PeerKey] = &[
+    same(NGINX, "limit-allowlist"),
+    same(NGINX, "limit-whitelist"),
+];
 
 pub const AFFINITY: &[PeerKey] = &[differs(
     NGINX,

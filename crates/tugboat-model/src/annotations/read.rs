@@ -106,7 +106,15 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
         features.client_limits = Some(ClientLimits {
             requests_per_second,
             connections,
+            exempt: resolver.get(&LIMIT_ALLOWLIST).unwrap_or_default(),
         });
+    } else {
+        resolver.refuse(
+            &LIMIT_ALLOWLIST.spec,
+            &[Scope::Service, Scope::Ingress],
+            ProblemReason::InvalidField,
+            "it needs limit-rps or limit-connections",
+        );
     }
     let needs_client_address = !features.allow_list.is_empty()
         || !features.deny_list.is_empty()
