@@ -149,6 +149,7 @@ async fn canary_header_and_cookie_come_before_the_weight(haproxy: HaproxyBinary,
             &[("upstream-vhost", "internal.example.com")],
         )),
         to_json(&ingress("versions", "/v", "web", &[])),
+        to_json(&ingress("patterns", "/p", "web", &[])),
         // Header and cookie with a weight that takes every other request.
         to_json(&ingress(
             "shop-canary",
@@ -171,6 +172,17 @@ async fn canary_header_and_cookie_come_before_the_weight(haproxy: HaproxyBinary,
                 ("canary-by-header", "X-Version"),
                 ("canary-by-header-value", "beta"),
                 ("canary-by-cookie", "canary_choice"),
+            ],
+        )),
+        // A regular expression on the header's value.
+        to_json(&ingress(
+            "patterns-canary",
+            "/p",
+            "beta",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Version"),
+                ("canary-by-header-pattern", "^(beta|rc[0-9]+)$"),
             ],
         )),
         // No main route: the rule does nothing and is a problem.
@@ -236,6 +248,18 @@ async fn canary_header_and_cookie_come_before_the_weight(haproxy: HaproxyBinary,
         ),
     ] {
         let reply = send(&scene, "/v/1", &headers).await;
+        assert_eq!(reply.status, 200, "{headers:?}: {reply:?}");
+        assert_eq!(service(&reply), expected, "{headers:?}: {reply:?}");
+    }
+
+    for (headers, expected) in [
+        (vec![], "web"),
+        (vec![("X-Version", "beta")], "beta"),
+        (vec![("X-Version", "rc12")], "beta"),
+        (vec![("X-Version", "rc")], "web"),
+        (vec![("X-Version", "always")], "web"),
+    ] {
+        let reply = send(&scene, "/p", &headers).await;
         assert_eq!(reply.status, 200, "{headers:?}: {reply:?}");
         assert_eq!(service(&reply), expected, "{headers:?}: {reply:?}");
     }

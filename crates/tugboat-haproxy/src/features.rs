@@ -83,18 +83,26 @@ fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut Stri
     );
     let undecided = "!{ var(txn.to_canary) -m found }";
     for (header, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.header.as_ref())) {
-        for (value, ids) in group_of(sets, &ids, |f| {
-            f.canary.as_ref().map(|c| c.header_value.as_ref())
+        for ((value, pattern), ids) in group_of(sets, &ids, |f| {
+            f.canary
+                .as_ref()
+                .map(|c| (c.header_value.as_ref(), c.header_pattern.as_ref()))
         }) {
             let acl = sets_acl(&ids);
-            match value {
-                Some(value) => {
+            match (value, pattern) {
+                (Some(value), _) => {
                     let _ = writeln!(
                         request,
                         "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str {value} }}"
                     );
                 }
-                None => {
+                (None, Some(pattern)) => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m reg '{pattern}' }}"
+                    );
+                }
+                (None, None) => {
                     let _ = writeln!(
                         request,
                         "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str always }}\n    \

@@ -840,6 +840,7 @@ mod tests {
             canary: Some(CanaryRules {
                 header: Some("X-Canary".into()),
                 header_value: None,
+                header_pattern: None,
                 cookie: Some("beta".into()),
             }),
             ..Default::default()

@@ -159,6 +159,9 @@ pub struct CanaryRules {
     pub header: Option<String>,
     /// `canary-by-header-value`: the header value that sends it to the canary.
     pub header_value: Option<String>,
+    /// `canary-by-header-pattern` (without `header_value`): a regular expression that
+    /// a header value matching sends the request to the canary.
+    pub header_pattern: Option<String>,
     /// `canary-by-cookie`: `always` sends the request to the canary, `never` keeps it.
     pub cookie: Option<String>,
 }

@@ -883,3 +883,57 @@ fn a_limit_allowlist_without_limits_is_told() {
     };
     assert!(problem.message.contains("needs limit-rps"), "{problem}");
 }
+
+#[test]
+fn a_canary_header_value_makes_the_pattern_unused() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Canary"),
+                ("canary-by-header-value", "yes"),
+                ("canary-by-header-pattern", "^y"),
+            ],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("takes precedence"), "{problem}");
+    let rules = route_features(&output).canary.expect("rules");
+    assert_eq!(rules.header_value.as_deref(), Some("yes"));
+    assert_eq!(rules.header_pattern, None);
+}
+
+#[test]
+fn a_canary_header_pattern_that_does_not_parse_is_refused() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Canary"),
+                ("canary-by-header-pattern", "(beta"),
+            ],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.field.ends_with("canary-by-header-pattern"),
+        "{problem}"
+    );
+    let rules = route_features(&output).canary.expect("rules");
+    assert_eq!(rules.header.as_deref(), Some("X-Canary"));
+    assert_eq!(rules.header_pattern, None);
+}

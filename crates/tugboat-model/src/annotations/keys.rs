@@ -1057,6 +1057,20 @@ pub const CANARY_BY_HEADER_VALUE: Key<String> = key!(
     }
 );
 
+pub const CANARY_BY_HEADER_PATTERN: Key<String> = key!(
+    parse_header_pattern,
+    KeySpec {
+        name: "canary-by-header-pattern",
+        scopes: INGRESS,
+        values: "a regular expression of printable ASCII without spaces, quotes, `%` or `#`, at most 512",
+        default: KeyDefault::None("none"),
+        example: "^(beta|canary)$",
+        help: "With `canary-by-header` and without `canary-by-header-value`: a header value this expression finds a match in (anywhere, unless anchored) sends the request to the canary; other values leave the decision to the cookie and the weight.",
+        peers: peers::CANARY_BY_HEADER_PATTERN,
+        ..BASE
+    }
+);
+
 pub const CANARY_BY_COOKIE: Key<String> = key!(
     parse_cookie_name,
     KeySpec {
@@ -1188,6 +1202,7 @@ pub const KEYS: &[KeySpec] = &[
     CANARY_WEIGHT_TOTAL.spec,
     CANARY_BY_HEADER.spec,
     CANARY_BY_HEADER_VALUE.spec,
+    CANARY_BY_HEADER_PATTERN.spec,
     CANARY_BY_COOKIE.spec,
     GLOBAL_CONFIG_SNIPPET.spec,
     BACKEND_CONFIG_SNIPPET.spec,

@@ -82,6 +82,10 @@ pub enum ValueError {
     NotBodySize,
     #[error("cookie")]
     NotAffinity,
+    #[error(
+        "a regular expression of printable ASCII without spaces, quotes, % or #, at most 512; {0}"
+    )]
+    NotHeaderPattern(String),
     #[error("a cookie path: / then letters, digits and - . _ ~ /, at most 256")]
     NotCookiePath,
     #[error("printable ASCII without spaces, quotes, \\, $, %, #, {{ or }}, at most 1024")]
@@ -460,6 +464,14 @@ pub fn parse_check_path(value: &str) -> Parsed<String> {
     } else {
         Err(ValueError::NotCheckPath)
     }
+}
+
+/// A regular expression matched against a header's value (`canary-by-header-pattern`),
+/// written between single quotes (see [`validate::regex`]).
+pub fn parse_header_pattern(value: &str) -> Parsed<String> {
+    validate::regex(value)
+        .map(|()| value.to_string())
+        .map_err(|err| ValueError::NotHeaderPattern(err.0))
 }
 
 /// `affinity`: only `cookie` (ingress-nginx's only type).

@@ -574,6 +574,11 @@ pub const CANARY_BY_HEADER_VALUE: &[PeerKey] = &[differs(
     "canary-by-header-value",
     "a value with spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}` is refused",
 )];
+pub const CANARY_BY_HEADER_PATTERN: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header-pattern",
+    "haproxy's regular expressions (PCRE on the official image) rather than nginx's PCRE; an expression with spaces, quotes, `%` or `#` is refused",
+)];
 pub const CANARY_BY_COOKIE: &[PeerKey] = &[same(NGINX, "canary-by-cookie")];
 
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
@@ -629,11 +634,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         NGINX,
         "affinity-mode",
         "a client stays on its server while it lives (`persistent`)",
-    ),
-    (
-        NGINX,
-        "canary-by-header-pattern",
-        "not yet: use `canary-by-header-value`",
     ),
     (
         NGINX,

@@ -139,11 +139,12 @@ pub struct CanarySettings {
     pub per_million: u32,
 }
 
-const CANARY_DETAIL_KEYS: [&KeySpec; 5] = [
+const CANARY_DETAIL_KEYS: [&KeySpec; 6] = [
     &CANARY_WEIGHT.spec,
     &CANARY_WEIGHT_TOTAL.spec,
     &CANARY_BY_HEADER.spec,
     &CANARY_BY_HEADER_VALUE.spec,
+    &CANARY_BY_HEADER_PATTERN.spec,
     &CANARY_BY_COOKIE.spec,
 ];
 
@@ -163,16 +164,31 @@ pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
         return None;
     }
     let header = resolver.get_in(&CANARY_BY_HEADER, &ingress);
-    let header_value = if header.is_some() {
-        resolver.get_in(&CANARY_BY_HEADER_VALUE, &ingress)
+    let (header_value, header_pattern) = if header.is_some() {
+        let value = resolver.get_in(&CANARY_BY_HEADER_VALUE, &ingress);
+        // As in ingress-nginx, a value makes the pattern unused.
+        let pattern = if value.is_some() {
+            resolver.refuse(
+                &CANARY_BY_HEADER_PATTERN.spec,
+                &ingress,
+                ProblemReason::InvalidField,
+                "canary-by-header-value takes precedence",
+            );
+            None
+        } else {
+            resolver.get_in(&CANARY_BY_HEADER_PATTERN, &ingress)
+        };
+        (value, pattern)
     } else {
-        resolver.refuse(
-            &CANARY_BY_HEADER_VALUE.spec,
-            &ingress,
-            ProblemReason::InvalidField,
-            "it needs canary-by-header",
-        );
-        None
+        for key in [&CANARY_BY_HEADER_VALUE.spec, &CANARY_BY_HEADER_PATTERN.spec] {
+            resolver.refuse(
+                key,
+                &ingress,
+                ProblemReason::InvalidField,
+                "it needs canary-by-header",
+            );
+        }
+        (None, None)
     };
     let cookie = resolver.get_in(&CANARY_BY_COOKIE, &ingress);
     let weight = resolver.get_in(&CANARY_WEIGHT, &ingress);
@@ -181,6 +197,7 @@ pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
         rules: CanaryRules {
             header,
             header_value,
+            header_pattern,
             cookie,
         },
         per_million: crate::desired::Canary::per_million(

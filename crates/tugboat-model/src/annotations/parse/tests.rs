@@ -606,3 +606,33 @@ fn a_cookie_path_is_at_most_256() {
     let long = format!("/{}", "a".repeat(256));
     assert_eq!(parse_cookie_path(&long), Err(ValueError::NotCookiePath));
 }
+
+#[test]
+fn a_header_pattern_is_a_regular_expression() {
+    assert_eq!(
+        parse_header_pattern("^(beta|canary)$"),
+        Ok("^(beta|canary)$".into())
+    );
+}
+
+#[test]
+fn a_header_pattern_that_does_not_parse_is_refused() {
+    let refused = parse_header_pattern("(beta");
+    assert!(
+        matches!(&refused, Err(ValueError::NotHeaderPattern(why)) if why.contains("not a valid regular expression")),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_header_pattern_with_a_quote_or_space_is_refused() {
+    for value in ["a'b", "a b", "a\"b", "50%", "a#b", ""] {
+        assert!(
+            matches!(
+                parse_header_pattern(value),
+                Err(ValueError::NotHeaderPattern(_))
+            ),
+            "{value:?}"
+        );
+    }
+}
