@@ -7,8 +7,6 @@
 use std::time::Duration;
 
 use k8s_openapi::api::networking::v1::Ingress;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tugboat_testkit::http::{request, request_with_body};
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
@@ -220,8 +218,11 @@ async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source
             .expect("request through haproxy");
         statuses.push(reply.status);
     }
+    // Rate + burst = 4; haproxy's one-second window, when it turns during the ten,
+    // weighs the previous one in and may let one more through.
     let passed = statuses.iter().filter(|s| **s == 200).count();
-    assert_eq!(passed, 4, "{statuses:?}");
+    assert!((4..=5).contains(&passed), "{statuses:?}");
+    assert_eq!(&statuses[..4], &[200; 4], "{statuses:?}");
     assert!(
         statuses.iter().all(|s| *s == 200 || *s == 503),
         "{statuses:?}"
@@ -238,34 +239,28 @@ async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert_eq!(scene.get(HOST, "/rate").await.expect("request").status, 200);
 
-    // One request in progress (its body not all sent): a second one gets 503.
-    let mut first = TcpStream::connect(scene.http_addr())
-        .await
-        .expect("connect");
-    let head = format!(
-        "POST /conn HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: 10\r\nConnection: close\r\n\r\nabc"
+    // One request in progress (the backend takes its time): a second one gets 503.
+    // Which of two requests that meet is counted first is a race: tried a few times.
+    let mut refused = false;
+    for _ in 0..5 {
+        let addr = scene.http_addr();
+        let slow = tokio::spawn(async move {
+            request(addr, "GET", HOST, "/conn", &[("X-Delay-Ms", "1500")]).await
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let second = request(scene.http_addr(), "GET", HOST, "/conn", &[])
+            .await
+            .expect("request through haproxy");
+        let slow = slow.await.expect("task").expect("request through haproxy");
+        if second.status == 503 && slow.status == 200 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(
+        refused,
+        "a second request while one is in progress was never refused"
     );
-    first.write_all(head.as_bytes()).await.expect("write");
-    tugboat_testkit::eventually(
-        "the second request refused",
-        Duration::from_secs(5),
-        || async {
-            let reply = request(scene.http_addr(), "GET", HOST, "/conn", &[])
-                .await
-                .ok()?;
-            (reply.status == 503).then_some(())
-        },
-    )
-    .await;
-    // Once the first request is done, new ones are served.
-    first.write_all(b"defghij").await.expect("write");
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), first.read_to_end(&mut answer))
-        .await
-        .expect("an answer in 5 s")
-        .expect("read");
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     tugboat_testkit::eventually(
         "the connection counted out",
         Duration::from_secs(5),
