@@ -152,6 +152,7 @@ fn many_backends(count: usize, endpoint: std::net::SocketAddr) -> Desired {
             backend: name.clone(),
             ingress: ObjectKey::new("default", "many"),
             features: None,
+            canary: None,
         });
         desired.backends.insert(
             name,

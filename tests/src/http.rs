@@ -64,14 +64,31 @@ pub async fn request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> std::io::Result<Reply> {
+    request_with_body(addr, method, host, path, headers, None).await
+}
+
+/// [`request`] with a body sent with its `Content-Length` (`None`: no body).
+pub async fn request_with_body(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> std::io::Result<Reply> {
     let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
+    if let Some(body) = body {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     request.push_str("\r\n");
+    let mut request = request.into_bytes();
+    request.extend_from_slice(body.unwrap_or_default());
     let exchange = async {
         let mut stream = TcpStream::connect(addr).await?;
-        stream.write_all(request.as_bytes()).await?;
+        stream.write_all(&request).await?;
         let mut raw = Vec::new();
         stream.read_to_end(&mut raw).await?;
         Ok::<_, std::io::Error>(raw)

@@ -2,7 +2,8 @@
 //! the feature sets that have it.
 //!
 //! The route maps' values are `<backend>.<feature set id>` (or just the backend), so the
-//! frontend knows, after the route lookup, which set applies (`txn.fs`). Each rule here
+//! frontend knows, after the route lookup, which set applies (`txn.fs`); a route with a
+//! canary adds `.<canary backend>.<share in millionths>` (see `canary_rules`). Each rule here
 //! tests that variable against the ids of the sets that share one value of one
 //! feature: the config grows with distinct settings, and a route that moves to another
 //! existing set changes only a map entry. Values come validated from the model and are
@@ -59,6 +60,94 @@ pub(crate) fn group<'a, T: Ord + 'a>(
     groups
 }
 
+/// Canaries (ingress-nginx's order: header, then cookie, then weight). The route map's
+/// value carries the canary's backend and its share in millionths after the feature set
+/// (`<backend>.<set>.<canary backend>.<share>`), so that a change of weight is a map
+/// update; the header and cookie names are the set's. `txn.to_canary` holds the first
+/// decision taken.
+fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut String) {
+    let all: Vec<&FeatureSetId> = sets
+        .iter()
+        .filter(|(_, f)| f.canary.is_some())
+        .map(|(id, _)| id)
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    let all = sets_acl(&all);
+    let sep = FEATURE_SEPARATOR;
+    let _ = writeln!(
+        request,
+        "    http-request set-var(txn.canary) var(txn.route),field(3,{sep}) if {all}\n    \
+         http-request set-var(txn.canary_share) var(txn.route),field(4,{sep}) if {all}"
+    );
+    let undecided = "!{ var(txn.to_canary) -m found }";
+    for (header, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.header.as_ref())) {
+        for ((value, pattern), ids) in group_of(sets, &ids, |f| {
+            f.canary
+                .as_ref()
+                .map(|c| (c.header_value.as_ref(), c.header_pattern.as_ref()))
+        }) {
+            let acl = sets_acl(&ids);
+            match (value, pattern) {
+                (Some(value), _) => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str {value} }}"
+                    );
+                }
+                (None, Some(pattern)) => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m reg '{pattern}' }}"
+                    );
+                }
+                (None, None) => {
+                    let _ = writeln!(
+                        request,
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str always }}\n    \
+                         http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr({header}) -m str never }}"
+                    );
+                }
+            }
+        }
+    }
+    for (cookie, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.cookie.as_ref())) {
+        let acl = sets_acl(&ids);
+        let _ = writeln!(
+            request,
+            "    http-request set-var(txn.to_canary) bool(true) if {acl} {undecided} {{ req.cook({cookie}) -m str always }}\n    \
+             http-request set-var(txn.to_canary) bool(false) if {acl} {undecided} {{ req.cook({cookie}) -m str never }}"
+        );
+    }
+    // A draw below the share: `share - rand(1000000) > 0`.
+    let _ = writeln!(
+        request,
+        "    http-request set-var(txn.to_canary) bool(true) if {all} {undecided} {{ rand(1000000),neg,add(txn.canary_share) -m int gt 0 }}\n    \
+         http-request set-var(txn.backend) var(txn.canary) if {all} {{ var(txn.to_canary) -m bool }} {{ var(txn.canary) -m len gt 0 }}"
+    );
+}
+
+/// The sets of `ids` grouped by the value `pick` gives them.
+fn group_of<'a, T: Ord + 'a>(
+    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
+    ids: &[&'a FeatureSetId],
+    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
+) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
+    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
+    for id in ids {
+        if let Some(value) = sets.get(*id).and_then(&pick) {
+            groups.entry(value).or_default().push(id);
+        }
+    }
+    groups
+}
+
+/// The stick table of a set with ingress-nginx's limits.
+pub fn limit_table(id: &FeatureSetId) -> String {
+    format!("tugboat_limit_{id}")
+}
+
 /// The stick table of a rate-limited set.
 pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
@@ -82,6 +171,15 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&denied)
         );
     }
+    // Bodies larger than the routes accept (by their `Content-Length`), before
+    // anything else looks at the request, as ingress-nginx does.
+    for (size, ids) in group(sets, |f| f.max_body_size) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 413 if {} {{ req.hdr_val(content-length) gt {size} }}",
+            sets_acl(&ids)
+        );
+    }
     // Routes that answer by themselves (Gateway API rules without a usable backend).
     for (status, ids) in group(sets, |f| f.answer_status) {
         let _ = writeln!(
@@ -98,6 +196,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             || f.allow_file.is_some()
             || f.deny_file.is_some()
             || f.rate_limit.is_some()
+            || f.client_limits.is_some()
     });
     if needs_address {
         request.push_str("    http-request set-var(txn.src) src\n");
@@ -145,6 +244,8 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             settings.pattern_file(file).display()
         );
     }
+
+    canary_rules(sets, request);
 
     // HTTPS redirects of the sets that decide them.
     for (redirect, ids) in group(sets, |f| f.https_redirect) {
@@ -225,6 +326,54 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 period = limit.period
             );
         }
+    }
+    // ingress-nginx's limits: a table per set, with the requests of the last second,
+    // whose entries count the requests in progress (`sc_trackers`: nginx's
+    // `limit_conn` counts connections with a request in progress); another with the
+    // requests of the last 10 seconds.
+    for (id, features) in sets {
+        let Some(limits) = &features.client_limits else {
+            continue;
+        };
+        let mut acl = sets_acl(&[id]);
+        if !limits.exempt.is_empty() {
+            let _ = write!(
+                acl,
+                " !{{ var(txn.src) -m ip {} }}",
+                limits.exempt.join(" ")
+            );
+        }
+        let table = limit_table(id);
+        let _ = writeln!(
+            late,
+            "    http-request track-sc1 var(txn.src) table {table} if {acl}"
+        );
+        if let Some(connections) = limits.connections {
+            let _ = writeln!(
+                late,
+                "    http-request deny deny_status 503 if {acl} {{ sc_trackers(1) gt {connections} }}"
+            );
+        }
+        if let Some((rate, burst)) = limits.requests_per_second {
+            let _ = writeln!(
+                late,
+                "    http-request track-sc2 var(txn.src) table {table}_10s if {acl}\n    \
+                 http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt {} }}\n    \
+                 http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt {} }}",
+                rate.saturating_add(burst),
+                rate.saturating_mul(10).saturating_add(burst),
+            );
+            let _ = write!(
+                rules.sections,
+                "\n# Requests per client address of feature set {id} in 10 seconds.\nbackend {table}_10s\n    \
+                 stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n",
+            );
+        }
+        let _ = write!(
+            rules.sections,
+            "\n# Requests in a second and in progress per client address of feature set {id}.\nbackend {table}\n    \
+             stick-table type ipv6 size 100k expire 10s store http_req_rate(1s)\n",
+        );
     }
     // CORS: preflight answers (before authentication: browsers send no credentials).
     for (cors, ids) in group(sets, |f| f.cors.as_ref()) {

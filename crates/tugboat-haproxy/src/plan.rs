@@ -486,7 +486,7 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
     let routed: BTreeSet<&BackendName> = desired
         .routes
         .iter()
-        .map(|r| &r.backend)
+        .flat_map(|r| std::iter::once(&r.backend).chain(r.canary.as_ref().map(|c| &c.backend)))
         .chain(&desired.default_backend)
         .collect();
     let unrouted: Vec<(&BackendName, &tugboat_model::Backend)> = applied
@@ -722,7 +722,11 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         .routes
         .iter()
         .filter_map(|route| {
-            if known.contains(&route.backend) && known_features(route) {
+            let known_canary = route
+                .canary
+                .as_ref()
+                .is_none_or(|canary| known.contains(&canary.backend));
+            if known.contains(&route.backend) && known_canary && known_features(route) {
                 return Some(route.clone());
             }
             applied_routes
@@ -791,6 +795,7 @@ mod tests {
             backend: backend.clone(),
             ingress: ObjectKey::new("ns", "ing"),
             features: None,
+            canary: None,
         }
     }
 

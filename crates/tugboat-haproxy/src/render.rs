@@ -411,7 +411,18 @@ fn write_backend(
         let _ = writeln!(out, "    option httpchk GET {path}");
     }
     if let Some(cookie) = &options.cookie {
-        let _ = writeln!(out, "    cookie {cookie} insert indirect nocache");
+        let _ = write!(out, "    cookie {} insert indirect nocache", cookie.name);
+        if cookie.http_only {
+            out.push_str(" httponly");
+        }
+        // haproxy writes `path=/` itself; a later `Path` is the one browsers keep.
+        if let Some(path) = &cookie.path {
+            let _ = write!(out, " attr \"Path={path}\"");
+        }
+        if let Some(max_age) = cookie.max_age {
+            let _ = write!(out, " attr \"Max-Age={max_age}\"");
+        }
+        out.push('\n');
     }
     if options.blocked {
         // A Secret the backend's TLS needs is missing: no request goes out without it.
@@ -678,11 +689,17 @@ impl<'a> RoutesAtPath<'a> {
     }
 }
 
-/// The map value of a route: its backend, and its feature set when it has one.
+/// The map value of a route: its backend, its feature set when it has one, then its
+/// canary's backend and share (see `features::canary_rules`).
 fn map_value(route: &Route) -> String {
-    match &route.features {
-        None => route.backend.to_string(),
-        Some(features) => format!("{}{FEATURE_SEPARATOR}{features}", route.backend),
+    let sep = FEATURE_SEPARATOR;
+    match (&route.features, &route.canary) {
+        (None, _) => route.backend.to_string(),
+        (Some(features), None) => format!("{}{sep}{features}", route.backend),
+        (Some(features), Some(canary)) => format!(
+            "{}{sep}{features}{sep}{}{sep}{}",
+            route.backend, canary.backend, canary.per_million
+        ),
     }
 }
 
@@ -742,6 +759,7 @@ mod tests {
             backend: backend.clone(),
             ingress: ObjectKey::new("shop", "ing"),
             features: None,
+            canary: None,
         }
     }
 
@@ -830,6 +848,17 @@ mod tests {
             .to_string()
     }
 
+    /// The backends' config files, one after the other.
+    fn backends_config(desired: &Desired) -> String {
+        let rendered = render_fresh(desired);
+        rendered
+            .files
+            .iter()
+            .filter(|(path, _)| settings().is_backends_file(path))
+            .map(|(_, text)| text.as_str())
+            .collect()
+    }
+
     #[test]
     fn regex_routes_are_looked_up_after_exact_and_before_prefix_paths_longest_first() {
         let mut desired = desired();
@@ -841,6 +870,7 @@ mod tests {
                 backend: backend.clone(),
                 ingress: desired.routes[0].ingress.clone(),
                 features: None,
+                canary: None,
             });
         }
         desired
@@ -1025,5 +1055,128 @@ mod tests {
             )),
             "{config}"
         );
+    }
+
+    #[test]
+    fn a_canary_is_in_the_route_map_and_its_rules_in_the_set() {
+        use tugboat_model::Canary;
+        use tugboat_model::features::{CanaryRules, FeatureSetId, RouteFeatures};
+        let features = RouteFeatures {
+            canary: Some(CanaryRules {
+                header: Some("X-Canary".into()),
+                header_value: None,
+                header_pattern: None,
+                cookie: Some("beta".into()),
+            }),
+            ..Default::default()
+        };
+        let id = FeatureSetId::of(&features);
+        let mut desired = with_features(features);
+        let (canary, canary_backend) = backend("canary", 80, &["10.0.0.9:8080"]);
+        desired.backends.insert(canary.clone(), canary_backend);
+        for route in &mut desired.routes {
+            if route.path == PathMatch::Prefix("/api".into()) {
+                route.canary = Some(Canary {
+                    backend: canary.clone(),
+                    per_million: 250_000,
+                    ingress: ObjectKey::new("shop", "canary"),
+                });
+            }
+        }
+        let rendered = render_fresh(&desired);
+        let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
+        assert!(
+            prefix.contains(&format!(
+                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000\n"
+            )),
+            "{prefix}"
+        );
+        let config = frontend(&desired);
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let rules = [
+            format!("http-request set-var(txn.canary) var(txn.route),field(3,.) if {acl}"),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr(X-Canary) -m str always }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr(X-Canary) -m str never }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.cook(beta) -m str always }}"
+            ),
+            format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ rand(1000000),neg,add(txn.canary_share) -m int gt 0 }}"
+            ),
+            format!(
+                "http-request set-var(txn.backend) var(txn.canary) if {acl} {{ var(txn.to_canary) -m bool }}"
+            ),
+        ];
+        // In this order: header, cookie, weight, then the backend.
+        let mut at = 0;
+        for rule in &rules {
+            let found = config[at..]
+                .find(rule.as_str())
+                .unwrap_or_else(|| panic!("{rule} after byte {at}:\n{config}"));
+            at += found + rule.len();
+        }
+        let use_backend = config.find("use_backend").expect("use_backend");
+        assert!(at < use_backend, "{config}");
+    }
+
+    #[test]
+    fn an_affinity_cookie_has_its_attributes() {
+        use tugboat_model::features::{BackendOptions, PersistenceCookie};
+        let mut desired = desired();
+        for backend in desired.backends.values_mut() {
+            backend.options = std::sync::Arc::new(BackendOptions {
+                cookie: Some(PersistenceCookie {
+                    name: "route".into(),
+                    http_only: true,
+                    path: Some("/shop".into()),
+                    max_age: Some(60),
+                }),
+                ..Default::default()
+            });
+        }
+        let config = backends_config(&desired);
+        assert!(
+            config.contains(
+                "    cookie route insert indirect nocache httponly attr \"Path=/shop\" attr \"Max-Age=60\"\n"
+            ),
+            "{config}"
+        );
+    }
+
+    #[test]
+    fn nginx_limits_track_the_client_and_answer_503() {
+        use tugboat_model::features::{ClientLimits, RouteFeatures};
+        let features = RouteFeatures {
+            client_limits: Some(ClientLimits {
+                requests_per_second: Some((2, 10)),
+                connections: Some(3),
+                exempt: vec!["10.0.0.0/8".into(), "192.0.2.7".into()],
+            }),
+            ..Default::default()
+        };
+        let id = tugboat_model::features::FeatureSetId::of(&features);
+        let config = frontend(&with_features(features));
+        let acl =
+            format!("{{ var(txn.fs) -m str {id} }} !{{ var(txn.src) -m ip 10.0.0.0/8 192.0.2.7 }}");
+        for line in [
+            format!("    http-request track-sc1 var(txn.src) table tugboat_limit_{id} if {acl}\n"),
+            format!("    http-request deny deny_status 503 if {acl} {{ sc_trackers(1) gt 3 }}\n"),
+            format!(
+                "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt 12 }}\n"
+            ),
+            format!(
+                "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt 30 }}\n"
+            ),
+            format!(
+                "backend tugboat_limit_{id}_10s\n    stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n"
+            ),
+            "    http-request set-var(txn.src) src\n".to_string(),
+        ] {
+            assert!(config.contains(&line), "{line}\n{config}");
+        }
     }
 }

@@ -97,6 +97,27 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         .filter(|(k, _)| *k != key.name)
         .map(|(k, v)| (format!("tugboat.dev/{k}"), v.to_string()))
         .collect();
+    // A canary key is tried on a canary of a main Ingress of the same host and path,
+    // with the canary keys it needs (and a weight that its total divides).
+    let canary = key.name.starts_with("canary");
+    if canary {
+        for (name, companion) in [
+            ("canary", "true"),
+            ("canary-by-header", "X-Canary"),
+            ("canary-weight", "50"),
+        ] {
+            if name != key.name {
+                annotations.insert(format!("tugboat.dev/{name}"), companion.to_string());
+            }
+        }
+    }
+    if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
+        annotations.insert("tugboat.dev/limit-rps".into(), "10".into());
+    }
+    // The session cookie's keys need `affinity: cookie`.
+    if key.name.starts_with("session-cookie-") {
+        annotations.insert("tugboat.dev/affinity".into(), "cookie".into());
+    }
     let mut data = BTreeMap::new();
     if let Some(value) = value {
         if key.scopes.contains(&Scope::Ingress) {
@@ -165,7 +186,30 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
     let mut snapshot = Snapshot::default();
     snapshot
         .ingresses
-        .insert(ObjectKey::new("shop", "ing"), Arc::new(ingress));
+        .insert(ObjectKey::new("shop", "ing"), Arc::new(ingress.clone()));
+    if canary {
+        let mut main = ingress;
+        main.metadata = meta("main", BTreeMap::new());
+        for rule in main
+            .spec
+            .iter_mut()
+            .flat_map(|s| s.rules.iter_mut().flatten())
+        {
+            for path in rule.http.iter_mut().flat_map(|h| &mut h.paths) {
+                if let Some(service) = path.backend.service.as_mut() {
+                    service.name = "main".into();
+                }
+            }
+        }
+        let mut main_service = service.clone();
+        main_service.metadata.name = Some("main".into());
+        snapshot
+            .ingresses
+            .insert(ObjectKey::new("shop", "main"), Arc::new(main));
+        snapshot
+            .services
+            .insert(ObjectKey::new("shop", "main"), Arc::new(main_service));
+    }
     snapshot
         .services
         .insert(ObjectKey::new("shop", "web"), Arc::new(service));

@@ -184,6 +184,28 @@ impl fmt::Display for PathMatch {
     }
 }
 
+/// The canary of a route: another Ingress's backend that gets a share of its requests
+/// (see [`crate::features::CanaryRules`] for the header and cookie rules).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Canary {
+    pub backend: BackendName,
+    /// The share of the requests that header and cookie leave undecided, in millionths
+    /// (0 to 1000000).
+    pub per_million: u32,
+    /// The canary Ingress.
+    pub ingress: ObjectKey,
+}
+
+impl Canary {
+    /// Millionths of `weight` out of `total` (ingress-nginx's: a total below 100 counts
+    /// as 100, a weight above the total is all).
+    pub fn per_million(weight: u64, total: u64) -> u32 {
+        let total = total.max(100);
+        let share = weight.min(total) * 1_000_000 / total;
+        u32::try_from(share).unwrap_or(1_000_000)
+    }
+}
+
 /// One host and path rule, and the backend it goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
@@ -194,6 +216,8 @@ pub struct Route {
     pub ingress: ObjectKey,
     /// The features of the route (a key of [`Desired::feature_sets`]); `None`: none.
     pub features: Option<FeatureSetId>,
+    /// A canary Ingress's backend that gets a share of the requests.
+    pub canary: Option<Canary>,
 }
 
 /// Everything haproxy should do, as data.

@@ -2,7 +2,8 @@
 //!
 //! Three levels, matching where haproxy applies them:
 //! - [`RouteFeatures`]: what happens to the requests of some routes (redirects, headers,
-//!   CORS, access lists, authentication, rate limits). Identical sets are shared: every
+//!   CORS, access lists, authentication, rate and connection limits, body size, how a
+//!   canary takes requests). Identical sets are shared: every
 //!   distinct set gets one [`FeatureSetId`], the route maps carry that id next to the
 //!   backend, and haproxy's rules test the id. Rules therefore grow with the distinct
 //!   settings in use, not with the routes, and a route that joins an existing set is a
@@ -164,6 +165,35 @@ pub struct RateLimit {
     pub status: u16,
 }
 
+/// How a request of a route that has a canary ([`crate::Route::canary`]) is sent to it:
+/// by header, then by cookie, then by weight (the weight is the route's, in the route
+/// map, so that a change of weight is a map update).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanaryRules {
+    /// `canary-by-header`: `always` sends the request to the canary, `never` keeps it
+    /// on the main backend (without `header_value`).
+    pub header: Option<String>,
+    /// `canary-by-header-value`: the header value that sends it to the canary.
+    pub header_value: Option<String>,
+    /// `canary-by-header-pattern` (without `header_value`): a regular expression that
+    /// a header value matching sends the request to the canary.
+    pub header_pattern: Option<String>,
+    /// `canary-by-cookie`: `always` sends the request to the canary, `never` keeps it.
+    pub cookie: Option<String>,
+}
+
+/// ingress-nginx's limits per client address (`limit-rps`, `limit-connections`): over
+/// them, 503.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientLimits {
+    /// Requests per second, and the burst above it.
+    pub requests_per_second: Option<(u64, u64)>,
+    /// Connections with a request in progress at once.
+    pub connections: Option<u64>,
+    /// Client addresses and networks the limits do not apply to.
+    pub exempt: Vec<String>,
+}
+
 /// What happens to the requests of the routes that share this set.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RouteFeatures {
@@ -200,6 +230,7 @@ pub struct RouteFeatures {
     pub basic_auth: Option<BasicAuth>,
     pub external_auth: Option<ExternalAuth>,
     pub rate_limit: Option<RateLimit>,
+    pub client_limits: Option<ClientLimits>,
     /// `backend-path: original`: the backend receives the path as the client sent it
     /// rather than the normalized path the route was chosen on.
     pub original_path: bool,
@@ -208,6 +239,10 @@ pub struct RouteFeatures {
     pub answer_status: Option<u16>,
     /// The Gateway API's filters and weighted backends of an HTTPRoute rule.
     pub gateway: Option<crate::gateway::features::GatewayFeatures>,
+    /// The largest request body (`Content-Length`), in bytes: larger ones get 413.
+    pub max_body_size: Option<u64>,
+    /// The routes have a canary: how a request is sent to it.
+    pub canary: Option<CanaryRules>,
 }
 
 impl RouteFeatures {
@@ -294,6 +329,30 @@ pub struct Snippet {
     pub source: ObjectRef,
 }
 
+/// The cookie that keeps a client on one server (`cookie-persistence`, `affinity`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PersistenceCookie {
+    pub name: String,
+    /// `HttpOnly` (ingress-nginx's affinity cookie has it).
+    pub http_only: bool,
+    /// The `Path` attribute (haproxy's own is `/`).
+    pub path: Option<String>,
+    /// The `Max-Age` attribute, in seconds.
+    pub max_age: Option<u64>,
+}
+
+impl PersistenceCookie {
+    /// A cookie with only a name, as `cookie-persistence` sets it.
+    pub fn named(name: String) -> Self {
+        Self {
+            name,
+            http_only: false,
+            path: None,
+            max_age: None,
+        }
+    }
+}
+
 /// How haproxy talks to one backend.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BackendOptions {
@@ -306,8 +365,8 @@ pub struct BackendOptions {
     /// HTTP/2 to the servers (`proto h2`, or `alpn h2` with TLS).
     pub h2: bool,
     pub health_check: Option<HealthCheck>,
-    /// The name of the persistence cookie; each server's value is its slot name.
-    pub cookie: Option<String>,
+    /// The persistence cookie; each server's value is its slot name.
+    pub cookie: Option<PersistenceCookie>,
     /// A Secret the backend needs cannot be used: it answers 503 rather than talk to
     /// its servers without it.
     pub blocked: bool,

@@ -221,6 +221,9 @@ impl RouteChanges<'_> {
         after: &IngressAlone,
         seen: &RoutesSeen,
     ) -> Result<(), NeedsBuild> {
+        if before.canary || after.canary {
+            return Err(NeedsBuild("a canary Ingress"));
+        }
         if before.default_backend != after.default_backend {
             return Err(NeedsBuild("default backend"));
         }

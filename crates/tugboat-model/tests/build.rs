@@ -276,3 +276,664 @@ fn default_backend_of_the_oldest_ingress() {
         Some("default_api_80")
     );
 }
+
+/// Ingress `name` routing `a.example.com` `/` (Prefix) to `service` port 80, with these
+/// annotations.
+fn annotated(
+    name: &str,
+    created: &str,
+    service: &str,
+    annotations: &[(&str, &str)],
+) -> (ObjectKey, Arc<k8s_openapi::api::networking::v1::Ingress>) {
+    let paths = json!([path("/", "Prefix", service, json!({"number": 80}))]);
+    let (key, ingress) = ingress(
+        name,
+        created,
+        json!({"rules": [rule(Some("a.example.com"), paths)]}),
+    );
+    let mut ingress = ingress.as_ref().clone();
+    ingress.metadata.annotations = Some(
+        annotations
+            .iter()
+            .map(|(k, v)| (format!("nginx.ingress.kubernetes.io/{k}"), v.to_string()))
+            .collect(),
+    );
+    (key, Arc::new(ingress))
+}
+
+/// An Ingress of [`annotated`]: name, creation time, Service, annotations.
+type Annotated<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+fn canary_snapshot(objects: &[Annotated<'_>]) -> Snapshot {
+    let mut snapshot = snapshot_with_services();
+    for (name, created, service, annotations) in objects {
+        let (key, object) = annotated(name, created, service, annotations);
+        snapshot.ingresses.insert(key, object);
+    }
+    snapshot
+}
+
+const CANARY_30: &[(&str, &str)] = &[
+    ("canary", "true"),
+    ("canary-weight", "30"),
+    ("canary-by-header", "X-Canary"),
+    ("canary-by-header-value", "yes"),
+    ("canary-by-cookie", "beta"),
+];
+
+#[test]
+fn a_canary_joins_the_route_of_its_main_ingress_whichever_is_older() {
+    for (main_created, canary_created) in [
+        ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"),
+        ("2024-06-01T00:00:00Z", "2024-01-01T00:00:00Z"),
+    ] {
+        let snapshot = canary_snapshot(&[
+            (
+                "main",
+                main_created,
+                "web",
+                &[("upstream-vhost", "in.example.com")],
+            ),
+            ("beta", canary_created, "api", CANARY_30),
+        ]);
+        let output = build(&snapshot, &Settings::new(1_700_000_000));
+        assert!(output.problems.is_empty(), "{:?}", output.problems);
+        let [route] = output.desired.routes.as_slice() else {
+            panic!("one route: {:?}", output.desired.routes);
+        };
+        assert_eq!(route.ingress, ObjectKey::new("default", "main"));
+        assert_eq!(route.backend.as_str(), "default_web_80");
+        let canary = route.canary.as_ref().expect("a canary");
+        assert_eq!(canary.backend.as_str(), "default_api_80");
+        assert_eq!(canary.per_million, 300_000);
+        assert_eq!(canary.ingress, ObjectKey::new("default", "beta"));
+        // The main route's features, with the canary's rules.
+        let id = route.features.as_ref().expect("a feature set");
+        let features = &output.desired.feature_sets[id];
+        assert_eq!(features.set_host.as_deref(), Some("in.example.com"));
+        let rules = features.canary.as_ref().expect("canary rules");
+        assert_eq!(rules.header.as_deref(), Some("X-Canary"));
+        assert_eq!(rules.header_value.as_deref(), Some("yes"));
+        assert_eq!(rules.cookie.as_deref(), Some("beta"));
+        // The main route's set without the canary is gone; the canary's backend is in.
+        assert_eq!(output.desired.feature_sets.len(), 1);
+        assert!(
+            output
+                .desired
+                .backends
+                .keys()
+                .any(|b| b.as_str() == "default_api_80")
+        );
+    }
+}
+
+#[test]
+fn a_canary_without_a_main_route_does_nothing_and_is_told() {
+    let snapshot = canary_snapshot(&[("beta", "2024-01-01T00:00:00Z", "api", CANARY_30)]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.desired.routes.is_empty());
+    assert!(output.desired.backends.is_empty());
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.name, "beta");
+    assert_eq!(problem.field, "spec.rules[0].http.paths[0]");
+    assert!(problem.message.contains("does nothing"), "{problem}");
+}
+
+#[test]
+fn a_second_canary_of_a_route_is_a_conflict() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        ("first", "2024-02-01T00:00:00Z", "api", CANARY_30),
+        (
+            "second",
+            "2024-03-01T00:00:00Z",
+            "api",
+            &[("canary", "true")],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let canary = output.desired.routes[0].canary.as_ref().expect("a canary");
+    assert_eq!(canary.ingress.name, "first");
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.name, "second");
+    assert_eq!(problem.reason, ProblemReason::RouteConflict);
+    assert!(problem.message.contains("default/first"), "{problem}");
+}
+
+#[test]
+fn a_canary_of_the_main_routes_own_backend_does_nothing() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        ("same", "2024-02-01T00:00:00Z", "web", CANARY_30),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.desired.routes[0].canary.is_none());
+    assert!(output.desired.feature_sets.is_empty());
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.field, "spec.rules[0].http.paths[0].backend");
+}
+
+/// A bad canary value is a problem naming the Ingress and the key; the other canary
+/// keys still apply.
+fn bad_canary_value(key: &str, value: &str) -> (BuildOutput, tugboat_model::ObjectProblem) {
+    let mut annotations = vec![("canary", "true"), ("canary-weight", "30")];
+    annotations.retain(|(k, _)| *k != key);
+    annotations.push((key, value));
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        ("beta", "2024-02-01T00:00:00Z", "api", &annotations),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.name, "beta");
+    assert_eq!(
+        problem.field,
+        format!("metadata.annotations.nginx.ingress.kubernetes.io/{key}")
+    );
+    assert_eq!(problem.reason, ProblemReason::InvalidField);
+    let problem = problem.clone();
+    (output, problem)
+}
+
+#[test]
+fn a_canary_weight_that_is_not_a_number_is_refused() {
+    let (output, problem) = bad_canary_value("canary-weight", "ten");
+    assert!(problem.message.contains("0 to 1000000"), "{problem}");
+    // Weight 0, the default: still a canary (by header or cookie), never by weight.
+    let canary = output.desired.routes[0].canary.as_ref().expect("a canary");
+    assert_eq!(canary.per_million, 0);
+}
+
+#[test]
+fn a_canary_weight_above_the_range_is_refused() {
+    bad_canary_value("canary-weight", "1000001");
+}
+
+#[test]
+fn a_canary_weight_total_of_zero_is_refused() {
+    let (output, problem) = bad_canary_value("canary-weight-total", "0");
+    assert!(problem.message.contains("1 to 1000000"), "{problem}");
+    // The default total, 100, applies.
+    let canary = output.desired.routes[0].canary.as_ref().expect("a canary");
+    assert_eq!(canary.per_million, 300_000);
+}
+
+#[test]
+fn a_canary_header_name_with_a_space_is_refused() {
+    let (output, _) = bad_canary_value("canary-by-header", "X Canary");
+    let id = output.desired.routes[0].features.as_ref().expect("set");
+    let rules = output.desired.feature_sets[id]
+        .canary
+        .clone()
+        .expect("rules");
+    assert_eq!(rules.header, None);
+}
+
+#[test]
+fn a_canary_header_value_with_a_quote_is_refused() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Canary"),
+                ("canary-by-header-value", "a\"b"),
+            ],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.field.ends_with("canary-by-header-value"),
+        "{problem}"
+    );
+    let id = output.desired.routes[0].features.as_ref().expect("set");
+    let rules = output.desired.feature_sets[id]
+        .canary
+        .clone()
+        .expect("rules");
+    assert_eq!(rules.header.as_deref(), Some("X-Canary"));
+    assert_eq!(rules.header_value, None);
+}
+
+#[test]
+fn a_canary_cookie_name_with_a_semicolon_is_refused() {
+    bad_canary_value("canary-by-cookie", "a;b");
+}
+
+#[test]
+fn a_canary_flag_that_is_not_a_bool_leaves_an_ordinary_ingress() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        ("beta", "2024-02-01T00:00:00Z", "api", &[("canary", "yes")]),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    // Not a canary: an ordinary Ingress whose route conflicts with the older one.
+    assert!(output.desired.routes[0].canary.is_none());
+    let fields: Vec<&str> = output.problems.iter().map(|p| p.field.as_str()).collect();
+    assert!(
+        fields.contains(&"metadata.annotations.nginx.ingress.kubernetes.io/canary"),
+        "{fields:?}"
+    );
+}
+
+#[test]
+fn canary_keys_without_canary_true_are_told_and_ignored() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("canary-weight", "30"), ("canary-by-header-value", "x")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(output.desired.routes.len(), 1);
+    assert_eq!(output.problems.len(), 2, "{:?}", output.problems);
+    assert!(
+        output
+            .problems
+            .iter()
+            .all(|p| p.message.contains("needs canary: \"true\"")),
+        "{:?}",
+        output.problems
+    );
+}
+
+#[test]
+fn a_canary_header_value_without_a_header_is_told() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[("canary", "true"), ("canary-by-header-value", "x")],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.message.contains("needs canary-by-header"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn canary_shares_follow_ingress_nginx_weights() {
+    use tugboat_model::Canary;
+    assert_eq!(Canary::per_million(30, 100), 300_000);
+    assert_eq!(Canary::per_million(1, 1000), 1_000);
+    // A total below 100 counts as 100; a weight above the total is everything.
+    assert_eq!(Canary::per_million(5, 10), 50_000);
+    assert_eq!(Canary::per_million(150, 100), 1_000_000);
+    assert_eq!(Canary::per_million(0, 100), 0);
+}
+
+#[test]
+fn a_body_size_limit_joins_the_route_features() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("proxy-body-size", "8m")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    assert_eq!(
+        output.desired.feature_sets[id].max_body_size,
+        Some(8 * 1024 * 1024)
+    );
+}
+
+#[test]
+fn a_bad_body_size_is_told_and_the_rest_of_the_ingress_works() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("proxy-body-size", "8mb"),
+            ("upstream-vhost", "in.example.com"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.name, "main");
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
+    );
+    assert!(problem.message.contains("'8mb' is not valid"), "{problem}");
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    let features = &output.desired.feature_sets[id];
+    assert_eq!(features.max_body_size, None);
+    assert_eq!(features.set_host.as_deref(), Some("in.example.com"));
+}
+
+fn web_cookie(output: &BuildOutput) -> Option<tugboat_model::features::PersistenceCookie> {
+    output
+        .desired
+        .backends
+        .iter()
+        .find(|(name, _)| name.as_str() == "default_web_80")
+        .and_then(|(_, backend)| backend.options.cookie.clone())
+}
+
+#[test]
+fn affinity_cookie_sets_the_persistence_cookie_and_its_attributes() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-path", "/shop"),
+            ("session-cookie-expires", "600"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.name, "INGRESSCOOKIE");
+    assert!(cookie.http_only);
+    assert_eq!(cookie.path.as_deref(), Some("/shop"));
+    assert_eq!(cookie.max_age, Some(600));
+}
+
+#[test]
+fn session_cookie_max_age_beats_expires() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-name", "route"),
+            ("session-cookie-max-age", "60"),
+            ("session-cookie-expires", "600"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.name, "route");
+    assert_eq!(cookie.max_age, Some(60));
+}
+
+#[test]
+fn session_cookie_keys_without_affinity_are_told_and_ignored() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("session-cookie-name", "route")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output), None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.message.contains("needs affinity: cookie"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn an_affinity_other_than_cookie_is_refused() {
+    let snapshot =
+        canary_snapshot(&[("main", "2024-01-01T00:00:00Z", "web", &[("affinity", "ip")])]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output), None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.nginx.ingress.kubernetes.io/affinity"
+    );
+    assert_eq!(output.desired.routes.len(), 1);
+}
+
+#[test]
+fn a_bad_session_cookie_path_is_told_and_the_cookie_kept() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("affinity", "cookie"),
+            ("session-cookie-path", "/a;Domain=x"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let cookie = web_cookie(&output).expect("a cookie");
+    assert_eq!(cookie.path, None);
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("session-cookie-path"), "{problem}");
+}
+
+#[test]
+fn a_bad_session_cookie_max_age_is_refused() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("affinity", "cookie"), ("session-cookie-max-age", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert_eq!(web_cookie(&output).and_then(|c| c.max_age), None);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+}
+
+fn route_features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    output.desired.feature_sets[id].clone()
+}
+
+#[test]
+fn nginx_limits_join_the_route_features_with_the_burst() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "10"), ("limit-connections", "3")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let limits = route_features(&output).client_limits.expect("limits");
+    // ingress-nginx's default burst multiplier is 5.
+    assert_eq!(limits.requests_per_second, Some((10, 50)));
+    assert_eq!(limits.connections, Some(3));
+}
+
+#[test]
+fn a_limit_rps_that_is_not_a_number_fails_closed() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "ten")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-rps"), "{problem}");
+    assert!(problem.message.contains("403"), "{problem}");
+    assert!(route_features(&output).deny_all);
+}
+
+#[test]
+fn a_limit_connections_of_zero_fails_closed() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-connections", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-connections"), "{problem}");
+    assert!(route_features(&output).deny_all);
+}
+
+#[test]
+fn a_burst_multiplier_of_zero_is_refused_and_the_default_applies() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "2"), ("limit-burst-multiplier", "0")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.field.ends_with("limit-burst-multiplier"),
+        "{problem}"
+    );
+    let limits = route_features(&output).client_limits.expect("limits");
+    assert_eq!(limits.requests_per_second, Some((2, 10)));
+}
+
+#[test]
+fn a_burst_multiplier_without_limit_rps_is_told() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-burst-multiplier", "2")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("needs limit-rps"), "{problem}");
+    assert!(output.desired.routes[0].features.is_none());
+}
+
+#[test]
+fn a_limit_allowlist_exempts_addresses_from_the_limits() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[
+            ("limit-rps", "5"),
+            ("limit-whitelist", "10.0.0.0/8,192.0.2.7"),
+        ],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let limits = route_features(&output).client_limits.expect("limits");
+    assert_eq!(limits.exempt, vec!["10.0.0.0/8", "192.0.2.7"]);
+}
+
+#[test]
+fn a_bad_limit_allowlist_is_told_and_the_limits_apply_to_everyone() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-rps", "5"), ("limit-allowlist", "10.0.0.0/33")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.field.ends_with("limit-allowlist"), "{problem}");
+    let features = route_features(&output);
+    assert!(!features.deny_all);
+    assert!(features.client_limits.expect("limits").exempt.is_empty());
+}
+
+#[test]
+fn a_limit_allowlist_without_limits_is_told() {
+    let snapshot = canary_snapshot(&[(
+        "main",
+        "2024-01-01T00:00:00Z",
+        "web",
+        &[("limit-allowlist", "10.0.0.0/8")],
+    )]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("needs limit-rps"), "{problem}");
+}
+
+#[test]
+fn a_canary_header_value_makes_the_pattern_unused() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Canary"),
+                ("canary-by-header-value", "yes"),
+                ("canary-by-header-pattern", "^y"),
+            ],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(problem.message.contains("takes precedence"), "{problem}");
+    let rules = route_features(&output).canary.expect("rules");
+    assert_eq!(rules.header_value.as_deref(), Some("yes"));
+    assert_eq!(rules.header_pattern, None);
+}
+
+#[test]
+fn a_canary_header_pattern_that_does_not_parse_is_refused() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        (
+            "beta",
+            "2024-02-01T00:00:00Z",
+            "api",
+            &[
+                ("canary", "true"),
+                ("canary-by-header", "X-Canary"),
+                ("canary-by-header-pattern", "(beta"),
+            ],
+        ),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert!(
+        problem.field.ends_with("canary-by-header-pattern"),
+        "{problem}"
+    );
+    let rules = route_features(&output).canary.expect("rules");
+    assert_eq!(rules.header.as_deref(), Some("X-Canary"));
+    assert_eq!(rules.header_pattern, None);
+}

@@ -62,6 +62,8 @@ enum Change {
     Path { ingress: usize, path: &'static str },
     /// Ingress `ingress` gets an allow list, or loses it.
     AllowList { ingress: usize, set: bool },
+    /// Ingress `ingress` becomes an ingress-nginx canary of this weight, or stops being one.
+    Canary { ingress: usize, weight: Option<u64> },
     /// Ingress `ingress` is deleted.
     DeleteIngress(usize),
     /// Service `service` with its port named or not.
@@ -209,6 +211,15 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 };
             });
         }
+        Change::Canary { ingress, weight } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["metadata"]["annotations"] = match weight {
+                    Some(weight) => json!({"nginx.ingress.kubernetes.io/canary": "true",
+                                           "nginx.ingress.kubernetes.io/canary-weight": weight.to_string()}),
+                    None => json!({}),
+                };
+            });
+        }
         Change::DeleteIngress(index) => {
             snapshot.ingresses.remove(&key(&format!("ing-{index}")));
         }
@@ -250,6 +261,8 @@ fn change() -> impl Strategy<Value = Change> {
         2 => (0..3usize, prop_oneof![Just("/missing"), Just("/a"), Just("/b")])
             .prop_map(|(ingress, path)| Change::Path { ingress, path }),
         1 => (0..3usize, any::<bool>()).prop_map(|(ingress, set)| Change::AllowList { ingress, set }),
+        1 => (0..3usize, proptest::option::of(prop_oneof![Just(0u64), Just(30), Just(100)]))
+            .prop_map(|(ingress, weight)| Change::Canary { ingress, weight }),
         1 => (0..3usize).prop_map(Change::DeleteIngress),
         1 => (0..SERVICES.len(), any::<bool>())
             .prop_map(|(service, named)| Change::Service { service, named }),

@@ -35,6 +35,10 @@ fn every_key_is_documented_with_an_example_that_parses() {
             "{}",
             key.name
         );
+        if !key.scopes.contains(&Scope::ConfigMap) {
+            ingress_key_example_parses(key);
+            continue;
+        }
         let object = ObjectRef {
             kind: "ConfigMap",
             namespace: "ops".into(),
@@ -48,6 +52,12 @@ fn every_key_is_documented_with_an_example_that_parses() {
         }
         if key.name.starts_with("auth-") && key.name != "auth-url" {
             data.insert("auth-url".into(), "http://auth.example.com/check".into());
+        }
+        if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
+            data.insert("limit-rps".into(), "10".into());
+        }
+        if key.name.starts_with("session-cookie-") {
+            data.insert("affinity".into(), "cookie".into());
         }
         let mut problems = Vec::new();
         let layer = Layer::from_config_map(object, Some(&data), &mut problems);
@@ -66,4 +76,47 @@ fn every_key_is_documented_with_an_example_that_parses() {
         );
         assert!(key.scopes.contains(&Scope::ConfigMap), "{}", key.name);
     }
+}
+
+/// A key set on Ingresses only (the canary keys): its example, on a canary Ingress,
+/// reads without a problem.
+fn ingress_key_example_parses(key: &tugboat_model::annotations::KeySpec) {
+    use tugboat_model::annotations::{Layer, Resolver, Scope, UnsupportedAccess};
+    use tugboat_model::problem::ObjectRef;
+    assert_eq!(key.scopes, [Scope::Ingress], "{}", key.name);
+    let object = ObjectRef {
+        kind: "Ingress",
+        namespace: "shop".into(),
+        name: "web".into(),
+    };
+    let mut annotations: std::collections::BTreeMap<String, String> = [
+        ("tugboat.dev/canary".to_string(), "true".to_string()),
+        (
+            "tugboat.dev/canary-by-header".to_string(),
+            "X-Canary".to_string(),
+        ),
+    ]
+    .into();
+    annotations.insert(format!("tugboat.dev/{}", key.name), key.example.to_string());
+    let mut problems = Vec::new();
+    let layer = Layer::from_annotations(
+        object,
+        Scope::Ingress,
+        Some(&annotations),
+        UnsupportedAccess::Deny,
+        &mut problems,
+    );
+    assert!(problems.is_empty(), "{}: {problems:?}", key.name);
+    let mut resolver = Resolver::new(vec![&layer]);
+    assert!(
+        tugboat_model::annotations::canary(&mut resolver).is_some(),
+        "{}",
+        key.name
+    );
+    assert!(
+        resolver.problems.is_empty(),
+        "the example of {} does not parse: {:?}",
+        key.name,
+        resolver.problems
+    );
 }

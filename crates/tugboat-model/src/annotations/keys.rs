@@ -702,6 +702,76 @@ pub const RATE_LIMIT_STATUS_CODE: Key<u16> = key!(
     }
 );
 
+pub const LIMIT_RPS: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "limit-rps",
+        scopes: ALL,
+        values: "requests per second, 1 to 1000000",
+        default: KeyDefault::None("none: no limit"),
+        example: "10",
+        help: "Requests per second allowed per client address, with a burst of `limit-rps` × `limit-burst-multiplier`; more get 503. Counted over sliding windows: at most rate + burst requests in any second and 10 × rate + burst in any 10 seconds.",
+        peers: peers::LIMIT_RPS,
+        ..BASE
+    }
+);
+
+pub const LIMIT_BURST_MULTIPLIER: Key<u64> = key!(
+    |v| parse_number(v, 1, 1000),
+    KeySpec {
+        name: "limit-burst-multiplier",
+        scopes: ALL,
+        values: "a whole number, 1 to 1000",
+        default: KeyDefault::Value("5"),
+        example: "2",
+        help: "The burst `limit-rps` allows, as a multiple of the rate.",
+        peers: peers::LIMIT_BURST_MULTIPLIER,
+        ..BASE
+    }
+);
+
+pub const LIMIT_CONNECTIONS: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "limit-connections",
+        scopes: ALL,
+        values: "connections, 1 to 1000000",
+        default: KeyDefault::None("none: no limit"),
+        example: "20",
+        help: "Connections with a request in progress at once per client address; a request on one more gets 503.",
+        peers: peers::LIMIT_CONNECTIONS,
+        ..BASE
+    }
+);
+
+pub const LIMIT_ALLOWLIST: Key<Vec<String>> = key!(
+    parse_networks,
+    KeySpec {
+        name: "limit-allowlist",
+        scopes: ALL,
+        values: "IP addresses and CIDR networks separated by commas or spaces (at most 1000)",
+        default: KeyDefault::None("none: every address is limited"),
+        example: "10.0.0.0/8, 192.168.1.7",
+        help: "Client addresses `limit-rps` and `limit-connections` do not apply to.",
+        peers: peers::LIMIT_ALLOWLIST,
+        ..BASE
+    }
+);
+
+pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
+    parse_body_size,
+    KeySpec {
+        name: "proxy-body-size",
+        scopes: ALL,
+        values: "a size: digits and an optional unit `k`, `m` or `g` (powers of 1024), at most 1 TiB; `0` is no limit",
+        default: KeyDefault::None("no limit"),
+        example: "8m",
+        help: "The largest request body the routes accept: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication). A body sent without a length (chunked) is not counted.",
+        peers: peers::PROXY_BODY_SIZE,
+        ..BASE
+    }
+);
+
 pub const LOAD_BALANCE: Key<Balance> = key!(
     parse_balance,
     KeySpec {
@@ -970,6 +1040,177 @@ pub const COOKIE_PERSISTENCE: Key<String> = key!(
     }
 );
 
+pub const AFFINITY: Key<()> = key!(
+    parse_affinity,
+    KeySpec {
+        name: "affinity",
+        scopes: ALL,
+        values: "`cookie`",
+        default: KeyDefault::None("none"),
+        example: "cookie",
+        help: "Keep each client on one server with an `HttpOnly` cookie named by `session-cookie-name`, as `cookie-persistence` does (which takes precedence when both are set). `session-cookie-path`, `session-cookie-max-age` and `session-cookie-expires` set its attributes.",
+        peers: peers::AFFINITY,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_NAME: Key<String> = key!(
+    parse_cookie_name,
+    KeySpec {
+        name: "session-cookie-name",
+        scopes: ALL,
+        values: "a cookie name: letters, digits, `-` and `_`, at most 64",
+        default: KeyDefault::Value("INGRESSCOOKIE"),
+        example: "route",
+        help: "The name of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_NAME,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_PATH: Key<String> = key!(
+    parse_cookie_path,
+    KeySpec {
+        name: "session-cookie-path",
+        scopes: ALL,
+        values: "a path: `/` then letters, digits and `-` `.` `_` `~` `/`, at most 256",
+        default: KeyDefault::None("`/`"),
+        example: "/shop",
+        help: "The `Path` of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_PATH,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_MAX_AGE: Key<u64> = key!(
+    |v| parse_number(v, 1, 315_360_000),
+    KeySpec {
+        name: "session-cookie-max-age",
+        scopes: ALL,
+        values: "seconds, 1 to 315360000",
+        default: KeyDefault::None("none: the cookie lasts the browser session"),
+        example: "3600",
+        help: "The `Max-Age` of the `affinity: cookie` cookie.",
+        peers: peers::SESSION_COOKIE_MAX_AGE,
+        ..BASE
+    }
+);
+
+pub const SESSION_COOKIE_EXPIRES: Key<u64> = key!(
+    |v| parse_number(v, 1, 315_360_000),
+    KeySpec {
+        name: "session-cookie-expires",
+        scopes: ALL,
+        values: "seconds, 1 to 315360000",
+        default: KeyDefault::None("none: the cookie lasts the browser session"),
+        example: "172800",
+        help: "How long the `affinity: cookie` cookie lasts, sent as its `Max-Age` (the same lifetime as an `Expires` date that many seconds ahead) when `session-cookie-max-age` is not set.",
+        peers: peers::SESSION_COOKIE_EXPIRES,
+        ..BASE
+    }
+);
+
+/// Canary keys are read on an Ingress only: they make it a canary of another Ingress.
+const INGRESS: &[Scope] = &[Scope::Ingress];
+
+pub const CANARY: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "canary",
+        scopes: INGRESS,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend. A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
+        peers: peers::CANARY,
+        ..BASE
+    }
+);
+
+pub const CANARY_WEIGHT: Key<u64> = key!(
+    |v| parse_number(v, 0, 1_000_000),
+    KeySpec {
+        name: "canary-weight",
+        scopes: INGRESS,
+        values: "a whole number, 0 to 1000000",
+        default: KeyDefault::Value("0"),
+        example: "10",
+        help: "The share of the requests (that no header or cookie rule decided) sent to the canary: `canary-weight` out of `canary-weight-total`. A change of weight is a runtime update (the route map's entry), not a reload.",
+        peers: peers::CANARY_WEIGHT,
+        ..BASE
+    }
+);
+
+pub const CANARY_WEIGHT_TOTAL: Key<u64> = key!(
+    |v| parse_number(v, 1, 1_000_000),
+    KeySpec {
+        name: "canary-weight-total",
+        scopes: INGRESS,
+        values: "a whole number, 1 to 1000000; below 100 counts as 100",
+        default: KeyDefault::Value("100"),
+        example: "1000",
+        help: "What `canary-weight` is out of. As in ingress-nginx, a total below 100 counts as 100, and a weight at or above the total sends every request to the canary.",
+        peers: peers::CANARY_WEIGHT_TOTAL,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_HEADER: Key<String> = key!(
+    parse_header_name,
+    KeySpec {
+        name: "canary-by-header",
+        scopes: INGRESS,
+        values: "a header name",
+        default: KeyDefault::None("none"),
+        example: "X-Canary",
+        help: "A request with this header set to `always` goes to the canary, set to `never` never does; any other value leaves the decision to the cookie and the weight. With `canary-by-header-value`, only that value sends it to the canary (`always` and `never` are then plain values).",
+        peers: peers::CANARY_BY_HEADER,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_HEADER_VALUE: Key<String> = key!(
+    parse_match_value,
+    KeySpec {
+        name: "canary-by-header-value",
+        scopes: INGRESS,
+        values: "printable ASCII without spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}`, at most 1024",
+        default: KeyDefault::None("none"),
+        example: "beta",
+        help: "With `canary-by-header`: the header value (compared whole, case-sensitively) that sends a request to the canary; other values leave the decision to the cookie and the weight. Without `canary-by-header` it does nothing.",
+        peers: peers::CANARY_BY_HEADER_VALUE,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_HEADER_PATTERN: Key<String> = key!(
+    parse_header_pattern,
+    KeySpec {
+        name: "canary-by-header-pattern",
+        scopes: INGRESS,
+        values: "a regular expression of printable ASCII without spaces, quotes, `%` or `#`, at most 512",
+        default: KeyDefault::None("none"),
+        example: "^(beta|canary)$",
+        help: "With `canary-by-header` and without `canary-by-header-value`: a header value this expression finds a match in (anywhere, unless anchored) sends the request to the canary; other values leave the decision to the cookie and the weight.",
+        peers: peers::CANARY_BY_HEADER_PATTERN,
+        ..BASE
+    }
+);
+
+pub const CANARY_BY_COOKIE: Key<String> = key!(
+    parse_cookie_name,
+    KeySpec {
+        name: "canary-by-cookie",
+        scopes: INGRESS,
+        values: "a cookie name: letters, digits, `-` and `_`, at most 64",
+        default: KeyDefault::None("none"),
+        example: "canary",
+        help: "A request whose cookie of this name is `always` goes to the canary, `never` never does (unless the header decided first); any other value leaves the decision to the weight.",
+        peers: peers::CANARY_BY_COOKIE,
+        ..BASE
+    }
+);
+
 pub const GLOBAL_CONFIG_SNIPPET: Key<Vec<String>> = key!(
     parse_snippet,
     KeySpec {
@@ -1062,6 +1303,11 @@ pub const KEYS: &[KeySpec] = &[
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,
+    LIMIT_RPS.spec,
+    LIMIT_BURST_MULTIPLIER.spec,
+    LIMIT_CONNECTIONS.spec,
+    LIMIT_ALLOWLIST.spec,
+    PROXY_BODY_SIZE.spec,
     LOAD_BALANCE.spec,
     TIMEOUT_SERVER.spec,
     TIMEOUT_CONNECT.spec,
@@ -1081,6 +1327,18 @@ pub const KEYS: &[KeySpec] = &[
     CHECK_HTTP.spec,
     CHECK_INTERVAL.spec,
     COOKIE_PERSISTENCE.spec,
+    AFFINITY.spec,
+    SESSION_COOKIE_NAME.spec,
+    SESSION_COOKIE_PATH.spec,
+    SESSION_COOKIE_MAX_AGE.spec,
+    SESSION_COOKIE_EXPIRES.spec,
+    CANARY.spec,
+    CANARY_WEIGHT.spec,
+    CANARY_WEIGHT_TOTAL.spec,
+    CANARY_BY_HEADER.spec,
+    CANARY_BY_HEADER_VALUE.spec,
+    CANARY_BY_HEADER_PATTERN.spec,
+    CANARY_BY_COOKIE.spec,
     GLOBAL_CONFIG_SNIPPET.spec,
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,

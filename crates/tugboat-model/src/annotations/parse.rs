@@ -78,6 +78,18 @@ pub enum ValueError {
     NotCheckPath,
     #[error("a cookie name: letters, digits, '-' and '_', at most 64")]
     NotCookieName,
+    #[error("a size in bytes with an optional unit k, m or g (1024-based), e.g. 8m; 0 is no limit")]
+    NotBodySize,
+    #[error("cookie")]
+    NotAffinity,
+    #[error(
+        "a regular expression of printable ASCII without spaces, quotes, % or #, at most 512; {0}"
+    )]
+    NotHeaderPattern(String),
+    #[error("a cookie path: / then letters, digits and - . _ ~ /, at most 256")]
+    NotCookiePath,
+    #[error("printable ASCII without spaces, quotes, \\, $, %, #, {{ or }}, at most 1024")]
+    NotMatchValue,
     #[error("at most 8 KB of directives")]
     SnippetTooLarge,
     #[error("directives separated by line breaks, without other control characters")]
@@ -470,6 +482,66 @@ pub fn parse_check_path(value: &str) -> Parsed<String> {
     } else {
         Err(ValueError::NotCheckPath)
     }
+}
+
+/// A regular expression matched against a header's value (`canary-by-header-pattern`),
+/// written between single quotes (see [`validate::regex`]).
+pub fn parse_header_pattern(value: &str) -> Parsed<String> {
+    validate::regex(value)
+        .map(|()| value.to_string())
+        .map_err(|err| ValueError::NotHeaderPattern(err.0))
+}
+
+/// `affinity`: only `cookie` (ingress-nginx's only type).
+pub fn parse_affinity(value: &str) -> Parsed<()> {
+    match value {
+        "cookie" => Ok(()),
+        _ => Err(ValueError::NotAffinity),
+    }
+}
+
+/// A cookie's `Path` attribute, written into `attr "Path=..."`: nothing that ends the
+/// attribute (`;`), the quotes or the line.
+pub fn parse_cookie_path(value: &str) -> Parsed<String> {
+    let ok = value.starts_with('/')
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/".contains(&b));
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err(ValueError::NotCookiePath)
+    }
+}
+
+/// The largest body limit: 1 TiB (`Content-Length` is compared as a 64-bit number).
+pub const BODY_SIZE_MAX: u64 = 1 << 40;
+
+/// nginx's size syntax (`proxy-body-size`): digits and an optional `k`, `m` or `g`
+/// (either case, powers of 1024); `0` is no limit (`None`).
+pub fn parse_body_size(value: &str) -> Parsed<Option<u64>> {
+    let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+    let unit = match &value[digits..] {
+        "" => Some(1),
+        "k" | "K" => Some(1 << 10),
+        "m" | "M" => Some(1 << 20),
+        "g" | "G" => Some(1 << 30),
+        _ => None,
+    };
+    let bytes = unit
+        .filter(|_| (1..=13).contains(&digits))
+        .and_then(|unit| value[..digits].parse::<u64>().ok()?.checked_mul(unit))
+        .filter(|bytes| *bytes <= BODY_SIZE_MAX)
+        .ok_or(ValueError::NotBodySize)?;
+    Ok((bytes > 0).then_some(bytes))
+}
+
+/// A value compared whole in an haproxy condition (see [`validate::match_value`]).
+pub fn parse_match_value(value: &str) -> Parsed<String> {
+    validate::match_value(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotMatchValue)
 }
 
 pub fn parse_cookie_name(value: &str) -> Parsed<String> {

@@ -600,6 +600,71 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
+pub const LIMIT_RPS: &[PeerKey] = &[differs(
+    NGINX,
+    "limit-rps",
+    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
+)];
+pub const LIMIT_BURST_MULTIPLIER: &[PeerKey] = &[same(NGINX, "limit-burst-multiplier")];
+pub const LIMIT_CONNECTIONS: &[PeerKey] = &[differs(
+    NGINX,
+    "limit-connections",
+    "always 503 (no `limit-conn-status-code`)",
+)];
+
+pub const LIMIT_ALLOWLIST: &[PeerKey] = &[
+    same(NGINX, "limit-allowlist"),
+    same(NGINX, "limit-whitelist"),
+];
+
+pub const AFFINITY: &[PeerKey] = &[differs(
+    NGINX,
+    "affinity",
+    "the cookie's value is the server's slot name and a client stays on its server while it lives (ingress-nginx's `affinity-mode: persistent`; its default `balanced` moves some clients when servers are added); the cookie is not `Secure` on HTTPS",
+)];
+pub const SESSION_COOKIE_NAME: &[PeerKey] = &[same(NGINX, "session-cookie-name")];
+pub const SESSION_COOKIE_PATH: &[PeerKey] = &[differs(
+    NGINX,
+    "session-cookie-path",
+    "without it the cookie's path is `/` (ingress-nginx: the Ingress rule's path)",
+)];
+pub const SESSION_COOKIE_MAX_AGE: &[PeerKey] = &[same(NGINX, "session-cookie-max-age")];
+pub const SESSION_COOKIE_EXPIRES: &[PeerKey] = &[differs(
+    NGINX,
+    "session-cookie-expires",
+    "sent as `Max-Age` rather than an `Expires` date (the same lifetime)",
+)];
+
+pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
+    NGINX,
+    "proxy-body-size",
+    "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+)];
+
+pub const CANARY: &[PeerKey] = &[differs(
+    NGINX,
+    "canary",
+    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend), and a client that session affinity keeps on the main backend may still be sent to the canary (no `affinity-canary-behavior`)",
+)];
+pub const CANARY_WEIGHT: &[PeerKey] = &[same(NGINX, "canary-weight")];
+pub const CANARY_WEIGHT_TOTAL: &[PeerKey] = &[same(NGINX, "canary-weight-total")];
+pub const CANARY_BY_HEADER: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header",
+    "a `_` in the name matches only a `_` (ingress-nginx also matches it to a `-` in the request's header name)",
+)];
+pub const CANARY_BY_HEADER_VALUE: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header-value",
+    "a value with spaces, quotes, `\\`, `$`, `%`, `#`, `{` or `}` is refused",
+)];
+pub const CANARY_BY_HEADER_PATTERN: &[PeerKey] = &[differs(
+    NGINX,
+    "canary-by-header-pattern",
+    "haproxy's regular expressions (PCRE on the official image) rather than nginx's PCRE; an expression with spaces, quotes, `%` or `#` is refused",
+)];
+pub const CANARY_BY_COOKIE: &[PeerKey] = &[same(NGINX, "canary-by-cookie")];
+
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 
@@ -608,7 +673,6 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// either; this list only gives the reason.
 pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     (NGINX, "from-to-www-redirect", "not yet"),
-    (NGINX, "proxy-body-size", "not yet"),
     (
         NGINX,
         "proxy-send-timeout",
@@ -621,17 +685,14 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (
         NGINX,
-        "limit-rps",
-        "ingress-nginx's limits (burst, 503) differ: use `rate-limit-requests`",
-    ),
-    (
-        NGINX,
         "limit-rpm",
         "use `rate-limit-requests` with `rate-limit-period: 1m`",
     ),
-    (NGINX, "limit-connections", "the routes answer 403"),
-    (NGINX, "affinity", "use `cookie-persistence` on the Service"),
-    (NGINX, "canary", "not yet"),
+    (
+        NGINX,
+        "affinity-mode",
+        "a client stays on its server while it lives (`persistent`)",
+    ),
     (
         NGINX,
         "configuration-snippet",

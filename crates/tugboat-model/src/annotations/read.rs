@@ -8,8 +8,9 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, Cors, ExternalAuth, GlobalOptions, HealthCheck, Hsts, HttpsRedirect, RateLimit,
-    Redirect, RedirectWhen, RouteFeatures, ServerTls, Snippet,
+    BackendOptions, CanaryRules, ClientLimits, Cors, ExternalAuth, GlobalOptions, HealthCheck,
+    Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures,
+    ServerTls, Snippet,
 };
 use crate::problem::ProblemReason;
 
@@ -56,6 +57,7 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
         features.redirect = Some(Redirect { target, code });
     }
     features.app_root = resolver.get(&APP_ROOT);
+    features.max_body_size = resolver.get(&PROXY_BODY_SIZE).flatten();
     features.original_path = resolver.get_or_default(&BACKEND_PATH) == BackendPath::Original;
     features.path_rewrite = resolver.get(&PATH_REWRITE);
     features.set_host = resolver.get(&SET_HOST);
@@ -88,11 +90,39 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
             status: resolver.get_or_default(&RATE_LIMIT_STATUS_CODE),
         });
     }
+    let requests_per_second = resolver.get(&LIMIT_RPS).map(|rate| {
+        let multiplier = resolver.get_or_default(&LIMIT_BURST_MULTIPLIER);
+        (rate, rate.saturating_mul(multiplier))
+    });
+    if requests_per_second.is_none() {
+        resolver.refuse(
+            &LIMIT_BURST_MULTIPLIER.spec,
+            &[Scope::Service, Scope::Ingress],
+            ProblemReason::InvalidField,
+            "it needs limit-rps",
+        );
+    }
+    let connections = resolver.get(&LIMIT_CONNECTIONS);
+    if requests_per_second.is_some() || connections.is_some() {
+        features.client_limits = Some(ClientLimits {
+            requests_per_second,
+            connections,
+            exempt: resolver.get(&LIMIT_ALLOWLIST).unwrap_or_default(),
+        });
+    } else {
+        resolver.refuse(
+            &LIMIT_ALLOWLIST.spec,
+            &[Scope::Service, Scope::Ingress],
+            ProblemReason::InvalidField,
+            "it needs limit-rps or limit-connections",
+        );
+    }
     let needs_client_address = !features.allow_list.is_empty()
         || !features.deny_list.is_empty()
         || lookups.allow_ref.is_some()
         || lookups.deny_ref.is_some()
-        || features.rate_limit.is_some();
+        || features.rate_limit.is_some()
+        || features.client_limits.is_some();
     if needs_client_address {
         features.src_ip_header = resolver.get(&SRC_IP_HEADER);
     }
@@ -121,6 +151,82 @@ fn external_auth(resolver: &mut Resolver<'_>) -> Option<ExternalAuth> {
         method: resolver.get_or_default(&AUTH_METHOD),
         response_headers: resolver.get(&AUTH_RESPONSE_HEADERS).unwrap_or_default(),
         signin: resolver.get(&AUTH_SIGNIN),
+    })
+}
+
+/// What the canary keys of an Ingress say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanarySettings {
+    pub rules: CanaryRules,
+    /// `canary-weight` out of `canary-weight-total`, in millionths.
+    pub per_million: u32,
+}
+
+const CANARY_DETAIL_KEYS: [&KeySpec; 6] = [
+    &CANARY_WEIGHT.spec,
+    &CANARY_WEIGHT_TOTAL.spec,
+    &CANARY_BY_HEADER.spec,
+    &CANARY_BY_HEADER_VALUE.spec,
+    &CANARY_BY_HEADER_PATTERN.spec,
+    &CANARY_BY_COOKIE.spec,
+];
+
+/// The canary keys of one Ingress (read on the Ingress only): `None` when it is not a
+/// canary, and then its other canary keys are refused with a problem.
+pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
+    let ingress = [Scope::Ingress];
+    if !resolver.get_in(&CANARY, &ingress).unwrap_or(false) {
+        for key in CANARY_DETAIL_KEYS {
+            resolver.refuse(
+                key,
+                &ingress,
+                ProblemReason::InvalidField,
+                "it needs canary: \"true\"",
+            );
+        }
+        return None;
+    }
+    let header = resolver.get_in(&CANARY_BY_HEADER, &ingress);
+    let (header_value, header_pattern) = if header.is_some() {
+        let value = resolver.get_in(&CANARY_BY_HEADER_VALUE, &ingress);
+        // As in ingress-nginx, a value makes the pattern unused.
+        let pattern = if value.is_some() {
+            resolver.refuse(
+                &CANARY_BY_HEADER_PATTERN.spec,
+                &ingress,
+                ProblemReason::InvalidField,
+                "canary-by-header-value takes precedence",
+            );
+            None
+        } else {
+            resolver.get_in(&CANARY_BY_HEADER_PATTERN, &ingress)
+        };
+        (value, pattern)
+    } else {
+        for key in [&CANARY_BY_HEADER_VALUE.spec, &CANARY_BY_HEADER_PATTERN.spec] {
+            resolver.refuse(
+                key,
+                &ingress,
+                ProblemReason::InvalidField,
+                "it needs canary-by-header",
+            );
+        }
+        (None, None)
+    };
+    let cookie = resolver.get_in(&CANARY_BY_COOKIE, &ingress);
+    let weight = resolver.get_in(&CANARY_WEIGHT, &ingress);
+    let total = resolver.get_in(&CANARY_WEIGHT_TOTAL, &ingress);
+    Some(CanarySettings {
+        rules: CanaryRules {
+            header,
+            header_value,
+            header_pattern,
+            cookie,
+        },
+        per_million: crate::desired::Canary::per_million(
+            CANARY_WEIGHT.or_default(weight),
+            CANARY_WEIGHT_TOTAL.or_default(total),
+        ),
     })
 }
 
@@ -201,7 +307,7 @@ pub fn backend_options(
         tls: tls.then(ServerTls::default),
         h2: resolver.get_or_default(&SERVER_PROTO),
         health_check,
-        cookie: resolver.get(&COOKIE_PERSISTENCE),
+        cookie: persistence_cookie(resolver),
         blocked: false,
         snippet,
         balance: resolver.get(&LOAD_BALANCE),
@@ -210,6 +316,50 @@ pub fn backend_options(
         timeout_connect: resolver.get(&TIMEOUT_CONNECT),
     };
     (options, lookups)
+}
+
+const SESSION_COOKIE_KEYS: [&KeySpec; 4] = [
+    &SESSION_COOKIE_NAME.spec,
+    &SESSION_COOKIE_PATH.spec,
+    &SESSION_COOKIE_MAX_AGE.spec,
+    &SESSION_COOKIE_EXPIRES.spec,
+];
+
+/// The persistence cookie: `cookie-persistence` (a name only), else `affinity: cookie`
+/// with the `session-cookie-*` attributes. The attributes without `affinity` are
+/// refused with a problem.
+fn persistence_cookie(resolver: &mut Resolver<'_>) -> Option<PersistenceCookie> {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    if let Some(name) = resolver.get(&COOKIE_PERSISTENCE) {
+        for key in std::iter::once(&AFFINITY.spec).chain(SESSION_COOKIE_KEYS) {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "cookie-persistence takes precedence",
+            );
+        }
+        return Some(PersistenceCookie::named(name));
+    }
+    if resolver.get(&AFFINITY).is_none() {
+        for key in SESSION_COOKIE_KEYS {
+            resolver.refuse(
+                key,
+                &all,
+                ProblemReason::InvalidField,
+                "it needs affinity: cookie",
+            );
+        }
+        return None;
+    }
+    let max_age = resolver.get(&SESSION_COOKIE_MAX_AGE);
+    let expires = resolver.get(&SESSION_COOKIE_EXPIRES);
+    Some(PersistenceCookie {
+        name: resolver.get_or_default(&SESSION_COOKIE_NAME),
+        http_only: true,
+        path: resolver.get(&SESSION_COOKIE_PATH),
+        max_age: max_age.or(expires),
+    })
 }
 
 /// What the ConfigMap-only keys say. Snippets only when `allow_snippets`.

@@ -600,6 +600,49 @@ fn rewrite_target_refuses_nginx_variables() {
 }
 
 #[test]
+fn a_body_size_is_bytes_or_nginx_units() {
+    assert_eq!(parse_body_size("512"), Ok(Some(512)));
+    assert_eq!(parse_body_size("1k"), Ok(Some(1024)));
+    assert_eq!(parse_body_size("1K"), Ok(Some(1024)));
+    assert_eq!(parse_body_size("8m"), Ok(Some(8 << 20)));
+    assert_eq!(parse_body_size("2G"), Ok(Some(2 << 30)));
+    assert_eq!(parse_body_size("1024g"), Ok(Some(BODY_SIZE_MAX)));
+}
+
+#[test]
+fn a_body_size_of_zero_is_no_limit() {
+    assert_eq!(parse_body_size("0"), Ok(None));
+    assert_eq!(parse_body_size("0m"), Ok(None));
+}
+
+#[test]
+fn a_body_size_with_another_unit_is_refused() {
+    for value in ["8mb", "8 m", "1.5m", "8t", "m", ""] {
+        assert_eq!(
+            parse_body_size(value),
+            Err(ValueError::NotBodySize),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_negative_body_size_is_refused() {
+    assert_eq!(parse_body_size("-1"), Err(ValueError::NotBodySize));
+}
+
+#[test]
+fn a_body_size_above_one_tib_is_refused() {
+    for value in ["1025g", "99999999999999", "18446744073709551616k"] {
+        assert_eq!(
+            parse_body_size(value),
+            Err(ValueError::NotBodySize),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
 fn rewrite_target_refuses_what_could_reach_the_config() {
     for value in [
         "/a b", "/a'", "/a\"", "/a%20", "/a\\1", "/a#", "/a\nb", "relative",
@@ -607,6 +650,20 @@ fn rewrite_target_refuses_what_could_reach_the_config() {
         assert_eq!(
             parse_rewrite_target(value),
             Err(ValueError::NotRewriteTarget),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_canary_header_value_is_a_match_value() {
+    assert_eq!(parse_match_value("beta-2"), Ok("beta-2".into()));
+    for value in [
+        "", "a b", "a\"b", "a'b", "${X}", "50%", "a#b", "{x}", "a\nb",
+    ] {
+        assert_eq!(
+            parse_match_value(value),
+            Err(ValueError::NotMatchValue),
             "{value:?}"
         );
     }
@@ -656,6 +713,71 @@ fn server_name_refuses_other_text() {
         assert_eq!(
             parse_server_name(value),
             Err(ValueError::NotServerName),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn affinity_is_cookie_only() {
+    assert_eq!(parse_affinity("cookie"), Ok(()));
+    for value in ["", "Cookie", "ip", "cookie "] {
+        assert_eq!(
+            parse_affinity(value),
+            Err(ValueError::NotAffinity),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cookie_path_starts_with_a_slash() {
+    assert_eq!(parse_cookie_path("/shop/v1"), Ok("/shop/v1".into()));
+    assert_eq!(parse_cookie_path("shop"), Err(ValueError::NotCookiePath));
+}
+
+#[test]
+fn a_cookie_path_cannot_end_the_attribute() {
+    for value in ["/a;Domain=evil", "/a b", "/a\"", "/%2e", "/a\n"] {
+        assert_eq!(
+            parse_cookie_path(value),
+            Err(ValueError::NotCookiePath),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cookie_path_is_at_most_256() {
+    let long = format!("/{}", "a".repeat(256));
+    assert_eq!(parse_cookie_path(&long), Err(ValueError::NotCookiePath));
+}
+
+#[test]
+fn a_header_pattern_is_a_regular_expression() {
+    assert_eq!(
+        parse_header_pattern("^(beta|canary)$"),
+        Ok("^(beta|canary)$".into())
+    );
+}
+
+#[test]
+fn a_header_pattern_that_does_not_parse_is_refused() {
+    let refused = parse_header_pattern("(beta");
+    assert!(
+        matches!(&refused, Err(ValueError::NotHeaderPattern(why)) if why.contains("not a valid regular expression")),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_header_pattern_with_a_quote_or_space_is_refused() {
+    for value in ["a'b", "a b", "a\"b", "50%", "a#b", ""] {
+        assert!(
+            matches!(
+                parse_header_pattern(value),
+                Err(ValueError::NotHeaderPattern(_))
+            ),
             "{value:?}"
         );
     }
