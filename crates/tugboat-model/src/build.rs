@@ -515,15 +515,8 @@ impl<'a> Builder<'a> {
         }
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {
             let field = format!("spec.rules[{rule_index}]");
-            let host = match rule.host.as_deref() {
-                None | Some("") => HostMatch::Any,
-                Some(host) => match validate::ingress_host(host) {
-                    Ok(host) => host_match(&host),
-                    Err(err) => {
-                        self.problem(&object, format!("{field}.host"), err.0);
-                        continue;
-                    }
-                },
+            let Some(host) = self.rule_host(&object, &field, rule.host.as_deref()) else {
+                continue;
             };
             let Some(http) = &rule.http else {
                 continue;
@@ -1208,6 +1201,26 @@ impl<'a> Builder<'a> {
         );
     }
 
+    /// The host of an Ingress rule (`field`); `None`, with a problem, when it is not a
+    /// valid host.
+    fn rule_host(
+        &mut self,
+        object: &ObjectRef,
+        field: &str,
+        host: Option<&str>,
+    ) -> Option<HostMatch> {
+        match host {
+            None | Some("") => Some(HostMatch::Any),
+            Some(host) => match validate::ingress_host(host) {
+                Ok(host) => Some(host_match(&host)),
+                Err(err) => {
+                    self.problem(object, format!("{field}.host"), err.0);
+                    None
+                }
+            },
+        }
+    }
+
     /// A canary Ingress: its host and path rules wait for [`Builder::join_canaries`];
     /// it serves no route, default backend or certificate of its own.
     fn add_canary(
@@ -1240,15 +1253,8 @@ impl<'a> Builder<'a> {
         let mut paths = Vec::new();
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {
             let field = format!("spec.rules[{rule_index}]");
-            let host = match rule.host.as_deref() {
-                None | Some("") => HostMatch::Any,
-                Some(host) => match validate::ingress_host(host) {
-                    Ok(host) => host_match(&host),
-                    Err(err) => {
-                        self.problem(&object, format!("{field}.host"), err.0);
-                        continue;
-                    }
-                },
+            let Some(host) = self.rule_host(&object, &field, rule.host.as_deref()) else {
+                continue;
             };
             for (path_index, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
