@@ -504,6 +504,19 @@ impl<'a> Builder<'a> {
         }
         let ingress_layer = &ingress_layer;
         let (regex_paths, rewrite_target) = self.regex_keys(ingress_layer);
+        let mut aliases = self.server_aliases(ingress_layer);
+        if let Some((_, aliases)) = &mut aliases {
+            // A host the Ingress has a rule for keeps that rule's routes.
+            let rule_hosts: BTreeSet<String> = spec
+                .rules
+                .iter()
+                .flatten()
+                .filter_map(|rule| rule.host.as_deref())
+                .map(str::to_ascii_lowercase)
+                .collect();
+            aliases.retain(|alias| !rule_hosts.contains(alias));
+        }
+        let mut aliased_hosts = BTreeSet::new();
         let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
         let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
@@ -520,6 +533,14 @@ impl<'a> Builder<'a> {
             };
             let Some(http) = &rule.http else {
                 continue;
+            };
+            // ingress-nginx gives a server aliases; the catch-all rule has no name.
+            let host_aliases = match (&host, &aliases) {
+                (HostMatch::Any, _) | (_, None) => &[][..],
+                (_, Some((_, aliases))) => {
+                    aliased_hosts.insert(host.clone());
+                    aliases.as_slice()
+                }
             };
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
@@ -572,14 +593,30 @@ impl<'a> Builder<'a> {
                     &field,
                     key,
                     host.clone(),
-                    path_match,
-                    backend,
-                    features,
+                    path_match.clone(),
+                    backend.clone(),
+                    features.clone(),
                 );
+                for alias in host_aliases {
+                    let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
+                    self.add_route(
+                        &object,
+                        alias_field,
+                        key,
+                        host_match(alias),
+                        path_match.clone(),
+                        backend.clone(),
+                        features.clone(),
+                    );
+                }
             }
         }
+        let tls_aliases = match &aliases {
+            Some((_, aliases)) if !aliased_hosts.is_empty() => aliases.as_slice(),
+            _ => &[],
+        };
         for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
-            self.add_tls(&object, key, tls_index, tls);
+            self.add_tls(&object, key, tls_index, tls, &aliased_hosts, tls_aliases);
         }
         for name in used {
             let usage = self.reads.backend_use.entry(name).or_default();
@@ -595,6 +632,8 @@ impl<'a> Builder<'a> {
         ingress: &ObjectKey,
         index: usize,
         tls: &k8s_openapi::api::networking::v1::IngressTLS,
+        aliased_hosts: &BTreeSet<HostMatch>,
+        aliases: &[String],
     ) {
         let field = format!("spec.tls[{index}]");
         let mut hosts = Vec::new();
@@ -602,6 +641,15 @@ impl<'a> Builder<'a> {
             match validate::ingress_host(host) {
                 Ok(host) => hosts.push(host),
                 Err(err) => self.problem(object, format!("{field}.hosts[{host_index}]"), err.0),
+            }
+        }
+        // As ingress-nginx's server aliases: the aliases of a TLS host are served with
+        // its certificate and redirected as it is.
+        if hosts.iter().any(|h| aliased_hosts.contains(&host_match(h))) {
+            for alias in aliases {
+                if !hosts.contains(alias) {
+                    hosts.push(alias.clone());
+                }
             }
         }
         for host in &hosts {
@@ -825,6 +873,16 @@ impl<'a> Builder<'a> {
         let regex = resolver.get_or_default(&annotations::keys::USE_REGEX) || rewrite.is_some();
         self.problems.append(&mut resolver.problems);
         (regex, rewrite)
+    }
+
+    /// ingress-nginx's `server-alias` of an Ingress: the field that sets it and the
+    /// host names, when it is set and valid.
+    fn server_aliases(&mut self, ingress_layer: &Layer) -> Option<(String, Vec<String>)> {
+        let mut resolver = Resolver::new(vec![ingress_layer]);
+        let aliases = resolver.get_in(&annotations::keys::SERVER_ALIAS, &[Scope::Ingress]);
+        self.problems.append(&mut resolver.problems);
+        let field = ingress_layer.field_of(&annotations::keys::SERVER_ALIAS.spec)?;
+        Some((field.to_string(), aliases?))
     }
 
     /// The feature set `base` with the path rewrite of a regex route (a set of its own).

@@ -64,6 +64,12 @@ enum Change {
     AllowList { ingress: usize, set: bool },
     /// Ingress `ingress` becomes an ingress-nginx canary of this weight, or stops being one.
     Canary { ingress: usize, weight: Option<u64> },
+    /// Ingress `ingress` gets these `server-alias` hosts (which may be another Ingress'
+    /// host), or loses them.
+    Alias {
+        ingress: usize,
+        aliases: Option<&'static str>,
+    },
     /// Ingress `ingress` is deleted.
     DeleteIngress(usize),
     /// Service `service` with its port named or not.
@@ -220,6 +226,14 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 };
             });
         }
+        Change::Alias { ingress, aliases } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["metadata"]["annotations"] = match aliases {
+                    Some(aliases) => json!({"nginx.ingress.kubernetes.io/server-alias": aliases}),
+                    None => json!({}),
+                };
+            });
+        }
         Change::DeleteIngress(index) => {
             snapshot.ingresses.remove(&key(&format!("ing-{index}")));
         }
@@ -263,6 +277,12 @@ fn change() -> impl Strategy<Value = Change> {
         1 => (0..3usize, any::<bool>()).prop_map(|(ingress, set)| Change::AllowList { ingress, set }),
         1 => (0..3usize, proptest::option::of(prop_oneof![Just(0u64), Just(30), Just(100)]))
             .prop_map(|(ingress, weight)| Change::Canary { ingress, weight }),
+        1 => (0..3usize, proptest::option::of(prop_oneof![
+                Just("alias.example.com"),
+                Just("h0.example.com"),
+                Just("h1.example.com,alias.example.com"),
+            ]))
+            .prop_map(|(ingress, aliases)| Change::Alias { ingress, aliases }),
         1 => (0..3usize).prop_map(Change::DeleteIngress),
         1 => (0..SERVICES.len(), any::<bool>())
             .prop_map(|(service, named)| Change::Service { service, named }),

@@ -346,6 +346,20 @@ pub const PATH_REWRITE: Key<PathRewrite> = key!(
     }
 );
 
+pub const SERVER_ALIAS: Key<Vec<String>> = key!(
+    parse_host_aliases,
+    KeySpec {
+        name: "server-alias",
+        scopes: INGRESS,
+        values: "host names (or `*.` and a DNS name) separated by commas, at most 32",
+        default: KeyDefault::None("none"),
+        example: "www.shop.example.com,shop.example.net",
+        help: "More host names for each host rule of the Ingress: a request for an alias takes the routes of the rule's host (its paths, backends and keys), as ingress-nginx's server aliases do. When the rule's host is in the Ingress' `spec.tls`, the aliases are TLS hosts too (redirected to HTTPS as the host is) and served the same certificate. Rules without a host get no aliases. An alias whose host and path another Ingress (or an earlier rule) already routes is left out with a problem; the other routes are served.",
+        peers: peers::SERVER_ALIAS,
+        ..BASE
+    }
+);
+
 pub const USE_REGEX: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1277,6 +1291,7 @@ pub const KEYS: &[KeySpec] = &[
     REQUEST_REDIRECT.spec,
     REQUEST_REDIRECT_CODE.spec,
     APP_ROOT.spec,
+    SERVER_ALIAS.spec,
     PATH_REWRITE.spec,
     USE_REGEX.spec,
     REWRITE_TARGET.spec,

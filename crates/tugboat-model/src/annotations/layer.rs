@@ -194,6 +194,11 @@ impl Layer {
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
+
+    /// The field (`metadata.annotations.NAME`, as written) that sets `key`, if any.
+    pub fn field_of(&self, key: &KeySpec) -> Option<&str> {
+        self.values.get(key.name).map(|(field, _)| field.as_str())
+    }
 }
 
 /// The values of one object's keys, each from the highest-ranked name that sets it:

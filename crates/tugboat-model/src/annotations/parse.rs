@@ -136,6 +136,9 @@ pub enum ValueError {
     NotLiteralPath(String),
     #[error("1 to 32 header names (letters, digits and - _ .) separated by commas")]
     NotHeaderNameList,
+    /// A host of `server-alias` that is not a valid Ingress host: why not.
+    #[error("1 to 32 host names separated by commas; {0}")]
+    NotHostList(String),
     /// A value of another controller's key that Tugboat cannot write as its own.
     #[error("{0}")]
     NotPeerValue(&'static str),
@@ -706,6 +709,31 @@ pub fn parse_header_name_list(value: &str) -> Parsed<Vec<String>> {
     } else {
         Err(ValueError::NotHeaderNameList)
     }
+}
+
+/// The most host names one `server-alias` may list.
+const MOST_HOST_ALIASES: usize = 32;
+
+/// `server-alias`: host names separated by commas, each a valid Ingress host
+/// ([`validate::ingress_host`], lower-cased), without repeats.
+pub fn parse_host_aliases(value: &str) -> Parsed<Vec<String>> {
+    let mut hosts = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let host = validate::ingress_host(item).map_err(|e| ValueError::NotHostList(e.0))?;
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        return Err(ValueError::NotHostList("there is none".into()));
+    }
+    if hosts.len() > MOST_HOST_ALIASES {
+        return Err(ValueError::NotHostList(format!(
+            "there are {}",
+            hosts.len()
+        )));
+    }
+    Ok(hosts)
 }
 
 #[cfg(test)]

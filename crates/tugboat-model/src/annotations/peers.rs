@@ -247,6 +247,12 @@ pub const APP_ROOT: &[PeerKey] = &[differs(
     "applies to a request for `/` that a route of the Ingress takes (ingress-nginx: any request for `/` on the host)",
 )];
 
+pub const SERVER_ALIAS: &[PeerKey] = &[differs(
+    NGINX,
+    "server-alias",
+    "an alias whose host and path an older Ingress routes is left out with a problem, and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx: a server's own name always wins over an alias); a value with an invalid host is refused whole",
+)];
+
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
     HT,
     "path-rewrite",
@@ -709,7 +715,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "default-backend",
         "use the Ingress' `spec.defaultBackend`",
     ),
-    (NGINX, "server-alias", "not yet: add the host as a rule"),
     (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,

@@ -782,3 +782,52 @@ fn a_header_pattern_with_a_quote_or_space_is_refused() {
         );
     }
 }
+
+#[test]
+fn host_aliases_are_lower_case_hosts_without_repeats() {
+    assert_eq!(
+        parse_host_aliases("www.Shop.example.com, shop.example.net,,www.shop.example.com"),
+        Ok(vec![
+            "www.shop.example.com".to_string(),
+            "shop.example.net".to_string()
+        ])
+    );
+    assert_eq!(
+        parse_host_aliases("*.shop.example.com"),
+        Ok(vec!["*.shop.example.com".to_string()])
+    );
+}
+
+#[test]
+fn host_aliases_refuse_an_invalid_host() {
+    for value in [
+        "shop.example.com,bad host",
+        "shop.example.com\nbind :1",
+        "10.0.0.1",
+        "shop.example.com:8080",
+        "*",
+        "%[env(A)]",
+    ] {
+        assert!(
+            matches!(parse_host_aliases(value), Err(ValueError::NotHostList(_))),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn host_aliases_refuse_an_empty_list() {
+    assert!(matches!(
+        parse_host_aliases(" , "),
+        Err(ValueError::NotHostList(_))
+    ));
+}
+
+#[test]
+fn host_aliases_refuse_more_than_32() {
+    let many: Vec<String> = (0..33).map(|i| format!("h{i}.example.com")).collect();
+    assert!(matches!(
+        parse_host_aliases(&many.join(",")),
+        Err(ValueError::NotHostList(_))
+    ));
+}

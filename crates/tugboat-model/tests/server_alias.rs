@@ -1,0 +1,259 @@
+//! ingress-nginx's `server-alias` as the model reads it: the aliases route as the rule's
+//! host, follow its TLS, and yield (with a problem naming the key) where another Ingress
+//! already routes the same host and path; a bad value is a problem and the rest is served.
+
+use std::sync::Arc;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+
+const ALIAS_KEY: &str = "nginx.ingress.kubernetes.io/server-alias";
+
+fn ingress(name: &str, created: &str, host: &str, annotations: Value, tls: bool) -> Value {
+    let mut spec = json!({"rules": [
+        {"host": host, "http": {"paths": [
+            {"path": "/", "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}},
+        {"http": {"paths": [
+            {"path": "/any", "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]});
+    if tls {
+        spec["tls"] = json!([{"hosts": [host], "secretName": "shop-tls"}]);
+    }
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
+                     "creationTimestamp": created},
+        "spec": spec,
+    })
+}
+
+fn tls_secret() -> Secret {
+    let params =
+        rcgen::CertificateParams::new(vec!["shop.example.com".to_string()]).expect("params");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("certificate");
+    let data = [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())]
+        .into_iter()
+        .map(|(field, text)| (field.to_string(), ByteString(text.into_bytes())))
+        .collect();
+    Secret {
+        metadata: ObjectMeta {
+            name: Some("shop-tls".into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(data),
+        ..Secret::default()
+    }
+}
+
+fn build_of(ingresses: Vec<Value>) -> BuildOutput {
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    let mut snapshot = Snapshot::default();
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    snapshot.secrets.insert(
+        ObjectKey::new("default", "shop-tls"),
+        Arc::new(tls_secret()),
+    );
+    for ingress in ingresses {
+        let name = ingress["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        snapshot.ingresses.insert(
+            ObjectKey::new("default", &name),
+            Arc::new(serde_json::from_value(ingress).expect("Ingress")),
+        );
+    }
+    build(&snapshot, &Settings::new(1_700_000_000))
+}
+
+/// The (host, path, Ingress name) of every route, sorted.
+fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
+    let mut routes: Vec<_> = output
+        .desired
+        .routes
+        .iter()
+        .map(|r| {
+            (
+                r.host.to_string(),
+                r.path.to_string(),
+                r.ingress.name.clone(),
+            )
+        })
+        .collect();
+    routes.sort();
+    routes
+}
+
+/// The paths of [`ingress`]'s rules, as routes show them.
+const ROOT: &str = "/ (Prefix)";
+const ANY: &str = "/any (Prefix)";
+
+fn route(host: &str, path: &str, ingress: &str) -> (String, String, String) {
+    (host.into(), path.into(), ingress.into())
+}
+
+#[test]
+fn aliases_route_as_the_rule_host_and_not_the_catch_all_rule() {
+    let output = build_of(vec![ingress(
+        "shop",
+        "2024-01-01T00:00:00Z",
+        "shop.example.com",
+        json!({ALIAS_KEY: "www.shop.example.com, *.shop.example.net"}),
+        false,
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(
+        routes(&output),
+        [
+            route("*", ANY, "shop"),
+            route("*.shop.example.net", ROOT, "shop"),
+            route("shop.example.com", ROOT, "shop"),
+            route("www.shop.example.com", ROOT, "shop"),
+        ]
+    );
+    // The aliases take the rule's backend and features.
+    let of = |host: &str| {
+        output
+            .desired
+            .routes
+            .iter()
+            .find(|r| r.host.to_string() == host)
+            .map(|r| (r.backend.clone(), r.features.clone()))
+    };
+    assert_eq!(of("www.shop.example.com"), of("shop.example.com"));
+}
+
+#[test]
+fn an_alias_that_is_a_host_of_the_ingress_is_left_to_its_rule() {
+    let output = build_of(vec![ingress(
+        "shop",
+        "2024-01-01T00:00:00Z",
+        "shop.example.com",
+        json!({ALIAS_KEY: "shop.example.com,www.shop.example.com"}),
+        false,
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(
+        routes(&output)
+            .iter()
+            .filter(|(host, _, _)| host == "shop.example.com")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn an_alias_another_ingress_routes_is_a_problem_naming_the_key() {
+    let output = build_of(vec![
+        ingress(
+            "other",
+            "2024-01-01T00:00:00Z",
+            "www.shop.example.com",
+            json!({}),
+            false,
+        ),
+        ingress(
+            "shop",
+            "2024-01-02T00:00:00Z",
+            "shop.example.com",
+            json!({ALIAS_KEY: "www.shop.example.com,shop.example.net"}),
+            false,
+        ),
+    ]);
+    let problems: Vec<_> = output
+        .problems
+        .iter()
+        // Both Ingresses also have the catch-all rule: the newer one's is a conflict.
+        .filter(|p| p.object.name == "shop" && p.field != "spec.rules[1].http.paths[0]")
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(
+        problems[0].field,
+        format!("metadata.annotations.{ALIAS_KEY}")
+    );
+    assert!(
+        problems[0].message.contains("www.shop.example.com")
+            && problems[0].message.contains("default/other"),
+        "{}",
+        problems[0].message
+    );
+    let routes = routes(&output);
+    assert!(routes.contains(&route("www.shop.example.com", ROOT, "other")));
+    assert!(routes.contains(&route("shop.example.net", ROOT, "shop")));
+    assert!(routes.contains(&route("shop.example.com", ROOT, "shop")));
+}
+
+#[test]
+fn aliases_of_a_tls_host_are_tls_hosts_with_its_certificate() {
+    let output = build_of(vec![ingress(
+        "shop",
+        "2024-01-01T00:00:00Z",
+        "shop.example.com",
+        json!({ALIAS_KEY: "www.shop.example.com"}),
+        true,
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let mut tls_hosts: Vec<String> = output
+        .desired
+        .tls_hosts
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    tls_hosts.sort();
+    assert_eq!(tls_hosts, ["shop.example.com", "www.shop.example.com"]);
+    let certificate = output
+        .desired
+        .certificates
+        .values()
+        .next()
+        .expect("the certificate");
+    assert_eq!(
+        certificate.hosts,
+        ["shop.example.com", "www.shop.example.com"]
+    );
+}
+
+#[test]
+fn aliases_of_a_plain_host_are_not_tls_hosts() {
+    let output = build_of(vec![ingress(
+        "shop",
+        "2024-01-01T00:00:00Z",
+        "shop.example.com",
+        json!({ALIAS_KEY: "www.shop.example.com"}),
+        false,
+    )]);
+    assert!(output.desired.tls_hosts.is_empty());
+}
+
+#[test]
+fn a_bad_alias_is_a_problem_and_the_ingress_is_served_without_aliases() {
+    let output = build_of(vec![ingress(
+        "shop",
+        "2024-01-01T00:00:00Z",
+        "shop.example.com",
+        json!({ALIAS_KEY: "www.shop.example.com,bad host%[env(A)]"}),
+        false,
+    )]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(output.problems[0].object.name, "shop");
+    assert_eq!(
+        output.problems[0].field,
+        format!("metadata.annotations.{ALIAS_KEY}")
+    );
+    let hosts: Vec<String> = routes(&output).into_iter().map(|r| r.0).collect();
+    assert_eq!(hosts, ["*", "shop.example.com"]);
+}
