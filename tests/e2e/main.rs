@@ -21,3 +21,4 @@ mod regex_paths;
 mod reload;
 mod routing;
 mod runtime;
+mod server_alias;

@@ -517,6 +517,7 @@ impl<'a> Builder<'a> {
             aliases.retain(|alias| !rule_hosts.contains(alias));
         }
         let mut aliased_hosts = BTreeSet::new();
+        let mut conflicting_aliases = BTreeSet::new();
         let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
         let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
@@ -599,7 +600,7 @@ impl<'a> Builder<'a> {
                 );
                 for alias in host_aliases {
                     let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
-                    self.add_route(
+                    let added = self.add_route(
                         &object,
                         alias_field,
                         key,
@@ -608,15 +609,24 @@ impl<'a> Builder<'a> {
                         backend.clone(),
                         features.clone(),
                     );
+                    if !added {
+                        conflicting_aliases.insert(alias.clone());
+                    }
                 }
             }
         }
-        let tls_aliases = match &aliases {
-            Some((_, aliases)) if !aliased_hosts.is_empty() => aliases.as_slice(),
-            _ => &[],
+        // An alias whose host another route already has is not made a TLS host: the
+        // other Ingress keeps its redirect and certificate.
+        let tls_aliases: Vec<String> = match &aliases {
+            Some((_, aliases)) if !aliased_hosts.is_empty() => aliases
+                .iter()
+                .filter(|alias| !conflicting_aliases.contains(*alias))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
         };
         for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
-            self.add_tls(&object, key, tls_index, tls, &aliased_hosts, tls_aliases);
+            self.add_tls(&object, key, tls_index, tls, &aliased_hosts, &tls_aliases);
         }
         for name in used {
             let usage = self.reads.backend_use.entry(name).or_default();
@@ -1218,6 +1228,7 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Adds the route; `false` (and a problem) when its host and path are taken.
     #[allow(clippy::too_many_arguments)]
     fn add_route(
         &mut self,
@@ -1228,7 +1239,7 @@ impl<'a> Builder<'a> {
         path: PathMatch,
         backend: BackendName,
         features: Option<FeatureSetId>,
-    ) {
+    ) -> bool {
         let slot = (host.clone(), path.clone());
         if let Some(existing) = self.routes.get(&slot) {
             self.reads.contested_routes.insert(slot);
@@ -1244,7 +1255,7 @@ impl<'a> Builder<'a> {
                 reason: ProblemReason::RouteConflict,
                 message,
             });
-            return;
+            return false;
         }
         self.routes.insert(
             slot,
@@ -1257,6 +1268,7 @@ impl<'a> Builder<'a> {
                 canary: None,
             },
         );
+        true
     }
 
     /// The host of an Ingress rule (`field`); `None`, with a problem, when it is not a

@@ -171,7 +171,7 @@ fn an_alias_another_ingress_routes_is_a_problem_naming_the_key() {
             "2024-01-02T00:00:00Z",
             "shop.example.com",
             json!({ALIAS_KEY: "www.shop.example.com,shop.example.net"}),
-            false,
+            true,
         ),
     ]);
     let problems: Vec<_> = output
@@ -195,6 +195,22 @@ fn an_alias_another_ingress_routes_is_a_problem_naming_the_key() {
     assert!(routes.contains(&route("www.shop.example.com", ROOT, "other")));
     assert!(routes.contains(&route("shop.example.net", ROOT, "shop")));
     assert!(routes.contains(&route("shop.example.com", ROOT, "shop")));
+    // The other Ingress' host gets neither this Ingress' redirect nor its certificate.
+    let mut tls_hosts: Vec<String> = output
+        .desired
+        .tls_hosts
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    tls_hosts.sort();
+    assert_eq!(tls_hosts, ["shop.example.com", "shop.example.net"]);
+    let certificate = output
+        .desired
+        .certificates
+        .values()
+        .next()
+        .expect("the certificate");
+    assert_eq!(certificate.hosts, ["shop.example.com", "shop.example.net"]);
 }
 
 #[test]

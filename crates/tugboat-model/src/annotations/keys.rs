@@ -354,7 +354,7 @@ pub const SERVER_ALIAS: Key<Vec<String>> = key!(
         values: "host names (or `*.` and a DNS name) separated by commas, at most 32",
         default: KeyDefault::None("none"),
         example: "www.shop.example.com,shop.example.net",
-        help: "More host names for each host rule of the Ingress: a request for an alias takes the routes of the rule's host (its paths, backends and keys), as ingress-nginx's server aliases do. When the rule's host is in the Ingress' `spec.tls`, the aliases are TLS hosts too (redirected to HTTPS as the host is) and served the same certificate. Rules without a host get no aliases. An alias whose host and path another Ingress (or an earlier rule) already routes is left out with a problem; the other routes are served.",
+        help: "More host names for each host rule of the Ingress: a request for an alias takes the routes of the rule's host (its paths, backends and keys), as ingress-nginx's server aliases do. When the rule's host is in the Ingress' `spec.tls`, the aliases are TLS hosts too (redirected to HTTPS as the host is) and served the same certificate. Rules without a host get no aliases. An alias whose host and path another Ingress (or an earlier rule) already routes is left out with a problem, and is then no TLS host of this Ingress; the other routes are served.",
         peers: peers::SERVER_ALIAS,
         ..BASE
     }

@@ -250,7 +250,7 @@ pub const APP_ROOT: &[PeerKey] = &[differs(
 pub const SERVER_ALIAS: &[PeerKey] = &[differs(
     NGINX,
     "server-alias",
-    "an alias whose host and path an older Ingress routes is left out with a problem, and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx: a server's own name always wins over an alias); a value with an invalid host is refused whole",
+    "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
 )];
 
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
