@@ -18,7 +18,9 @@ use crate::desired::{
     Backend, BackendName, Desired, Endpoint, HostMatch, PathMatch, Route, ServicePortRef,
     TlsCertificate, UserHash,
 };
-use crate::features::{BackendOptions, BasicAuth, FeatureSetId, PathRewrite, RouteFeatures};
+use crate::features::{
+    BackendOptions, BasicAuth, FeatureSetId, PathRewrite, Redirect, RedirectTarget, RouteFeatures,
+};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
 use crate::tls::{ParsedPair, Pem, parse_tls_secret};
@@ -266,6 +268,9 @@ pub(crate) fn build_with(
 
 /// The order in which a build takes Ingresses: oldest first, then by namespace and
 /// name. The older of two claims wins.
+/// The status of `from-to-www-redirect`: ingress-nginx's default `http-redirect-code`.
+const WWW_REDIRECT_CODE: u16 = 308;
+
 pub(crate) fn ingress_order<'a>(
     key: &'a ObjectKey,
     ingress: &'a Ingress,
@@ -504,18 +509,20 @@ impl<'a> Builder<'a> {
         }
         let ingress_layer = &ingress_layer;
         let (regex_paths, rewrite_target) = self.regex_keys(ingress_layer);
+        let rule_hosts: BTreeSet<String> = spec
+            .rules
+            .iter()
+            .flatten()
+            .filter_map(|rule| rule.host.as_deref())
+            .map(str::to_ascii_lowercase)
+            .collect();
         let mut aliases = self.server_aliases(ingress_layer);
         if let Some((_, aliases)) = &mut aliases {
             // A host the Ingress has a rule for keeps that rule's routes.
-            let rule_hosts: BTreeSet<String> = spec
-                .rules
-                .iter()
-                .flatten()
-                .filter_map(|rule| rule.host.as_deref())
-                .map(str::to_ascii_lowercase)
-                .collect();
             aliases.retain(|alias| !rule_hosts.contains(alias));
         }
+        let www_redirect_field = self.www_redirect_field(ingress_layer);
+        let mut www_redirected = BTreeSet::new();
         let mut aliased_hosts = BTreeSet::new();
         let mut conflicting_aliases = BTreeSet::new();
         let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
@@ -543,6 +550,7 @@ impl<'a> Builder<'a> {
                     aliases.as_slice()
                 }
             };
+            let mut rule_backend = None;
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
                 let path_match =
@@ -563,6 +571,7 @@ impl<'a> Builder<'a> {
                     continue;
                 };
                 used.insert(backend.clone());
+                rule_backend.get_or_insert_with(|| backend.clone());
                 let service = self
                     .backends
                     .get(&backend)
@@ -613,6 +622,17 @@ impl<'a> Builder<'a> {
                         conflicting_aliases.insert(alias.clone());
                     }
                 }
+            }
+            if let (Some(www_field), Some(backend)) = (&www_redirect_field, rule_backend) {
+                self.add_www_redirect(
+                    &object,
+                    key,
+                    www_field,
+                    &host,
+                    backend,
+                    &rule_hosts,
+                    &mut www_redirected,
+                );
             }
         }
         // An alias whose host another route already has is not made a TLS host: the
@@ -893,6 +913,86 @@ impl<'a> Builder<'a> {
         self.problems.append(&mut resolver.problems);
         let field = ingress_layer.field_of(&annotations::keys::SERVER_ALIAS.spec)?;
         Some((field.to_string(), aliases?))
+    }
+
+    /// The field of ingress-nginx's `from-to-www-redirect` of an Ingress, when it is
+    /// set to `true`.
+    fn www_redirect_field(&mut self, ingress_layer: &Layer) -> Option<String> {
+        let mut resolver = Resolver::new(vec![ingress_layer]);
+        let on = resolver.get_in(&annotations::keys::FROM_TO_WWW_REDIRECT, &[Scope::Ingress]);
+        self.problems.append(&mut resolver.problems);
+        if on != Some(true) {
+            return None;
+        }
+        let field = ingress_layer.field_of(&annotations::keys::FROM_TO_WWW_REDIRECT.spec)?;
+        Some(field.to_string())
+    }
+
+    /// `from-to-www-redirect` of a rule's `host`: every request for its `www.`
+    /// counterpart (or the host without `www.`) is redirected (308) to the same scheme,
+    /// path and query on `host`, as ingress-nginx does. A counterpart that is a host of
+    /// the Ingress' own rules is left alone; one another Ingress already routes is a
+    /// conflict (a problem naming the key).
+    #[allow(clippy::too_many_arguments)]
+    fn add_www_redirect(
+        &mut self,
+        object: &ObjectRef,
+        ingress: &ObjectKey,
+        field: &str,
+        host: &HostMatch,
+        backend: BackendName,
+        rule_hosts: &BTreeSet<String>,
+        done: &mut BTreeSet<String>,
+    ) {
+        let name = match host {
+            HostMatch::Exact(name) => name,
+            // A rule without a host takes every host already.
+            HostMatch::Any => return,
+            HostMatch::Wildcard(_) | HostMatch::Subdomains(_) => {
+                self.problem(
+                    object,
+                    field.to_string(),
+                    format!("the wildcard host {host} has no www counterpart: no redirect for it"),
+                );
+                return;
+            }
+        };
+        let counterpart = match name.strip_prefix("www.") {
+            Some(bare) => bare.to_string(),
+            None => format!("www.{name}"),
+        };
+        let counterpart = match validate::ingress_host(&counterpart) {
+            Ok(counterpart) => counterpart,
+            Err(err) => {
+                self.problem(
+                    object,
+                    field.to_string(),
+                    format!("no redirect for {name}: {}", err.0),
+                );
+                return;
+            }
+        };
+        if rule_hosts.contains(&counterpart) || !done.insert(counterpart.clone()) {
+            return;
+        }
+        let features = RouteFeatures {
+            redirect: Some(Redirect {
+                target: RedirectTarget::Host(name.clone()),
+                code: WWW_REDIRECT_CODE,
+            }),
+            ..RouteFeatures::default()
+        };
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        self.add_route(
+            object,
+            field,
+            ingress,
+            HostMatch::Exact(counterpart),
+            PathMatch::Prefix("/".into()),
+            backend,
+            Some(id),
+        );
     }
 
     /// The feature set `base` with the path rewrite of a regex route (a set of its own).

@@ -70,6 +70,8 @@ enum Change {
         ingress: usize,
         aliases: Option<&'static str>,
     },
+    /// Ingress `ingress` gets `from-to-www-redirect`, or loses it.
+    Www { ingress: usize, set: bool },
     /// Ingress `ingress` is deleted.
     DeleteIngress(usize),
     /// Service `service` with its port named or not.
@@ -234,6 +236,15 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 };
             });
         }
+        Change::Www { ingress, set } => {
+            edit_ingress(snapshot, *ingress, |value| {
+                value["metadata"]["annotations"] = if *set {
+                    json!({"nginx.ingress.kubernetes.io/from-to-www-redirect": "true"})
+                } else {
+                    json!({})
+                };
+            });
+        }
         Change::DeleteIngress(index) => {
             snapshot.ingresses.remove(&key(&format!("ing-{index}")));
         }
@@ -281,8 +292,10 @@ fn change() -> impl Strategy<Value = Change> {
                 Just("alias.example.com"),
                 Just("h0.example.com"),
                 Just("h1.example.com,alias.example.com"),
+            Just("www.h2.example.com"),
             ]))
             .prop_map(|(ingress, aliases)| Change::Alias { ingress, aliases }),
+        1 => (0..3usize, any::<bool>()).prop_map(|(ingress, set)| Change::Www { ingress, set }),
         1 => (0..3usize).prop_map(Change::DeleteIngress),
         1 => (0..SERVICES.len(), any::<bool>())
             .prop_map(|(service, named)| Change::Service { service, named }),

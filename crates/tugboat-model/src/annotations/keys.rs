@@ -360,6 +360,20 @@ pub const SERVER_ALIAS: Key<Vec<String>> = key!(
     }
 );
 
+pub const FROM_TO_WWW_REDIRECT: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "from-to-www-redirect",
+        scopes: INGRESS,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "For each host rule of the Ingress, a request for the host's `www.` counterpart (`www.shop.example.com` for `shop.example.com`, `shop.example.com` for `www.shop.example.com`) is redirected (308) to the rule's host with the same scheme, path and query, as ingress-nginx does. The counterpart is a route of `/` (Prefix): paths of it that another Ingress routes stay with that Ingress, and a `/` that another Ingress routes is a conflict (a problem naming the key; no redirect). A counterpart that is a host of the Ingress' own rules is left to them; a wildcard host has none. Over HTTPS the counterpart is served the certificate of a `spec.tls` entry that lists it (else the default certificate), so list both hosts there, as ingress-nginx asks.",
+        peers: peers::FROM_TO_WWW_REDIRECT,
+        ..BASE
+    }
+);
+
 pub const USE_REGEX: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1292,6 +1306,7 @@ pub const KEYS: &[KeySpec] = &[
     REQUEST_REDIRECT_CODE.spec,
     APP_ROOT.spec,
     SERVER_ALIAS.spec,
+    FROM_TO_WWW_REDIRECT.spec,
     PATH_REWRITE.spec,
     USE_REGEX.spec,
     REWRITE_TARGET.spec,

@@ -253,6 +253,12 @@ pub const SERVER_ALIAS: &[PeerKey] = &[differs(
     "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
 )];
 
+pub const FROM_TO_WWW_REDIRECT: &[PeerKey] = &[differs(
+    NGINX,
+    "from-to-www-redirect",
+    "the counterpart host is a route of `/`: paths of it another Ingress routes stay with that Ingress, and an older Ingress' redirect keeps `/` from a newer Ingress' rule (ingress-nginx drops the redirect when any Ingress has the counterpart host); the code is always 308 (ingress-nginx: its `http-redirect-code`, 308 by default)",
+)];
+
 pub const PATH_REWRITE: &[PeerKey] = &[differs(
     HT,
     "path-rewrite",
@@ -678,7 +684,6 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.
 pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
-    (NGINX, "from-to-www-redirect", "not yet"),
     (
         NGINX,
         "proxy-send-timeout",

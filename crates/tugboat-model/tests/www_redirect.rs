@@ -1,0 +1,208 @@
+//! ingress-nginx's `from-to-www-redirect` as the model reads it: a route of `/` on the
+//! rule host's `www.` counterpart that redirects (308) to the rule's host; conflicts,
+//! wildcard hosts and bad values are problems naming the key, the rest is served.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tugboat_model::features::{Redirect, RedirectTarget};
+use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+
+const WWW_KEY: &str = "nginx.ingress.kubernetes.io/from-to-www-redirect";
+
+fn ingress(name: &str, created: &str, hosts: &[&str], annotations: Value) -> Value {
+    let rules: Vec<Value> = hosts
+        .iter()
+        .map(|host| {
+            json!({"host": host, "http": {"paths": [
+                {"path": "/shop", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
+                     "creationTimestamp": created},
+        "spec": {"rules": rules},
+    })
+}
+
+fn build_of(ingresses: Vec<Value>) -> BuildOutput {
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    });
+    let mut snapshot = Snapshot::default();
+    snapshot.services.insert(
+        ObjectKey::new("default", "web"),
+        Arc::new(serde_json::from_value(service).expect("Service")),
+    );
+    for ingress in ingresses {
+        let name = ingress["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        snapshot.ingresses.insert(
+            ObjectKey::new("default", &name),
+            Arc::new(serde_json::from_value(ingress).expect("Ingress")),
+        );
+    }
+    build(&snapshot, &Settings::new(1_700_000_000))
+}
+
+/// The redirect of the route of `host` and `/` (Prefix), if there is one.
+fn www_redirect(output: &BuildOutput, host: &str) -> Option<Redirect> {
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host.to_string() == host && r.path.to_string() == "/ (Prefix)")?;
+    let features = output.desired.feature_sets.get(route.features.as_ref()?)?;
+    features.redirect.clone()
+}
+
+fn to(host: &str) -> Option<Redirect> {
+    Some(Redirect {
+        target: RedirectTarget::Host(host.into()),
+        code: 308,
+    })
+}
+
+const OLD: &str = "2024-01-01T00:00:00Z";
+const NEW: &str = "2024-01-02T00:00:00Z";
+
+#[test]
+fn the_www_host_redirects_to_the_rule_host_and_back() {
+    let output = build_of(vec![
+        ingress("bare", OLD, &["shop.example.com"], json!({WWW_KEY: "true"})),
+        ingress(
+            "www",
+            OLD,
+            &["www.blog.example.com"],
+            json!({WWW_KEY: "true"}),
+        ),
+    ]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(
+        www_redirect(&output, "www.shop.example.com"),
+        to("shop.example.com")
+    );
+    assert_eq!(
+        www_redirect(&output, "blog.example.com"),
+        to("www.blog.example.com")
+    );
+    // The rule hosts themselves are served as they are.
+    assert_eq!(www_redirect(&output, "shop.example.com"), None);
+    assert_eq!(output.desired.routes.len(), 4);
+}
+
+#[test]
+fn without_the_key_or_with_false_there_is_no_redirect() {
+    let output = build_of(vec![ingress(
+        "bare",
+        OLD,
+        &["shop.example.com"],
+        json!({WWW_KEY: "false"}),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(output.desired.routes.len(), 1);
+}
+
+#[test]
+fn a_counterpart_that_is_a_rule_host_of_the_ingress_is_left_to_its_rule() {
+    let output = build_of(vec![ingress(
+        "both",
+        OLD,
+        &["shop.example.com", "www.shop.example.com"],
+        json!({WWW_KEY: "true"}),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(output.desired.routes.len(), 2);
+    assert_eq!(www_redirect(&output, "www.shop.example.com"), None);
+}
+
+#[test]
+fn a_counterpart_another_ingress_routes_is_a_problem_naming_the_key() {
+    let other = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "other", "namespace": "default", "creationTimestamp": OLD},
+        "spec": {"rules": [{"host": "www.shop.example.com", "http": {"paths": [
+            {"path": "/", "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]},
+    });
+    let output = build_of(vec![
+        other,
+        ingress("bare", NEW, &["shop.example.com"], json!({WWW_KEY: "true"})),
+    ]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    let problem = &output.problems[0];
+    assert_eq!(problem.object.name, "bare");
+    assert_eq!(problem.field, format!("metadata.annotations.{WWW_KEY}"));
+    assert!(problem.message.contains("default/other"), "{problem:?}");
+    assert_eq!(www_redirect(&output, "www.shop.example.com"), None);
+    assert!(
+        output
+            .desired
+            .routes
+            .iter()
+            .any(|r| r.host.to_string() == "shop.example.com"),
+        "the Ingress' own route is served"
+    );
+}
+
+#[test]
+fn a_wildcard_host_is_a_problem_naming_the_key() {
+    let output = build_of(vec![ingress(
+        "wild",
+        OLD,
+        &["*.example.com", "shop.example.com"],
+        json!({WWW_KEY: "true"}),
+    )]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(
+        output.problems[0].field,
+        format!("metadata.annotations.{WWW_KEY}")
+    );
+    assert!(output.problems[0].message.contains("*.example.com"));
+    assert_eq!(
+        www_redirect(&output, "www.shop.example.com"),
+        to("shop.example.com")
+    );
+}
+
+#[test]
+fn a_counterpart_longer_than_a_host_may_be_is_a_problem() {
+    let label = "a".repeat(60);
+    let host = format!("{label}.{label}.{label}.{label}.abcdef");
+    assert_eq!(host.len(), 250);
+    let output = build_of(vec![ingress(
+        "long",
+        OLD,
+        &[&host],
+        json!({WWW_KEY: "true"}),
+    )]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(
+        output.problems[0].field,
+        format!("metadata.annotations.{WWW_KEY}")
+    );
+    assert_eq!(output.desired.routes.len(), 1);
+}
+
+#[test]
+fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
+    let output = build_of(vec![ingress(
+        "typo",
+        OLD,
+        &["shop.example.com"],
+        json!({WWW_KEY: "yes"}),
+    )]);
+    assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(output.problems[0].object.name, "typo");
+    assert_eq!(
+        output.problems[0].field,
+        format!("metadata.annotations.{WWW_KEY}")
+    );
+    assert_eq!(output.desired.routes.len(), 1);
+}
