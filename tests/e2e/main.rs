@@ -22,3 +22,4 @@ mod reload;
 mod routing;
 mod runtime;
 mod server_alias;
+mod www_redirect;

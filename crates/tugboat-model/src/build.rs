@@ -19,7 +19,8 @@ use crate::desired::{
     TlsCertificate, UserHash,
 };
 use crate::features::{
-    BackendOptions, BasicAuth, FeatureSetId, PathRewrite, Redirect, RedirectTarget, RouteFeatures,
+    BackendOptions, BasicAuth, FeatureSetId, HttpsRedirect, PathRewrite, Redirect, RedirectTarget,
+    RedirectWhen, RouteFeatures,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
@@ -522,6 +523,11 @@ impl<'a> Builder<'a> {
             aliases.retain(|alias| !rule_hosts.contains(alias));
         }
         let www_redirect_field = self.www_redirect_field(ingress_layer);
+        // The hosts the Ingress serves itself: a www counterpart among them is theirs.
+        let own_hosts: BTreeSet<String> = match &aliases {
+            Some((_, aliases)) => rule_hosts.iter().chain(aliases).cloned().collect(),
+            None => rule_hosts.clone(),
+        };
         let mut www_redirected = BTreeSet::new();
         let mut aliased_hosts = BTreeSet::new();
         let mut conflicting_aliases = BTreeSet::new();
@@ -630,7 +636,7 @@ impl<'a> Builder<'a> {
                     www_field,
                     &host,
                     backend,
-                    &rule_hosts,
+                    &own_hosts,
                     &mut www_redirected,
                 );
             }
@@ -931,7 +937,7 @@ impl<'a> Builder<'a> {
     /// `from-to-www-redirect` of a rule's `host`: every request for its `www.`
     /// counterpart (or the host without `www.`) is redirected (308) to the same scheme,
     /// path and query on `host`, as ingress-nginx does. A counterpart that is a host of
-    /// the Ingress' own rules is left alone; one another Ingress already routes is a
+    /// the Ingress' own rules or a `server-alias` is left alone; one another Ingress already routes is a
     /// conflict (a problem naming the key).
     #[allow(clippy::too_many_arguments)]
     fn add_www_redirect(
@@ -941,7 +947,7 @@ impl<'a> Builder<'a> {
         field: &str,
         host: &HostMatch,
         backend: BackendName,
-        rule_hosts: &BTreeSet<String>,
+        own_hosts: &BTreeSet<String>,
         done: &mut BTreeSet<String>,
     ) {
         let name = match host {
@@ -972,10 +978,17 @@ impl<'a> Builder<'a> {
                 return;
             }
         };
-        if rule_hosts.contains(&counterpart) || !done.insert(counterpart.clone()) {
+        if own_hosts.contains(&counterpart) || !done.insert(counterpart.clone()) {
             return;
         }
         let features = RouteFeatures {
+            // As ingress-nginx's redirecting server: straight to the rule's host on the
+            // request's scheme, without going to HTTPS on the counterpart first.
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Never,
+                code: WWW_REDIRECT_CODE,
+                port: None,
+            }),
             redirect: Some(Redirect {
                 target: RedirectTarget::Host(name.clone()),
                 code: WWW_REDIRECT_CODE,

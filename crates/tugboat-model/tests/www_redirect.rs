@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tugboat_model::features::{Redirect, RedirectTarget};
+use tugboat_model::features::{Redirect, RedirectTarget, RedirectWhen};
 use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
 
 const WWW_KEY: &str = "nginx.ingress.kubernetes.io/from-to-www-redirect";
@@ -59,6 +59,11 @@ fn www_redirect(output: &BuildOutput, host: &str) -> Option<Redirect> {
         .iter()
         .find(|r| r.host.to_string() == host && r.path.to_string() == "/ (Prefix)")?;
     let features = output.desired.feature_sets.get(route.features.as_ref()?)?;
+    // Straight to the rule's host: no HTTPS redirect on the counterpart first.
+    assert_eq!(
+        features.https_redirect.map(|r| r.when),
+        Some(RedirectWhen::Never)
+    );
     features.redirect.clone()
 }
 
@@ -120,6 +125,30 @@ fn a_counterpart_that_is_a_rule_host_of_the_ingress_is_left_to_its_rule() {
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(output.desired.routes.len(), 2);
     assert_eq!(www_redirect(&output, "www.shop.example.com"), None);
+}
+
+#[test]
+fn a_counterpart_that_is_a_server_alias_of_the_ingress_is_left_to_the_alias() {
+    let output = build_of(vec![ingress(
+        "aliased",
+        OLD,
+        &["shop.example.com"],
+        json!({WWW_KEY: "true", "nginx.ingress.kubernetes.io/server-alias": "www.shop.example.com"}),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let hosts: Vec<String> = output
+        .desired
+        .routes
+        .iter()
+        .map(|r| format!("{} {}", r.host, r.path))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            "shop.example.com /shop (Prefix)",
+            "www.shop.example.com /shop (Prefix)"
+        ]
+    );
 }
 
 #[test]
