@@ -937,6 +937,47 @@ mod tests {
     }
 
     #[test]
+    fn a_www_redirect_goes_to_the_host_on_the_request_scheme_before_any_https_redirect() {
+        use tugboat_model::features::{
+            HttpsRedirect, Redirect, RedirectTarget, RedirectWhen, RouteFeatures,
+        };
+        // The feature set of ingress-nginx's `from-to-www-redirect` (the model's).
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Never,
+                code: 308,
+                port: None,
+            }),
+            redirect: Some(Redirect {
+                target: RedirectTarget::Host("shop.example.com".into()),
+                code: 308,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let id = desired.feature_sets.keys().next().expect("a set").clone();
+        let config = frontend(&desired);
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let to_http = format!(
+            "    http-request redirect prefix http://shop.example.com code 308 if {acl} !{{ ssl_fc }}\n"
+        );
+        let to_https = format!(
+            "    http-request redirect prefix https://shop.example.com code 308 if {acl} {{ ssl_fc }}\n"
+        );
+        assert!(config.contains(&to_http), "{config}");
+        assert!(config.contains(&to_https), "{config}");
+        // The default HTTPS redirect of TLS hosts leaves the set alone.
+        let default_redirect = config
+            .lines()
+            .find(|l| l.contains("http-request redirect scheme https"))
+            .expect("the default HTTPS redirect");
+        assert!(
+            default_redirect.ends_with(&format!(" !{acl}")),
+            "{default_redirect}"
+        );
+    }
+
+    #[test]
     fn external_authentication_loads_its_script_only_when_used() {
         let script = settings().external_auth_script();
         let plain = render_fresh(&desired());
