@@ -718,7 +718,13 @@ const MOST_HOST_ALIASES: usize = 32;
 /// ([`validate::ingress_host`], lower-cased), without repeats.
 pub fn parse_host_aliases(value: &str) -> Parsed<Vec<String>> {
     let mut hosts = Vec::new();
-    for item in value.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+    // Only spaces are trimmed: a line break or another control character is refused
+    // with the host it is part of.
+    for item in value
+        .split(',')
+        .map(|h| h.trim_matches(' '))
+        .filter(|h| !h.is_empty())
+    {
         let host = validate::ingress_host(item).map_err(|e| ValueError::NotHostList(e.0))?;
         if !hosts.contains(&host) {
             hosts.push(host);

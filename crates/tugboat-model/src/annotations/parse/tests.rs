@@ -803,6 +803,8 @@ fn host_aliases_refuse_an_invalid_host() {
     for value in [
         "shop.example.com,bad host",
         "shop.example.com\nbind :1",
+        "\r\nglobalwww.shop.example.com,shop.example.net",
+        "shop.example.com,\twww.shop.example.com",
         "10.0.0.1",
         "shop.example.com:8080",
         "*",
