@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::GatewaySettings;
-use tugboat_model::gateway::objects::HttpRoute;
+use tugboat_model::gateway::objects::{HttpRoute, HttpRouteRule, HttpRouteTimeouts};
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
@@ -36,6 +36,7 @@ scene_tests!(
     the_http_listener_redirects_while_the_https_listener_serves,
     ingresses_and_http_routes_side_by_side,
     listener_conditions_say_what_is_not_served,
+    rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -1404,4 +1405,123 @@ async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, sour
             .map(|c| c["status"].clone());
         assert_eq!(programmed, Some("True".into()));
     }
+}
+
+/// The rule with `timeouts` (`request`, `backendRequest`).
+fn with_timeouts(
+    mut rule: HttpRouteRule,
+    request: Option<&str>,
+    backend_request: Option<&str>,
+) -> HttpRouteRule {
+    rule.timeouts = Some(HttpRouteTimeouts {
+        request: request.map(str::to_string),
+        backend_request: backend_request.map(str::to_string),
+    });
+    rule
+}
+
+/// Rules of one Service with different `timeouts`: each request gets its rule's time
+/// (504 past it), though the rules share one backend; a rule that matches on a header
+/// of the same path keeps its own (none). A route whose `backendRequest` exceeds its
+/// `request` is refused and harms nothing else.
+async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let slow = start_backends("slow", 217, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("slow", &slow)]));
+    objects.push(http_route_json(&mk_http_route(
+        "timed",
+        "gw",
+        &["timed.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/quick")], "slow", 80),
+                Some("2s"),
+                Some("400ms"),
+            ),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/patient")], "slow", 80),
+                Some("1m"),
+                None,
+            ),
+            with_matches_json(
+                mk_rule_to(&[], "slow", 80),
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/quick"},
+                                    "headers": [{"name": "x-patient", "value": "yes"}]}]),
+            ),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "backwards",
+        "gw",
+        &["backwards.example.com"],
+        vec![with_timeouts(
+            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
+            Some("1s"),
+            Some("2s"),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("timed.example.com", "/quick", "slow")
+        .await;
+    let status = |path: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            tugboat_testkit::http::request(
+                scene.http_addr(),
+                "GET",
+                "timed.example.com",
+                path,
+                headers,
+            )
+            .await
+            .expect("answer")
+            .status
+        }
+    };
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "100")]).await,
+        200,
+        "within backendRequest"
+    );
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "1500")]).await,
+        504,
+        "past backendRequest (400ms), within request"
+    );
+    assert_eq!(
+        status("/patient", &[("x-delay-ms", "1500")]).await,
+        200,
+        "the same backend, another rule's time"
+    );
+    assert_eq!(
+        status("/", &[("x-delay-ms", "1500")]).await,
+        200,
+        "a rule without timeouts"
+    );
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "1500"), ("x-patient", "yes")]).await,
+        200,
+        "the header rule of the same path has no timeouts"
+    );
+    assert_eq!(
+        route_condition(&scene, "timed", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "backwards", "Accepted").await,
+        ("False".into(), "UnsupportedValue".into())
+    );
+    assert_eq!(
+        scene
+            .get("backwards.example.com", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
 }
