@@ -37,6 +37,7 @@ scene_tests!(
     ingresses_and_http_routes_side_by_side,
     listener_conditions_say_what_is_not_served,
     rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
+    a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -1524,4 +1525,119 @@ async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
             .status,
         404
     );
+}
+
+/// A rule of a path whose header, query or method conditions a request does not meet
+/// leaves it to the next rule that matches, as the spec's precedence orders them: a
+/// shorter prefix of the same host (of the same route or another one, through several
+/// conditional paths), or the prefix of an exact path. Where no rule of the host
+/// matches, 404.
+async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 218, 1).await;
+    let api = start_backends("api", 219, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let matching =
+        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
+    objects.push(http_route_json(&mk_http_route(
+        "fallback",
+        "gw",
+        &["fall.example.com"],
+        vec![
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                    "headers": [{"name": "x-v", "value": "2"}]}]),
+            ),
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"},
+                                    "method": "POST"}]),
+            ),
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "Exact", "value": "/exact"},
+                                    "queryParams": [{"name": "q", "value": "1"}]}]),
+            ),
+            mk_rule_to(&[("PathPrefix", "/exact")], "web", 80),
+        ],
+    )));
+    // The host's `/` comes from another route.
+    objects.push(http_route_json(&mk_http_route(
+        "root",
+        "gw",
+        &["fall.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "no-root",
+        "gw",
+        &["bare.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("fall.example.com", "/", "web").await;
+    let ask = |host: &'static str,
+               method: &'static str,
+               path: &'static str,
+               headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            let reply =
+                tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
+                    .await
+                    .expect("answer");
+            (reply.status, reply.service().map(str::to_string))
+        }
+    };
+    let fall = "fall.example.com";
+    let web_ok = (200, Some("web".to_string()));
+    let api_ok = (200, Some("api".to_string()));
+    assert_eq!(ask(fall, "GET", "/foo", &[("x-v", "2")]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/foo", &[]).await,
+        web_ok,
+        "without the header: the `/` of another route"
+    );
+    assert_eq!(ask(fall, "GET", "/foo/x", &[("x-v", "3")]).await, web_ok);
+    assert_eq!(ask(fall, "POST", "/foo/bar/x", &[]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/foo/bar/x", &[("x-v", "2")]).await,
+        api_ok,
+        "not a POST: the header rule of /foo"
+    );
+    assert_eq!(
+        ask(fall, "GET", "/foo/bar/x", &[]).await,
+        web_ok,
+        "neither: through /foo to /"
+    );
+    assert_eq!(ask(fall, "GET", "/exact?q=1", &[]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/exact?q=2", &[]).await,
+        web_ok,
+        "the prefix of the same path"
+    );
+    assert_eq!(
+        ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("bare.example.com", "GET", "/foo", &[]).await.0,
+        404,
+        "no rule of the host matches"
+    );
+    for name in ["fallback", "root", "no-root"] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
 }

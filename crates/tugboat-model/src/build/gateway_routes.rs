@@ -20,7 +20,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::desired::{HostMatch, PathMatch};
 use crate::features::RouteFeatures;
-use crate::gateway::features::{Candidate, Dispatch, GatewayFeatures, Otherwise, Share};
+use crate::gateway::features::{
+    Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, Share,
+};
 use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
@@ -59,7 +61,173 @@ impl Builder<'_> {
         for rules in slots {
             self.add_gateway_slot(rules);
         }
+        self.add_gateway_fallbacks();
         translation.status
+    }
+
+    /// A host and path whose rules all have conditions sends the requests that meet none
+    /// to the next rule that matches them, as the spec orders rules: the longest shorter
+    /// prefix of the same host (or, for an exact path, the prefix of the same path),
+    /// whoever routes it (an HTTPRoute or an Ingress), its conditions first when it has
+    /// some, and so on down to a route without conditions (404 when there is none).
+    /// Requests of one host and path all have the same next slot: a shorter prefix that
+    /// matches the request's path is a prefix of the slot's path.
+    fn add_gateway_fallbacks(&mut self) {
+        let mut updates = Vec::new();
+        for slot in &self.http_route_slots {
+            let Some(route) = self.routes.get(slot) else {
+                continue;
+            };
+            let Some((gateway, dispatch)) = self.dispatch_of(route.features.as_ref()) else {
+                continue;
+            };
+            if dispatch.otherwise != Otherwise::NotFound {
+                continue;
+            }
+            let mut dispatch = dispatch.clone();
+            let mut backend = route.backend.clone();
+            let mut at = slot.clone();
+            // Each step takes a strictly shorter path of the host: the walk ends.
+            while let Some(next) = self.fallback_slot(&at) {
+                let Some(fallback) = self.routes.get(&next) else {
+                    break;
+                };
+                let (bind, found) = match self.dispatch_of(fallback.features.as_ref()) {
+                    Some((gateway, found)) => (gateway.only_tls, Some(found)),
+                    None => (
+                        fallback
+                            .features
+                            .as_ref()
+                            .and_then(|id| self.feature_sets.get(id))
+                            .and_then(|f| f.gateway.as_ref())
+                            .and_then(|g| g.only_tls),
+                        None,
+                    ),
+                };
+                let on_bind = |mut conditions: Conditions| {
+                    conditions.tls = conditions.tls.or(bind);
+                    conditions
+                };
+                let otherwise = match found {
+                    Some(found) => {
+                        for candidate in &found.candidates {
+                            dispatch.candidates.push(Candidate {
+                                conditions: on_bind(candidate.conditions.clone()),
+                                ..candidate.clone()
+                            });
+                        }
+                        match &found.otherwise {
+                            Otherwise::Route(features) => Some(features.clone()),
+                            Otherwise::NotFound => None,
+                        }
+                    }
+                    None => Some(fallback.features.clone()),
+                };
+                if let Some(features) = otherwise {
+                    if bind.is_none() {
+                        dispatch.otherwise = Otherwise::Route(features);
+                        backend = fallback.backend.clone();
+                        break;
+                    }
+                    // Served on one bind only: a condition, and on to the next.
+                    dispatch.candidates.push(Candidate {
+                        conditions: on_bind(Conditions::default()),
+                        backend: fallback.backend.clone(),
+                        features,
+                    });
+                }
+                at = next;
+            }
+            let mut features = route
+                .features
+                .as_ref()
+                .and_then(|id| self.feature_sets.get(id))
+                .cloned()
+                .unwrap_or_default();
+            features.gateway = Some(GatewayFeatures {
+                dispatch: Some(dispatch),
+                ..gateway.clone()
+            });
+            updates.push((slot.clone(), backend, features));
+        }
+        if updates.is_empty() {
+            return;
+        }
+        let mut replaced = BTreeSet::new();
+        for (slot, backend, features) in updates {
+            let id = FeatureSetId::of(&features);
+            self.feature_sets.insert(id.clone(), features);
+            if let Some(route) = self.routes.get_mut(&slot) {
+                replaced.extend(route.features.replace(id));
+                route.backend = backend;
+            }
+        }
+        // The dispatches replaced are left to no route (one slot's rules make one).
+        let used: BTreeSet<&FeatureSetId> = self
+            .routes
+            .values()
+            .filter_map(|route| route.features.as_ref())
+            .collect();
+        let unused: Vec<FeatureSetId> = replaced
+            .into_iter()
+            .filter(|id| !used.contains(id))
+            .collect();
+        for id in unused {
+            self.feature_sets.remove(&id);
+        }
+        // The backend of rules without one, when a fallback took its last route.
+        let unresolved = BackendName::unresolved();
+        let still_used = self.routes.values().any(|r| r.backend == unresolved)
+            || self.feature_sets.values().any(|f| {
+                f.gateway
+                    .as_ref()
+                    .and_then(|g| g.dispatch.as_ref())
+                    .is_some_and(|d| d.candidates.iter().any(|c| c.backend == unresolved))
+            });
+        if !still_used {
+            self.backends.remove(&unresolved);
+        }
+    }
+
+    /// The gateway features and dispatch of a feature set, when it has one.
+    fn dispatch_of(
+        &self,
+        features: Option<&FeatureSetId>,
+    ) -> Option<(&GatewayFeatures, &Dispatch)> {
+        let gateway = self.feature_sets.get(features?)?.gateway.as_ref()?;
+        Some((gateway, gateway.dispatch.as_ref()?))
+    }
+
+    /// The slot the requests of `slot` go to next when its rules do not take them: the
+    /// longest prefix of the same host shorter than its path (for an exact path, the
+    /// prefix of the same path counts).
+    fn fallback_slot(&self, slot: &(HostMatch, PathMatch)) -> Option<(HostMatch, PathMatch)> {
+        let (host, path) = slot;
+        let (text, exact) = match path {
+            PathMatch::Exact(text) => (text.as_str(), true),
+            PathMatch::Prefix(text) => (text.as_str(), false),
+            PathMatch::Regex(_) => return None,
+        };
+        let covers = |prefix: &str| {
+            let same = prefix == text;
+            (same && exact)
+                || (!same
+                    && (prefix == "/"
+                        || text
+                            .strip_prefix(prefix)
+                            .is_some_and(|rest| rest.starts_with('/'))))
+        };
+        self.routes
+            .keys()
+            .filter(|(other_host, other_path)| {
+                other_host == host
+                    && matches!(other_path, PathMatch::Prefix(prefix) if covers(prefix))
+            })
+            .max_by_key(|(_, other_path)| match other_path {
+                PathMatch::Prefix(prefix) => prefix.len(),
+                _ => 0,
+            })
+            .cloned()
     }
 
     fn route_object(route: &ObjectKey) -> ObjectRef {
