@@ -461,8 +461,45 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         &["regex.example.com"],
         vec![mk_rule_to(&[("RegularExpression", "/v[0-9+")], "web", 80)],
     )));
+    for (name, weight) in [("heavy", 1_000_001), ("negative", -1)] {
+        objects.push(http_route_json(&mk_http_route(
+            name,
+            "gw",
+            &[&format!("{name}.example.com")],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                mk_weighted_rule("/split", &[("web", 80, 1), ("web", 80, weight)]),
+            ],
+        )));
+    }
     let scene = start(&haproxy, source, &objects).await;
     scene.wait_for_service("good.example.com", "/", "web").await;
+    // A weight out of 0..1000000: not accepted, nothing of the route is routed, the
+    // field named.
+    for name in ["heavy", "negative"] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("False".into(), "UnsupportedValue".into()),
+            "{name}"
+        );
+        assert_eq!(
+            scene
+                .get(&format!("{name}.example.com"), "/")
+                .await
+                .expect("answer")
+                .status,
+            404,
+            "{name}"
+        );
+        if let Some(event) = scene.wait_for_warning(name, "spec.parentRefs").await {
+            assert!(
+                event["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("spec.rules[1].backendRefs[1].weight")),
+                "{event}"
+            );
+        }
+    }
     // A missing Service: 500, BackendNotFound; the route is accepted.
     scene.wait_for_status("nothing.example.com", "/", 500).await;
     assert_eq!(

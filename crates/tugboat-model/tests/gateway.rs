@@ -722,6 +722,16 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
             json!({"backendRefs": [{"name": "web", "port": 80, "weight": 2000000}]}),
         ),
         (
+            "negative-weight",
+            json!({"backendRefs": [{"name": "api", "port": 80, "weight": 5},
+                                   {"name": "web", "port": 80, "weight": -1}]}),
+        ),
+        (
+            "timeouts",
+            json!({"timeouts": {"request": "1s", "backendRequest": "1500ms"},
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
             "bad-header",
             json!({"filters": [{"type": "RequestHeaderModifier",
                                 "requestHeaderModifier": {"set": [{"name": "x-a", "value": "${HOME}"}]}}],
