@@ -38,6 +38,7 @@ scene_tests!(
     listener_conditions_say_what_is_not_served,
     rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
     a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
+    a_redirect_without_a_port_keeps_the_listeners_port,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -1677,4 +1678,92 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
             "{name}"
         );
     }
+}
+
+/// A redirect that sets neither scheme nor port keeps the port of the listener the
+/// request came through: a listener on the HTTP bind's own port (not 80) puts it in the
+/// location; the listener on port 80 leaves it out; a scheme gives its well-known port.
+async fn a_redirect_without_a_port_keeps_the_listeners_port(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 220, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "ready",
+        "gw",
+        &["ready.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("ready.example.com", "/", "web")
+        .await;
+    // The HTTP bind's port is only known now.
+    let bind_port = scene.http_addr().port();
+    scene.apply(&mk_gateway(
+        "on-bind",
+        "tugboat",
+        vec![mk_listener(
+            "bind",
+            "HTTP",
+            i32::from(bind_port),
+            Some("bind.example.com"),
+        )],
+    ));
+    let redirect = |rule: HttpRouteRule, redirect: Value| {
+        with_filter_json(
+            rule,
+            serde_json::json!({"type": "RequestRedirect", "requestRedirect": redirect}),
+        )
+    };
+    let moving = |name: &str, gateway: &str, host: &str| {
+        let rules = vec![
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/host")], "web", 80),
+                serde_json::json!({"hostname": "new.example.com"}),
+            ),
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/scheme")], "web", 80),
+                serde_json::json!({"scheme": "http", "hostname": "new.example.com"}),
+            ),
+        ];
+        http_route_json(&mk_http_route(name, gateway, &[host], rules))
+    };
+    scene.apply(&moving("on-bind", "on-bind", "bind.example.com"));
+    scene.apply(&moving("standard", "gw", "std.example.com"));
+    scene
+        .wait_for_status("bind.example.com", "/host/a", 302)
+        .await;
+    scene
+        .wait_for_status("std.example.com", "/host/a", 302)
+        .await;
+    let location = |host: &'static str, path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get(host, path).await.expect("answer");
+            assert_eq!(reply.status, 302, "{host}{path}");
+            reply.header("location").map(str::to_string)
+        }
+    };
+    assert_eq!(
+        location("bind.example.com", "/host/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
+        "the listener's port"
+    );
+    assert_eq!(
+        location("std.example.com", "/host/a").await.as_deref(),
+        Some("http://new.example.com/host/a"),
+        "port 80 on HTTP is left out"
+    );
+    assert_eq!(
+        location("bind.example.com", "/scheme/a").await.as_deref(),
+        Some("http://new.example.com/scheme/a"),
+        "a scheme's well-known port"
+    );
+    assert_eq!(
+        route_condition(&scene, "on-bind", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
 }

@@ -1468,3 +1468,63 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
         "no route needs the backend of rules without one"
     );
 }
+
+#[test]
+fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            {"name": "standard", "port": 80, "protocol": "HTTP", "hostname": "std.example.com"},
+            {"name": "bind", "port": 8080, "protocol": "HTTP", "hostname": "*.example.com"},
+        ]),
+    );
+    let redirect = |name: &str, host: &str, redirect: Value| {
+        (
+            name.to_string(),
+            json!({"parentRefs": [{"name": "gw"}], "hostnames": [host],
+                   "rules": [{"filters": [{"type": "RequestRedirect",
+                                           "requestRedirect": redirect}]}]}),
+        )
+    };
+    for (name, spec) in [
+        redirect(
+            "kept",
+            "kept.example.com",
+            json!({"hostname": "new.example.com"}),
+        ),
+        redirect(
+            "standard",
+            "std.example.com",
+            json!({"hostname": "new.example.com"}),
+        ),
+        redirect("scheme", "scheme.example.com", json!({"scheme": "http"})),
+        redirect("port", "port.example.com", json!({"port": 9000})),
+    ] {
+        add_route(&mut snapshot, "shop", &name, "2024-01-01T00:00:00Z", spec);
+    }
+    let output = build(&snapshot);
+    let port_of = |host: &str| {
+        features_of(&output, host)
+            .gateway
+            .as_ref()
+            .and_then(|g| g.redirect.as_ref())
+            .expect("a redirect")
+            .port
+    };
+    assert_eq!(
+        port_of("kept.example.com"),
+        Some(8080),
+        "the listener's port"
+    );
+    assert_eq!(
+        port_of("std.example.com"),
+        None,
+        "80 on HTTP: left out of the location"
+    );
+    assert_eq!(port_of("scheme.example.com"), None, "the scheme's own port");
+    assert_eq!(port_of("port.example.com"), Some(9000), "the filter's port");
+}

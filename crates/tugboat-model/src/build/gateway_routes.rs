@@ -276,13 +276,15 @@ impl Builder<'_> {
             return;
         }
         // A rule served on both binds (its route attached to an HTTP and an HTTPS
-        // listener) is one rule without a bind condition; on one listener twice, one.
+        // listener) is one rule without a bind condition when it does the same on both
+        // (a redirect may keep each listener's port); on one listener twice, one.
         let mut merged: Vec<RuleRoute> = Vec::new();
         for rule in rules {
             let same = merged.iter().position(|m| {
                 m.route == rule.route
                     && m.field == rule.field
                     && m.conditions.without_bind() == rule.conditions.without_bind()
+                    && m.features == rule.features
             });
             match same {
                 Some(index) => {
