@@ -1620,8 +1620,27 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
                                 "headers": [{"name": "x-v", "value": "2"}]}]),
         )],
     )));
+    // The host's `/` comes from an Ingress.
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "mixed-root",
+        "mixed.example.com",
+        "web",
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "mixed",
+        "gw",
+        &["mixed.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
     let scene = start(&haproxy, source, &objects).await;
     scene.wait_for_service("fall.example.com", "/", "web").await;
+    scene
+        .wait_for_service("mixed.example.com", "/", "web")
+        .await;
     let ask = |host: &'static str,
                method: &'static str,
                path: &'static str,
@@ -1663,6 +1682,15 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
         "the prefix of the same path"
     );
     assert_eq!(
+        ask("mixed.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("mixed.example.com", "GET", "/foo", &[]).await,
+        web_ok,
+        "the Ingress' `/`"
+    );
+    assert_eq!(
         ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
@@ -1671,7 +1699,7 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
         404,
         "no rule of the host matches"
     );
-    for name in ["fallback", "root", "no-root"] {
+    for name in ["fallback", "root", "no-root", "mixed"] {
         assert_eq!(
             route_condition(&scene, name, "Accepted").await,
             ("True".into(), "Accepted".into()),
