@@ -1460,8 +1460,8 @@ fn with_timeouts(
 }
 
 /// Rules of one Service with different `timeouts`: each request gets its rule's time
-/// (504 past it), though the rules share one backend; a rule that matches on a header
-/// of the same path keeps its own (none). A route whose `backendRequest` exceeds its
+/// (504 past it), though the rules share one backend; `0s` is none; a rule without
+/// `timeouts` (also one that matches on a header of a path with them) has the Service's. A route whose `backendRequest` exceeds its
 /// `request` is refused and harms nothing else.
 async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
     haproxy: HaproxyBinary,
@@ -1469,7 +1469,13 @@ async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
 ) {
     let slow = start_backends("slow", 217, 1).await;
     let mut objects = class_and_gateway();
-    objects.extend(services(&[("slow", &slow)]));
+    // The Service's own server timeout: 1s.
+    let addrs: Vec<std::net::SocketAddr> = slow.iter().map(|s| s.addr).collect();
+    objects.push(to_json(&tugboat_testkit::objects::with_keys(
+        mk_service("slow", "http", 80),
+        &[("timeout-server", "1s")],
+    )));
+    objects.push(to_json(&mk_endpoint_slice("slow", "http", &addrs)));
     objects.push(http_route_json(&mk_http_route(
         "timed",
         "gw",
@@ -1484,6 +1490,11 @@ async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
             with_timeouts(
                 mk_rule_to(&[("PathPrefix", "/patient")], "slow", 80),
                 Some("1m"),
+                None,
+            ),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/forever")], "slow", 80),
+                Some("0s"),
                 None,
             ),
             with_matches_json(
@@ -1538,14 +1549,20 @@ async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
         "the same backend, another rule's time"
     );
     assert_eq!(
-        status("/", &[("x-delay-ms", "1500")]).await,
+        status("/forever", &[("x-delay-ms", "1500")]).await,
         200,
-        "a rule without timeouts"
+        "0s: no timeout, not even the Service's"
     );
     assert_eq!(
-        status("/quick", &[("x-delay-ms", "1500"), ("x-patient", "yes")]).await,
+        status("/", &[("x-delay-ms", "1500")]).await,
+        504,
+        "a rule without timeouts: the Service's 1s"
+    );
+    assert_eq!(status("/", &[("x-delay-ms", "100")]).await, 200);
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "700"), ("x-patient", "yes")]).await,
         200,
-        "the header rule of the same path has no timeouts"
+        "the header rule of the same path has its own (the Service's)"
     );
     assert_eq!(
         route_condition(&scene, "timed", "Accepted").await,

@@ -68,6 +68,12 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
         split_rules(split, &sets_acl(&ids), &mut rules.request);
     }
     for (timeout, ids) in group(sets, |f| gateway(f).and_then(|g| g.server_timeout_ms)) {
+        // haproxy's `set-timeout` takes 0 as no change: no timeout is its longest one.
+        let timeout = if timeout == 0 {
+            tugboat_model::validate::MAX_TIMEOUT_MS
+        } else {
+            timeout
+        };
         let _ = writeln!(
             rules.request,
             "    http-request set-var({SERVER_TIMEOUT_VAR}) int({timeout}) if {}",
@@ -373,7 +379,10 @@ mod tests {
             server_timeout_ms: Some(0),
             ..GatewayFeatures::default()
         });
-        assert!(none.request.contains("int(0)"), "0 is haproxy's no timeout");
+        assert!(
+            none.request.contains("int(2147483647)"),
+            "no timeout: haproxy's longest"
+        );
     }
 
     #[test]
