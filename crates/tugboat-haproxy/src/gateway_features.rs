@@ -68,7 +68,7 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
         split_rules(split, &sets_acl(&ids), &mut rules.request);
     }
     for (timeout, ids) in group(sets, |f| gateway(f).and_then(|g| g.server_timeout_ms)) {
-        // haproxy's `set-timeout` takes 0 as no change: no timeout is its longest one.
+        // haproxy's `set-timeout` does not take 0 for no timeout: its longest one is.
         let timeout = if timeout == 0 {
             tugboat_model::validate::MAX_TIMEOUT_MS
         } else {
