@@ -1584,9 +1584,9 @@ async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
 
 /// A rule of a path whose header, query or method conditions a request does not meet
 /// leaves it to the next rule that matches, as the spec's precedence orders them: a
-/// shorter prefix of the same host (of the same route or another one, through several
-/// conditional paths), or the prefix of an exact path. Where no rule of the host
-/// matches, 404.
+/// shorter prefix of the same host (of the same route or another one, or an Ingress,
+/// through several conditional paths), the prefix of an exact path, or the rules of a
+/// wildcard host. Where no rule matches, 404.
 async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule(
     haproxy: HaproxyBinary,
     source: Source,
@@ -1653,6 +1653,23 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
                                 "headers": [{"name": "x-v", "value": "2"}]}]),
         )],
     )));
+    // The `/` of a wildcard host covers a host's conditional path.
+    objects.push(http_route_json(&mk_http_route(
+        "wild-root",
+        "gw",
+        &["*.wild.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "wild-member",
+        "gw",
+        &["a.wild.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
     let scene = start(&haproxy, source, &objects).await;
     scene.wait_for_service("fall.example.com", "/", "web").await;
     scene
@@ -1708,6 +1725,15 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
         "the Ingress' `/`"
     );
     assert_eq!(
+        ask("a.wild.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("a.wild.example.com", "GET", "/foo/x", &[]).await,
+        web_ok,
+        "the wildcard host's `/`"
+    );
+    assert_eq!(
         ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
@@ -1716,7 +1742,14 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
         404,
         "no rule of the host matches"
     );
-    for name in ["fallback", "root", "no-root", "mixed"] {
+    for name in [
+        "fallback",
+        "root",
+        "no-root",
+        "mixed",
+        "wild-root",
+        "wild-member",
+    ] {
         assert_eq!(
             route_condition(&scene, name, "Accepted").await,
             ("True".into(), "Accepted".into()),

@@ -88,7 +88,7 @@ impl Builder<'_> {
             let mut backend = route.backend.clone();
             let mut at = slot.clone();
             // Each step takes a strictly shorter path of the host: the walk ends.
-            while let Some(next) = self.fallback_slot(&at) {
+            while let Some(next) = self.fallback_slot(&at, &slot.1) {
                 let Some(fallback) = self.routes.get(&next) else {
                     break;
                 };
@@ -200,34 +200,62 @@ impl Builder<'_> {
 
     /// The slot the requests of `slot` go to next when its rules do not take them: the
     /// longest prefix of the same host shorter than its path (for an exact path, the
-    /// prefix of the same path counts).
-    fn fallback_slot(&self, slot: &(HostMatch, PathMatch)) -> Option<(HostMatch, PathMatch)> {
+    /// prefix of the same path counts); when the host has none, the rules of the next
+    /// less specific host haproxy looks up (its one-label wildcard, its wildcard
+    /// suffixes, the routes of any host) that match the requests of `requests` (the first
+    /// slot's path). `None` when there is none, or when which one depends on the request
+    /// (that host has an exact path or a longer prefix under `requests`, or regular
+    /// expressions).
+    fn fallback_slot(
+        &self,
+        slot: &(HostMatch, PathMatch),
+        requests: &PathMatch,
+    ) -> Option<(HostMatch, PathMatch)> {
         let (host, path) = slot;
-        let (text, exact) = match path {
-            PathMatch::Exact(text) => (text.as_str(), true),
-            PathMatch::Prefix(text) => (text.as_str(), false),
-            PathMatch::Regex(_) => return None,
-        };
-        let covers = |prefix: &str| {
-            let same = prefix == text;
-            (same && exact)
-                || (!same
-                    && (prefix == "/"
-                        || text
-                            .strip_prefix(prefix)
-                            .is_some_and(|rest| rest.starts_with('/'))))
-        };
-        self.routes
+        let (text, exact) = path_parts(path)?;
+        let same_host = self
+            .routes
             .keys()
             .filter(|(other_host, other_path)| {
                 other_host == host
-                    && matches!(other_path, PathMatch::Prefix(prefix) if covers(prefix))
+                    && matches!(other_path, PathMatch::Prefix(prefix) if covers(prefix, text, exact))
             })
-            .max_by_key(|(_, other_path)| match other_path {
-                PathMatch::Prefix(prefix) => prefix.len(),
-                _ => 0,
-            })
-            .cloned()
+            .max_by_key(|(_, other_path)| path_parts(other_path).map_or(0, |(p, _)| p.len()))
+            .cloned();
+        if same_host.is_some() {
+            return same_host;
+        }
+        let (text, exact) = path_parts(requests)?;
+        for next in hosts_after(host) {
+            let mut best: Option<&(HostMatch, PathMatch)> = None;
+            for key in self.routes.keys().filter(|(other, _)| *other == next) {
+                match &key.1 {
+                    PathMatch::Regex(_) => return None,
+                    PathMatch::Exact(other) if exact && other == text => return Some(key.clone()),
+                    PathMatch::Exact(other) if !exact && covers(text, other, true) => {
+                        return None;
+                    }
+                    PathMatch::Exact(_) => {}
+                    PathMatch::Prefix(other) => {
+                        if covers(other, text, true) {
+                            let longer = best.is_none_or(|(_, known)| {
+                                path_parts(known)
+                                    .is_some_and(|(known, _)| other.len() > known.len())
+                            });
+                            if longer {
+                                best = Some(key);
+                            }
+                        } else if !exact && covers(text, other, true) {
+                            return None;
+                        }
+                    }
+                }
+            }
+            if let Some(found) = best {
+                return Some(found.clone());
+            }
+        }
+        None
     }
 
     fn route_object(route: &ObjectKey) -> ObjectRef {
@@ -536,5 +564,103 @@ impl Builder<'_> {
             }
         }
         self.serve_certificate(name, pem, claimed);
+    }
+}
+
+/// A plain path's text and whether it is exact (`None` for a regular expression).
+fn path_parts(path: &PathMatch) -> Option<(&str, bool)> {
+    match path {
+        PathMatch::Exact(text) => Some((text, true)),
+        PathMatch::Prefix(text) => Some((text, false)),
+        PathMatch::Regex(_) => None,
+    }
+}
+
+/// Whether the prefix `prefix` matches `path` (whole path elements): with `inclusive`,
+/// also when both are the same.
+fn covers(prefix: &str, path: &str, inclusive: bool) -> bool {
+    if prefix == path {
+        return inclusive;
+    }
+    prefix == "/"
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// How many wildcard suffixes haproxy looks up below a host (the render's
+/// `SUBDOMAIN_DEPTH`).
+const SUBDOMAIN_LEVELS: usize = 8;
+
+/// The hosts haproxy looks up after `host` for a request of it, in order: for a host,
+/// its one-label wildcard, then its wildcard suffixes (longest first), then any host.
+fn hosts_after(host: &HostMatch) -> Vec<HostMatch> {
+    let suffixes = |from: &str, levels: usize| {
+        let mut out = Vec::new();
+        let mut rest = from.to_string();
+        while out.len() < levels && rest.starts_with('.') {
+            out.push(HostMatch::Subdomains(rest.clone()));
+            rest = match rest[1..].find('.') {
+                Some(dot) => rest[1 + dot..].to_string(),
+                None => String::new(),
+            };
+        }
+        out
+    };
+    let mut out = match host {
+        HostMatch::Exact(name) => match name.find('.') {
+            Some(dot) => {
+                let wild = &name[dot..];
+                let mut out = vec![HostMatch::Wildcard(wild.to_string())];
+                out.extend(suffixes(wild, SUBDOMAIN_LEVELS));
+                out
+            }
+            None => Vec::new(),
+        },
+        HostMatch::Wildcard(suffix) => suffixes(suffix, SUBDOMAIN_LEVELS),
+        HostMatch::Subdomains(suffix) => suffixes(suffix, SUBDOMAIN_LEVELS)
+            .into_iter()
+            .skip(1)
+            .collect(),
+        HostMatch::Any => return Vec::new(),
+    };
+    out.push(HostMatch::Any);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_looked_up_from_the_most_specific() {
+        assert_eq!(
+            hosts_after(&HostMatch::Exact("a.b.example.com".into())),
+            [
+                HostMatch::Wildcard(".b.example.com".into()),
+                HostMatch::Subdomains(".b.example.com".into()),
+                HostMatch::Subdomains(".example.com".into()),
+                HostMatch::Subdomains(".com".into()),
+                HostMatch::Any,
+            ]
+        );
+        assert_eq!(
+            hosts_after(&HostMatch::Subdomains(".b.example.com".into())),
+            [
+                HostMatch::Subdomains(".example.com".into()),
+                HostMatch::Subdomains(".com".into()),
+                HostMatch::Any,
+            ]
+        );
+        assert!(hosts_after(&HostMatch::Any).is_empty());
+    }
+
+    #[test]
+    fn a_prefix_covers_whole_path_elements() {
+        assert!(covers("/", "/foo", false));
+        assert!(covers("/foo", "/foo/bar", false));
+        assert!(!covers("/foo", "/foobar", true));
+        assert!(!covers("/foo", "/foo", false));
+        assert!(covers("/foo", "/foo", true));
     }
 }
