@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::GatewaySettings;
-use tugboat_model::gateway::objects::HttpRoute;
+use tugboat_model::gateway::objects::{HttpRoute, HttpRouteRule, HttpRouteTimeouts};
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
@@ -36,6 +36,9 @@ scene_tests!(
     the_http_listener_redirects_while_the_https_listener_serves,
     ingresses_and_http_routes_side_by_side,
     listener_conditions_say_what_is_not_served,
+    rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
+    a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
+    a_redirect_without_a_port_keeps_the_listeners_port,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -459,8 +462,45 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         &["regex.example.com"],
         vec![mk_rule_to(&[("RegularExpression", "/v[0-9+")], "web", 80)],
     )));
+    for (name, weight) in [("heavy", 1_000_001), ("negative", -1)] {
+        objects.push(http_route_json(&mk_http_route(
+            name,
+            "gw",
+            &[&format!("{name}.example.com")],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                mk_weighted_rule("/split", &[("web", 80, 1), ("web", 80, weight)]),
+            ],
+        )));
+    }
     let scene = start(&haproxy, source, &objects).await;
     scene.wait_for_service("good.example.com", "/", "web").await;
+    // A weight out of 0..1000000: not accepted, nothing of the route is routed, the
+    // field named.
+    for name in ["heavy", "negative"] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("False".into(), "UnsupportedValue".into()),
+            "{name}"
+        );
+        assert_eq!(
+            scene
+                .get(&format!("{name}.example.com"), "/")
+                .await
+                .expect("answer")
+                .status,
+            404,
+            "{name}"
+        );
+        if let Some(event) = scene.wait_for_warning(name, "spec.parentRefs").await {
+            assert!(
+                event["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("spec.rules[1].backendRefs[1].weight")),
+                "{event}"
+            );
+        }
+    }
     // A missing Service: 500, BackendNotFound; the route is accepted.
     scene.wait_for_status("nothing.example.com", "/", 500).await;
     assert_eq!(
@@ -1404,4 +1444,404 @@ async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, sour
             .map(|c| c["status"].clone());
         assert_eq!(programmed, Some("True".into()));
     }
+}
+
+/// The rule with `timeouts` (`request`, `backendRequest`).
+fn with_timeouts(
+    mut rule: HttpRouteRule,
+    request: Option<&str>,
+    backend_request: Option<&str>,
+) -> HttpRouteRule {
+    rule.timeouts = Some(HttpRouteTimeouts {
+        request: request.map(str::to_string),
+        backend_request: backend_request.map(str::to_string),
+    });
+    rule
+}
+
+/// Rules of one Service with different `timeouts`: each request gets its rule's time
+/// (504 past it), though the rules share one backend; `0s` is none; a rule without
+/// `timeouts` (also one that matches on a header of a path with them) has the Service's. A route whose `backendRequest` exceeds its
+/// `request` is refused and harms nothing else.
+async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let slow = start_backends("slow", 217, 1).await;
+    let mut objects = class_and_gateway();
+    // The Service's own server timeout: 1s.
+    let addrs: Vec<std::net::SocketAddr> = slow.iter().map(|s| s.addr).collect();
+    objects.push(to_json(&tugboat_testkit::objects::with_keys(
+        mk_service("slow", "http", 80),
+        &[("timeout-server", "1s")],
+    )));
+    objects.push(to_json(&mk_endpoint_slice("slow", "http", &addrs)));
+    objects.push(http_route_json(&mk_http_route(
+        "timed",
+        "gw",
+        &["timed.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/quick")], "slow", 80),
+                Some("2s"),
+                Some("400ms"),
+            ),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/patient")], "slow", 80),
+                Some("1m"),
+                None,
+            ),
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", "/forever")], "slow", 80),
+                Some("0s"),
+                None,
+            ),
+            with_matches_json(
+                mk_rule_to(&[], "slow", 80),
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/quick"},
+                                    "headers": [{"name": "x-patient", "value": "yes"}]}]),
+            ),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "backwards",
+        "gw",
+        &["backwards.example.com"],
+        vec![with_timeouts(
+            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
+            Some("1s"),
+            Some("2s"),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("timed.example.com", "/quick", "slow")
+        .await;
+    let status = |path: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            tugboat_testkit::http::request(
+                scene.http_addr(),
+                "GET",
+                "timed.example.com",
+                path,
+                headers,
+            )
+            .await
+            .expect("answer")
+            .status
+        }
+    };
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "100")]).await,
+        200,
+        "within backendRequest"
+    );
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "1500")]).await,
+        504,
+        "past backendRequest (400ms), within request"
+    );
+    assert_eq!(
+        status("/patient", &[("x-delay-ms", "1500")]).await,
+        200,
+        "the same backend, another rule's time"
+    );
+    assert_eq!(
+        status("/forever", &[("x-delay-ms", "1500")]).await,
+        200,
+        "0s: no timeout, not even the Service's"
+    );
+    assert_eq!(
+        status("/", &[("x-delay-ms", "1500")]).await,
+        504,
+        "a rule without timeouts: the Service's 1s"
+    );
+    assert_eq!(status("/", &[("x-delay-ms", "100")]).await, 200);
+    assert_eq!(
+        status("/quick", &[("x-delay-ms", "700"), ("x-patient", "yes")]).await,
+        200,
+        "the header rule of the same path has its own (the Service's)"
+    );
+    assert_eq!(
+        route_condition(&scene, "timed", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
+    assert_eq!(
+        route_condition(&scene, "backwards", "Accepted").await,
+        ("False".into(), "UnsupportedValue".into())
+    );
+    assert_eq!(
+        scene
+            .get("backwards.example.com", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+}
+
+/// A rule of a path whose header, query or method conditions a request does not meet
+/// leaves it to the next rule that matches, as the spec's precedence orders them: a
+/// shorter prefix of the same host (of the same route or another one, or an Ingress,
+/// through several conditional paths), the prefix of an exact path, or the rules of a
+/// wildcard host. Where no rule matches, 404.
+async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 218, 1).await;
+    let api = start_backends("api", 219, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    let matching =
+        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
+    objects.push(http_route_json(&mk_http_route(
+        "fallback",
+        "gw",
+        &["fall.example.com"],
+        vec![
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                    "headers": [{"name": "x-v", "value": "2"}]}]),
+            ),
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"},
+                                    "method": "POST"}]),
+            ),
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "Exact", "value": "/exact"},
+                                    "queryParams": [{"name": "q", "value": "1"}]}]),
+            ),
+            mk_rule_to(&[("PathPrefix", "/exact")], "web", 80),
+        ],
+    )));
+    // The host's `/` comes from another route.
+    objects.push(http_route_json(&mk_http_route(
+        "root",
+        "gw",
+        &["fall.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "no-root",
+        "gw",
+        &["bare.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
+    // The host's `/` comes from an Ingress.
+    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+        "mixed-root",
+        "mixed.example.com",
+        "web",
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "mixed",
+        "gw",
+        &["mixed.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
+    // The `/` of a wildcard host covers a host's conditional path.
+    objects.push(http_route_json(&mk_http_route(
+        "wild-root",
+        "gw",
+        &["*.wild.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "wild-member",
+        "gw",
+        &["a.wild.example.com"],
+        vec![matching(
+            "api",
+            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("fall.example.com", "/", "web").await;
+    scene
+        .wait_for_service("mixed.example.com", "/", "web")
+        .await;
+    let ask = |host: &'static str,
+               method: &'static str,
+               path: &'static str,
+               headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            let reply =
+                tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
+                    .await
+                    .expect("answer");
+            (reply.status, reply.service().map(str::to_string))
+        }
+    };
+    let fall = "fall.example.com";
+    let web_ok = (200, Some("web".to_string()));
+    let api_ok = (200, Some("api".to_string()));
+    assert_eq!(ask(fall, "GET", "/foo", &[("x-v", "2")]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/foo", &[]).await,
+        web_ok,
+        "without the header: the `/` of another route"
+    );
+    assert_eq!(ask(fall, "GET", "/foo/x", &[("x-v", "3")]).await, web_ok);
+    assert_eq!(ask(fall, "POST", "/foo/bar/x", &[]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/foo/bar/x", &[("x-v", "2")]).await,
+        api_ok,
+        "not a POST: the header rule of /foo"
+    );
+    assert_eq!(
+        ask(fall, "GET", "/foo/bar/x", &[]).await,
+        web_ok,
+        "neither: through /foo to /"
+    );
+    assert_eq!(ask(fall, "GET", "/exact?q=1", &[]).await, api_ok);
+    assert_eq!(
+        ask(fall, "GET", "/exact?q=2", &[]).await,
+        web_ok,
+        "the prefix of the same path"
+    );
+    assert_eq!(
+        ask("mixed.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("mixed.example.com", "GET", "/foo", &[]).await,
+        web_ok,
+        "the Ingress' `/`"
+    );
+    assert_eq!(
+        ask("a.wild.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("a.wild.example.com", "GET", "/foo/x", &[]).await,
+        web_ok,
+        "the wildcard host's `/`"
+    );
+    assert_eq!(
+        ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        ask("bare.example.com", "GET", "/foo", &[]).await.0,
+        404,
+        "no rule of the host matches"
+    );
+    for name in [
+        "fallback",
+        "root",
+        "no-root",
+        "mixed",
+        "wild-root",
+        "wild-member",
+    ] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
+}
+
+/// A redirect that sets neither scheme nor port keeps the port of the listener the
+/// request came through: a listener on the HTTP bind's own port (not 80) puts it in the
+/// location; the listener on port 80 leaves it out; a scheme gives its well-known port.
+async fn a_redirect_without_a_port_keeps_the_listeners_port(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 220, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "ready",
+        "gw",
+        &["ready.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("ready.example.com", "/", "web")
+        .await;
+    // The HTTP bind's port is only known now.
+    let bind_port = scene.http_addr().port();
+    scene.apply(&mk_gateway(
+        "on-bind",
+        "tugboat",
+        vec![mk_listener(
+            "bind",
+            "HTTP",
+            i32::from(bind_port),
+            Some("bind.example.com"),
+        )],
+    ));
+    let redirect = |rule: HttpRouteRule, redirect: Value| {
+        with_filter_json(
+            rule,
+            serde_json::json!({"type": "RequestRedirect", "requestRedirect": redirect}),
+        )
+    };
+    let moving = |name: &str, gateway: &str, host: &str| {
+        let rules = vec![
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/host")], "web", 80),
+                serde_json::json!({"hostname": "new.example.com"}),
+            ),
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/scheme")], "web", 80),
+                serde_json::json!({"scheme": "http", "hostname": "new.example.com"}),
+            ),
+        ];
+        http_route_json(&mk_http_route(name, gateway, &[host], rules))
+    };
+    scene.apply(&moving("on-bind", "on-bind", "bind.example.com"));
+    scene.apply(&moving("standard", "gw", "std.example.com"));
+    scene
+        .wait_for_status("bind.example.com", "/host/a", 302)
+        .await;
+    scene
+        .wait_for_status("std.example.com", "/host/a", 302)
+        .await;
+    let location = |host: &'static str, path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get(host, path).await.expect("answer");
+            assert_eq!(reply.status, 302, "{host}{path}");
+            reply.header("location").map(str::to_string)
+        }
+    };
+    assert_eq!(
+        location("bind.example.com", "/host/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
+        "the listener's port"
+    );
+    assert_eq!(
+        location("std.example.com", "/host/a").await.as_deref(),
+        Some("http://new.example.com/host/a"),
+        "port 80 on HTTP is left out"
+    );
+    assert_eq!(
+        location("bind.example.com", "/scheme/a").await.as_deref(),
+        Some("http://new.example.com/scheme/a"),
+        "a scheme's well-known port"
+    );
+    assert_eq!(
+        route_condition(&scene, "on-bind", "Accepted").await,
+        ("True".into(), "Accepted".into())
+    );
 }

@@ -9,6 +9,9 @@
 //!   (scheme, host, path, query).
 //! - `ReplacePrefixMatch` keeps what follows the matched prefix (`path,bytes(N)`).
 //! - Header changes go in the order set, add, remove.
+//! - A rule's `timeouts` set `txn.gw_timeout` (milliseconds) in the frontend; every
+//!   backend section applies it with `http-request set-timeout server` (haproxy takes
+//!   that action in backends only, on every series from 2.6).
 //! - The rules of a host and path that match on the method, headers or query
 //!   ([`Dispatch`]) come first of all: the first whose conditions hold sets the backend
 //!   and the feature set of the request.
@@ -25,6 +28,15 @@ use tugboat_model::gateway::features::{
 };
 
 use crate::features::{FeatureRules, group, sets_acl};
+
+/// The server timeout of the request (milliseconds, 0: none), set by the feature sets of
+/// rules with `timeouts`; every backend applies it ([`SERVER_TIMEOUT_RULE`]).
+pub const SERVER_TIMEOUT_VAR: &str = "txn.gw_timeout";
+
+/// The rule of every backend section that applies [`SERVER_TIMEOUT_VAR`]: a backend is
+/// shared by routes with and without timeouts, so it takes the request's own.
+pub const SERVER_TIMEOUT_RULE: &str =
+    "    http-request set-timeout server var(txn.gw_timeout) if { var(txn.gw_timeout) -m found }\n";
 
 fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
     features.gateway.as_ref()
@@ -54,6 +66,19 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
         gateway(f).map(|g| &g.split).filter(|s| !s.is_empty())
     }) {
         split_rules(split, &sets_acl(&ids), &mut rules.request);
+    }
+    for (timeout, ids) in group(sets, |f| gateway(f).and_then(|g| g.server_timeout_ms)) {
+        // haproxy's `set-timeout` does not take 0 for no timeout: its longest one is.
+        let timeout = if timeout == 0 {
+            tugboat_model::validate::MAX_TIMEOUT_MS
+        } else {
+            timeout
+        };
+        let _ = writeln!(
+            rules.request,
+            "    http-request set-var({SERVER_TIMEOUT_VAR}) int({timeout}) if {}",
+            sets_acl(&ids)
+        );
     }
     for (redirect, ids) in group(sets, |f| gateway(f).and_then(|g| g.redirect.as_ref())) {
         redirect_rules(redirect, &sets_acl(&ids), &mut rules.request);
@@ -334,6 +359,29 @@ mod tests {
         assert!(
             !rules.request.contains(":443"),
             "the scheme's own port is left out"
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_set_by_its_sets_and_applied_by_backends() {
+        let (id, rules) = rules_of(GatewayFeatures {
+            server_timeout_ms: Some(1500),
+            ..GatewayFeatures::default()
+        });
+        assert_eq!(
+            rules.request,
+            format!(
+                "    http-request set-var(txn.gw_timeout) int(1500) if {{ var(txn.fs) -m str {id} }}\n"
+            )
+        );
+        assert!(SERVER_TIMEOUT_RULE.contains(&format!("var({SERVER_TIMEOUT_VAR})")));
+        let (_, none) = rules_of(GatewayFeatures {
+            server_timeout_ms: Some(0),
+            ..GatewayFeatures::default()
+        });
+        assert!(
+            none.request.contains("int(2147483647)"),
+            "no timeout: haproxy's longest"
         );
     }
 

@@ -424,6 +424,8 @@ fn write_backend(
         }
         out.push('\n');
     }
+    // The server timeout of the request's HTTPRoute rule, when it has one.
+    out.push_str(crate::gateway_features::SERVER_TIMEOUT_RULE);
     if options.blocked {
         // A Secret the backend's TLS needs is missing: no request goes out without it.
         out.push_str("    http-request deny deny_status 503\n");

@@ -250,6 +250,61 @@ pub fn literal_path(value: &str) -> Result<(), InvalidValue> {
     }
 }
 
+/// The longest timeout haproxy takes, in milliseconds (its timers are signed 32-bit).
+pub const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+
+/// A Gateway API duration (`timeouts` of an HTTPRoute rule): one to four groups of one
+/// to five digits and a unit, `h`, `m`, `s` or `ms` (`1h30m`, `10s`, `500ms`; `0s`
+/// means no timeout), in milliseconds. A duration longer than haproxy can time
+/// ([`MAX_TIMEOUT_MS`]) is refused.
+pub fn gateway_duration(value: &str) -> Result<u64, InvalidValue> {
+    let refuse = |why: &str| {
+        invalid(format!(
+            "'{}' is not a duration: {why} (one to four groups of up to five digits and \
+             h, m, s or ms, such as 1h30m, 10s or 500ms)",
+            printable(value)
+        ))
+    };
+    let mut rest = value;
+    let mut total: u64 = 0;
+    let mut groups = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return Err(refuse("expected one to five digits"));
+        }
+        let (number, after) = rest.split_at(digits);
+        let number: u64 = number.parse().map_err(|_| refuse("expected a number"))?;
+        let (unit_ms, after) = if let Some(after) = after.strip_prefix("ms") {
+            (1, after)
+        } else if let Some(after) = after.strip_prefix('h') {
+            (3_600_000, after)
+        } else if let Some(after) = after.strip_prefix('m') {
+            (60_000, after)
+        } else if let Some(after) = after.strip_prefix('s') {
+            (1_000, after)
+        } else {
+            return Err(refuse("expected the unit h, m, s or ms"));
+        };
+        groups += 1;
+        if groups > 4 {
+            return Err(refuse("more than four groups"));
+        }
+        total += number * unit_ms;
+        rest = after;
+    }
+    if groups == 0 {
+        return Err(refuse("empty"));
+    }
+    if total > MAX_TIMEOUT_MS {
+        return Err(invalid(format!(
+            "'{}' is longer than haproxy can time ({MAX_TIMEOUT_MS}ms, about 24 days)",
+            printable(value)
+        )));
+    }
+    Ok(total)
+}
+
 /// A URL haproxy itself requests or sends clients to (external authentication's
 /// `auth-url` and `auth-signin`): `http://` or `https://`, a lower-case host name, an
 /// IPv4 address or a bracketed IPv6 address, an optional port from 1 to 65535, then an
@@ -363,6 +418,31 @@ fn is_path_char(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gateway_durations() {
+        assert_eq!(gateway_duration("10s"), Ok(10_000));
+        assert_eq!(gateway_duration("500ms"), Ok(500));
+        assert_eq!(gateway_duration("1h"), Ok(3_600_000));
+        assert_eq!(gateway_duration("1h30m5s250ms"), Ok(5_405_250));
+        assert_eq!(gateway_duration("0s"), Ok(0));
+        for bad in [
+            "",
+            "10",
+            "s",
+            "1.5s",
+            "-1s",
+            "10 s",
+            "100000s",
+            "1d",
+            "1s1s1s1s1s",
+            "10S",
+            "1s\n",
+            "999h",
+        ] {
+            assert!(gateway_duration(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 
     #[test]
     fn hosts() {

@@ -722,6 +722,16 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
             json!({"backendRefs": [{"name": "web", "port": 80, "weight": 2000000}]}),
         ),
         (
+            "negative-weight",
+            json!({"backendRefs": [{"name": "api", "port": 80, "weight": 5},
+                                   {"name": "web", "port": 80, "weight": -1}]}),
+        ),
+        (
+            "timeouts",
+            json!({"timeouts": {"request": "1s", "backendRequest": "1500ms"},
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
             "bad-header",
             json!({"filters": [{"type": "RequestHeaderModifier",
                                 "requestHeaderModifier": {"set": [{"name": "x-a", "value": "${HOME}"}]}}],
@@ -1317,4 +1327,204 @@ fn routes_of_one_bind_answer_only_there() {
             (Some(true), "shop_api_80".into())
         ]
     );
+}
+
+#[test]
+fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "shop.example.com"},
+            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
+             "tls": {"certificateRefs": [{"name": "absent"}]}},
+        ]),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "conditional",
+        "2024-01-01T00:00:00Z",
+        json!({"parentRefs": [{"name": "gw"}],
+        "rules": [
+            {"matches": [{"path": {"value": "/foo"},
+                          "headers": [{"name": "x-v", "value": "2"}]}],
+             "backendRefs": [{"name": "api", "port": 80}]},
+            {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
+             "backendRefs": [{"name": "api", "port": 80}]},
+        ]}),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "secure-root",
+        "2024-02-01T00:00:00Z",
+        json!({"parentRefs": [{"name": "gw", "sectionName": "https"}],
+               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+    );
+    let output = build(&snapshot);
+    let dispatch_at = |path: &str| {
+        let route = output
+            .desired
+            .routes
+            .iter()
+            .find(|r| r.path == PathMatch::Prefix(path.into()))
+            .expect("the route");
+        let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+            .gateway
+            .as_ref()
+            .and_then(|g| g.dispatch.clone())
+            .expect("a dispatch");
+        (route.backend.to_string(), dispatch)
+    };
+    let summary = |dispatch: &tugboat_model::gateway::features::Dispatch| {
+        dispatch
+            .candidates
+            .iter()
+            .map(|c| {
+                (
+                    c.conditions.method.clone(),
+                    c.conditions.headers.len(),
+                    c.conditions.tls,
+                    c.backend.to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // /foo/bar: its POST rule, then /foo's header rule, then `/` (HTTPS only), then 404.
+    let (_, dispatch) = dispatch_at("/foo/bar");
+    assert_eq!(
+        summary(&dispatch),
+        [
+            (Some("POST".to_string()), 0, None, "shop_api_80".to_string()),
+            (None, 1, None, "shop_api_80".to_string()),
+            (None, 0, Some(true), "shop_web_80".to_string()),
+        ]
+    );
+    assert_eq!(
+        dispatch.otherwise,
+        tugboat_model::gateway::features::Otherwise::NotFound
+    );
+    // `/` served on both binds: the fallback is the otherwise of /foo.
+    snapshot
+        .http_routes
+        .remove(&ObjectKey::new("shop", "secure-root"));
+    add_route(
+        &mut snapshot,
+        "shop",
+        "plain-root",
+        "2024-03-01T00:00:00Z",
+        json!({"parentRefs": [{"name": "gw"}],
+               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+    );
+    let output = build(&snapshot);
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.path == PathMatch::Prefix("/foo".into()))
+        .expect("the route");
+    assert_eq!(
+        route.backend.as_str(),
+        "shop_web_80",
+        "the fallback's backend"
+    );
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    assert_eq!(dispatch.candidates.len(), 1);
+    assert!(
+        matches!(
+            dispatch.otherwise,
+            tugboat_model::gateway::features::Otherwise::Route(_)
+        ),
+        "{dispatch:?}"
+    );
+    let in_use: std::collections::BTreeSet<_> = output
+        .desired
+        .routes
+        .iter()
+        .filter_map(|r| r.features.clone())
+        .collect();
+    assert!(
+        output
+            .desired
+            .feature_sets
+            .iter()
+            .filter(|(_, f)| f.gateway.as_ref().is_some_and(|g| g.dispatch.is_some()))
+            .all(|(id, _)| in_use.contains(id)),
+        "no dispatch is left without its route"
+    );
+    assert!(
+        !output
+            .desired
+            .backends
+            .contains_key(&BackendName::unresolved()),
+        "no route needs the backend of rules without one"
+    );
+}
+
+#[test]
+fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            {"name": "standard", "port": 80, "protocol": "HTTP", "hostname": "std.example.com"},
+            {"name": "bind", "port": 8080, "protocol": "HTTP", "hostname": "*.example.com"},
+        ]),
+    );
+    let redirect = |name: &str, host: &str, redirect: Value| {
+        (
+            name.to_string(),
+            json!({"parentRefs": [{"name": "gw"}], "hostnames": [host],
+                   "rules": [{"filters": [{"type": "RequestRedirect",
+                                           "requestRedirect": redirect}]}]}),
+        )
+    };
+    for (name, spec) in [
+        redirect(
+            "kept",
+            "kept.example.com",
+            json!({"hostname": "new.example.com"}),
+        ),
+        redirect(
+            "standard",
+            "std.example.com",
+            json!({"hostname": "new.example.com"}),
+        ),
+        redirect("scheme", "scheme.example.com", json!({"scheme": "http"})),
+        redirect("port", "port.example.com", json!({"port": 9000})),
+    ] {
+        add_route(&mut snapshot, "shop", &name, "2024-01-01T00:00:00Z", spec);
+    }
+    let output = build(&snapshot);
+    let port_of = |host: &str| {
+        features_of(&output, host)
+            .gateway
+            .as_ref()
+            .and_then(|g| g.redirect.as_ref())
+            .expect("a redirect")
+            .port
+    };
+    assert_eq!(
+        port_of("kept.example.com"),
+        Some(8080),
+        "the listener's port"
+    );
+    assert_eq!(
+        port_of("std.example.com"),
+        None,
+        "80 on HTTP: left out of the location"
+    );
+    assert_eq!(port_of("scheme.example.com"), None, "the scheme's own port");
+    assert_eq!(port_of("port.example.com"), Some(9000), "the filter's port");
 }

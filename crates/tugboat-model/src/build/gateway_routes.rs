@@ -20,7 +20,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::desired::{HostMatch, PathMatch};
 use crate::features::RouteFeatures;
-use crate::gateway::features::{Candidate, Dispatch, GatewayFeatures, Otherwise, Share};
+use crate::gateway::features::{
+    Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, Share,
+};
 use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
@@ -59,7 +61,201 @@ impl Builder<'_> {
         for rules in slots {
             self.add_gateway_slot(rules);
         }
+        self.add_gateway_fallbacks();
         translation.status
+    }
+
+    /// A host and path whose rules all have conditions sends the requests that meet none
+    /// to the next rule that matches them, as the spec orders rules: the longest shorter
+    /// prefix of the same host (or, for an exact path, the prefix of the same path),
+    /// whoever routes it (an HTTPRoute or an Ingress), its conditions first when it has
+    /// some, and so on down to a route without conditions (404 when there is none).
+    /// Requests of one host and path all have the same next slot: a shorter prefix that
+    /// matches the request's path is a prefix of the slot's path.
+    fn add_gateway_fallbacks(&mut self) {
+        let mut updates = Vec::new();
+        for slot in &self.http_route_slots {
+            let Some(route) = self.routes.get(slot) else {
+                continue;
+            };
+            let Some((gateway, dispatch)) = self.dispatch_of(route.features.as_ref()) else {
+                continue;
+            };
+            if dispatch.otherwise != Otherwise::NotFound {
+                continue;
+            }
+            let mut dispatch = dispatch.clone();
+            let mut backend = route.backend.clone();
+            let mut at = slot.clone();
+            // Each step takes a strictly shorter path of the host: the walk ends.
+            while let Some(next) = self.fallback_slot(&at, &slot.1) {
+                let Some(fallback) = self.routes.get(&next) else {
+                    break;
+                };
+                let (bind, found) = match self.dispatch_of(fallback.features.as_ref()) {
+                    Some((gateway, found)) => (gateway.only_tls, Some(found)),
+                    None => (
+                        fallback
+                            .features
+                            .as_ref()
+                            .and_then(|id| self.feature_sets.get(id))
+                            .and_then(|f| f.gateway.as_ref())
+                            .and_then(|g| g.only_tls),
+                        None,
+                    ),
+                };
+                let on_bind = |mut conditions: Conditions| {
+                    conditions.tls = conditions.tls.or(bind);
+                    conditions
+                };
+                let otherwise = match found {
+                    Some(found) => {
+                        for candidate in &found.candidates {
+                            dispatch.candidates.push(Candidate {
+                                conditions: on_bind(candidate.conditions.clone()),
+                                ..candidate.clone()
+                            });
+                        }
+                        match &found.otherwise {
+                            Otherwise::Route(features) => Some(features.clone()),
+                            Otherwise::NotFound => None,
+                        }
+                    }
+                    None => Some(fallback.features.clone()),
+                };
+                if let Some(features) = otherwise {
+                    if bind.is_none() {
+                        dispatch.otherwise = Otherwise::Route(features);
+                        backend = fallback.backend.clone();
+                        break;
+                    }
+                    // Served on one bind only: a condition, and on to the next.
+                    dispatch.candidates.push(Candidate {
+                        conditions: on_bind(Conditions::default()),
+                        backend: fallback.backend.clone(),
+                        features,
+                    });
+                }
+                at = next;
+            }
+            let mut features = route
+                .features
+                .as_ref()
+                .and_then(|id| self.feature_sets.get(id))
+                .cloned()
+                .unwrap_or_default();
+            features.gateway = Some(GatewayFeatures {
+                dispatch: Some(dispatch),
+                ..gateway.clone()
+            });
+            updates.push((slot.clone(), backend, features));
+        }
+        if updates.is_empty() {
+            return;
+        }
+        let mut replaced = BTreeSet::new();
+        for (slot, backend, features) in updates {
+            let id = FeatureSetId::of(&features);
+            self.feature_sets.insert(id.clone(), features);
+            if let Some(route) = self.routes.get_mut(&slot) {
+                replaced.extend(route.features.replace(id));
+                route.backend = backend;
+            }
+        }
+        // The dispatches replaced are left to no route (one slot's rules make one).
+        let used: BTreeSet<&FeatureSetId> = self
+            .routes
+            .values()
+            .filter_map(|route| route.features.as_ref())
+            .collect();
+        let unused: Vec<FeatureSetId> = replaced
+            .into_iter()
+            .filter(|id| !used.contains(id))
+            .collect();
+        for id in unused {
+            self.feature_sets.remove(&id);
+        }
+        // The backend of rules without one, when a fallback took its last route.
+        let unresolved = BackendName::unresolved();
+        let still_used = self.routes.values().any(|r| r.backend == unresolved)
+            || self.feature_sets.values().any(|f| {
+                f.gateway
+                    .as_ref()
+                    .and_then(|g| g.dispatch.as_ref())
+                    .is_some_and(|d| d.candidates.iter().any(|c| c.backend == unresolved))
+            });
+        if !still_used {
+            self.backends.remove(&unresolved);
+        }
+    }
+
+    /// The gateway features and dispatch of a feature set, when it has one.
+    fn dispatch_of(
+        &self,
+        features: Option<&FeatureSetId>,
+    ) -> Option<(&GatewayFeatures, &Dispatch)> {
+        let gateway = self.feature_sets.get(features?)?.gateway.as_ref()?;
+        Some((gateway, gateway.dispatch.as_ref()?))
+    }
+
+    /// The slot the requests of `slot` go to next when its rules do not take them: the
+    /// longest prefix of the same host shorter than its path (for an exact path, the
+    /// prefix of the same path counts); when the host has none, the rules of the next
+    /// less specific host haproxy looks up (its one-label wildcard, its wildcard
+    /// suffixes, the routes of any host) that match the requests of `requests` (the first
+    /// slot's path). `None` when there is none, or when which one depends on the request
+    /// (that host has an exact path or a longer prefix under `requests`, or regular
+    /// expressions).
+    fn fallback_slot(
+        &self,
+        slot: &(HostMatch, PathMatch),
+        requests: &PathMatch,
+    ) -> Option<(HostMatch, PathMatch)> {
+        let (host, path) = slot;
+        let (text, exact) = path_parts(path)?;
+        let same_host = self
+            .routes
+            .keys()
+            .filter(|(other_host, other_path)| {
+                other_host == host
+                    && matches!(other_path, PathMatch::Prefix(prefix) if covers(prefix, text, exact))
+            })
+            .max_by_key(|(_, other_path)| path_parts(other_path).map_or(0, |(p, _)| p.len()))
+            .cloned();
+        if same_host.is_some() {
+            return same_host;
+        }
+        let (text, exact) = path_parts(requests)?;
+        for next in hosts_after(host) {
+            let mut best: Option<&(HostMatch, PathMatch)> = None;
+            for key in self.routes.keys().filter(|(other, _)| *other == next) {
+                match &key.1 {
+                    PathMatch::Regex(_) => return None,
+                    PathMatch::Exact(other) if exact && other == text => return Some(key.clone()),
+                    PathMatch::Exact(other) if !exact && covers(text, other, true) => {
+                        return None;
+                    }
+                    PathMatch::Exact(_) => {}
+                    PathMatch::Prefix(other) => {
+                        if covers(other, text, true) {
+                            let longer = best.is_none_or(|(_, known)| {
+                                path_parts(known)
+                                    .is_some_and(|(known, _)| other.len() > known.len())
+                            });
+                            if longer {
+                                best = Some(key);
+                            }
+                        } else if !exact && covers(text, other, true) {
+                            return None;
+                        }
+                    }
+                }
+            }
+            if let Some(found) = best {
+                return Some(found.clone());
+            }
+        }
+        None
     }
 
     fn route_object(route: &ObjectKey) -> ObjectRef {
@@ -108,13 +304,15 @@ impl Builder<'_> {
             return;
         }
         // A rule served on both binds (its route attached to an HTTP and an HTTPS
-        // listener) is one rule without a bind condition; on one listener twice, one.
+        // listener) is one rule without a bind condition when it does the same on both
+        // (a redirect may keep each listener's port); on one listener twice, one.
         let mut merged: Vec<RuleRoute> = Vec::new();
         for rule in rules {
             let same = merged.iter().position(|m| {
                 m.route == rule.route
                     && m.field == rule.field
                     && m.conditions.without_bind() == rule.conditions.without_bind()
+                    && m.features == rule.features
             });
             match same {
                 Some(index) => {
@@ -366,5 +564,103 @@ impl Builder<'_> {
             }
         }
         self.serve_certificate(name, pem, claimed);
+    }
+}
+
+/// A plain path's text and whether it is exact (`None` for a regular expression).
+fn path_parts(path: &PathMatch) -> Option<(&str, bool)> {
+    match path {
+        PathMatch::Exact(text) => Some((text, true)),
+        PathMatch::Prefix(text) => Some((text, false)),
+        PathMatch::Regex(_) => None,
+    }
+}
+
+/// Whether the prefix `prefix` matches `path` (whole path elements): with `inclusive`,
+/// also when both are the same.
+fn covers(prefix: &str, path: &str, inclusive: bool) -> bool {
+    if prefix == path {
+        return inclusive;
+    }
+    prefix == "/"
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// How many wildcard suffixes haproxy looks up below a host (the render's
+/// `SUBDOMAIN_DEPTH`).
+const SUBDOMAIN_LEVELS: usize = 8;
+
+/// The hosts haproxy looks up after `host` for a request of it, in order: for a host,
+/// its one-label wildcard, then its wildcard suffixes (longest first), then any host.
+fn hosts_after(host: &HostMatch) -> Vec<HostMatch> {
+    let suffixes = |from: &str, levels: usize| {
+        let mut out = Vec::new();
+        let mut rest = from.to_string();
+        while out.len() < levels && rest.starts_with('.') {
+            out.push(HostMatch::Subdomains(rest.clone()));
+            rest = match rest[1..].find('.') {
+                Some(dot) => rest[1 + dot..].to_string(),
+                None => String::new(),
+            };
+        }
+        out
+    };
+    let mut out = match host {
+        HostMatch::Exact(name) => match name.find('.') {
+            Some(dot) => {
+                let wild = &name[dot..];
+                let mut out = vec![HostMatch::Wildcard(wild.to_string())];
+                out.extend(suffixes(wild, SUBDOMAIN_LEVELS));
+                out
+            }
+            None => Vec::new(),
+        },
+        HostMatch::Wildcard(suffix) => suffixes(suffix, SUBDOMAIN_LEVELS),
+        HostMatch::Subdomains(suffix) => suffixes(suffix, SUBDOMAIN_LEVELS)
+            .into_iter()
+            .skip(1)
+            .collect(),
+        HostMatch::Any => return Vec::new(),
+    };
+    out.push(HostMatch::Any);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_looked_up_from_the_most_specific() {
+        assert_eq!(
+            hosts_after(&HostMatch::Exact("a.b.example.com".into())),
+            [
+                HostMatch::Wildcard(".b.example.com".into()),
+                HostMatch::Subdomains(".b.example.com".into()),
+                HostMatch::Subdomains(".example.com".into()),
+                HostMatch::Subdomains(".com".into()),
+                HostMatch::Any,
+            ]
+        );
+        assert_eq!(
+            hosts_after(&HostMatch::Subdomains(".b.example.com".into())),
+            [
+                HostMatch::Subdomains(".example.com".into()),
+                HostMatch::Subdomains(".com".into()),
+                HostMatch::Any,
+            ]
+        );
+        assert!(hosts_after(&HostMatch::Any).is_empty());
+    }
+
+    #[test]
+    fn a_prefix_covers_whole_path_elements() {
+        assert!(covers("/", "/foo", false));
+        assert!(covers("/foo", "/foo/bar", false));
+        assert!(!covers("/foo", "/foobar", true));
+        assert!(!covers("/foo", "/foo", false));
+        assert!(covers("/foo", "/foo", true));
     }
 }

@@ -75,6 +75,10 @@ pub struct GatewayFeatures {
     pub dispatch: Option<Dispatch>,
     /// Served on one bind only (`true`: HTTPS): requests on the other get 404.
     pub only_tls: Option<bool>,
+    /// The rule's `timeouts` as haproxy's server timeout of its requests, in
+    /// milliseconds (0: none): the shorter of `request` and `backendRequest` that is not
+    /// zero. `None`: the backend's own.
+    pub server_timeout_ms: Option<u64>,
 }
 
 impl GatewayFeatures {

@@ -215,12 +215,21 @@ pub struct HttpRouteRule {
     pub filters: Vec<HttpRouteFilter>,
     #[serde(default)]
     pub backend_refs: Vec<HttpBackendRef>,
-    /// Not supported yet: a rule that sets it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeouts: Option<serde_json::Value>,
+    pub timeouts: Option<HttpRouteTimeouts>,
     /// Not supported (experimental channel): a rule that sets it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<serde_json::Value>,
+}
+
+/// A rule's `timeouts`: Gateway API durations, as written (validated by the rule).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpRouteTimeouts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_request: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]

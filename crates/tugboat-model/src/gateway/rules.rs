@@ -25,9 +25,6 @@ pub(super) fn rule_paths(
             format!("{name} is not supported yet (docs/gateway-api.md)"),
         ))
     };
-    if rule.timeouts.is_some() {
-        return not_yet(format!("{field}.timeouts"), "timeouts");
-    }
     if rule.session_persistence.is_some() {
         return not_yet(format!("{field}.sessionPersistence"), "sessionPersistence");
     }
@@ -167,6 +164,8 @@ pub(super) struct FilterSpec {
     redirect: Option<RedirectSpec>,
     rewrite_host: Option<String>,
     rewrite_path: Option<PathSpec>,
+    /// See [`GatewayFeatures::server_timeout_ms`].
+    server_timeout_ms: Option<u64>,
 }
 
 impl FilterSpec {
@@ -207,6 +206,7 @@ impl FilterSpec {
             split: Vec::new(),
             dispatch: None,
             only_tls: None,
+            server_timeout_ms: self.server_timeout_ms,
         }
     }
 }
@@ -372,7 +372,44 @@ pub(super) fn rule_filters(rule: &HttpRouteRule, field: &str) -> Result<FilterSp
             "RequestRedirect and URLRewrite cannot be used together".into(),
         ));
     }
+    spec.server_timeout_ms = server_timeout(rule, field)?;
     Ok(spec)
+}
+
+/// A rule's `timeouts` as one server timeout (see [`GatewayFeatures::server_timeout_ms`]).
+/// `backendRequest` may not exceed a `request` that is not zero, as the spec says.
+fn server_timeout(rule: &HttpRouteRule, field: &str) -> Result<Option<u64>, Unsupported> {
+    let Some(timeouts) = &rule.timeouts else {
+        return Ok(None);
+    };
+    let read = |value: &Option<String>, name: &str| match value {
+        None => Ok(None),
+        Some(value) => validate::gateway_duration(value)
+            .map(Some)
+            .map_err(|e| (format!("{field}.timeouts.{name}"), e.0)),
+    };
+    let request = read(&timeouts.request, "request")?;
+    let backend_request = read(&timeouts.backend_request, "backendRequest")?;
+    if let (Some(request), Some(backend_request)) = (request, backend_request)
+        && request != 0
+        && backend_request > request
+    {
+        return Err((
+            format!("{field}.timeouts.backendRequest"),
+            format!(
+                "backendRequest ({}) must not be longer than request ({})",
+                validate::printable(timeouts.backend_request.as_deref().unwrap_or_default()),
+                validate::printable(timeouts.request.as_deref().unwrap_or_default()),
+            ),
+        ));
+    }
+    // The shorter of the two that times at all (zero: no timeout).
+    Ok(match (request, backend_request) {
+        (None, None) => None,
+        (Some(only), None) | (None, Some(only)) => Some(only),
+        (Some(0), Some(other)) | (Some(other), Some(0)) => Some(other),
+        (Some(request), Some(backend_request)) => Some(request.min(backend_request)),
+    })
 }
 
 #[cfg(test)]
@@ -419,5 +456,58 @@ mod tests {
             "spec.rules[1]",
         );
         assert!(unknown.is_err_and(|(_, message)| message.contains("RequestMirror")));
+    }
+
+    fn timeout_of(timeouts: serde_json::Value) -> Result<Option<u64>, Unsupported> {
+        rule_filters(
+            &rule(serde_json::json!({ "timeouts": timeouts })),
+            "spec.rules[2]",
+        )
+        .map(|spec| spec.server_timeout_ms)
+    }
+
+    #[test]
+    fn timeouts_become_the_shorter_one_that_times() {
+        assert_eq!(timeout_of(serde_json::json!({})), Ok(None));
+        assert_eq!(
+            timeout_of(serde_json::json!({"request": "10s"})),
+            Ok(Some(10_000))
+        );
+        assert_eq!(
+            timeout_of(serde_json::json!({"backendRequest": "1m500ms"})),
+            Ok(Some(60_500))
+        );
+        assert_eq!(
+            timeout_of(serde_json::json!({"request": "10s", "backendRequest": "2s"})),
+            Ok(Some(2_000))
+        );
+        assert_eq!(
+            timeout_of(serde_json::json!({"request": "10s", "backendRequest": "0s"})),
+            Ok(Some(10_000))
+        );
+        assert_eq!(
+            timeout_of(serde_json::json!({"request": "0s", "backendRequest": "3s"})),
+            Ok(Some(3_000))
+        );
+        assert_eq!(
+            timeout_of(serde_json::json!({"request": "0s"})),
+            Ok(Some(0))
+        );
+    }
+
+    #[test]
+    fn timeouts_are_refused_by_field() {
+        let longer = timeout_of(serde_json::json!({"request": "1s", "backendRequest": "2s"}));
+        assert_eq!(
+            longer.map_err(|(field, _)| field),
+            Err("spec.rules[2].timeouts.backendRequest".to_string())
+        );
+        let bad = timeout_of(serde_json::json!({"request": "10 s"}));
+        assert_eq!(
+            bad.map_err(|(field, _)| field),
+            Err("spec.rules[2].timeouts.request".to_string())
+        );
+        let too_long = timeout_of(serde_json::json!({"backendRequest": "99999h"}));
+        assert!(too_long.is_err_and(|(_, message)| message.contains("longer than haproxy")));
     }
 }

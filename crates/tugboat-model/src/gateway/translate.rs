@@ -966,7 +966,7 @@ fn attach_route(
             });
         }
         if accepted.status {
-            for (listener, tls, hosts) in attached {
+            for (listener, tls, port, hosts) in attached {
                 for host in &hosts {
                     for (field, paths, backend, filters) in &rules.rules {
                         for (path, conditions) in paths {
@@ -980,7 +980,7 @@ fn attach_route(
                                     ..conditions.clone()
                                 },
                                 backend: backend.clone(),
-                                features: filters.for_path(path),
+                                features: features_on_listener(filters, path, tls, port),
                             });
                         }
                     }
@@ -1022,6 +1022,32 @@ fn attach_route(
 /// Attaches a route to the listeners of one Gateway its `parent` selects: the Accepted
 /// condition, and the listeners it attached to with the hosts it got on each (empty
 /// when not accepted). Counts the route on the listeners that allow it.
+/// A listener a route attaches to: its name, whether the HTTPS bind serves it, its port,
+/// and the route's hostnames there.
+type AttachedListener = (String, bool, i32, Vec<String>);
+
+/// The features of a rule's path on a listener: a redirect that sets neither scheme nor
+/// port keeps the listener's port, left out of the location when it is the well-known
+/// port of the listener's scheme (80 for HTTP, 443 for HTTPS), as the spec says.
+fn features_on_listener(
+    filters: &FilterSpec,
+    path: &PathMatch,
+    tls: bool,
+    port: i32,
+) -> GatewayFeatures {
+    let mut features = filters.for_path(path);
+    if let Some(redirect) = &mut features.redirect
+        && redirect.scheme.is_none()
+        && redirect.port.is_none()
+    {
+        let well_known = if tls { 443 } else { 80 };
+        if port != well_known {
+            redirect.port = u16::try_from(port).ok();
+        }
+    }
+    features
+}
+
 fn attach_to_gateway(
     snapshot: &Snapshot,
     key: &ObjectKey,
@@ -1030,7 +1056,7 @@ fn attach_to_gateway(
     gateway: &mut GatewayInfo,
     rules: &RouteRules,
     generation: i64,
-) -> (Condition, Vec<(String, bool, Vec<String>)>) {
+) -> (Condition, Vec<AttachedListener>) {
     let refuse = |reason: &'static str, message: String| {
         (
             Condition::new("Accepted", false, reason, message, generation),
@@ -1080,17 +1106,18 @@ fn attach_to_gateway(
     for &index in &allowed {
         gateway.state.listeners[index].attached_routes += 1;
     }
-    let attached: Vec<(String, bool, Vec<String>)> = allowed
+    let attached: Vec<AttachedListener> = allowed
         .iter()
         .map(|&index| {
             let listener = &gateway.listeners[index];
             (
                 listener.name.clone(),
                 listener.tls,
+                listener.port,
                 intersect(listener.hostname.as_deref(), &rules.hostnames),
             )
         })
-        .filter(|(_, _, hosts)| !hosts.is_empty())
+        .filter(|(_, _, _, hosts)| !hosts.is_empty())
         .collect();
     if attached.is_empty() {
         return refuse(
