@@ -22,7 +22,7 @@ use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
     RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
-    backends_file_index, path_text, render, server_options,
+    backends_file_index, has_rule_timeouts, path_text, render, server_options,
 };
 use crate::runtime::{
     CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
@@ -260,6 +260,7 @@ pub fn plan_patch(
     // The old and new sections of the backends whose servers change, by config file.
     let mut config_edits: BTreeMap<PathBuf, Vec<(String, String)>> = BTreeMap::new();
     let files_count = backends_file_count(applied.desired.backends.len());
+    let rule_timeouts = has_rule_timeouts(&applied.desired);
     // A backend that joins the state again lingers in haproxy (see
     // `keep_unrouted_backends`): its section is there, as it would be rendered. One
     // haproxy does not run needs a reload.
@@ -304,8 +305,8 @@ pub fn plan_patch(
         if changes.iter().any(|c| c.added) && !next.options.allows_dynamic_servers() {
             return Err(Box::new(applied));
         }
-        let old_section = backend_section(name, backend, current, settings);
-        let new_section = backend_section(name, &next, &slots, settings);
+        let old_section = backend_section(name, backend, current, rule_timeouts, settings);
+        let new_section = backend_section(name, &next, &slots, rule_timeouts, settings);
         if old_section != new_section {
             let path = settings.backends_file(backends_file_index(name, files_count));
             config_edits

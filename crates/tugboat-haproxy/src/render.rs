@@ -333,6 +333,7 @@ fn backends_files(
     settings: &RenderSettings,
 ) -> Vec<(PathBuf, String)> {
     let count = backends_file_count(desired.backends.len());
+    let rule_timeouts = has_rule_timeouts(desired);
     // Sized up front, a quarter more than an even share.
     let slots: usize = layout.backends.values().map(Vec::len).sum();
     let share = (desired.backends.len() * 200 + slots * 48) / count;
@@ -358,7 +359,7 @@ fn backends_files(
             }
         };
         let text = &mut texts[backends_file_index(name, count)];
-        write_backend(text, name, backend, slots, settings);
+        write_backend(text, name, backend, slots, rule_timeouts, settings);
     }
     texts
         .into_iter()
@@ -373,11 +374,23 @@ pub fn backend_section(
     name: &BackendName,
     backend: &Backend,
     slots: &[Option<Server>],
+    rule_timeouts: bool,
     settings: &RenderSettings,
 ) -> String {
     let mut out = String::with_capacity(256 + slots.len() * 48);
-    write_backend(&mut out, name, backend, slots, settings);
+    write_backend(&mut out, name, backend, slots, rule_timeouts, settings);
     out
+}
+
+/// Whether a route of `desired` has a timeout of its own (an HTTPRoute rule's
+/// `timeouts`): then every backend section applies the request's timeout.
+pub fn has_rule_timeouts(desired: &Desired) -> bool {
+    desired.feature_sets.values().any(|features| {
+        features
+            .gateway
+            .as_ref()
+            .is_some_and(|gateway| gateway.server_timeout_ms.is_some())
+    })
 }
 
 fn write_backend(
@@ -385,6 +398,7 @@ fn write_backend(
     name: &BackendName,
     backend: &Backend,
     slots: &[Option<Server>],
+    rule_timeouts: bool,
     settings: &RenderSettings,
 ) {
     let options = &backend.options;
@@ -424,8 +438,10 @@ fn write_backend(
         }
         out.push('\n');
     }
-    // The server timeout of the request's HTTPRoute rule, when it has one.
-    out.push_str(crate::gateway_features::SERVER_TIMEOUT_RULE);
+    // The server timeout of the request's HTTPRoute rule, when one has one.
+    if rule_timeouts {
+        out.push_str(crate::gateway_features::SERVER_TIMEOUT_RULE);
+    }
     if options.blocked {
         // A Secret the backend's TLS needs is missing: no request goes out without it.
         out.push_str("    http-request deny deny_status 503\n");
