@@ -1,10 +1,10 @@
 //! ingress-nginx's `app-root` as the model reads it: the routes' feature, and a bad
 //! value as a problem naming the Ingress and the key, the routes served without it.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
-use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+use tugboat_model::BuildOutput;
 
 fn build_with(annotations: Value) -> BuildOutput {
     let ingress = json!({
@@ -15,21 +15,7 @@ fn build_with(annotations: Value) -> BuildOutput {
              "backend": {"service": {"name": "web", "port": {"number": 80}}}}
         ]}}]},
     });
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    let mut snapshot = Snapshot::default();
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    snapshot.ingresses.insert(
-        ObjectKey::new("default", "shop"),
-        Arc::new(serde_json::from_value(ingress).expect("Ingress")),
-    );
-    build(&snapshot, &Settings::new(1_700_000_000))
+    common::build_with_web([ingress])
 }
 
 fn app_root(output: &BuildOutput) -> Option<String> {

@@ -3,11 +3,11 @@
 //! ingress-nginx's `proxy-ssl-*` keys, and each bad value as a problem naming the
 //! object and the key.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
+use tugboat_model::BuildOutput;
 use tugboat_model::features::BackendOptions;
-use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
 
 fn build_with(ingress_annotations: Value, service_annotations: Value) -> BuildOutput {
     let ingress = json!({
@@ -18,21 +18,8 @@ fn build_with(ingress_annotations: Value, service_annotations: Value) -> BuildOu
              "backend": {"service": {"name": "web", "port": {"number": 80}}}}
         ]}}]},
     });
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default", "annotations": service_annotations},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    let mut snapshot = Snapshot::default();
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    snapshot.ingresses.insert(
-        ObjectKey::new("default", "shop"),
-        Arc::new(serde_json::from_value(ingress).expect("Ingress")),
-    );
-    build(&snapshot, &Settings::new(1_700_000_000))
+    let objects = [ingress, common::web_service(service_annotations)];
+    common::build_at_fixed_time(&common::snapshot_of(objects))
 }
 
 fn options(output: &BuildOutput) -> &BackendOptions {

@@ -2,11 +2,11 @@
 //! reads it: the features of the routes, and each bad value as a problem naming the
 //! Ingress and the key, with the routes failing closed and the other Ingresses served.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
 use tugboat_model::features::{ExternalAuth, RouteFeatures};
-use tugboat_model::{BuildOutput, ObjectKey, PathMatch, Settings, Snapshot, build};
+use tugboat_model::{BuildOutput, PathMatch};
 
 fn ingress(name: &str, path: &str, annotations: Value) -> Value {
     json!({
@@ -22,24 +22,7 @@ fn ingress(name: &str, path: &str, annotations: Value) -> Value {
 }
 
 fn build_ingresses(ingresses: &[Value]) -> BuildOutput {
-    let mut snapshot = Snapshot::default();
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    for object in ingresses {
-        let name = object["metadata"]["name"].as_str().expect("name");
-        snapshot.ingresses.insert(
-            ObjectKey::new("default", name),
-            Arc::new(serde_json::from_value(object.clone()).expect("Ingress")),
-        );
-    }
-    build(&snapshot, &Settings::new(1_700_000_000))
+    common::build_with_web(ingresses.iter().cloned())
 }
 
 /// The features of the route with this path.

@@ -2,11 +2,11 @@
 //! paths become regular expressions, the rewrite each regex route gets, and each bad
 //! value as a problem naming the Ingress and the field, the rest of the Ingress kept.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
 use tugboat_model::features::{PathRewrite, RouteFeatures};
-use tugboat_model::{BuildOutput, ObjectKey, PathMatch, Settings, Snapshot, build};
+use tugboat_model::{BuildOutput, PathMatch};
 
 fn ingress(paths: Value, annotations: Value) -> Value {
     json!({
@@ -24,21 +24,7 @@ fn path(path: &str, path_type: &str) -> Value {
 }
 
 fn build_one(ingress: Value) -> BuildOutput {
-    let mut snapshot = Snapshot::default();
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    snapshot.ingresses.insert(
-        ObjectKey::new("default", "shop"),
-        Arc::new(serde_json::from_value(ingress).expect("Ingress")),
-    );
-    build(&snapshot, &Settings::new(1_700_000_000))
+    common::build_with_web([ingress])
 }
 
 fn paths(output: &BuildOutput) -> Vec<PathMatch> {

@@ -2,13 +2,15 @@
 //! host, follow its TLS, and yield (with a problem naming the key) where another Ingress
 //! already routes the same host and path; a bad value is a problem and the rest is served.
 
+mod common;
+
 use std::sync::Arc;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
-use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
+use tugboat_model::{BuildOutput, ObjectKey};
 
 const ALIAS_KEY: &str = "nginx.ingress.kubernetes.io/server-alias";
 
@@ -53,31 +55,16 @@ fn tls_secret() -> Secret {
 }
 
 fn build_of(ingresses: Vec<Value>) -> BuildOutput {
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    let mut snapshot = Snapshot::default();
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
+    let mut snapshot = common::snapshot_of(
+        ingresses
+            .into_iter()
+            .chain([common::web_service(json!({}))]),
     );
     snapshot.secrets.insert(
         ObjectKey::new("default", "shop-tls"),
         Arc::new(tls_secret()),
     );
-    for ingress in ingresses {
-        let name = ingress["metadata"]["name"]
-            .as_str()
-            .expect("name")
-            .to_string();
-        snapshot.ingresses.insert(
-            ObjectKey::new("default", &name),
-            Arc::new(serde_json::from_value(ingress).expect("Ingress")),
-        );
-    }
-    build(&snapshot, &Settings::new(1_700_000_000))
+    common::build_at_fixed_time(&snapshot)
 }
 
 /// The (host, path, Ingress name) of every route, sorted.

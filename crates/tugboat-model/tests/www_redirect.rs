@@ -2,11 +2,11 @@
 //! rule host's `www.` counterpart that redirects (308) to the rule's host; conflicts,
 //! wildcard hosts and bad values are problems naming the key, the rest is served.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
+use tugboat_model::BuildOutput;
 use tugboat_model::features::{Redirect, RedirectTarget, RedirectWhen};
-use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
 
 const WWW_KEY: &str = "nginx.ingress.kubernetes.io/from-to-www-redirect";
 
@@ -28,27 +28,7 @@ fn ingress(name: &str, created: &str, hosts: &[&str], annotations: Value) -> Val
 }
 
 fn build_of(ingresses: Vec<Value>) -> BuildOutput {
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    let mut snapshot = Snapshot::default();
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    for ingress in ingresses {
-        let name = ingress["metadata"]["name"]
-            .as_str()
-            .expect("name")
-            .to_string();
-        snapshot.ingresses.insert(
-            ObjectKey::new("default", &name),
-            Arc::new(serde_json::from_value(ingress).expect("Ingress")),
-        );
-    }
-    build(&snapshot, &Settings::new(1_700_000_000))
+    common::build_with_web(ingresses)
 }
 
 /// The redirect of the route of `host` and `/` (Prefix), if there is one.
