@@ -1183,6 +1183,27 @@ mod tests {
     }
 
     #[test]
+    fn backends_apply_a_rule_timeout_only_when_a_route_has_one() {
+        use tugboat_model::gateway::features::GatewayFeatures;
+        let rule = crate::gateway_features::SERVER_TIMEOUT_RULE;
+        let plain = backends_config(&desired());
+        assert!(!plain.contains(rule), "{plain}");
+        let timed = with_features(tugboat_model::features::RouteFeatures {
+            gateway: Some(GatewayFeatures {
+                server_timeout_ms: Some(400),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let config = backends_config(&timed);
+        assert_eq!(
+            config.matches(rule).count(),
+            timed.backends.len(),
+            "{config}"
+        );
+    }
+
+    #[test]
     fn an_affinity_cookie_has_its_attributes() {
         use tugboat_model::features::{BackendOptions, PersistenceCookie};
         let mut desired = desired();
