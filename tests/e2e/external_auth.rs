@@ -21,10 +21,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tugboat_testkit::http::request;
-use tugboat_testkit::objects::{
-    mk_endpoint_slice, mk_ingress_with_rules, mk_rule, mk_service, prefix, to_json,
-    with_annotations,
-};
+use tugboat_testkit::objects::{mk_annotated_ingress, mk_endpoint_slice, mk_service, to_json};
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
 scene_tests!(external_authentication_decides_before_the_backend);
@@ -137,10 +134,7 @@ async fn backend(count: Arc<AtomicUsize>) -> TestServer {
 }
 
 fn ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
-    with_annotations(
-        mk_ingress_with_rules(name, vec![mk_rule(Some(HOST), &[prefix(path, "web")])]),
-        annotations,
-    )
+    mk_annotated_ingress(name, HOST, path, "web", annotations)
 }
 
 async fn send(scene: &Scene, path: &str, headers: &[(&str, &str)]) -> Reply {

@@ -14,8 +14,8 @@ use tugboat_testkit::fake_apiserver::FakeApiServer;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    ANN_S3CRET, S3CRET_HASH, mk_basic_auth_secret, mk_ingress_with_rules, mk_rule, mk_secret,
-    mk_service_of, prefix, to_json, to_yaml, with_annotations,
+    ANN_S3CRET, S3CRET_HASH, mk_annotated_ingress, mk_basic_auth_secret, mk_ingress_with_rules,
+    mk_rule, mk_secret, mk_service_of, prefix, to_json, to_yaml, with_annotations,
 };
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
@@ -30,10 +30,7 @@ const HOST: &str = "move.example.com";
 /// An Ingress `name` routing `HOST` + `path` (Prefix) to Service `web`, with these
 /// annotations (full names).
 fn ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
-    with_annotations(
-        mk_ingress_with_rules(name, vec![mk_rule(Some(HOST), &[prefix(path, "web")])]),
-        annotations,
-    )
+    mk_annotated_ingress(name, HOST, path, "web", annotations)
 }
 
 async fn send(scene: &Scene, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {

@@ -10,8 +10,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_testkit::http::{request, request_with_body};
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    S3CRET_HASH, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of, prefix, to_json,
-    with_annotations,
+    S3CRET_HASH, mk_annotated_ingress, mk_secret, mk_service_of, to_json,
 };
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
@@ -26,10 +25,7 @@ const HOST: &str = "limits.example.com";
 /// An Ingress `name` routing `HOST` + `path` (Prefix) to Service `web`, with these
 /// annotations (full names).
 fn ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
-    with_annotations(
-        mk_ingress_with_rules(name, vec![mk_rule(Some(HOST), &[prefix(path, "web")])]),
-        annotations,
-    )
+    mk_annotated_ingress(name, HOST, path, "web", annotations)
 }
 
 async fn post(scene: &Scene, path: &str, size: usize) -> Reply {

@@ -142,6 +142,21 @@ pub fn mk_ingress(name: &str, host: &str, service: &str) -> Ingress {
     mk_ingress_with_rules(name, vec![mk_rule(Some(host), &[prefix("/", service)])])
 }
 
+/// An Ingress of class `tugboat` routing `host` + `path` (Prefix) to `service` port 80,
+/// with these annotations (full names).
+pub fn mk_annotated_ingress(
+    name: &str,
+    host: &str,
+    path: &str,
+    service: &str,
+    annotations: &[(&str, &str)],
+) -> Ingress {
+    with_annotations(
+        mk_ingress_with_rules(name, vec![mk_rule(Some(host), &[prefix(path, service)])]),
+        annotations,
+    )
+}
+
 /// The Ingress with class `class` (none when `None`).
 pub fn with_class(mut ingress: Ingress, class: Option<&str>) -> Ingress {
     ingress
