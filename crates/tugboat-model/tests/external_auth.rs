@@ -4,22 +4,10 @@
 
 mod common;
 
+use common::shop_ingress as ingress;
 use serde_json::{Value, json};
 use tugboat_model::features::{ExternalAuth, RouteFeatures};
 use tugboat_model::{BuildOutput, PathMatch};
-
-fn ingress(name: &str, path: &str, annotations: Value) -> Value {
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default",
-                     "creationTimestamp": "2024-01-01T00:00:00Z",
-                     "annotations": annotations},
-        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
-            {"path": path, "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
-        ]}}]},
-    })
-}
 
 fn build_ingresses(ingresses: &[Value]) -> BuildOutput {
     common::build_with_web(ingresses.iter().cloned())

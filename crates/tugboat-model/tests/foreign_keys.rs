@@ -3,45 +3,18 @@
 //! that restricts access makes the routes it applies to refuse everybody unless the
 //! operator says otherwise.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+mod common;
 
+use std::collections::BTreeMap;
+
+use common::shop_ingress as ingress;
 use serde_json::{Value, json};
 use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
 
-fn ingress(name: &str, path: &str, annotations: Value) -> Value {
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default",
-                     "creationTimestamp": "2024-01-01T00:00:00Z",
-                     "annotations": annotations},
-        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
-            {"path": path, "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
-        ]}}]},
-    })
-}
-
 fn snapshot(ingresses: &[Value], service_annotations: Value) -> Snapshot {
-    let mut snapshot = Snapshot::default();
-    let service = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default", "annotations": service_annotations},
-        "spec": {"ports": [{"name": "http", "port": 80}]},
-    });
-    snapshot.services.insert(
-        ObjectKey::new("default", "web"),
-        Arc::new(serde_json::from_value(service).expect("Service")),
-    );
-    for object in ingresses {
-        let name = object["metadata"]["name"].as_str().expect("name");
-        snapshot.ingresses.insert(
-            ObjectKey::new("default", name),
-            Arc::new(serde_json::from_value(object.clone()).expect("Ingress")),
-        );
-    }
-    snapshot
+    let service = common::web_service(service_annotations);
+    common::snapshot_of(ingresses.iter().cloned().chain([service]))
 }
 
 fn settings(access: UnsupportedAccess) -> Settings {

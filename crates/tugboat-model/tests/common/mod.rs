@@ -18,6 +18,21 @@ pub fn web_service(annotations: Value) -> Value {
     })
 }
 
+/// An Ingress `default/name` routing `shop.example.com` + `path` (Prefix) to `web`, with
+/// `annotations`.
+pub fn shop_ingress(name: &str, path: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default",
+                     "creationTimestamp": "2024-01-01T00:00:00Z",
+                     "annotations": annotations},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+            {"path": path, "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+        ]}}]},
+    })
+}
+
 /// A snapshot of `objects` (Ingresses and Services), each where its kind goes.
 pub fn snapshot_of(objects: impl IntoIterator<Item = Value>) -> Snapshot {
     let mut snapshot = Snapshot::default();
