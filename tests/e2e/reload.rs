@@ -177,13 +177,11 @@ fn many_backends(count: usize, endpoint: std::net::SocketAddr) -> Desired {
 
 /// The `*.cfg` files of the config folder, by name.
 fn config_file_names(haproxy: &Haproxy) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(&haproxy.config_dir)
+    tugboat_haproxy::files::config_files_in(&haproxy.config_dir)
         .expect("config folder")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".cfg") && !n.starts_with('.'))
-        .collect();
-    names.sort();
-    names
+        .iter()
+        .filter_map(|path| Some(path.file_name()?.to_str()?.to_string()))
+        .collect()
 }
 
 /// Backends spread over several config files load; a controller that starts again with

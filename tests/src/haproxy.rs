@@ -21,18 +21,8 @@ pub const INIT_CONFIG: &str = include_str!("../../init-config/haproxy.cfg");
 /// haproxy reads them (by name), one after the other. `None` when the folder cannot be
 /// read.
 pub fn read_config(config_dir: &Path) -> Option<String> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(config_dir)
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| {
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".cfg") && !n.starts_with('.'))
-        })
-        .collect();
-    names.sort();
     let mut config = String::new();
-    for path in names {
+    for path in tugboat_haproxy::files::config_files_in(config_dir).ok()? {
         config.push_str(&std::fs::read_to_string(path).ok()?);
     }
     Some(config)

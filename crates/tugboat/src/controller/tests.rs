@@ -144,12 +144,8 @@ fn answer(request: &str, state: &Mutex<MasterState>, config_dir: &Path) -> Strin
 
 /// Every config file of the folder, one after the other.
 fn tugboat_files(config_dir: &Path) -> String {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(config_dir)
-        .map(|entries| entries.filter_map(|e| Some(e.ok()?.path())).collect())
-        .unwrap_or_default();
-    paths.retain(|p| p.extension().is_some_and(|e| e == "cfg"));
-    paths.sort();
-    paths
+    tugboat_haproxy::files::config_files_in(config_dir)
+        .unwrap_or_default()
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect()
