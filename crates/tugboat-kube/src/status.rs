@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +26,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
 use tugboat_model::backoff::Backoff;
-use tugboat_model::{ObjectKey, Objects};
+use tugboat_model::snapshot::changed_keys;
+use tugboat_model::{ObjectKey, ObjectKeys, Objects};
 
 /// The field manager the controller writes status with.
 pub const FIELD_MANAGER: &str = "tugboat";
@@ -294,24 +296,31 @@ pub async fn published_addresses(
 
 /// Keeps Ingress status in line, writing only what differs, at a pace.
 ///
-/// It keeps the set of served Ingresses it last saw and the keys still to check; a new
-/// served set costs a comparison of the two sets and a check of the Ingresses that
-/// joined or left it. Whether a write is needed is decided from the watch store's copy
-/// of the Ingress just before writing, so that an Ingress already right (after a
-/// re-list, a restart or a change of leader) is never written. Nothing else grows with
-/// the number of Ingresses: at most [`StatusPace::in_flight`] writes exist at a time.
+/// It keeps the set of served Ingresses it last saw (a copy that shares the
+/// controller's), so a new served set costs what differs between the two, and a check of
+/// the Ingresses that joined or left it. A check of every Ingress (a new leader, new
+/// addresses, the periodic check) walks the watch store from a cursor, as far as the pace
+/// lets it write. Whether a write is needed is decided from the watch store's copy of the
+/// Ingress just before writing, so that an Ingress already right (after a re-list, a
+/// restart or a change of leader) is never written. What the writer holds is bounded by
+/// the pace, not by the number of Ingresses: at most [`StatusPace::in_flight`] writes,
+/// one cursor, and the keys of the served-set changes and failed writes still to retry.
 pub struct StatusWriter<P> {
     patcher: Arc<P>,
     pace: StatusPace,
     /// The addresses to publish; `None` until known.
     ours: Option<Vec<IngressLoadBalancerIngress>>,
     /// The served Ingresses as last seen; `None` until the controller is ready.
-    served: Option<BTreeSet<ObjectKey>>,
+    served: Option<ObjectKeys>,
     /// Whether this replica writes (it leads).
     active: bool,
-    /// Every Ingress is to be checked at the next [`reconcile`](Self::reconcile).
+    /// A check of every Ingress is to start at the next [`reconcile`](Self::reconcile).
     sweep_due: bool,
-    /// Ingresses to check, and write if they differ.
+    /// The check of every Ingress under way: where it has come to (`Unbounded` before
+    /// the first Ingress), `None` when none is.
+    sweep: Option<Bound<ObjectKey>>,
+    /// Single Ingresses to check (served-set changes, failed writes), and write if they
+    /// differ.
     pending: BTreeSet<ObjectKey>,
     in_flight: FuturesUnordered<PatchFuture>,
     /// When the next write may start (the rate, or a pause after failures).
@@ -331,6 +340,7 @@ impl<P: PatchStatus> StatusWriter<P> {
             served: None,
             active: false,
             sweep_due: false,
+            sweep: None,
             pending: BTreeSet::new(),
             in_flight: FuturesUnordered::new(),
             next_start: Instant::now(),
@@ -347,6 +357,7 @@ impl<P: PatchStatus> StatusWriter<P> {
         }
         self.active = active;
         self.sweep_due = active;
+        self.sweep = None;
         self.pending.clear();
         self.in_flight = FuturesUnordered::new();
         self.backoff.reset();
@@ -368,20 +379,13 @@ impl<P: PatchStatus> StatusWriter<P> {
 
     /// The Ingresses the controller serves now: those that joined or left the set are
     /// checked.
-    pub fn set_served(&mut self, served: &BTreeSet<ObjectKey>) {
-        let Some(known) = self.served.as_mut() else {
-            self.served = Some(served.clone());
+    pub fn set_served(&mut self, served: &ObjectKeys) {
+        let Some(known) = self.served.replace(served.clone()) else {
             self.sweep_due = self.active;
             return;
         };
-        let changed: Vec<ObjectKey> = known.symmetric_difference(served).cloned().collect();
-        for key in changed {
-            if !known.remove(&key) {
-                known.insert(key.clone());
-            }
-            if self.active {
-                self.pending.insert(key);
-            }
+        if self.active {
+            self.pending.extend(changed_keys(&known, served).cloned());
         }
     }
 
@@ -393,7 +397,10 @@ impl<P: PatchStatus> StatusWriter<P> {
     /// Whether there are writes to start or in flight.
     pub fn is_busy(&self) -> bool {
         self.can_write()
-            && (self.sweep_due || !self.pending.is_empty() || !self.in_flight.is_empty())
+            && (self.sweep_due
+                || self.sweep.is_some()
+                || !self.pending.is_empty()
+                || !self.in_flight.is_empty())
     }
 
     /// Checks what is due against `ingresses` (the watch store) and starts the writes
@@ -406,15 +413,15 @@ impl<P: PatchStatus> StatusWriter<P> {
             return;
         };
         if std::mem::take(&mut self.sweep_due) {
-            for (key, ingress) in ingresses {
-                if needs_write(ingress, served.contains(key), ours) {
-                    self.pending.insert(key.clone());
-                }
-            }
+            self.sweep = Some(Bound::Unbounded);
         }
         let now = Instant::now();
         while self.in_flight.len() < self.pace.in_flight.max(1) && now >= self.next_start {
-            let Some(key) = self.pending.pop_first() else {
+            let Some(key) = self.pending.pop_first().or_else(|| {
+                next_to_write(&mut self.sweep, ingresses, |key, ingress| {
+                    needs_write(ingress, served.contains(key), ours)
+                })
+            }) else {
                 break;
             };
             let Some(entries) = ingresses
@@ -437,7 +444,7 @@ impl<P: PatchStatus> StatusWriter<P> {
         // them `reconcile` does nothing, and waking it would spin.
         let may_start = self.can_write()
             && self.in_flight.len() < self.pace.in_flight.max(1)
-            && (self.sweep_due || !self.pending.is_empty());
+            && (self.sweep_due || self.sweep.is_some() || !self.pending.is_empty());
         let next_start = self.next_start;
         let finished = tokio::select! {
             Some(finished) = self.in_flight.next(), if !self.in_flight.is_empty() => finished,
@@ -482,10 +489,29 @@ impl<P: PatchStatus> StatusWriter<P> {
         std::mem::take(&mut self.written)
     }
 
-    /// Ingresses still to check (for tests and logs).
+    /// Single Ingresses still to check (for tests and logs); a check of every Ingress
+    /// under way is not counted.
     pub fn pending(&self) -> usize {
         self.pending.len()
     }
+}
+
+/// The next Ingress after `sweep`'s cursor that `needs_write`, moving the cursor past
+/// it; at the end of the store the sweep is over (`None`).
+fn next_to_write(
+    sweep: &mut Option<Bound<ObjectKey>>,
+    ingresses: &Objects<Ingress>,
+    needs_write: impl Fn(&ObjectKey, &Ingress) -> bool,
+) -> Option<ObjectKey> {
+    let after = sweep.take()?;
+    let found = ingresses
+        .range((after, Bound::Unbounded))
+        .find(|(key, ingress)| needs_write(key, ingress))
+        .map(|(key, _)| key.clone());
+    if let Some(key) = &found {
+        *sweep = Some(Bound::Excluded(key.clone()));
+    }
+    found
 }
 
 #[cfg(test)]
@@ -684,7 +710,7 @@ mod tests {
         }
     }
 
-    fn served(range: std::ops::Range<usize>) -> BTreeSet<ObjectKey> {
+    fn served(range: std::ops::Range<usize>) -> ObjectKeys {
         range.map(key).collect()
     }
 
@@ -758,6 +784,33 @@ mod tests {
                 (key(501), vec![ip("192.0.2.10")]),
             ]
         );
+    }
+
+    /// A check of every Ingress keeps a cursor, not a list of what is to write: the
+    /// writer holds nothing that grows with the number of Ingresses, and each Ingress is
+    /// written once, in order, even when the store changes under the sweep.
+    #[tokio::test(start_paused = true)]
+    async fn a_check_of_every_ingress_holds_a_cursor_not_a_list() {
+        let mut ingresses = store(1000);
+        let (mut writer, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
+        writer.set_served(&served(0..1000));
+        writer.set_active(true);
+        writer.reconcile(&ingresses);
+        assert_eq!((writer.pending(), writer.in_flight.len()), (0, 1));
+        // An Ingress made right by someone else before the sweep reaches it is skipped.
+        ingresses.insert(key(900), ingress_with(900, &[ip("192.0.2.10")]));
+        run_until_idle(&mut writer, &fake, &mut ingresses).await;
+        let written: Vec<ObjectKey> = fake
+            .state
+            .lock()
+            .expect("lock")
+            .writes
+            .iter()
+            .map(|w| w.1.clone())
+            .collect();
+        let mut expected: Vec<ObjectKey> = (0..1000).filter(|&i| i != 900).map(key).collect();
+        expected.sort();
+        assert_eq!(written, expected);
     }
 
     #[tokio::test(start_paused = true)]

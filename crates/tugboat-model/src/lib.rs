@@ -33,7 +33,7 @@ pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use incremental::{IngressRoutes, Model, Patch, Rebuilt, Update};
 pub use problem::{ObjectProblem, ObjectRef};
 pub use references::{NarrowMemo, References, ReferencesMemo, references};
-pub use snapshot::{ObjectKey, Objects, Snapshot};
+pub use snapshot::{ObjectKey, ObjectKeys, Objects, Snapshot};
 
 /// A 64-bit hash that is the same across builds, platforms and versions (XXH3, unlike
 /// std's hasher), for names and fingerprints that outlive the process.

@@ -39,6 +39,21 @@ impl fmt::Display for ObjectKey {
 /// Objects of one kind by namespace and name: a persistent map, cheap to copy.
 pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
 
+/// A set of object keys: a persistent set, cheap to copy, and compared with another copy
+/// (`old.diff(new)`) at the cost of what differs.
+pub type ObjectKeys = imbl::OrdSet<ObjectKey>;
+
+/// The keys in one of `old` and `new` but not the other, at the cost of what differs
+/// (sets that share their unchanged parts).
+pub fn changed_keys<'a>(
+    old: &'a ObjectKeys,
+    new: &'a ObjectKeys,
+) -> impl Iterator<Item = &'a ObjectKey> {
+    old.diff(new).map(|change| match change {
+        imbl::ordset::DiffItem::Add(key) | imbl::ordset::DiffItem::Remove(key) => key,
+    })
+}
+
 /// One difference between two [`Objects`] maps (`old.diff(new)`, which skips the parts
 /// the maps share).
 pub use imbl::ordmap::DiffItem;

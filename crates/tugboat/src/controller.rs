@@ -24,7 +24,7 @@ use tugboat_model::class::ClassFilter;
 use tugboat_model::features::Snippet;
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
-    BuildOutput, Desired, Model, ObjectKey, ObjectProblem, Patch, Rebuilt, Settings, Snapshot,
+    BuildOutput, Desired, Model, ObjectKeys, ObjectProblem, Patch, Rebuilt, Settings, Snapshot,
     Update,
 };
 
@@ -75,7 +75,7 @@ pub struct ControllerStatus {
     /// Problems of the last build, sorted.
     pub problems: Vec<ObjectProblem>,
     /// Ingresses with at least one route (or the default backend) in the applied state.
-    pub served_ingresses: BTreeSet<ObjectKey>,
+    pub served_ingresses: ObjectKeys,
     /// The status of the Gateway API objects of the last build.
     pub gateway: Arc<tugboat_model::gateway::GatewayStatus>,
 }
@@ -659,9 +659,9 @@ fn mark_served(status: &watch::Sender<ControllerStatus>, applied: &Desired, patc
             let served =
                 !routes.after.is_empty() || applied.default_backend_owner.as_ref() == Some(key);
             changed |= if served {
-                status.served_ingresses.insert(key.clone())
+                status.served_ingresses.insert(key.clone()).is_none()
             } else {
-                status.served_ingresses.remove(key)
+                status.served_ingresses.remove(key).is_some()
             };
         }
         changed
@@ -670,7 +670,7 @@ fn mark_served(status: &watch::Sender<ControllerStatus>, applied: &Desired, patc
 
 /// The Ingresses that contribute a route or the default backend (routes of HTTPRoutes
 /// left out).
-fn served_ingresses(desired: &Desired) -> BTreeSet<ObjectKey> {
+fn served_ingresses(desired: &Desired) -> ObjectKeys {
     desired
         .routes
         .iter()
