@@ -22,13 +22,16 @@
 //! socket, and answers the client with what it got (`txn:done`). The socket's name
 //! comes from the config folder, so two haproxy processes on one host never share it.
 //! On a haproxy built without Lua, the config warns at every load, naming the key and
-//! the Ingresses, and the backend's answers pass unchanged.
+//! the Ingresses, the backend's answers pass unchanged, and haproxy's environment gets
+//! [`WITHOUT_LUA_VARIABLE`], which the controller reads after a reload to report a
+//! problem on each Ingress ([`without_lua_problems`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use tugboat_model::features::{ErrorBackend, FeatureSetId, RouteFeatures};
-use tugboat_model::{BackendName, Desired};
+use tugboat_model::problem::ProblemReason;
+use tugboat_model::{BackendName, Desired, ObjectProblem, ObjectRef};
 
 use crate::features::{group, sets_acl};
 use crate::render::NOT_FOUND_BACKEND;
@@ -39,6 +42,46 @@ pub const SCRIPT: &str = include_str!("lua/error_pages.lua");
 
 /// The internal frontend the Lua action sends its requests to.
 pub const FRONTEND: &str = "tugboat_error_pages";
+
+/// The environment variable a haproxy built without Lua sets (to `1`) when the config
+/// needs the script: `show env` tells the controller.
+pub const WITHOUT_LUA_VARIABLE: &str = "TUGBOAT_HAPROXY_WITHOUT_LUA";
+
+/// Whether a `show env WITHOUT_LUA_VARIABLE` answer says haproxy has no Lua.
+pub fn says_without_lua(show_env: &str) -> bool {
+    show_env
+        .lines()
+        .any(|line| line.trim() == format!("{WITHOUT_LUA_VARIABLE}=1"))
+}
+
+/// The problems of a haproxy without Lua: one per Ingress whose `custom-http-errors`
+/// it cannot run, naming the key's field.
+pub fn without_lua_problems(desired: &Desired) -> Vec<ObjectProblem> {
+    let mut problems: Vec<ObjectProblem> = desired
+        .feature_sets
+        .values()
+        .filter_map(|f| f.error_backend.as_ref())
+        .filter(|e| !e.codes.is_empty())
+        .map(|e| ObjectProblem {
+            object: ObjectRef {
+                kind: "Ingress",
+                namespace: e.ingress.namespace.clone(),
+                name: e.ingress.name.clone(),
+            },
+            field: e
+                .codes_field
+                .clone()
+                .unwrap_or_else(|| "metadata.annotations".to_string()),
+            reason: ProblemReason::NotAllowed,
+            message: "key 'custom-http-errors' needs haproxy built with Lua (as the official \
+                      image is), and this haproxy is not: the backend's answers pass unchanged"
+                .to_string(),
+        })
+        .collect();
+    problems.sort();
+    problems.dedup();
+    problems
+}
 
 /// Whether some feature set replaces answers by status code (and haproxy needs the
 /// script and the internal frontend).
@@ -273,7 +316,27 @@ mod tests {
             when_unserved: backend.is_some() || codes.contains(&503),
             codes: codes.to_vec(),
             ingress: ObjectKey::new("shop", "front"),
+            codes_field: (!codes.is_empty())
+                .then(|| "metadata.annotations.tugboat.dev/custom-http-errors".to_string()),
         }
+    }
+
+    #[test]
+    fn a_haproxy_without_lua_is_a_problem_on_each_ingress_with_codes() {
+        let (with_codes, _) = desired(error_backend(Some("errors"), &[404]));
+        assert!(says_without_lua(&format!("{WITHOUT_LUA_VARIABLE}=1\n")));
+        assert!(!says_without_lua("Variable not found\n"));
+        let problems = without_lua_problems(&with_codes);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].object.name, "front");
+        assert_eq!(
+            problems[0].field,
+            "metadata.annotations.tugboat.dev/custom-http-errors"
+        );
+        assert!(problems[0].message.contains("custom-http-errors"));
+        // default-backend alone needs no Lua.
+        let (without_codes, _) = desired(error_backend(Some("errors"), &[]));
+        assert!(without_lua_problems(&without_codes).is_empty());
     }
 
     #[test]

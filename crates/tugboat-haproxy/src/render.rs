@@ -192,11 +192,13 @@ fn config(desired: &Desired, settings: &RenderSettings) -> String {
         );
     }
     if crate::error_backend::needs_script(&desired.feature_sets) {
-        // Only where haproxy has Lua: without, haproxy warns and answers pass unchanged.
+        // Only where haproxy has Lua: without, haproxy warns and answers pass unchanged;
+        // the controller finds out through the environment and reports it.
         let _ = write!(
             lua,
-            "    .if feature(LUA)\n    lua-load {}\n    .endif\n",
-            settings.error_pages_script().display()
+            "    .if feature(LUA)\n    lua-load {}\n    .else\n    setenv {} 1\n    .endif\n",
+            settings.error_pages_script().display(),
+            crate::error_backend::WITHOUT_LUA_VARIABLE
         );
     }
     // Writing into a String cannot fail: the results are ignored on purpose.

@@ -174,6 +174,9 @@ pub struct ErrorBackend {
     pub codes: Vec<u16>,
     /// The Ingress (namespace and name, validated): `X-Namespace` and `X-Ingress-Name`.
     pub ingress: ObjectKey,
+    /// The field that sets `codes` (`metadata.annotations.<prefix>custom-http-errors`),
+    /// for a problem haproxy's side finds with it; `None` without codes.
+    pub codes_field: Option<String>,
 }
 
 /// Requests per client address and period; over the limit, `status`.

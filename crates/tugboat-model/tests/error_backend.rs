@@ -72,6 +72,7 @@ fn default_backend_is_the_first_port_of_the_named_service() {
             when_unserved: true,
             codes: vec![],
             ingress: ObjectKey::new("default", "shop"),
+            codes_field: None,
         })
     );
     assert!(output.desired.backends.contains_key(&error_pages_backend()));
@@ -92,6 +93,9 @@ fn custom_http_errors_alone_go_to_the_controller_default_backend() {
             when_unserved: false,
             codes: vec![404, 500],
             ingress: ObjectKey::new("default", "shop"),
+            codes_field: Some(
+                "metadata.annotations.nginx.ingress.kubernetes.io/custom-http-errors".into()
+            ),
         })
     );
 }

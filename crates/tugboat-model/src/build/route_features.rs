@@ -185,11 +185,16 @@ impl Builder<'_> {
             return None;
         }
         used.extend(backend.clone());
+        let codes_field = (!codes.is_empty())
+            .then(|| ingress_layer.field_of(&annotations::keys::CUSTOM_HTTP_ERRORS.spec))
+            .flatten()
+            .map(str::to_string);
         Some(ErrorBackend {
             when_unserved: backend.is_some() || codes.contains(&503),
             backend,
             codes,
             ingress: ingress.clone(),
+            codes_field,
         })
     }
 
