@@ -98,6 +98,20 @@ async fn default_backend_serves_while_the_service_has_no_endpoint(
         "{reply:?}"
     );
 
+    // The default backend's own endpoint moves: followed at runtime too.
+    let moved = echo("errors").await;
+    scene.apply(&mk_endpoint_slice("errors", "http", &[moved.addr]));
+    let moved_endpoint = moved.addr.to_string();
+    eventually(
+        "the moved endpoint of the default backend answers",
+        std::time::Duration::from_secs(15),
+        || async {
+            let reply = send(&scene, "/", &[]).await;
+            (reply.endpoint() == Some(moved_endpoint.as_str())).then_some(())
+        },
+    )
+    .await;
+
     // An endpoint comes back: the rule's Service takes the traffic again.
     scene.apply(&mk_endpoint_slice("web", "http", &[web.addr]));
     scene.wait_for_service(HOST, "/", "web").await;
