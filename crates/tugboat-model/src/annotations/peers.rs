@@ -449,12 +449,12 @@ pub const AUTH_SIGNIN: &[PeerKey] = &[differs(NGINX, "auth-signin", NGINX_VARIAB
 pub const DEFAULT_BACKEND: &[PeerKey] = &[differs(
     NGINX,
     "default-backend",
-    "a Service with no usable server is noticed at once (ingress-nginx: when it has no endpoints at its last reload); a Service that does not exist is a problem, and the rule's requests get 503",
+    "also used while every endpoint is down by health check or draining (ingress-nginx: only while the Service has no endpoints); a Service that does not exist is a problem, and the rule's requests get 503",
 )];
 pub const CUSTOM_HTTP_ERRORS: &[PeerKey] = &[differs(
     NGINX,
     "custom-http-errors",
-    "read on the Ingress only (not in the ConfigMap); the error backend is asked `GET /` whatever the client's method, and its answer must come within 5 seconds (else the backend's own answer is passed on); needs haproxy built with Lua",
+    "read on the Ingress only (not in the ConfigMap); without `default-backend`, an Ingress' `spec.defaultBackend` answers when there is one (ingress-nginx: always `--default-backend-service`); the error backend is asked `GET /` whatever the client's method, within 5 seconds a try (else the backend's own answer is passed on); needs haproxy built with Lua",
 )];
 
 pub const RATE_LIMIT_REQUESTS: &[PeerKey] = &[PeerKey {
