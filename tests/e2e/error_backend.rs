@@ -49,6 +49,14 @@ async fn default_backend_serves_while_the_service_has_no_endpoint(
         "web",
         &[("nginx.ingress.kubernetes.io/default-backend", "errors")],
     )));
+    // As in ingress-nginx's own test: a rule to a Service that does not exist.
+    objects.push(to_json(&mk_annotated_ingress(
+        "invalid",
+        HOST,
+        "/invalid",
+        "invalid",
+        &[("nginx.ingress.kubernetes.io/default-backend", "errors")],
+    )));
     // Without the key, a Service without endpoints answers 503 as before.
     objects.push(to_json(&mk_annotated_ingress(
         "plain",
@@ -60,6 +68,20 @@ async fn default_backend_serves_while_the_service_has_no_endpoint(
     let scene = Scene::start(&haproxy, source, &objects).await;
     scene.wait_for_service(HOST, "/", "web").await;
     scene.wait_for_service(HOST, "/plain", "plain").await;
+    let reply = send(
+        &scene,
+        "/invalid/x",
+        &[("X-Request-ID", "something-unique")],
+    )
+    .await;
+    assert_eq!(reply.service(), Some("errors"), "{reply:?}");
+    assert_eq!(reply.header("x-echo-req-code"), Some("503"), "{reply:?}");
+    assert_eq!(reply.header("x-echo-req-ingress-name"), Some("invalid"));
+    assert_eq!(reply.header("x-echo-req-service-name"), Some("invalid"));
+    assert_eq!(
+        reply.header("x-echo-req-request-id"),
+        Some("something-unique")
+    );
     let reloads = scene.reloads().await;
 
     // The rule's Service loses its last endpoint: the default backend answers.
