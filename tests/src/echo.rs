@@ -2,7 +2,8 @@
 //! started with, and the host, path and query it received (as they came on the wire),
 //! so a test can tell who answered and what reached the backend. A request header
 //! `x-delay-ms: N` makes it wait N ms (at most 30 s) before answering, for requests
-//! that are still in flight when something stops.
+//! that are still in flight when something stops; `x-echo-status: N` (100 to 599)
+//! makes it answer with that status, for a backend that fails.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -82,6 +83,14 @@ impl EchoServer {
                                 response = response.header(format!("x-echo-req-{rest}"), value);
                             }
                         }
+                        let status = request
+                            .headers()
+                            .get("x-echo-status")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.parse::<u16>().ok())
+                            .filter(|code| (100..600).contains(code))
+                            .unwrap_or(200);
+                        response = response.status(status);
                         let delay = request
                             .headers()
                             .get("x-delay-ms")

@@ -391,6 +391,26 @@ impl Applier {
     /// Checks whether haproxy is still the master the applied state was sent to. A
     /// restarted haproxy loaded the files on disk; what it runs is then not known for
     /// sure (a restart may have raced an update), so the next apply reloads.
+    /// Whether the running haproxy was built without Lua, when its config needs Lua
+    /// for `custom-http-errors` (see [`crate::error_backend::WITHOUT_LUA_VARIABLE`]);
+    /// `false` when it does not need it.
+    pub async fn haproxy_without_lua(&self) -> Result<bool, CliError> {
+        let needs = self
+            .applied()
+            .is_some_and(|a| crate::error_backend::needs_script(&a.desired.feature_sets));
+        if !needs {
+            return Ok(false);
+        }
+        let answer = self
+            .cli
+            .worker_command(&format!(
+                "show env {}",
+                crate::error_backend::WITHOUT_LUA_VARIABLE
+            ))
+            .await?;
+        Ok(crate::error_backend::says_without_lua(&answer))
+    }
+
     pub async fn haproxy_restarted(&mut self) -> Result<bool, CliError> {
         let now = self.cli.show_proc().await?;
         let restarted = self

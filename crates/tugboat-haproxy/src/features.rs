@@ -500,5 +500,8 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
         }
     }
     crate::gateway_features::add_rules(sets, &mut rules);
+    // Last: the fallback looks at the backend every rule above has chosen.
+    crate::error_backend::request_rules(desired, &mut rules.late_request);
+    crate::error_backend::response_rules(desired, settings, &mut rules.response);
     rules
 }

@@ -3,6 +3,8 @@
 //! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
 //! - [`files`] writes them atomically and can put the previous ones back;
 //! - [`external_auth`] is the Lua action and the rules of `auth-url`;
+//! - [`error_backend`] is the fallback and the Lua action of `default-backend` and
+//!   `custom-http-errors`;
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
 //! - [`layout`] keeps every endpoint in a stable server slot;
 //! - [`map_text`] edits route map files in place, a line at a time;
@@ -12,6 +14,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod error_backend;
 pub mod external_auth;
 pub mod features;
 pub mod files;

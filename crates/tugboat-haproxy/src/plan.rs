@@ -356,6 +356,11 @@ pub fn plan_patch(
     if regex_routes_change {
         return Err(Box::new(applied));
     }
+    // The fallback of `default-backend` has a rule per backend its routes use: a change
+    // of such a route may change those rules, so it reloads.
+    if !patch.routes.is_empty() && fallback_routes_change(&applied.desired, &patch.routes) {
+        return Err(Box::new(applied));
+    }
     // Where each old section is, found before anything changes; then replaced from the
     // last to the first, so that the positions before stay right.
     let mut places_by_file = Vec::with_capacity(config_edits.len());
@@ -413,6 +418,31 @@ pub fn plan_patch(
         patched: true,
         held: None,
     })
+}
+
+/// Whether a route of the Ingresses in `by_ingress`, before or after, belongs to a
+/// feature set that falls back to another backend when its own has no usable server.
+fn fallback_routes_change(
+    applied: &Desired,
+    by_ingress: &BTreeMap<ObjectKey, IngressRoutes>,
+) -> bool {
+    if !crate::error_backend::has_fallback(&applied.feature_sets) {
+        return false;
+    }
+    let falls_back = |features: &Option<FeatureSetId>| {
+        features
+            .as_ref()
+            .and_then(|id| applied.feature_sets.get(id))
+            .and_then(|f| f.error_backend.as_ref())
+            .is_some_and(|e| e.when_unserved)
+    };
+    by_ingress
+        .values()
+        .any(|change| change.after.iter().any(|route| falls_back(&route.features)))
+        || applied
+            .routes
+            .iter()
+            .any(|route| by_ingress.contains_key(&route.ingress) && falls_back(&route.features))
 }
 
 /// Replaces the routes of the Ingresses in `by_ingress` in `applied` and edits the lines

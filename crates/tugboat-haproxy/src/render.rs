@@ -89,6 +89,12 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
             crate::external_auth::SCRIPT.to_string(),
         );
     }
+    if crate::error_backend::needs_script(&desired.feature_sets) {
+        files.insert(
+            settings.error_pages_script(),
+            crate::error_backend::SCRIPT.to_string(),
+        );
+    }
     RenderedFiles { files }
 }
 
@@ -176,15 +182,25 @@ fn config(desired: &Desired, settings: &RenderSettings) -> String {
         Some(server) => server.clone(),
     };
     let global_snippet = snippet_lines(global.snippet.as_ref());
-    let lua = if crate::external_auth::needed(&desired.feature_sets) {
+    let mut lua = String::new();
+    if crate::external_auth::needed(&desired.feature_sets) {
         // Only where haproxy has Lua: without, the routes refuse every request.
-        format!(
+        let _ = write!(
+            lua,
             "    .if feature(LUA)\n    lua-load {}\n    .endif\n",
             settings.external_auth_script().display()
-        )
-    } else {
-        String::new()
-    };
+        );
+    }
+    if crate::error_backend::needs_script(&desired.feature_sets) {
+        // Only where haproxy has Lua: without, haproxy warns and answers pass unchanged;
+        // the controller finds out through the environment and reports it.
+        let _ = write!(
+            lua,
+            "    .if feature(LUA)\n    lua-load {}\n    .else\n    setenv {} 1\n    .endif\n",
+            settings.error_pages_script().display(),
+            crate::error_backend::WITHOUT_LUA_VARIABLE
+        );
+    }
     // Writing into a String cannot fail: the results are ignored on purpose.
     let _ = write!(
         out,
@@ -310,6 +326,7 @@ frontend stats
         );
     }
     out.push_str(&features.sections);
+    out.push_str(&crate::error_backend::section(desired, settings));
     out
 }
 

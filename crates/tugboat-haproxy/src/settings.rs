@@ -116,6 +116,19 @@ impl RenderSettings {
         self.config_dir.join(LUA_DIR).join(EXTERNAL_AUTH_SCRIPT)
     }
 
+    /// The Lua script of `custom-http-errors`.
+    pub fn error_pages_script(&self) -> PathBuf {
+        self.config_dir.join(LUA_DIR).join(ERROR_PAGES_SCRIPT)
+    }
+
+    /// The abstract socket of the internal frontend of `custom-http-errors`: named
+    /// after the config folder, so that two haproxy processes on one host (tests) never
+    /// share it, and the same across reloads.
+    pub fn error_pages_address(&self) -> String {
+        let hash = tugboat_model::stable_hash(self.config_dir.as_os_str().as_encoded_bytes());
+        format!("abns@tugboat-error-pages-{hash:016x}")
+    }
+
     pub(crate) fn error_page(&self, code: u16) -> PathBuf {
         self.config_dir
             .join(ERRORFILES_DIR)
@@ -146,5 +159,6 @@ pub const BACKEND_TLS_DIR: &str = "backend-tls";
 /// Lua scripts (under the config folder).
 pub const LUA_DIR: &str = "lua";
 pub const EXTERNAL_AUTH_SCRIPT: &str = "external-auth.lua";
+pub const ERROR_PAGES_SCRIPT: &str = "error-pages.lua";
 /// Pattern files of long access lists (under the config folder).
 pub const PATTERNS_DIR: &str = "patterns";

@@ -210,6 +210,12 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             .services
             .insert(ObjectKey::new("shop", "main"), Arc::new(main_service));
     }
+    // The Service `default-backend`'s example names.
+    let mut error_pages = service.clone();
+    error_pages.metadata.name = Some("error-pages".into());
+    snapshot
+        .services
+        .insert(ObjectKey::new("shop", "error-pages"), Arc::new(error_pages));
     snapshot
         .services
         .insert(ObjectKey::new("shop", "web"), Arc::new(service));

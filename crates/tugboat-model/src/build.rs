@@ -508,6 +508,7 @@ impl<'a> Builder<'a> {
                 self.default_backend = backend.map(|b| (b, key.clone()));
             }
         }
+        let error_backend = self.error_backend(&object, key, ingress_layer, &mut used);
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {
             let field = format!("spec.rules[{rule_index}]");
             let Some(host) = self.rule_host(&object, &field, rule.host.as_deref()) else {
@@ -571,6 +572,9 @@ impl<'a> Builder<'a> {
                             replacement: replacement.clone(),
                         },
                     );
+                }
+                if let Some(error_backend) = &error_backend {
+                    features = self.with_error_backend(features, error_backend);
                 }
                 self.add_route(
                     &object,

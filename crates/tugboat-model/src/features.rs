@@ -19,7 +19,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::desired::BackendName;
 use crate::problem::ObjectRef;
+use crate::snapshot::ObjectKey;
 
 /// The identifier of one distinct [`RouteFeatures`]: `f` and 16 hex digits of a stable
 /// hash of its contents, so an unchanged set keeps its id whatever else changes.
@@ -156,6 +158,27 @@ pub struct ExternalAuth {
     pub signin: Option<String>,
 }
 
+/// ingress-nginx's `default-backend` and `custom-http-errors` of an Ingress: which
+/// backend answers in place of the route's, and when.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ErrorBackend {
+    /// The backend of `default-backend` (its Service's first port); `None`: the
+    /// controller's default backend ([`crate::Desired::default_backend`], else the
+    /// built-in 404).
+    pub backend: Option<BackendName>,
+    /// Whether a request whose backend has no usable server goes to `backend` instead
+    /// (`default-backend` is set, or 503 is one of `codes`).
+    pub when_unserved: bool,
+    /// The backend's answers with these codes are replaced by `backend`'s answer
+    /// (`custom-http-errors`); sorted, 400 to 599.
+    pub codes: Vec<u16>,
+    /// The Ingress (namespace and name, validated): `X-Namespace` and `X-Ingress-Name`.
+    pub ingress: ObjectKey,
+    /// The field that sets `codes` (`metadata.annotations.<prefix>custom-http-errors`),
+    /// for a problem haproxy's side finds with it; `None` without codes.
+    pub codes_field: Option<String>,
+}
+
 /// Requests per client address and period; over the limit, `status`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RateLimit {
@@ -243,6 +266,8 @@ pub struct RouteFeatures {
     pub max_body_size: Option<u64>,
     /// The routes have a canary: how a request is sent to it.
     pub canary: Option<CanaryRules>,
+    /// `default-backend` and `custom-http-errors`.
+    pub error_backend: Option<ErrorBackend>,
 }
 
 impl RouteFeatures {

@@ -331,6 +331,30 @@ pub(crate) fn backend_services(ingress: &Ingress) -> impl Iterator<Item = &str> 
         .chain(rules)
         .filter_map(|backend: &IngressBackend| backend.service.as_ref())
         .map(|service| service.name.as_str())
+        .chain(default_backend_annotation(ingress))
+}
+
+/// The Service an Ingress' `default-backend` key names (under any prefix), as written.
+fn default_backend_annotation(ingress: &Ingress) -> impl Iterator<Item = &str> {
+    let wanted = annotations::keys::DEFAULT_BACKEND.name();
+    ingress
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(move |(key, _)| {
+            annotations::prefixes::split_annotation(key).is_some_and(|(ecosystem, name)| {
+                match ecosystem {
+                    annotations::Ecosystem::Tugboat | annotations::Ecosystem::Legacy => {
+                        annotations::find_key(name).is_some_and(|spec| spec.name == wanted)
+                    }
+                    _ => annotations::keys::find_peer(ecosystem, name)
+                        .iter()
+                        .any(|(spec, _)| spec.name == wanted),
+                }
+            })
+        })
+        .map(|(_, value)| value.as_str())
 }
 
 #[cfg(test)]

@@ -198,6 +198,9 @@ struct LoopState {
     /// Snippets haproxy refused (where, lines) and what it said: left out while they
     /// stay the same.
     refused_snippets: BTreeMap<(String, Vec<String>), String>,
+    /// Whether the running haproxy lacks the Lua that `custom-http-errors` needs, as it
+    /// said after the last reload (`None`: not asked yet).
+    without_lua: Option<bool>,
 }
 
 impl LoopState {
@@ -340,7 +343,15 @@ async fn apply_patch(
     build: Duration,
     objects: usize,
 ) -> Option<Next> {
-    if let Some(problems) = &patch.problems {
+    let with_lua_problems;
+    let problems = match (&patch.problems, applier.applied()) {
+        (Some(problems), Some(applied)) if state.without_lua == Some(true) => {
+            with_lua_problems = with_without_lua_problems(problems.clone(), &applied.desired);
+            Some(&with_lua_problems)
+        }
+        (problems, _) => problems.as_ref(),
+    };
+    if let Some(problems) = problems {
         report_problems(config, &mut state.problems, problems);
         status.send_if_modified(|status| {
             let changed = status.problems != *problems;
@@ -439,6 +450,9 @@ async fn apply_full(
         &mut output.problems,
         &mut state.refused_snippets,
     );
+    if state.without_lua == Some(true) {
+        output.problems = with_without_lua_problems(output.problems, &output.desired);
+    }
     let build = started.elapsed();
     report_problems(config, &mut state.problems, &output.problems);
     let gateway = std::mem::take(&mut output.gateway);
@@ -528,6 +542,13 @@ async fn apply_full(
                 started,
                 "full",
             );
+            if (report.delivery.reloaded() || state.without_lua.is_none())
+                && lua_changed(applier, state).await
+            {
+                // The problems change: the whole state again, to report them.
+                state.in_sync = false;
+                return Next::Now;
+            }
             Next::OnChange
         }
         Err(ApplyError::Refused { message }) if !new_snippets.is_empty() => {
@@ -563,6 +584,39 @@ async fn apply_full(
             Next::AfterBackoff
         }
     }
+}
+
+/// Asks haproxy whether it lacks Lua (when its config needs it) and keeps the answer;
+/// whether that changed what it said before.
+async fn lua_changed(applier: &Applier, state: &mut LoopState) -> bool {
+    match applier.haproxy_without_lua().await {
+        Ok(without) => {
+            let before = state.without_lua.replace(without);
+            if without && before != Some(true) {
+                tracing::warn!(
+                    "haproxy is built without Lua: custom-http-errors cannot replace answers"
+                );
+            }
+            before.is_some_and(|before| before != without) || (before.is_none() && without)
+        }
+        Err(err) => {
+            tracing::warn!("could not ask haproxy whether it has Lua: {err}");
+            false
+        }
+    }
+}
+
+/// `problems` and those of a haproxy without Lua for `desired`, sorted.
+fn with_without_lua_problems(
+    mut problems: Vec<ObjectProblem>,
+    desired: &Desired,
+) -> Vec<ObjectProblem> {
+    problems.extend(tugboat_haproxy::error_backend::without_lua_problems(
+        desired,
+    ));
+    problems.sort();
+    problems.dedup();
+    problems
 }
 
 /// Every snippet of a desired state, by (where, lines): `global` or the backend.

@@ -688,6 +688,34 @@ pub const AUTH_SIGNIN: Key<String> = key!(
     }
 );
 
+pub const DEFAULT_BACKEND: Key<String> = key!(
+    parse_service_name,
+    KeySpec {
+        name: "default-backend",
+        scopes: INGRESS,
+        values: "the name of a Service in the Ingress' namespace",
+        default: KeyDefault::None("none: a backend without a usable server answers 503"),
+        example: "error-pages",
+        help: "When the Service of a rule has no usable server (no ready endpoint, or all down), its requests go to this Service (its first port) instead, with `X-Code: 503`, `X-Format` (the `Accept` header), `X-Namespace`, `X-Ingress-Name`, `X-Service-Name`, `X-Service-Port` and `X-Request-ID` (the client's, else a new one); as endpoints come and go this switches without a reload. With `custom-http-errors`, this Service also answers the errors.",
+        peers: peers::DEFAULT_BACKEND,
+        ..BASE
+    }
+);
+
+pub const CUSTOM_HTTP_ERRORS: Key<Vec<u16>> = key!(
+    parse_error_codes,
+    KeySpec {
+        name: "custom-http-errors",
+        scopes: INGRESS,
+        values: "status codes from 400 to 599 separated by commas",
+        default: KeyDefault::None("none: the backend's answers reach the client"),
+        example: "404,503",
+        help: "When the backend answers one of these codes, the client gets instead the answer of `default-backend` (else of the backend requests without a route get: an Ingress' `spec.defaultBackend`, else `--default-backend-service`, else the built-in 404), asked `GET /` with the client's Host and `X-Code` (the backend's code), `X-Format` (the `Accept` header), `X-Original-URI`, `X-Namespace`, `X-Ingress-Name`, `X-Service-Name`, `X-Service-Port` and `X-Request-ID` (the client's, else a new one); its status, headers and body are passed on as they are. With 503 in the list, a request whose backend has no usable server goes to that backend directly, as with `default-backend`. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua, the Ingress gets a problem naming the key (and haproxy warns at every load), and the backend's answers pass unchanged.",
+        peers: peers::CUSTOM_HTTP_ERRORS,
+        ..BASE
+    }
+);
+
 pub const RATE_LIMIT_REQUESTS: Key<u64> = key!(
     |v| parse_number(v, 1, 1_000_000),
     KeySpec {
@@ -1330,6 +1358,8 @@ pub const KEYS: &[KeySpec] = &[
     AUTH_METHOD.spec,
     AUTH_RESPONSE_HEADERS.spec,
     AUTH_SIGNIN.spec,
+    DEFAULT_BACKEND.spec,
+    CUSTOM_HTTP_ERRORS.spec,
     RATE_LIMIT_REQUESTS.spec,
     RATE_LIMIT_PERIOD.spec,
     RATE_LIMIT_STATUS_CODE.spec,

@@ -142,6 +142,13 @@ pub enum ValueError {
     /// A value of another controller's key that Tugboat cannot write as its own.
     #[error("{0}")]
     NotPeerValue(&'static str),
+    #[error("the name of a Service in the object's namespace (lower-case letters, digits, '-')")]
+    NotServiceName,
+    /// `custom-http-errors`: the item that is not a status code from 400 to 599.
+    #[error("status codes from 400 to 599 separated by commas; '{0}' is not one")]
+    NotErrorCode(String),
+    #[error("1 to {max} status codes from 400 to 599 separated by commas")]
+    ErrorCodeCount { max: usize },
 }
 
 pub type Parsed<T> = Result<T, ValueError>;
@@ -740,6 +747,46 @@ pub fn parse_host_aliases(value: &str) -> Parsed<Vec<String>> {
         )));
     }
     Ok(hosts)
+}
+
+/// `default-backend`: the name of a Service in the object's namespace.
+pub fn parse_service_name(value: &str) -> Parsed<String> {
+    validate::dns_label(value)
+        .map(|()| value.to_string())
+        .map_err(|_| ValueError::NotServiceName)
+}
+
+/// The most status codes one `custom-http-errors` may list (every code from 400 to 599).
+pub const MOST_ERROR_CODES: usize = 200;
+
+/// At most 16 characters of `item`, control characters shown as `?`: for a message.
+fn shown(item: &str) -> String {
+    item.chars()
+        .take(16)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// `custom-http-errors`: status codes from 400 to 599 separated by commas (spaces
+/// around them allowed), sorted and without repeats.
+pub fn parse_error_codes(value: &str) -> Parsed<Vec<u16>> {
+    let mut codes = Vec::new();
+    for item in value.split(',').map(|c| c.trim_matches(' ')) {
+        if item.is_empty() {
+            continue;
+        }
+        let code =
+            parse_number(item, 400, 599).map_err(|_| ValueError::NotErrorCode(shown(item)))?;
+        codes.push(code as u16);
+    }
+    codes.sort_unstable();
+    codes.dedup();
+    if codes.is_empty() || codes.len() > MOST_ERROR_CODES {
+        return Err(ValueError::ErrorCodeCount {
+            max: MOST_ERROR_CODES,
+        });
+    }
+    Ok(codes)
 }
 
 #[cfg(test)]

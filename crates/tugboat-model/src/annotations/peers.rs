@@ -446,6 +446,17 @@ pub const AUTH_METHOD: &[PeerKey] = &[differs(
 pub const AUTH_RESPONSE_HEADERS: &[PeerKey] = &[same(NGINX, "auth-response-headers")];
 pub const AUTH_SIGNIN: &[PeerKey] = &[differs(NGINX, "auth-signin", NGINX_VARIABLES)];
 
+pub const DEFAULT_BACKEND: &[PeerKey] = &[differs(
+    NGINX,
+    "default-backend",
+    "also used while every endpoint is down by health check or draining (ingress-nginx: only while the Service has no endpoints); a Service that does not exist is a problem, and the rule's requests get 503",
+)];
+pub const CUSTOM_HTTP_ERRORS: &[PeerKey] = &[differs(
+    NGINX,
+    "custom-http-errors",
+    "read on the Ingress only (not in the ConfigMap); without `default-backend`, an Ingress' `spec.defaultBackend` answers when there is one (ingress-nginx: always `--default-backend-service`); the error backend is asked `GET /` whatever the client's method, within 5 seconds a try (else the backend's own answer is passed on); needs haproxy built with Lua",
+)];
+
 pub const RATE_LIMIT_REQUESTS: &[PeerKey] = &[PeerKey {
     implies: &[("rate-limit-status-code", "403")],
     ..same(HT, "rate-limit-requests")
@@ -713,12 +724,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         NGINX,
         "server-snippet",
         "nginx syntax: never run; remove it",
-    ),
-    (NGINX, "custom-http-errors", "use `--configmap-errorfiles`"),
-    (
-        NGINX,
-        "default-backend",
-        "use the Ingress' `spec.defaultBackend`",
     ),
     (HT, "ssl-passthrough", "no equivalent"),
     (

@@ -4,12 +4,13 @@
 use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
 use crate::desired::{BackendName, HostMatch, PathMatch, UserHash};
 use crate::features::{
-    BackendOptions, BasicAuth, FeatureSetId, HttpsRedirect, PathRewrite, Redirect, RedirectTarget,
-    RedirectWhen, RouteFeatures,
+    BackendOptions, BasicAuth, ErrorBackend, FeatureSetId, HttpsRedirect, PathRewrite, Redirect,
+    RedirectTarget, RedirectWhen, RouteFeatures,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
 use crate::validate;
+use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 use std::collections::BTreeSet;
 
 use super::{Builder, NO_USERS, SecretUse};
@@ -142,6 +143,106 @@ impl Builder<'_> {
         let id = FeatureSetId::of(&features);
         self.feature_sets.insert(id.clone(), features);
         Some(id)
+    }
+
+    /// The feature set `base` with the error backend of its Ingress (a set of its own).
+    pub(super) fn with_error_backend(
+        &mut self,
+        base: Option<FeatureSetId>,
+        error_backend: &ErrorBackend,
+    ) -> Option<FeatureSetId> {
+        let mut features = base
+            .and_then(|id| self.feature_sets.get(&id).cloned())
+            .unwrap_or_default();
+        features.error_backend = Some(error_backend.clone());
+        let id = FeatureSetId::of(&features);
+        self.feature_sets.insert(id.clone(), features);
+        Some(id)
+    }
+
+    /// ingress-nginx's `default-backend` and `custom-http-errors` of an Ingress (read on
+    /// the Ingress only); the backend of `default-backend` joins `used`. A
+    /// `default-backend` naming a Service that does not exist (or has no port) is a
+    /// problem naming the key: the rules keep their own backend (503 without a server),
+    /// and `custom-http-errors` goes to the controller's default backend.
+    pub(super) fn error_backend(
+        &mut self,
+        object: &ObjectRef,
+        ingress: &ObjectKey,
+        ingress_layer: &Layer,
+        used: &mut BTreeSet<BackendName>,
+    ) -> Option<ErrorBackend> {
+        let mut resolver = Resolver::new(vec![ingress_layer]);
+        let scopes = [Scope::Ingress];
+        let service = resolver.get_in(&annotations::keys::DEFAULT_BACKEND, &scopes);
+        let codes = resolver
+            .get_in(&annotations::keys::CUSTOM_HTTP_ERRORS, &scopes)
+            .unwrap_or_default();
+        self.problems.append(&mut resolver.problems);
+        let backend = service
+            .and_then(|name| self.default_backend_annotation(object, ingress, ingress_layer, name));
+        if backend.is_none() && codes.is_empty() {
+            return None;
+        }
+        used.extend(backend.clone());
+        let codes_field = (!codes.is_empty())
+            .then(|| ingress_layer.field_of(&annotations::keys::CUSTOM_HTTP_ERRORS.spec))
+            .flatten()
+            .map(str::to_string);
+        Some(ErrorBackend {
+            when_unserved: backend.is_some() || codes.contains(&503),
+            backend,
+            codes,
+            ingress: ingress.clone(),
+            codes_field,
+        })
+    }
+
+    /// The backend of the Service `name` of `default-backend`: its first port, as
+    /// ingress-nginx takes it.
+    fn default_backend_annotation(
+        &mut self,
+        object: &ObjectRef,
+        ingress: &ObjectKey,
+        ingress_layer: &Layer,
+        name: String,
+    ) -> Option<BackendName> {
+        let field = ingress_layer
+            .field_of(&annotations::keys::DEFAULT_BACKEND.spec)
+            .unwrap_or("metadata.annotations")
+            .to_string();
+        let service = ObjectKey::new(&ingress.namespace, &name);
+        let first_port = self
+            .snapshot
+            .services
+            .get(&service)
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|spec| spec.ports.as_ref())
+            .and_then(|ports| ports.first())
+            .map(|port| port.port);
+        let Some(port) = first_port else {
+            self.problems.push(ObjectProblem {
+                object: object.clone(),
+                field,
+                reason: ProblemReason::ServiceNotFound,
+                message: format!(
+                    "key 'default-backend': Service {service} does not exist or has no port; \
+                     the rules keep their own backend"
+                ),
+            });
+            return None;
+        };
+        let reference = IngressBackend {
+            service: Some(IngressServiceBackend {
+                name,
+                port: Some(ServiceBackendPort {
+                    number: Some(port),
+                    name: None,
+                }),
+            }),
+            resource: None,
+        };
+        self.backend(object, ingress, &reference, &field, ingress_layer)
     }
 
     /// The keys of a Service, read once.

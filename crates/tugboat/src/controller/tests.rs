@@ -1,6 +1,6 @@
 //! The controller's update step against a fake master socket, without haproxy: what it
 //! does next after an update that applies, one haproxy refuses, one with a snippet
-//! haproxy refuses, and one haproxy does not answer.
+//! haproxy refuses, one haproxy does not answer, and one that needs Lua haproxy lacks.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -21,6 +21,8 @@ struct MasterState {
     refuse_when_config_has: Option<&'static str>,
     /// The first line of every request, in order.
     requests: Vec<String>,
+    /// haproxy was built without Lua (`show env` says so when the config needs it).
+    without_lua: bool,
 }
 
 /// A master CLI socket that answers `show proc`, `reload` (reading the config files,
@@ -115,6 +117,15 @@ fn answer(request: &str, state: &Mutex<MasterState>, config_dir: &Path) -> Strin
                     state.failed_reloads = 0;
                     "Success=1\n--\n[NOTICE]   (1) : Loading success.\n".to_string()
                 }
+            }
+        }
+        "@1 show env TUGBOAT_HAPROXY_WITHOUT_LUA" => {
+            let needs_lua =
+                tugboat_files(config_dir).contains("setenv TUGBOAT_HAPROXY_WITHOUT_LUA");
+            if state.without_lua && needs_lua {
+                "TUGBOAT_HAPROXY_WITHOUT_LUA=1\n\n".to_string()
+            } else {
+                "Variable not found\n\n".to_string()
             }
         }
         batch if batch.starts_with("prompt\n") => {
@@ -357,4 +368,61 @@ async fn a_reload_waits_for_its_window_while_runtime_changes_go_at_once() {
     assert_eq!(master.requests_like("reload"), 2);
     assert_eq!(step.state.reload_due(window), None);
     assert!(tugboat_files(&step.config.render.config_dir).contains("default_api_80"));
+}
+
+/// `routed`, with `custom-http-errors` on the Ingress.
+fn with_custom_errors(name: &str) -> String {
+    routed(name, "web", "", "127.0.0.1").replacen(
+        &format!("metadata: {{name: {name}, namespace: default}}"),
+        &format!(
+            "metadata: {{name: {name}, namespace: default, annotations: \
+             {{nginx.ingress.kubernetes.io/custom-http-errors: \"404,503\"}}}}"
+        ),
+        1,
+    )
+}
+
+#[tokio::test]
+async fn custom_http_errors_on_a_haproxy_without_lua_is_a_problem_naming_the_key() {
+    let master = FakeMaster::start();
+    master.state().without_lua = true;
+    let mut step = Step::new(&master);
+    let errors = snapshot(&with_custom_errors("shop"));
+    // haproxy says it has no Lua after the reload: the update runs again to report it.
+    assert_eq!(step.update(&errors).await, Next::Now);
+    assert_eq!(step.update(&errors).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    let problems = step.status.borrow().problems.clone();
+    assert!(
+        problems.iter().any(|p| p.object.name == "shop"
+            && p.field == "metadata.annotations.nginx.ingress.kubernetes.io/custom-http-errors"
+            && p.message.contains("Lua")),
+        "{problems:?}"
+    );
+    // The key removed: the problem goes.
+    let plain = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    step.update(&plain).await;
+    step.update(&plain).await;
+    assert!(
+        step.status.borrow().problems.is_empty(),
+        "{:?}",
+        step.status.borrow().problems
+    );
+}
+
+#[tokio::test]
+async fn custom_http_errors_on_a_haproxy_with_lua_is_no_problem() {
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let errors = snapshot(&with_custom_errors("shop"));
+    assert_eq!(step.update(&errors).await, Next::OnChange);
+    assert_eq!(master.requests_like("@1 show env"), 1);
+    assert!(step.status.borrow().problems.is_empty());
+    // Without the key, haproxy is not asked.
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let plain = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    assert_eq!(step.update(&plain).await, Next::OnChange);
+    assert_eq!(master.requests_like("reload"), 1);
+    assert_eq!(master.requests_like("@1 show env"), 0);
 }

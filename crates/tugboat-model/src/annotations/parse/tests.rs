@@ -833,3 +833,80 @@ fn host_aliases_refuse_more_than_32() {
         Err(ValueError::NotHostList(_))
     ));
 }
+
+#[test]
+fn error_codes_are_sorted_without_repeats() {
+    assert_eq!(
+        parse_error_codes("503, 404,404 ,500"),
+        Ok(vec![404, 500, 503])
+    );
+}
+
+#[test]
+fn error_codes_refuse_a_word() {
+    assert_eq!(
+        parse_error_codes("404,teapot"),
+        Err(ValueError::NotErrorCode("teapot".into()))
+    );
+}
+
+#[test]
+fn error_codes_refuse_a_code_below_400() {
+    assert_eq!(
+        parse_error_codes("302,404"),
+        Err(ValueError::NotErrorCode("302".into()))
+    );
+}
+
+#[test]
+fn error_codes_refuse_a_code_above_599() {
+    assert_eq!(
+        parse_error_codes("600"),
+        Err(ValueError::NotErrorCode("600".into()))
+    );
+}
+
+#[test]
+fn error_codes_refuse_a_sign() {
+    assert_eq!(
+        parse_error_codes("+404"),
+        Err(ValueError::NotErrorCode("+404".into()))
+    );
+}
+
+#[test]
+fn error_codes_refuse_an_empty_list() {
+    assert_eq!(
+        parse_error_codes(" , "),
+        Err(ValueError::ErrorCodeCount { max: 200 })
+    );
+}
+
+#[test]
+fn error_codes_refuse_a_line_break() {
+    assert_eq!(
+        parse_error_codes("404\n500"),
+        Err(ValueError::NotErrorCode("404?500".into()))
+    );
+}
+
+#[test]
+fn service_name_is_a_dns_label() {
+    assert_eq!(parse_service_name("error-pages"), Ok("error-pages".into()));
+}
+
+#[test]
+fn service_name_refuses_a_namespace() {
+    assert_eq!(
+        parse_service_name("other/error-pages"),
+        Err(ValueError::NotServiceName)
+    );
+}
+
+#[test]
+fn service_name_refuses_upper_case() {
+    assert_eq!(
+        parse_service_name("Errors"),
+        Err(ValueError::NotServiceName)
+    );
+}
