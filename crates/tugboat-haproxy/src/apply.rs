@@ -8,6 +8,7 @@
 //! haproxy without reloading it (see [`Applier::adopt`]).
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -435,19 +436,20 @@ fn marker_text(
     files: &RenderedFiles,
     settings: &RenderSettings,
 ) -> String {
-    let folder = |path: PathBuf| path.parent().map(Path::to_path_buf);
-    let folders = [
-        folder(settings.backend_file("-")),
-        folder(settings.pattern_file("-")),
-    ];
     let mut text = marker_header(info, files_fingerprint);
     text.push('\n');
-    for path in files.files.keys() {
-        if folders
-            .iter()
-            .flatten()
-            .any(|f| path.parent() == Some(f.as_path()))
-        {
+    for file in [settings.backend_file("-"), settings.pattern_file("-")] {
+        let Some(folder) = file.parent() else {
+            continue;
+        };
+        // A folder's files sort together, right after the folder: only they are walked,
+        // not the thousands of certificates and maps beside them.
+        let in_folder = files
+            .files
+            .range::<Path, _>((Bound::Excluded(folder), Bound::Unbounded))
+            .map(|(path, _)| path)
+            .take_while(|path| path.starts_with(folder));
+        for path in in_folder.filter(|path| path.parent() == Some(folder)) {
             text.push_str(&path.to_string_lossy());
             text.push('\n');
         }
@@ -539,6 +541,8 @@ mod tests {
                 (settings.config_file(), "global\n".to_string()),
                 (settings.backend_file("api-ca.pem"), "pem".to_string()),
                 (settings.pattern_file("allow-1"), "10.0.0.0/8\n".to_string()),
+                (settings.certificate("shop"), "pem".to_string()),
+                (settings.external_auth_script(), "--".to_string()),
             ]
             .into(),
         };
@@ -548,17 +552,13 @@ mod tests {
             lines.next(),
             Some(marker_header(&info, fingerprint(&files)).as_str())
         );
-        let listed: Vec<PathBuf> = lines.map(PathBuf::from).collect();
+        let listed: BTreeSet<PathBuf> = lines.map(PathBuf::from).collect();
         assert_eq!(
             listed,
-            vec![
+            BTreeSet::from([
                 settings.pattern_file("allow-1"),
                 settings.backend_file("api-ca.pem")
-            ]
-            .into_iter()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect::<Vec<_>>()
+            ])
         );
     }
 
