@@ -5,12 +5,13 @@
 //! `.cfg`, since haproxy loads every `*.cfg` of its config folder), flushed to disk, then
 //! renamed over the old one, and the folder itself is synced.
 //!
-//! The applier uses the order publish, act, sync ([`publish`], [`sync`]): the rename
-//! makes the complete new contents visible to haproxy at once (through the page cache),
-//! the runtime commands or the reload follow, and the flush to disk comes last, so that
-//! a disk's fsync latency (milliseconds per file) is not added to every update.
-//! Durability only matters across a machine crash, which also ends the pod and its
-//! emptyDir volumes.
+//! The applier publishes first ([`publish`]): the rename makes the complete new contents
+//! visible to haproxy at once (through the page cache), whatever comes next. After a
+//! reload it flushes the files to disk ([`sync`]); after a runtime update it leaves them
+//! to the kernel's writeback, since an `fsync` per file costs the controller more CPU
+//! than the rest of a change. Durability only matters across a machine crash: haproxy's
+//! master does not survive one, so the controller adopts nothing after it and rewrites
+//! every file at its start (an emptyDir on disk may keep torn files until then).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -60,6 +61,12 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileE
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(file_error("sync folder", dir))
+}
+
+/// Writes `contents` to `path` atomically, visible at once, without waiting for the
+/// disk.
+pub fn write_visible(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileError> {
+    replace(path, contents, mode, Durability::Visible)
 }
 
 /// Whether [`replace`] flushes the new contents to disk before the rename.
@@ -126,12 +133,7 @@ pub fn publish(files: &RenderedFiles, paths: &[PathBuf]) -> Result<usize, FileEr
         let Some(contents) = files.get(path) else {
             continue;
         };
-        replace(
-            path,
-            contents.as_bytes(),
-            mode_for(path),
-            Durability::Visible,
-        )?;
+        write_visible(path, contents.as_bytes(), mode_for(path))?;
         written += 1;
     }
     Ok(written)
