@@ -146,13 +146,15 @@ pub struct BasicAuth {
 /// that status (401 redirects to `signin` when set); anything else, or no answer, is 500.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExternalAuth {
-    /// A URL checked by [`crate::validate::service_url`].
+    /// A URL checked by [`crate::validate::service_url_template`]: it may hold nginx
+    /// variables, filled in per request by the authentication script.
     pub url: String,
     /// `GET`, `HEAD`, `POST`, `PUT` or `DELETE`.
     pub method: String,
     /// Headers of the authentication answer set on the request (validated names).
     pub response_headers: Vec<String>,
-    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated).
+    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated as
+    /// `url`, variables included).
     pub signin: Option<String>,
 }
 

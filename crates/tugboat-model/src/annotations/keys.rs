@@ -637,10 +637,10 @@ pub const AUTH_URL: Key<String> = key!(
     KeySpec {
         name: "auth-url",
         scopes: ALL,
-        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`",
+        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`; nginx variables (`$name` or `${name}`) anywhere: `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` (a request header, `_` for `-`), `$arg_NAME` (a query argument)",
         default: KeyDefault::None("none"),
         example: "http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth",
-        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua the routes refuse every request (403). A value that is not valid refuses every request (403).",
+        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Variables are filled in per request as nginx does (`$host`: the Host header in lower case without its port; `$request_uri`: path and query as sent; `$escaped_request_uri`: the same percent-encoded; header and argument values percent-encoded where they could not stand in a URL); a request whose Host is not a host name or address where `$host` is used answers 500. A host name in the URL (`https://$host/oauth2/auth` included) is resolved by haproxy's DNS resolvers (its `default` section, from `/etc/resolv.conf`; `/etc/hosts` is not read), so it must resolve in the cluster's DNS. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua the routes refuse every request (403). A value that is not valid refuses every request (403).",
         peers: peers::AUTH_URL,
         ..BASE
     }
@@ -679,10 +679,10 @@ pub const AUTH_SIGNIN: Key<String> = key!(
     KeySpec {
         name: "auth-signin",
         scopes: ALL,
-        values: "a URL, as `auth-url`",
+        values: "a URL, as `auth-url` (with the same variables)",
         default: KeyDefault::None("none: a 401 of `auth-url` answers 401"),
-        example: "https://login.example.com/oauth2/start",
-        help: "With `auth-url`: a 401 redirects the client (302) here, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
+        example: "https://$host/oauth2/start?rd=$escaped_request_uri",
+        help: "With `auth-url`: a 401 redirects the client (302) here, its variables filled in as for `auth-url`, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
         peers: peers::AUTH_SIGNIN,
         ..BASE
     }

@@ -121,6 +121,14 @@ pub enum ValueError {
     /// An external authentication URL ([`validate::service_url`]): why it was refused.
     #[error("an http:// or https:// URL; {0}")]
     NotServiceUrl(String),
+    /// An external authentication URL with a variable Tugboat does not fill in.
+    #[error(
+        "a URL whose variables are {known}; not ${0}",
+        known = url_variable_names()
+    )]
+    UnknownUrlVariable(String),
+    #[error("a URL whose '$' starts a variable: $name or ${{name}}")]
+    MalformedUrlVariable,
     #[error("GET, HEAD, POST, PUT or DELETE")]
     NotAuthMethod,
     #[error(
@@ -645,9 +653,32 @@ pub fn parse_secret_name(value: &str) -> Parsed<String> {
 
 /// `auth-url` and `auth-signin`: a URL haproxy requests or sends clients to.
 pub fn parse_service_url(value: &str) -> Parsed<String> {
-    validate::service_url(value)
+    match validate::url_variables(value) {
+        Err(validate::UrlVariableError::Unknown(name)) => {
+            return Err(ValueError::UnknownUrlVariable(name));
+        }
+        Err(validate::UrlVariableError::Malformed) => {
+            return Err(ValueError::MalformedUrlVariable);
+        }
+        Ok(_) => {}
+    }
+    validate::service_url_template(value)
         .map(|()| value.to_string())
         .map_err(|e| ValueError::NotServiceUrl(e.0))
+}
+
+/// The variables of an external authentication URL, as the documentation lists them.
+pub fn url_variable_names() -> String {
+    validate::URL_VARIABLES
+        .iter()
+        .map(|v| format!("${v}"))
+        .chain(
+            validate::URL_VARIABLE_PREFIXES
+                .iter()
+                .map(|p| format!("${p}NAME")),
+        )
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `rewrite-target` (ingress-nginx): the path the backend receives, `$1` to `$9` naming

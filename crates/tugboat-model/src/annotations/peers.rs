@@ -432,11 +432,11 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
-const NGINX_VARIABLES: &str = "nginx variables (`$host`, `$escaped_request_uri`) are refused";
+const NGINX_VARIABLES: &str = "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused)";
 pub const AUTH_URL: &[PeerKey] = &[differs(
     NGINX,
     "auth-url",
-    "nginx variables (`$host`) are refused; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
+    "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused); a host name is resolved by haproxy's DNS resolvers, not `/etc/hosts`; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
 )];
 pub const AUTH_METHOD: &[PeerKey] = &[differs(
     NGINX,

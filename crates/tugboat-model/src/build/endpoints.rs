@@ -213,10 +213,7 @@ fn parse_port_ref(
     }
 }
 
-fn find_service_port<'s>(
-    service: &'s Service,
-    port: &ServicePortRef,
-) -> Option<&'s ServicePort> {
+fn find_service_port<'s>(service: &'s Service, port: &ServicePortRef) -> Option<&'s ServicePort> {
     let ports = service.spec.as_ref()?.ports.as_ref()?;
     ports.iter().find(|p| match port {
         ServicePortRef::Number(n) => p.port == i32::from(*n),
@@ -251,10 +248,7 @@ impl Resolved {
 }
 
 /// The endpoints of the Service port called `port_name` in the Service's `slices`.
-fn endpoints_of<'s>(
-    slices: impl Iterator<Item = &'s EndpointSlice>,
-    port_name: &str,
-) -> Resolved {
+fn endpoints_of<'s>(slices: impl Iterator<Item = &'s EndpointSlice>, port_name: &str) -> Resolved {
     let mut resolved = Resolved::default();
     for slice in slices {
         collect_endpoints(slice, port_name, &mut resolved);

@@ -524,11 +524,76 @@ fn auth_url_takes_an_http_or_https_url() {
 }
 
 #[test]
-fn auth_url_refuses_nginx_variables() {
-    assert!(matches!(
-        parse_service_url("https://$host/oauth2/auth"),
-        Err(ValueError::NotServiceUrl(_))
-    ));
+fn auth_url_takes_the_nginx_variables_tugboat_fills_in() {
+    for url in [
+        "https://$host/oauth2/auth",
+        "https://${host}:8443/oauth2/auth",
+        "https://login.example.com/oauth2/start?rd=$escaped_request_uri",
+        "http://auth.example.com/check?uri=$request_uri&s=$scheme&a=$args$is_args",
+        "http://auth.example.com/check/$uri?q=$query_string&ip=$remote_addr",
+        "http://auth.example.com/check?tenant=$http_x_tenant&page=$arg_page",
+        "http://auth.$host/check",
+    ] {
+        assert_eq!(parse_service_url(url), Ok(url.into()), "{url}");
+    }
+}
+
+#[test]
+fn auth_url_refuses_a_variable_it_does_not_fill_in() {
+    assert_eq!(
+        parse_service_url("https://$server_name/oauth2/auth"),
+        Err(ValueError::UnknownUrlVariable("server_name".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?h=$HOST"),
+        Err(ValueError::UnknownUrlVariable("HOST".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?h=$http_X_Tenant"),
+        Err(ValueError::UnknownUrlVariable("http_X_Tenant".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?a=$arg_"),
+        Err(ValueError::UnknownUrlVariable("arg_".into()))
+    );
+    let text = ValueError::UnknownUrlVariable("server_name".into()).to_string();
+    assert!(
+        text.contains("$server_name") && text.contains("$host"),
+        "{text}"
+    );
+}
+
+#[test]
+fn auth_url_refuses_a_dollar_that_starts_no_variable() {
+    for url in [
+        "https://a.com/x$",
+        "https://a.com/$/x",
+        "https://a.com/${host",
+        "https://a.com/${}",
+        "https://a.com/${ho-st}",
+    ] {
+        assert_eq!(
+            parse_service_url(url),
+            Err(ValueError::MalformedUrlVariable),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+fn auth_url_with_variables_is_still_checked_as_a_url() {
+    for url in [
+        "$scheme://$host/check",
+        "https://$host/check if TRUE",
+        "https://$host/\"check",
+        "https://$host/check#x",
+        "https://user@$host/check",
+    ] {
+        assert!(
+            matches!(parse_service_url(url), Err(ValueError::NotServiceUrl(_))),
+            "{url}"
+        );
+    }
 }
 
 #[test]
