@@ -1149,7 +1149,7 @@ pub const CANARY: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend. A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
+        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend, except that with session affinity on the main backend the canary's backend takes the main backend's cookie (see `affinity-canary-behavior`). A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
         peers: peers::CANARY,
         ..BASE
     }
@@ -1221,6 +1221,20 @@ pub const CANARY_BY_HEADER_PATTERN: Key<String> = key!(
         example: "^(beta|canary)$",
         help: "With `canary-by-header` and without `canary-by-header-value`: a header value this expression finds a match in (anywhere, unless anchored) sends the request to the canary; other values leave the decision to the cookie and the weight.",
         peers: peers::CANARY_BY_HEADER_PATTERN,
+        ..BASE
+    }
+);
+
+pub const AFFINITY_CANARY_BEHAVIOR: Key<AffinityCanaryBehavior> = key!(
+    parse_affinity_canary_behavior,
+    KeySpec {
+        name: "affinity-canary-behavior",
+        scopes: INGRESS,
+        values: "`sticky` or `legacy`",
+        default: KeyDefault::Value("sticky"),
+        example: "legacy",
+        help: "On a canary whose main route's backend has session affinity (`affinity: cookie` or `cookie-persistence`): a request with the main backend's affinity cookie stays on the main backend, before the header, cookie and weight decide. `sticky`: the canary's backend sets the same cookie (its attributes are the main backend's, its values start with `canary-`) and a request with such a value goes to the canary, so a client stays where it was first sent. `legacy`: the canary's backend keeps its own persistence, and a request the canary got is decided again next time.",
+        peers: peers::AFFINITY_CANARY_BEHAVIOR,
         ..BASE
     }
 );
@@ -1369,6 +1383,7 @@ pub const KEYS: &[KeySpec] = &[
     CANARY_BY_HEADER_VALUE.spec,
     CANARY_BY_HEADER_PATTERN.spec,
     CANARY_BY_COOKIE.spec,
+    AFFINITY_CANARY_BEHAVIOR.spec,
     GLOBAL_CONFIG_SNIPPET.spec,
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,

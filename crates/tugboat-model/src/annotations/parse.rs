@@ -82,6 +82,8 @@ pub enum ValueError {
     NotBodySize,
     #[error("cookie")]
     NotAffinity,
+    #[error("sticky or legacy")]
+    NotAffinityCanaryBehavior,
     #[error(
         "a regular expression of printable ASCII without spaces, quotes, % or #, at most 512; {0}"
     )]
@@ -508,6 +510,22 @@ pub fn parse_affinity(value: &str) -> Parsed<()> {
     match value {
         "cookie" => Ok(()),
         _ => Err(ValueError::NotAffinity),
+    }
+}
+
+/// `affinity-canary-behavior`: whether a canary keeps the clients it gets with the main
+/// backend's affinity cookie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AffinityCanaryBehavior {
+    Sticky,
+    Legacy,
+}
+
+pub fn parse_affinity_canary_behavior(value: &str) -> Parsed<AffinityCanaryBehavior> {
+    match value {
+        "sticky" => Ok(AffinityCanaryBehavior::Sticky),
+        "legacy" => Ok(AffinityCanaryBehavior::Legacy),
+        _ => Err(ValueError::NotAffinityCanaryBehavior),
     }
 }
 

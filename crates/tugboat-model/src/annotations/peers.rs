@@ -656,7 +656,7 @@ pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
     "canary",
-    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend), and a client that session affinity keeps on the main backend may still be sent to the canary (no `affinity-canary-behavior`)",
+    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend)",
 )];
 pub const CANARY_WEIGHT: &[PeerKey] = &[same(NGINX, "canary-weight")];
 pub const CANARY_WEIGHT_TOTAL: &[PeerKey] = &[same(NGINX, "canary-weight-total")];
@@ -676,6 +676,7 @@ pub const CANARY_BY_HEADER_PATTERN: &[PeerKey] = &[differs(
     "haproxy's regular expressions (PCRE on the official image) rather than nginx's PCRE; an expression with spaces, quotes, `%` or `#` is refused",
 )];
 pub const CANARY_BY_COOKIE: &[PeerKey] = &[same(NGINX, "canary-by-cookie")];
+pub const AFFINITY_CANARY_BEHAVIOR: &[PeerKey] = &[same(NGINX, "affinity-canary-behavior")];
 
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];

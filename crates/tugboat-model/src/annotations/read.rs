@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::keys::*;
 use super::layer::Resolver;
-use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
+use super::parse::{AccessList, AffinityCanaryBehavior, BackendPath, ConfigMapKeyRef};
 use crate::features::{
     BackendOptions, CanaryRules, ClientLimits, Cors, ExternalAuth, GlobalOptions, HealthCheck,
     Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures,
@@ -160,9 +160,12 @@ pub struct CanarySettings {
     pub rules: CanaryRules,
     /// `canary-weight` out of `canary-weight-total`, in millionths.
     pub per_million: u32,
+    /// `affinity-canary-behavior: sticky` (the default) rather than `legacy`.
+    pub affinity_sticky: bool,
 }
 
-const CANARY_DETAIL_KEYS: [&KeySpec; 6] = [
+const CANARY_DETAIL_KEYS: [&KeySpec; 7] = [
+    &AFFINITY_CANARY_BEHAVIOR.spec,
     &CANARY_WEIGHT.spec,
     &CANARY_WEIGHT_TOTAL.spec,
     &CANARY_BY_HEADER.spec,
@@ -222,7 +225,12 @@ pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
             header_value,
             header_pattern,
             cookie,
+            affinity: None,
         },
+        affinity_sticky: resolver
+            .get_in(&AFFINITY_CANARY_BEHAVIOR, &ingress)
+            .unwrap_or(AffinityCanaryBehavior::Sticky)
+            == AffinityCanaryBehavior::Sticky,
         per_million: crate::desired::Canary::per_million(
             CANARY_WEIGHT.or_default(weight),
             CANARY_WEIGHT_TOTAL.or_default(total),
@@ -359,6 +367,7 @@ fn persistence_cookie(resolver: &mut Resolver<'_>) -> Option<PersistenceCookie> 
         http_only: true,
         path: resolver.get(&SESSION_COOKIE_PATH),
         max_age: max_age.or(expires),
+        canary: false,
     })
 }
 

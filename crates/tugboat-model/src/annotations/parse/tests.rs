@@ -898,3 +898,22 @@ fn host_aliases_refuse_more_than_32() {
         Err(ValueError::NotHostList(_))
     ));
 }
+
+#[test]
+fn affinity_canary_behavior_is_sticky_or_legacy() {
+    assert_eq!(
+        parse_affinity_canary_behavior("sticky"),
+        Ok(AffinityCanaryBehavior::Sticky)
+    );
+    assert_eq!(
+        parse_affinity_canary_behavior("legacy"),
+        Ok(AffinityCanaryBehavior::Legacy)
+    );
+    for bad in ["", "Sticky", "persistent", "sticky "] {
+        assert_eq!(
+            parse_affinity_canary_behavior(bad),
+            Err(ValueError::NotAffinityCanaryBehavior),
+            "{bad:?}"
+        );
+    }
+}
