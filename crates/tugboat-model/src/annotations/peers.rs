@@ -175,6 +175,15 @@ fn forwarded_prefix_header(value: &str, _: &str) -> Parsed<Option<String>> {
     Ok(Some(format!("X-Forwarded-Prefix {value}")))
 }
 
+/// haproxy-ingress's `proxy-body-size`: a size, or `unlimited` (no limit, over a
+/// ConfigMap's).
+fn unlimited_as_zero(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "unlimited" => Ok(Some("0".into())),
+        _ => Ok(Some(value.to_string())),
+    }
+}
+
 /// HAProxy Technologies' `send-proxy-protocol`.
 fn haproxytech_proxy_protocol(value: &str, _: &str) -> Parsed<Option<String>> {
     match value {
@@ -247,11 +256,18 @@ pub const APP_ROOT: &[PeerKey] = &[differs(
     "applies to a request for `/` that a route of the Ingress takes (ingress-nginx: any request for `/` on the host)",
 )];
 
-pub const SERVER_ALIAS: &[PeerKey] = &[differs(
-    NGINX,
-    "server-alias",
-    "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
-)];
+pub const SERVER_ALIAS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "server-alias",
+        "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
+    ),
+    differs(
+        HI,
+        "server-alias",
+        "the alias takes the paths of this Ingress' rules for the host (haproxy-ingress: every path of the host, whichever Ingress routes it); host names in lower case, `*.` only as the first label; several aliases may be written separated by commas",
+    ),
+];
 
 pub const FROM_TO_WWW_REDIRECT: &[PeerKey] = &[differs(
     NGINX,
@@ -612,21 +628,40 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
-pub const LIMIT_RPS: &[PeerKey] = &[differs(
-    NGINX,
-    "limit-rps",
-    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
-)];
+pub const LIMIT_RPS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "limit-rps",
+        "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
+    ),
+    PeerKey {
+        // haproxy-ingress has no burst: the smallest one.
+        implies: &[("limit-burst-multiplier", "1")],
+        ..differs(
+            HI,
+            "limit-rps",
+            "requests are counted, not connections: at most twice the rate in any second (rate + a burst of the rate) and 11 × the rate in any 10 seconds, and a request over the limit is answered 503 (haproxy-ingress counts new connections per second and closes a connection over the limit)",
+        )
+    },
+];
 pub const LIMIT_BURST_MULTIPLIER: &[PeerKey] = &[same(NGINX, "limit-burst-multiplier")];
-pub const LIMIT_CONNECTIONS: &[PeerKey] = &[differs(
-    NGINX,
-    "limit-connections",
-    "always 503 (no `limit-conn-status-code`)",
-)];
+pub const LIMIT_CONNECTIONS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "limit-connections",
+        "always 503 (no `limit-conn-status-code`)",
+    ),
+    differs(
+        HI,
+        "limit-connections",
+        "connections with a request in progress are counted, and a request on one more is answered 503 (haproxy-ingress counts open connections and closes one more)",
+    ),
+];
 
 pub const LIMIT_ALLOWLIST: &[PeerKey] = &[
     same(NGINX, "limit-allowlist"),
     same(NGINX, "limit-whitelist"),
+    same(HI, "limit-whitelist"),
 ];
 
 pub const AFFINITY: &[PeerKey] = &[differs(
@@ -647,11 +682,21 @@ pub const SESSION_COOKIE_EXPIRES: &[PeerKey] = &[differs(
     "sent as `Max-Age` rather than an `Expires` date (the same lifetime)",
 )];
 
-pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
-    NGINX,
-    "proxy-body-size",
-    "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
-)];
+pub const PROXY_BODY_SIZE: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "proxy-body-size",
+        "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+    ),
+    PeerKey {
+        translate: Some(unlimited_as_zero),
+        ..differs(
+            HI,
+            "proxy-body-size",
+            "only a `Content-Length` is checked: a chunked body is not counted (haproxy-ingress buffers and measures it)",
+        )
+    },
+];
 
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
@@ -738,9 +783,12 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (HI, "oauth", "the routes answer 403"),
     (HI, "waf", "the routes answer 403"),
-    (HI, "limit-rps", "the routes answer 403"),
     (HI, "rewrite-target", "not yet: use `path-rewrite`"),
-    (HI, "proxy-body-size", "not yet"),
+    (
+        HI,
+        "server-alias-regex",
+        "regular expressions on the host are not supported: list the host names in `server-alias`",
+    ),
     (
         HI,
         "backend-protocol",
@@ -793,6 +841,12 @@ mod tests {
                 "{ecosystem} {name}"
             );
         }
+    }
+
+    #[test]
+    fn unlimited_body_size_is_no_limit() {
+        assert_eq!(unlimited_as_zero("unlimited", "ns"), Ok(Some("0".into())));
+        assert_eq!(unlimited_as_zero("10m", "ns"), Ok(Some("10m".into())));
     }
 
     #[test]
