@@ -200,8 +200,22 @@ pub const SSL_REDIRECT_CODE: Key<u16> = key!(
         values: "301, 302, 303, 307 or 308",
         default: KeyDefault::Value("308"),
         example: "301",
-        help: "Status code of the HTTPS redirect.",
+        help: "Status code of the HTTPS redirect (without it, the ConfigMap's `http-redirect-code`).",
         peers: peers::SSL_REDIRECT_CODE,
+        ..BASE
+    }
+);
+
+pub const HTTP_REDIRECT_CODE: Key<u16> = key!(
+    parse_http_redirect_code,
+    KeySpec {
+        name: "http-redirect-code",
+        scopes: GLOBAL,
+        values: "301, 302, 307 or 308",
+        default: KeyDefault::Value("308"),
+        example: "301",
+        help: "Status code of the `from-to-www-redirect` redirects, and of the HTTPS redirect where `ssl-redirect-code` is not set, as ingress-nginx's ConfigMap key of that name.",
+        peers: peers::HTTP_REDIRECT_CODE,
         ..BASE
     }
 );
@@ -368,7 +382,7 @@ pub const FROM_TO_WWW_REDIRECT: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "For each host rule of the Ingress, a request for the host's `www.` counterpart (`www.shop.example.com` for `shop.example.com`, `shop.example.com` for `www.shop.example.com`) is redirected (308) to the rule's host with the same scheme, path and query, as ingress-nginx does. The counterpart is a route of `/` (Prefix): paths of it that another Ingress routes stay with that Ingress, and a `/` that another Ingress routes is a conflict (a problem naming the key; no redirect). A counterpart that is a host of the Ingress' own rules or one of its `server-alias` hosts is left to them; a wildcard host has none (a problem). Over HTTPS the counterpart is served the certificate of a `spec.tls` entry that lists it (else the default certificate), so list both hosts there, as ingress-nginx asks.",
+        help: "For each host rule of the Ingress, a request for the host's `www.` counterpart (`www.shop.example.com` for `shop.example.com`, `shop.example.com` for `www.shop.example.com`) is redirected (`http-redirect-code` from the ConfigMap, 308 by default) to the rule's host with the same scheme, path and query, as ingress-nginx does. The counterpart is a route of `/` (Prefix): paths of it that another Ingress routes stay with that Ingress, and a `/` that another Ingress routes is a conflict (a problem naming the key; no redirect). A counterpart that is a host of the Ingress' own rules or one of its `server-alias` hosts is left to them; a wildcard host has none (a problem). Over HTTPS the counterpart is served the certificate of a `spec.tls` entry that lists it (else the default certificate), so list both hosts there, as ingress-nginx asks.",
         peers: peers::FROM_TO_WWW_REDIRECT,
         ..BASE
     }
@@ -1310,6 +1324,7 @@ pub const LOG_FORMAT: Key<String> = key!(
 pub const KEYS: &[KeySpec] = &[
     SSL_REDIRECT.spec,
     SSL_REDIRECT_CODE.spec,
+    HTTP_REDIRECT_CODE.spec,
     SSL_REDIRECT_PORT.spec,
     CLIENT_STRICT_SNI.spec,
     HSTS.spec,

@@ -19,6 +19,8 @@ pub enum ValueError {
     OutOfRange { min: u64, max: u64 },
     #[error("301, 302, 303, 307 or 308")]
     NotRedirectCode,
+    #[error("301, 302, 307 or 308")]
+    NotHttpRedirectCode,
     #[error("a port from 1 to 65535")]
     NotPort,
     #[error("a duration: a number and ms, s, m or h (e.g. 500ms, 30s, 5m)")]
@@ -171,6 +173,17 @@ pub fn parse_number(value: &str, min: u64, max: u64) -> Parsed<u64> {
         .ok()
         .filter(|n| (min..=max).contains(n) && value.bytes().all(|b| b.is_ascii_digit()))
         .ok_or(ValueError::OutOfRange { min, max })
+}
+
+/// `http-redirect-code` (ingress-nginx's ConfigMap key): the codes it accepts.
+pub fn parse_http_redirect_code(value: &str) -> Parsed<u16> {
+    match value {
+        "301" => Ok(301),
+        "302" => Ok(302),
+        "307" => Ok(307),
+        "308" => Ok(308),
+        _ => Err(ValueError::NotHttpRedirectCode),
+    }
 }
 
 pub fn parse_redirect_code(value: &str) -> Parsed<u16> {

@@ -217,6 +217,8 @@ pub const SSL_REDIRECT: &[PeerKey] = &[
 ];
 
 pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
+/// ingress-nginx's ConfigMap key: the same name in Tugboat's ConfigMap.
+pub const HTTP_REDIRECT_CODE: &[PeerKey] = &[];
 pub const SSL_REDIRECT_PORT: &[PeerKey] = &[same(HT, "ssl-redirect-port")];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 

@@ -34,7 +34,9 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
     let port = resolver.get_in(&SSL_REDIRECT_PORT, &above_config_map);
     if when.is_some() || code.is_some() || port.is_some() {
         let config_map = [Scope::ConfigMap];
-        let code = code.or_else(|| resolver.get_in(&SSL_REDIRECT_CODE, &config_map));
+        let code = code
+            .or_else(|| resolver.get_in(&SSL_REDIRECT_CODE, &config_map))
+            .or_else(|| resolver.get_in(&HTTP_REDIRECT_CODE, &config_map));
         features.https_redirect = Some(HttpsRedirect {
             when: match when {
                 Some(true) => RedirectWhen::Always,
@@ -398,6 +400,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     let log_format = resolver.get_in(&LOG_FORMAT, &cm);
     let strict_sni = resolver.get_in(&CLIENT_STRICT_SNI, &cm);
     let ssl_redirect_code = resolver.get_in(&SSL_REDIRECT_CODE, &cm);
+    let http_redirect_code = resolver.get_in(&HTTP_REDIRECT_CODE, &cm);
     let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
     let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
     GlobalOptions {
@@ -405,7 +408,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         syslog_server: SYSLOG_SERVER.or_default(syslog_server),
         log_format,
         strict_sni: CLIENT_STRICT_SNI.or_default(strict_sni),
-        ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code),
+        ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code.or(http_redirect_code)),
         ssl_redirect_port,
         snippet,
         original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,

@@ -917,3 +917,17 @@ fn affinity_canary_behavior_is_sticky_or_legacy() {
         );
     }
 }
+
+#[test]
+fn http_redirect_code_takes_what_ingress_nginx_takes() {
+    for (value, code) in [("301", 301), ("302", 302), ("307", 307), ("308", 308)] {
+        assert_eq!(parse_http_redirect_code(value), Ok(code));
+    }
+    for bad in ["303", "200", "", "308 ", "3O1"] {
+        assert_eq!(
+            parse_http_redirect_code(bad),
+            Err(ValueError::NotHttpRedirectCode),
+            "{bad:?}"
+        );
+    }
+}
