@@ -265,6 +265,29 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
 
     canary_rules(sets, request);
 
+    // Redirects to a URL or host (`permanent-redirect`, `temporal-redirect`,
+    // `from-to-www-redirect`) before the HTTPS redirect, as ingress-nginx answers them
+    // (its `return` comes before its HTTPS redirect).
+    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
+        let acl = sets_acl(&ids);
+        let code = redirect.code;
+        match &redirect.target {
+            RedirectTarget::Url(url) => {
+                let _ = writeln!(
+                    request,
+                    "    http-request redirect location {url} code {code} if {acl}"
+                );
+            }
+            // `prefix` keeps the path and the query; the scheme is the request's.
+            RedirectTarget::Host(host) => {
+                let _ = writeln!(
+                    request,
+                    "    http-request redirect prefix https://{host} code {code} if {acl} {{ ssl_fc }}\n    \
+                     http-request redirect prefix http://{host} code {code} if {acl} !{{ ssl_fc }}"
+                );
+            }
+        }
+    }
     // HTTPS redirects of the sets that decide them.
     for (redirect, ids) in group(sets, |f| f.https_redirect) {
         let condition = match redirect.when {
@@ -295,26 +318,6 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
     }
 
     let late = &mut rules.late_request;
-    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
-        let acl = sets_acl(&ids);
-        let code = redirect.code;
-        match &redirect.target {
-            RedirectTarget::Url(url) => {
-                let _ = writeln!(
-                    late,
-                    "    http-request redirect location {url} code {code} if {acl}"
-                );
-            }
-            // `prefix` keeps the path and the query; the scheme is the request's.
-            RedirectTarget::Host(host) => {
-                let _ = writeln!(
-                    late,
-                    "    http-request redirect prefix https://{host} code {code} if {acl} {{ ssl_fc }}\n    \
-                     http-request redirect prefix http://{host} code {code} if {acl} !{{ ssl_fc }}"
-                );
-            }
-        }
-    }
     // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
     // `$scheme://$http_host`); the path was validated (no `%` or `$`).
     for (root, ids) in group(sets, |f| f.app_root.as_deref()) {

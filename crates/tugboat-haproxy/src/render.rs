@@ -1231,6 +1231,40 @@ mod tests {
     }
 
     #[test]
+    fn a_redirect_to_a_url_comes_before_the_https_redirects() {
+        use tugboat_model::features::{
+            HttpsRedirect, Redirect, RedirectTarget, RedirectWhen, RouteFeatures,
+        };
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            redirect: Some(Redirect {
+                target: RedirectTarget::Url("https://new.example.com/".into()),
+                code: 301,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let config = frontend(&desired);
+        let moved = config
+            .find("http-request redirect location https://new.example.com/ code 301")
+            .unwrap_or_else(|| panic!("{config}"));
+        for https in config
+            .match_indices("redirect scheme https")
+            .map(|(at, _)| at)
+        {
+            assert!(moved < https, "{config}");
+        }
+        assert!(
+            config.matches("redirect scheme https").count() >= 2,
+            "{config}"
+        );
+    }
+
+    #[test]
     fn a_sticky_canary_backend_marks_its_cookie_values() {
         use tugboat_model::features::{BackendOptions, PersistenceCookie};
         let mut desired = desired();

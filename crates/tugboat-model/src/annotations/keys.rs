@@ -312,7 +312,7 @@ pub const REQUEST_REDIRECT: Key<RedirectTarget> = key!(
         values: "`HOST`, `HOST:PORT` (a lower-case host name or IPv4 address, a port from 1 to 65535), or an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
         default: KeyDefault::None("none"),
         example: "example.com:8443",
-        help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL.",
+        help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL. The redirect answers after allow and deny lists and before the HTTPS redirect, rate limits and authentication, as ingress-nginx's does (on a TLS host asked over plain HTTP it goes straight to its target).",
         peers: peers::REQUEST_REDIRECT,
         ..BASE
     }
