@@ -424,20 +424,31 @@ pub enum UrlVariableError {
 /// The variables of `value`, in order: `$name` (the longest run of letters, digits and
 /// `_`, as nginx reads it) or `${name}`.
 pub fn url_variables(value: &str) -> Result<Vec<&str>, UrlVariableError> {
-    let mut names = Vec::new();
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        let after = &rest[at + 1..];
-        let (name, next) = if let Some(inner) = after.strip_prefix('{') {
+    Ok(variable_spans(value)?
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect())
+}
+
+/// Each variable of `value`: the byte range it takes (from its `$`) and its name.
+fn variable_spans(value: &str) -> Result<Vec<(std::ops::Range<usize>, &str)>, UrlVariableError> {
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(found) = value[from..].find('$') {
+        let start = from + found;
+        let after = &value[start + 1..];
+        let (name, taken) = if let Some(inner) = after.strip_prefix('{') {
             let end = inner.find('}').ok_or(UrlVariableError::Malformed)?;
-            (&inner[..end], &inner[end + 1..])
+            (&inner[..end], end + 2)
         } else {
             let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .bytes()
+                .position(|b| !is_name_byte(b))
                 .unwrap_or(after.len());
-            (&after[..end], &after[end..])
+            (&after[..end], end)
         };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if name.is_empty() || !name.bytes().all(is_name_byte) {
             return Err(UrlVariableError::Malformed);
         }
         let known = URL_VARIABLES.contains(&name)
@@ -452,10 +463,11 @@ pub fn url_variables(value: &str) -> Result<Vec<&str>, UrlVariableError> {
         if !known {
             return Err(UrlVariableError::Unknown(name.to_string()));
         }
-        names.push(name);
-        rest = next;
+        let end = start + 1 + taken;
+        spans.push((start..end, name));
+        from = end;
     }
-    Ok(names)
+    Ok(spans)
 }
 
 /// A [`service_url`] that may hold nginx variables ([`url_variables`]): each variable
@@ -464,7 +476,7 @@ pub fn url_variables(value: &str) -> Result<Vec<&str>, UrlVariableError> {
 /// as it is into haproxy's config: `$` and `{}` are plain bytes outside double
 /// quotes, and the rest of the URL is checked as [`service_url`] checks it.
 pub fn service_url_template(value: &str) -> Result<(), InvalidValue> {
-    let names = url_variables(value).map_err(|e| {
+    let spans = variable_spans(value).map_err(|e| {
         invalid(match e {
             UrlVariableError::Malformed => format!(
                 "'{}' has a '$' that does not start a variable ($name or ${{name}})",
@@ -476,27 +488,15 @@ pub fn service_url_template(value: &str) -> Result<(), InvalidValue> {
             ),
         })
     })?;
-    if names.is_empty() {
-        return service_url(value);
-    }
     // Each variable stands in as one letter, valid in a host, a path and a query.
     let mut stand_in = String::with_capacity(value.len());
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        stand_in.push_str(&rest[..at]);
+    let mut from = 0;
+    for (span, _) in spans {
+        stand_in.push_str(&value[from..span.start]);
         stand_in.push('x');
-        let after = &rest[at + 1..];
-        rest = match after.strip_prefix('{') {
-            Some(inner) => inner.find('}').map_or("", |end| &inner[end + 1..]),
-            None => {
-                let end = after
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(after.len());
-                &after[end..]
-            }
-        };
+        from = span.end;
     }
-    stand_in.push_str(rest);
+    stand_in.push_str(&value[from..]);
     service_url_shape(&stand_in).map_err(|why| {
         invalid(format!(
             "'{}' is not a URL Tugboat accepts: {why}",
