@@ -18,6 +18,7 @@ use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tes
 scene_tests!(
     canary_weight_shares_the_requests,
     canary_header_and_cookie_come_before_the_weight,
+    session_affinity_keeps_clients_where_they_were_sent,
 );
 
 const HOST: &str = "canary.example.com";
@@ -272,4 +273,99 @@ async fn canary_header_and_cookie_come_before_the_weight(haproxy: HaproxyBinary,
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].object.name, "orphan-canary", "{problems:?}");
     assert!(problems[0].message.contains("does nothing"), "{problems:?}");
+}
+
+/// `affinity-canary-behavior` (ingress-nginx): when the main backend has cookie
+/// affinity, a client with its cookie stays on the main backend whatever the canary's
+/// weight and header say; `sticky` (the default) also keeps the canary's clients on the
+/// canary (its servers set the same cookie, marked), `legacy` does not (the canary sets
+/// no cookie, so each request is decided again).
+async fn session_affinity_keeps_clients_where_they_were_sent(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 221, 1).await;
+    let beta = start_backends("beta", 222, 1).await;
+    let gamma = start_backends("gamma", 223, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    objects.extend(mk_service_of("beta", &beta));
+    // A backend of its own: a canary's backend serves each route it is a canary of
+    // with the same cookie settings.
+    objects.extend(mk_service_of("gamma", &gamma));
+    let affinity = [("affinity", "cookie"), ("session-cookie-name", "route")];
+    objects.extend([
+        to_json(&ingress("sticky", "/sticky", "web", &affinity)),
+        to_json(&ingress("legacy", "/legacy", "web", &affinity)),
+        to_json(&ingress(
+            "sticky-canary",
+            "/sticky",
+            "beta",
+            &[
+                ("canary", "true"),
+                ("canary-weight", "100"),
+                ("canary-by-header", "X-Canary"),
+            ],
+        )),
+        to_json(&ingress(
+            "legacy-canary",
+            "/legacy",
+            "gamma",
+            &[
+                ("canary", "true"),
+                ("canary-weight", "100"),
+                ("affinity-canary-behavior", "legacy"),
+            ],
+        )),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_service(HOST, "/sticky", "beta").await;
+    assert!(
+        scene.status().problems.is_empty(),
+        "{:?}",
+        scene.status().problems
+    );
+    let service = |reply: &Reply| reply.service().unwrap_or("none").to_string();
+
+    // sticky: the canary's first answer sets the cookie, marked as the canary's.
+    let reply = send(&scene, "/sticky/a", &[]).await;
+    assert_eq!(service(&reply), "beta", "{reply:?}");
+    let set_cookie = reply.header("set-cookie").unwrap_or_default().to_string();
+    assert!(set_cookie.starts_with("route=canary-"), "{reply:?}");
+    let canary_cookie = set_cookie.split(';').next().unwrap_or_default().to_string();
+    for (headers, expected) in [
+        // The canary's client stays on the canary, before the header decides.
+        (vec![("Cookie", canary_cookie.as_str())], "beta"),
+        (
+            vec![("Cookie", canary_cookie.as_str()), ("X-Canary", "never")],
+            "beta",
+        ),
+        // The main backend's client stays there, whatever the weight and the header.
+        (vec![("Cookie", "route=s1")], "web"),
+        (vec![("Cookie", "route=s1"), ("X-Canary", "always")], "web"),
+        // Without the cookie: the header, then the weight.
+        (vec![("X-Canary", "never")], "web"),
+        (vec![], "beta"),
+    ] {
+        for _ in 0..5 {
+            let reply = send(&scene, "/sticky/a", &headers).await;
+            assert_eq!(reply.status, 200, "{headers:?}: {reply:?}");
+            assert_eq!(service(&reply), expected, "{headers:?}: {reply:?}");
+        }
+    }
+    // The main backend's answer sets its own (unmarked) cookie.
+    let reply = send(&scene, "/sticky/a", &[("X-Canary", "never")]).await;
+    assert_eq!(
+        reply.header("set-cookie").and_then(|c| c.split(';').next()),
+        Some("route=s1"),
+        "{reply:?}"
+    );
+
+    // legacy: the canary sets no cookie; the main backend's client stays there.
+    let reply = send(&scene, "/legacy/a", &[]).await;
+    assert_eq!(service(&reply), "gamma", "{reply:?}");
+    assert_eq!(reply.header("set-cookie"), None, "{reply:?}");
+    for _ in 0..5 {
+        let reply = send(&scene, "/legacy/a", &[("Cookie", "route=s1")]).await;
+        assert_eq!(service(&reply), "web", "{reply:?}");
+    }
 }

@@ -21,10 +21,16 @@ use k8s_openapi::api::networking::v1::Ingress;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tugboat_testkit::http::request;
-use tugboat_testkit::objects::{mk_annotated_ingress, mk_endpoint_slice, mk_service, to_json};
+use tugboat_testkit::objects::{
+    mk_annotated_ingress, mk_endpoint_slice, mk_ingress_with_rules, mk_rule, mk_service, prefix,
+    to_json, with_annotations,
+};
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
-scene_tests!(external_authentication_decides_before_the_backend);
+scene_tests!(
+    external_authentication_decides_before_the_backend,
+    nginx_variables_are_filled_in_per_request
+);
 
 const HOST: &str = "guarded.example.com";
 
@@ -81,6 +87,8 @@ struct Asked {
     authorization: String,
     original_url: String,
     original_method: String,
+    /// The path and query the authentication service was asked.
+    uri: String,
 }
 
 /// The authentication server: `Bearer alice` is allowed (with user headers),
@@ -95,6 +103,7 @@ async fn auth_server(asked: Arc<Mutex<Vec<Asked>>>) -> TestServer {
                 authorization: authorization.clone(),
                 original_url: header(request, "x-original-url").to_string(),
                 original_method: header(request, "x-original-method").to_string(),
+                uri: request.uri().to_string(),
             });
         }
         let builder = Response::builder();
@@ -188,7 +197,7 @@ async fn external_authentication_decides_before_the_backend(
             "/variables",
             &[(
                 "nginx.ingress.kubernetes.io/auth-url",
-                "https://$host/oauth2/auth",
+                "https://$server_name/oauth2/auth",
             )],
         )),
         to_json(&ingress("open", "/", &[])),
@@ -289,4 +298,127 @@ async fn external_authentication_decides_before_the_backend(
     if let Some(event) = scene.wait_for_warning("variables", field).await {
         assert!(event.to_string().contains("auth-url"), "{event}");
     }
+}
+
+/// nginx variables in `auth-url` and `auth-signin`, as ingress-nginx users write them
+/// for oauth2-proxy (`https://$host/oauth2/auth`, `...?rd=$escaped_request_uri`): filled
+/// in per request. `$host` in the URL's host sends the authentication request to the
+/// host the client asked for: here a rule without a host, asked as `127.0.0.1`, so the
+/// service is reached on loopback. A Host that is not a host name fills in nothing and
+/// answers 500.
+async fn nginx_variables_are_filled_in_per_request(haproxy: HaproxyBinary, source: Source) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let auth = auth_server(asked.clone()).await;
+    let count = Arc::new(AtomicUsize::new(0));
+    let web = backend(count.clone()).await;
+    let port = auth.addr.port();
+    let by_host = format!("http://$host:{port}/oauth2/auth");
+    let signin = format!("http://${{host}}:{port}/oauth2/start?rd=$escaped_request_uri");
+    let in_query = format!(
+        "http://127.0.0.1:{port}/check?s=$scheme&h=$host&u=$request_uri&t=$http_x_tenant&p=$arg_page"
+    );
+    let catch_all = |name: &str, path: &str, annotations: &[(&str, &str)]| {
+        with_annotations(
+            mk_ingress_with_rules(name, vec![mk_rule(None, &[prefix(path, "web")])]),
+            annotations,
+        )
+    };
+    let objects = vec![
+        to_json(&mk_service("web", "http", 80)),
+        to_json(&mk_endpoint_slice("web", "http", &[web.addr])),
+        to_json(&catch_all(
+            "by-host",
+            "/by-host",
+            &[
+                ("nginx.ingress.kubernetes.io/auth-url", &by_host),
+                ("nginx.ingress.kubernetes.io/auth-signin", &signin),
+            ],
+        )),
+        to_json(&catch_all(
+            "in-query",
+            "/in-query",
+            &[("nginx.ingress.kubernetes.io/auth-url", &in_query)],
+        )),
+        to_json(&catch_all("open", "/", &[])),
+    ];
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status("127.0.0.1", "/", 200).await;
+    assert!(
+        scene.status().problems.is_empty(),
+        "{:?}",
+        scene.status().problems
+    );
+    let last_asked = || asked.lock().expect("lock").last().cloned();
+    let get =
+        |host: &'static str, path: &'static str, headers: Vec<(&'static str, &'static str)>| {
+            let addr = scene.http_addr();
+            async move {
+                request(addr, "GET", host, path, &headers)
+                    .await
+                    .expect("request through haproxy")
+            }
+        };
+
+    // `$host`: the Host without its port, in the URL's host.
+    let reply = get(
+        "127.0.0.1:80",
+        "/by-host/a",
+        vec![("Authorization", "Bearer alice")],
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.header("x-echo-req-auth-user"), None);
+    let seen = last_asked().expect("the service was asked");
+    assert_eq!(seen.uri, "/oauth2/auth");
+    assert_eq!(seen.original_url, "http://127.0.0.1:80/by-host/a");
+
+    // A 401 redirects to the sign-in URL with its variables filled in (its own `rd`).
+    let reply = get("127.0.0.1", "/by-host/a?b=c%20d", vec![]).await;
+    assert_eq!(reply.status, 302, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some(
+            format!("http://127.0.0.1:{port}/oauth2/start?rd=%2Fby-host%2Fa%3Fb%3Dc%2520d")
+                .as_str()
+        )
+    );
+
+    // Variables in the query: each filled in from the request, header and query values
+    // percent-encoded where they could not stand in a URL.
+    let reply = get(
+        "127.0.0.1",
+        "/in-query/x?page=2&q=1",
+        vec![("Authorization", "Bearer alice"), ("X-Tenant", "blue team")],
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        last_asked().expect("asked").uri,
+        "/check?s=http&h=127.0.0.1&u=/in-query/x?page=2&q=1&t=blue%20team&p=2"
+    );
+    let reply = get(
+        "127.0.0.1",
+        "/in-query/y",
+        vec![("Authorization", "Bearer banned")],
+    )
+    .await;
+    assert_eq!(reply.status, 403, "{reply:?}");
+    assert_eq!(
+        last_asked().expect("asked").uri,
+        "/check?s=http&h=127.0.0.1&u=/in-query/y&t=&p="
+    );
+
+    // A Host that is not a host name cannot be put in the URL: refused (500), never
+    // sent anywhere, never reaching the backend.
+    let served = count.load(Ordering::SeqCst);
+    let asked_before = asked.lock().expect("lock").len();
+    let reply = get(
+        "bad_host",
+        "/by-host/a",
+        vec![("Authorization", "Bearer alice")],
+    )
+    .await;
+    assert_eq!(reply.status, 500, "{reply:?}");
+    assert_eq!(asked.lock().expect("lock").len(), asked_before);
+    assert_eq!(count.load(Ordering::SeqCst), served);
 }

@@ -11,11 +11,12 @@ use tugboat::migrate::MigrateArgs;
 use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::migration::{Report, Status};
 use tugboat_testkit::fake_apiserver::FakeApiServer;
-use tugboat_testkit::http::request;
+use tugboat_testkit::http::{request, request_with_body};
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
     ANN_S3CRET, S3CRET_HASH, mk_annotated_ingress, mk_basic_auth_secret, mk_ingress_with_rules,
-    mk_rule, mk_secret, mk_service_of, prefix, to_json, to_yaml, with_annotations,
+    mk_rule, mk_secret, mk_service_of, mk_tls_secret, prefix, to_json, to_yaml, with_annotations,
+    with_tls,
 };
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
@@ -23,6 +24,8 @@ scene_tests!(
     unsupported_access_keys_fail_closed,
     unsupported_access_keys_served_when_the_operator_says_so,
     other_controllers_keys_behave_as_they_document,
+    haproxy_ingress_limits_body_size_and_aliases,
+    redirects_answer_before_the_https_redirect,
 );
 
 const HOST: &str = "move.example.com";
@@ -314,6 +317,170 @@ async fn other_controllers_keys_behave_as_they_document(haproxy: HaproxyBinary, 
     assert_eq!(send(&scene, "GET", "/other", &[]).await.status, 200);
     let problems = scene.status().problems;
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// HAProxy Ingress (jcmoraisjr) keys read as Tugboat's: `proxy-body-size` with its units
+/// and `unlimited`, `limit-rps` (requests, with no burst beyond the rate) and
+/// `limit-whitelist`, `server-alias`; `server-alias-regex` is not supported and named.
+async fn haproxy_ingress_limits_body_size_and_aliases(haproxy: HaproxyBinary, source: Source) {
+    const HI: &str = "haproxy-ingress.github.io/";
+    let web = start_backends("web", 224, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    let hi = |name: &str, path: &str, annotations: &[(&str, &str)]| {
+        let annotations: Vec<(String, &str)> = annotations
+            .iter()
+            .map(|(key, value)| (format!("{HI}{key}"), *value))
+            .collect();
+        let annotations: Vec<(&str, &str)> =
+            annotations.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        to_json(&ingress(name, path, &annotations))
+    };
+    objects.extend([
+        hi("small", "/small", &[("proxy-body-size", "1k")]),
+        hi(
+            "unlimited",
+            "/unlimited",
+            &[("proxy-body-size", "unlimited")],
+        ),
+        hi("rate", "/rate", &[("limit-rps", "2")]),
+        hi(
+            "exempt",
+            "/exempt",
+            &[("limit-rps", "1"), ("limit-whitelist", "127.0.0.0/8")],
+        ),
+        hi(
+            "aliased",
+            "/aliased",
+            &[
+                ("server-alias", "alias.example.com"),
+                ("server-alias-regex", "^alias[0-9]+\\.example\\.com$"),
+            ],
+        ),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(HOST, "/aliased", 200).await;
+    let post = |path: &'static str, size: usize| {
+        let addr = scene.http_addr();
+        async move {
+            let body = vec![b'x'; size];
+            request_with_body(addr, "POST", HOST, path, &[], Some(&body))
+                .await
+                .expect("request through haproxy")
+        }
+    };
+    assert_eq!(post("/small", 1024).await.status, 200);
+    assert_eq!(post("/small", 1025).await.status, 413);
+    assert_eq!(post("/unlimited", 100_000).await.status, 200);
+
+    // Two per second and no burst beyond the rate: at most 4 of ten at once.
+    let mut statuses = Vec::new();
+    for _ in 0..10 {
+        statuses.push(send(&scene, "GET", "/rate", &[]).await.status);
+    }
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    assert!((4..=5).contains(&passed), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(send(&scene, "GET", "/exempt", &[]).await.status, 200);
+    }
+
+    let reply = request(
+        scene.http_addr(),
+        "GET",
+        "alias.example.com",
+        "/aliased/x",
+        &[],
+    )
+    .await
+    .expect("request through haproxy");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let problems = scene.status().problems;
+    let [problem] = problems.as_slice() else {
+        panic!("one problem: {problems:?}");
+    };
+    assert_eq!(problem.object.name, "aliased");
+    assert!(problem.field.ends_with("server-alias-regex"), "{problem}");
+}
+
+/// ingress-nginx answers `permanent-redirect` and `temporal-redirect` (its `return`)
+/// before its HTTPS redirect and before authentication: on a TLS host asked over plain
+/// HTTP, the redirect goes to its URL straight away; the host's other routes go to HTTPS.
+async fn redirects_answer_before_the_https_redirect(haproxy: HaproxyBinary, source: Source) {
+    const SECURE: &str = "secure.example.com";
+    let web = start_backends("web", 226, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    let (cert, key, _) = tugboat_testkit::tls::certificate(&[SECURE], false);
+    objects.push(to_json(&mk_tls_secret("secure-tls", &cert, &key)));
+    objects.push(to_json(&mk_secret(
+        "users",
+        "Opaque",
+        &[("ann", S3CRET_HASH.as_bytes())],
+    )));
+    let secure = |name: &str, path: &str, annotations: &[(&str, &str)]| {
+        to_json(&with_tls(
+            mk_annotated_ingress(name, SECURE, path, "web", annotations),
+            &[(&[SECURE], "secure-tls")],
+        ))
+    };
+    objects.extend([
+        secure(
+            "moved",
+            "/moved",
+            &[
+                (
+                    "nginx.ingress.kubernetes.io/permanent-redirect",
+                    "https://new.example.com/landing",
+                ),
+                ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+                ("nginx.ingress.kubernetes.io/auth-secret", "users"),
+            ],
+        ),
+        secure(
+            "away",
+            "/away",
+            &[
+                (
+                    "nginx.ingress.kubernetes.io/temporal-redirect",
+                    "https://away.example.com/",
+                ),
+                ("nginx.ingress.kubernetes.io/force-ssl-redirect", "true"),
+            ],
+        ),
+        secure("site", "/", &[]),
+    ]);
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status(SECURE, "/moved", 301).await;
+    let get = |path: &'static str| {
+        let addr = scene.http_addr();
+        async move {
+            request(addr, "GET", SECURE, path, &[])
+                .await
+                .expect("request through haproxy")
+        }
+    };
+    let reply = get("/moved/page").await;
+    assert_eq!(reply.status, 301, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some("https://new.example.com/landing")
+    );
+    let reply = get("/away").await;
+    assert_eq!(reply.status, 302, "{reply:?}");
+    assert_eq!(reply.header("location"), Some("https://away.example.com/"));
+    let reply = get("/other").await;
+    assert_eq!(reply.status, 308, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some("https://secure.example.com/other")
+    );
+    assert!(
+        scene.status().problems.is_empty(),
+        "{:?}",
+        scene.status().problems
+    );
 }
 
 /// Ingresses as an ingress-nginx user has them, and the basic-auth Secret one names.

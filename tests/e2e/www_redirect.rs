@@ -5,15 +5,19 @@
 //! that lists it; a counterpart another Ingress already serves stays with it, with a
 //! problem naming the key.
 
+use tugboat_model::ObjectKey;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_ingress_with_rules, mk_rule, mk_service_of, mk_tls_secret, prefix, to_json,
-    with_annotations, with_creation_timestamp, with_tls,
+    in_namespace, mk_config_map, mk_ingress_with_rules, mk_rule, mk_service_of, mk_tls_secret,
+    prefix, to_json, with_annotations, with_creation_timestamp, with_tls,
 };
 use tugboat_testkit::tls::{certificate, exchange};
 use tugboat_testkit::{HaproxyBinary, Scene, Source, scene_tests};
 
-scene_tests!(the_www_counterpart_redirects_to_the_rule_host);
+scene_tests!(
+    the_www_counterpart_redirects_to_the_rule_host,
+    the_config_maps_http_redirect_code_is_the_redirects_code,
+);
 
 const WWW_KEY: &str = "nginx.ingress.kubernetes.io/from-to-www-redirect";
 const SITE: &str = "site.example.com";
@@ -132,4 +136,66 @@ async fn the_www_counterpart_redirects_to_the_rule_host(haproxy: HaproxyBinary, 
             "{event}"
         );
     }
+}
+
+/// ingress-nginx's ConfigMap key `http-redirect-code` in the controller's ConfigMap: the
+/// code of the www redirect and of the HTTPS redirect (here 301); a value ingress-nginx
+/// refuses is a problem naming the ConfigMap and the key, and the default (308) holds.
+async fn the_config_maps_http_redirect_code_is_the_redirects_code(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 225, 1).await;
+    let mut objects = mk_service_of("web", &web).to_vec();
+    let (cert, key, _) = certificate(&[SITE], false);
+    objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
+    let config_map = |code: &str| {
+        to_json(&in_namespace(
+            mk_config_map("tugboat", &[("http-redirect-code", code)]),
+            "ops",
+        ))
+    };
+    objects.extend([
+        config_map("301"),
+        to_json(&with_tls(
+            with_annotations(
+                mk_ingress_with_rules("site", vec![mk_rule(Some(SITE), &[prefix("/", "web")])]),
+                &[(WWW_KEY, "true")],
+            ),
+            &[(&[SITE], "site-tls")],
+        )),
+    ]);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
+    })
+    .await;
+    scene.wait_for_status(WWW_SITE, "/", 301).await;
+    let reply = scene.get(WWW_SITE, "/a?b=1").await.expect("request");
+    assert_eq!(
+        reply.header("location"),
+        Some("http://site.example.com/a?b=1"),
+        "{reply:?}"
+    );
+    // The HTTPS redirect of the TLS host.
+    let reply = scene.get(SITE, "/a").await.expect("request");
+    assert_eq!(reply.status, 301, "{reply:?}");
+    assert_eq!(reply.header("location"), Some("https://site.example.com/a"));
+    assert!(
+        scene.status().problems.is_empty(),
+        "{:?}",
+        scene.status().problems
+    );
+
+    // A code ingress-nginx refuses: a problem on the ConfigMap, and 308 again.
+    scene.apply(&config_map("303"));
+    scene.wait_for_status(WWW_SITE, "/", 308).await;
+    assert_eq!(scene.get(SITE, "/a").await.expect("request").status, 308);
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().any(|p| p.object.kind == "ConfigMap"
+            && p.object.name == "tugboat"
+            && p.field == "data.http-redirect-code"
+            && p.message.contains("301, 302, 307 or 308")),
+        "{problems:?}"
+    );
 }

@@ -7,8 +7,11 @@
 //! beside haproxy, and a `http-request` to a backend cannot carry a request's headers
 //! out and bring the answer's back. The script is a fixed file the controller writes;
 //! the values of each Ingress are the action's arguments, validated by the model
-//! ([`tugboat_model::validate::service_url`], header names), so user text never
-//! reaches the script and cannot break the rule it is written in.
+//! ([`tugboat_model::validate::service_url_template`], header names), so user text never
+//! reaches the script and cannot break the rule it is written in. The nginx variables
+//! a URL may hold (`$host`, `${escaped_request_uri}`) are written as they are (outside
+//! double quotes haproxy reads `$` and braces as plain bytes) and filled in by the
+//! script per request.
 //!
 //! The action only sets `txn.tugboat_auth`; the rules refuse every request of the sets
 //! whose value is not `allow` (500), so a Lua error, a timeout or an unexpected answer
@@ -121,6 +124,22 @@ mod tests {
             out.contains(&format!(
                 "http-request lua.tugboat_auth GET http://auth.example.com:9000/check X-User,X-Email https://login.example.com/start if {{ var(txn.fs) -m str {id} }}"
             )),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn nginx_variables_reach_the_action_as_written() {
+        let sets = sets(&[ExternalAuth {
+            signin: Some("https://${host}/start?rd=$escaped_request_uri".into()),
+            ..auth("https://$host/oauth2/auth")
+        }]);
+        let mut out = String::new();
+        rules(&sets, &mut out);
+        assert!(
+            out.contains(
+                "lua.tugboat_auth GET https://$host/oauth2/auth - https://${host}/start?rd=$escaped_request_uri if "
+            ),
             "{out}"
         );
     }

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
+    CANARY_COOKIE_PREFIX, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
 };
 
 use crate::settings::RenderSettings;
@@ -60,7 +60,7 @@ pub(crate) fn group<'a, T: Ord + 'a>(
     groups
 }
 
-/// Canaries (ingress-nginx's order: header, then cookie, then weight). The route map's
+/// Canaries (ingress-nginx's order: session affinity, header, cookie, then weight). The route map's
 /// value carries the canary's backend and its share in millionths after the feature set
 /// (`<backend>.<set>.<canary backend>.<share>`), so that a change of weight is a map
 /// update; the header and cookie names are the set's. `txn.to_canary` holds the first
@@ -82,6 +82,24 @@ fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut Stri
          http-request set-var(txn.canary_share) var(txn.route),field(4,{sep}) if {all}"
     );
     let undecided = "!{ var(txn.to_canary) -m found }";
+    // Session affinity first, as ingress-nginx: the main backend's cookie keeps its
+    // client; with `sticky`, a value of the canary's servers sends it to the canary.
+    for (affinity, ids) in group(sets, |f| {
+        f.canary.as_ref().and_then(|c| c.affinity.as_ref())
+    }) {
+        let acl = sets_acl(&ids);
+        let cookie = &affinity.cookie;
+        if affinity.sticky {
+            let _ = writeln!(
+                request,
+                "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.cook({cookie}) -m beg {CANARY_COOKIE_PREFIX} }}"
+            );
+        }
+        let _ = writeln!(
+            request,
+            "    http-request set-var(txn.to_canary) bool(false) if {acl} {undecided} {{ req.cook({cookie}) -m found }}"
+        );
+    }
     for (header, ids) in group(sets, |f| f.canary.as_ref().and_then(|c| c.header.as_ref())) {
         for ((value, pattern), ids) in group_of(sets, &ids, |f| {
             f.canary
@@ -93,20 +111,20 @@ fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut Stri
                 (Some(value), _) => {
                     let _ = writeln!(
                         request,
-                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str {value} }}"
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {undecided} {{ req.fhdr({header}) -m str {value} }}"
                     );
                 }
                 (None, Some(pattern)) => {
                     let _ = writeln!(
                         request,
-                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m reg '{pattern}' }}"
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {undecided} {{ req.fhdr({header}) -m reg '{pattern}' }}"
                     );
                 }
                 (None, None) => {
                     let _ = writeln!(
                         request,
-                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr({header}) -m str always }}\n    \
-                         http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr({header}) -m str never }}"
+                        "    http-request set-var(txn.to_canary) bool(true) if {acl} {undecided} {{ req.fhdr({header}) -m str always }}\n    \
+                         http-request set-var(txn.to_canary) bool(false) if {acl} {undecided} {{ req.fhdr({header}) -m str never }}"
                     );
                 }
             }
@@ -247,6 +265,29 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
 
     canary_rules(sets, request);
 
+    // Redirects to a URL or host (`permanent-redirect`, `temporal-redirect`,
+    // `from-to-www-redirect`) before the HTTPS redirect, as ingress-nginx answers them
+    // (its `return` comes before its HTTPS redirect).
+    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
+        let acl = sets_acl(&ids);
+        let code = redirect.code;
+        match &redirect.target {
+            RedirectTarget::Url(url) => {
+                let _ = writeln!(
+                    request,
+                    "    http-request redirect location {url} code {code} if {acl}"
+                );
+            }
+            // `prefix` keeps the path and the query; the scheme is the request's.
+            RedirectTarget::Host(host) => {
+                let _ = writeln!(
+                    request,
+                    "    http-request redirect prefix https://{host} code {code} if {acl} {{ ssl_fc }}\n    \
+                     http-request redirect prefix http://{host} code {code} if {acl} !{{ ssl_fc }}"
+                );
+            }
+        }
+    }
     // HTTPS redirects of the sets that decide them.
     for (redirect, ids) in group(sets, |f| f.https_redirect) {
         let condition = match redirect.when {
@@ -277,26 +318,6 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
     }
 
     let late = &mut rules.late_request;
-    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
-        let acl = sets_acl(&ids);
-        let code = redirect.code;
-        match &redirect.target {
-            RedirectTarget::Url(url) => {
-                let _ = writeln!(
-                    late,
-                    "    http-request redirect location {url} code {code} if {acl}"
-                );
-            }
-            // `prefix` keeps the path and the query; the scheme is the request's.
-            RedirectTarget::Host(host) => {
-                let _ = writeln!(
-                    late,
-                    "    http-request redirect prefix https://{host} code {code} if {acl} {{ ssl_fc }}\n    \
-                     http-request redirect prefix http://{host} code {code} if {acl} !{{ ssl_fc }}"
-                );
-            }
-        }
-    }
     // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
     // `$scheme://$http_host`); the path was validated (no `%` or `$`).
     for (root, ids) in group(sets, |f| f.app_root.as_deref()) {

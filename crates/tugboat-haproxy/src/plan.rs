@@ -228,7 +228,7 @@ fn server_changes(
     let server_options = options
         .map(|o| server_options(o, settings))
         .unwrap_or_default();
-    let cookie = options.is_some_and(|o| o.cookie.is_some());
+    let cookie = options.and_then(|o| o.cookie.as_ref().map(|c| c.value_prefix()));
     let check = options.is_some_and(|o| o.health_check.is_some());
     for change in changes {
         runtime.push(RuntimeChange::Server {

@@ -474,7 +474,7 @@ fn write_backend(
         out.push_str(&snippet_lines(options.snippet.as_ref()));
         return;
     }
-    let cookie = options.cookie.is_some();
+    let cookie = options.cookie.as_ref().map(|c| c.value_prefix());
     for (slot, server) in slots.iter().enumerate() {
         out.push_str(&server_line(slot, server.as_ref(), cookie));
     }
@@ -1143,6 +1143,7 @@ mod tests {
                 header_value: None,
                 header_pattern: None,
                 cookie: Some("beta".into()),
+                affinity: None,
             }),
             ..Default::default()
         };
@@ -1172,10 +1173,10 @@ mod tests {
         let rules = [
             format!("http-request set-var(txn.canary) var(txn.route),field(3,.) if {acl}"),
             format!(
-                "http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.fhdr(X-Canary) -m str always }}"
+                "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.fhdr(X-Canary) -m str always }}"
             ),
             format!(
-                "http-request set-var(txn.to_canary) bool(false) if {acl} {{ req.fhdr(X-Canary) -m str never }}"
+                "http-request set-var(txn.to_canary) bool(false) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.fhdr(X-Canary) -m str never }}"
             ),
             format!(
                 "http-request set-var(txn.to_canary) bool(true) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.cook(beta) -m str always }}"
@@ -1231,6 +1232,7 @@ mod tests {
                     http_only: true,
                     path: Some("/shop".into()),
                     max_age: Some(60),
+                    canary: false,
                 }),
                 ..Default::default()
             });
@@ -1242,6 +1244,95 @@ mod tests {
             ),
             "{config}"
         );
+        assert!(config.contains(" cookie s1"), "{config}");
+    }
+
+    #[test]
+    fn a_redirect_to_a_url_comes_before_the_https_redirects() {
+        use tugboat_model::features::{
+            HttpsRedirect, Redirect, RedirectTarget, RedirectWhen, RouteFeatures,
+        };
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            redirect: Some(Redirect {
+                target: RedirectTarget::Url("https://new.example.com/".into()),
+                code: 301,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let config = frontend(&desired);
+        let moved = config
+            .find("http-request redirect location https://new.example.com/ code 301")
+            .unwrap_or_else(|| panic!("{config}"));
+        for https in config
+            .match_indices("redirect scheme https")
+            .map(|(at, _)| at)
+        {
+            assert!(moved < https, "{config}");
+        }
+        assert!(
+            config.matches("redirect scheme https").count() >= 2,
+            "{config}"
+        );
+    }
+
+    #[test]
+    fn a_sticky_canary_backend_marks_its_cookie_values() {
+        use tugboat_model::features::{BackendOptions, PersistenceCookie};
+        let mut desired = desired();
+        for backend in desired.backends.values_mut() {
+            backend.options = std::sync::Arc::new(BackendOptions {
+                cookie: Some(PersistenceCookie {
+                    canary: true,
+                    ..PersistenceCookie::named("route".into())
+                }),
+                ..Default::default()
+            });
+        }
+        let config = backends_config(&desired);
+        assert!(config.contains(" cookie canary-s1"), "{config}");
+        assert!(!config.contains(" cookie s1"), "{config}");
+    }
+
+    #[test]
+    fn canary_affinity_is_decided_before_the_header() {
+        use tugboat_model::features::{CanaryAffinity, CanaryRules, FeatureSetId, RouteFeatures};
+        for sticky in [true, false] {
+            let features = RouteFeatures {
+                canary: Some(CanaryRules {
+                    header: Some("X-Canary".into()),
+                    affinity: Some(CanaryAffinity {
+                        cookie: "route".into(),
+                        sticky,
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let id = FeatureSetId::of(&features);
+            let config = frontend(&with_features(features));
+            let acl = format!("{{ var(txn.fs) -m str {id} }}");
+            let to_canary = format!(
+                "http-request set-var(txn.to_canary) bool(true) if {acl} {{ req.cook(route) -m beg canary- }}"
+            );
+            let stay = format!(
+                "http-request set-var(txn.to_canary) bool(false) if {acl} !{{ var(txn.to_canary) -m found }} {{ req.cook(route) -m found }}"
+            );
+            let header = config.find("req.fhdr(X-Canary)").expect("header rule");
+            let stay_at = config
+                .find(&stay)
+                .unwrap_or_else(|| panic!("{stay}\n{config}"));
+            assert!(stay_at < header, "{config}");
+            match config.find(&to_canary) {
+                Some(at) => assert!(sticky && at < stay_at, "{config}"),
+                None => assert!(!sticky, "{config}"),
+            }
+        }
     }
 
     #[test]

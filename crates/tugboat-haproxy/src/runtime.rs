@@ -33,8 +33,9 @@ pub enum RuntimeChange {
         /// The options of the backend's `default-server` line, given to `add server` so
         /// that an added server is the same as one loaded from the file.
         server_options: String,
-        /// The backend's servers carry their slot name as persistence cookie.
-        cookie: bool,
+        /// The backend's servers carry their slot name as persistence cookie, after
+        /// this prefix.
+        cookie: Option<&'static str>,
         /// The backend's servers are health-checked: an added server's check is
         /// switched on too (`add server` leaves it off).
         check: bool,
@@ -132,8 +133,8 @@ impl RuntimeChange {
                             add.push(' ');
                             add.push_str(server_options);
                         }
-                        if *cookie {
-                            add.push_str(&format!(" cookie {name}"));
+                        if let Some(prefix) = cookie {
+                            add.push_str(&format!(" cookie {prefix}{name}"));
                         }
                         if after.draining {
                             add.push_str(" weight 0");
@@ -359,13 +360,12 @@ pub fn map_entry_changes<K: AsRef<str> + Ord, V: AsRef<str> + PartialEq>(
 }
 
 /// The text of a server line for a slot, as the config file has it; with `cookie`, the
-/// slot name is the server's persistence cookie.
-pub fn server_line(slot: usize, server: Option<&Server>, cookie: bool) -> String {
+/// slot name after that prefix is the server's persistence cookie.
+pub fn server_line(slot: usize, server: Option<&Server>, cookie: Option<&str>) -> String {
     let name = server_name(slot);
-    let cookie = if cookie {
-        format!(" cookie {name}")
-    } else {
-        String::new()
+    let cookie = match cookie {
+        Some(prefix) => format!(" cookie {prefix}{name}"),
+        None => String::new(),
     };
     match server {
         Some(Server {
@@ -525,7 +525,7 @@ mod tests {
                 added: true,
             },
             server_options: "check inter 1s".into(),
-            cookie: true,
+            cookie: Some(""),
             check: true,
         };
         let commands: Vec<String> = change.steps().into_iter().map(|s| s.command).collect();
@@ -538,7 +538,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            server_line(8, None, true),
+            server_line(8, None, Some("")),
             "    server s9 127.0.0.1:1 cookie s9 disabled\n"
         );
     }

@@ -99,7 +99,7 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         .collect();
     // A canary key is tried on a canary of a main Ingress of the same host and path,
     // with the canary keys it needs (and a weight that its total divides).
-    let canary = key.name.starts_with("canary");
+    let canary = key.name.starts_with("canary") || key.name == "affinity-canary-behavior";
     if canary {
         for (name, companion) in [
             ("canary", "true"),
@@ -189,7 +189,13 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         .insert(ObjectKey::new("shop", "ing"), Arc::new(ingress.clone()));
     if canary {
         let mut main = ingress;
-        main.metadata = meta("main", BTreeMap::new());
+        // Session affinity on the main backend, which affinity-canary-behavior is about.
+        let main_annotations = if key.name == "affinity-canary-behavior" {
+            [("tugboat.dev/affinity".to_string(), "cookie".to_string())].into()
+        } else {
+            BTreeMap::new()
+        };
+        main.metadata = meta("main", main_annotations);
         for rule in main
             .spec
             .iter_mut()

@@ -410,6 +410,9 @@ struct Builder<'a> {
     /// The canary Ingresses, in build order: joined to their main routes once every
     /// Ingress is in ([`Builder::join_canaries`]).
     canaries: Vec<CanaryIngress>,
+    /// The code of `from-to-www-redirect`: the ConfigMap's `http-redirect-code` (its
+    /// problems are the global build's).
+    www_redirect_code: u16,
     /// Whether an Ingress built was a canary.
     saw_canary: bool,
     problems: Vec<ObjectProblem>,
@@ -424,7 +427,12 @@ impl<'a> Builder<'a> {
         slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
         problems: Vec<ObjectProblem>,
     ) -> Self {
+        let www_redirect_code = annotations::keys::HTTP_REDIRECT_CODE.or_default(
+            Resolver::new(vec![config_map_layer])
+                .get_in(&annotations::keys::HTTP_REDIRECT_CODE, &[Scope::ConfigMap]),
+        );
         Builder {
+            www_redirect_code,
             config_map_layer,
             service_layers: HashMap::new(),
             feature_sets: BTreeMap::new(),

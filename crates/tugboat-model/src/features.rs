@@ -148,13 +148,15 @@ pub struct BasicAuth {
 /// that status (401 redirects to `signin` when set); anything else, or no answer, is 500.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExternalAuth {
-    /// A URL checked by [`crate::validate::service_url`].
+    /// A URL checked by [`crate::validate::service_url_template`]: it may hold nginx
+    /// variables, filled in per request by the authentication script.
     pub url: String,
     /// `GET`, `HEAD`, `POST`, `PUT` or `DELETE`.
     pub method: String,
     /// Headers of the authentication answer set on the request (validated names).
     pub response_headers: Vec<String>,
-    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated).
+    /// Where a 401 sends the client, with `rd=` the URL it asked for (validated as
+    /// `url`, variables included).
     pub signin: Option<String>,
 }
 
@@ -203,7 +205,26 @@ pub struct CanaryRules {
     pub header_pattern: Option<String>,
     /// `canary-by-cookie`: `always` sends the request to the canary, `never` keeps it.
     pub cookie: Option<String>,
+    /// The main backend's session affinity cookie, when it has one: decided before the
+    /// header, cookie and weight, as ingress-nginx does.
+    pub affinity: Option<CanaryAffinity>,
 }
+
+/// Session affinity and a canary (`affinity-canary-behavior`): a request with the main
+/// backend's affinity cookie stays on the main backend; with `sticky`, the canary's
+/// servers set the same cookie with values that start with [`CANARY_COOKIE_PREFIX`], and
+/// a request with such a value goes to the canary.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CanaryAffinity {
+    /// The main backend's affinity cookie.
+    pub cookie: String,
+    /// `sticky` (the canary keeps its clients too) rather than `legacy`.
+    pub sticky: bool,
+}
+
+/// The start of the affinity cookie's value set by a canary backend's servers, told
+/// apart from the main backend's (whose values are the slot names).
+pub const CANARY_COOKIE_PREFIX: &str = "canary-";
 
 /// ingress-nginx's limits per client address (`limit-rps`, `limit-connections`): over
 /// them, 503.
@@ -364,6 +385,9 @@ pub struct PersistenceCookie {
     pub path: Option<String>,
     /// The `Max-Age` attribute, in seconds.
     pub max_age: Option<u64>,
+    /// The servers' values start with [`CANARY_COOKIE_PREFIX`]: the main backend's
+    /// cookie on a canary backend (`affinity-canary-behavior: sticky`).
+    pub canary: bool,
 }
 
 impl PersistenceCookie {
@@ -374,6 +398,16 @@ impl PersistenceCookie {
             http_only: false,
             path: None,
             max_age: None,
+            canary: false,
+        }
+    }
+
+    /// The start of each server's value, before its slot name.
+    pub fn value_prefix(&self) -> &'static str {
+        if self.canary {
+            CANARY_COOKIE_PREFIX
+        } else {
+            ""
         }
     }
 }

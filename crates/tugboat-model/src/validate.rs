@@ -313,12 +313,17 @@ pub fn gateway_duration(value: &str) -> Result<u64, InvalidValue> {
 /// name, no fragment, no spaces, quotes, `\`, `$`, `#`, parentheses or braces, at most
 /// 2048 bytes: it is written as one word of an haproxy rule.
 pub fn service_url(value: &str) -> Result<(), InvalidValue> {
-    let refuse = |why: &str| {
+    service_url_shape(value).map_err(|why| {
         invalid(format!(
             "'{}' is not a URL Tugboat accepts: {why}",
             printable(value)
         ))
-    };
+    })
+}
+
+/// [`service_url`]'s checks: why `value` is refused.
+fn service_url_shape(value: &str) -> Result<(), &'static str> {
+    let refuse = |why: &'static str| why;
     if value.len() > 2048 {
         return Err(refuse("at most 2048 bytes"));
     }
@@ -387,6 +392,117 @@ pub fn service_url(value: &str) -> Result<(), InvalidValue> {
         ));
     }
     Ok(())
+}
+
+/// The nginx variables an external authentication URL (`auth-url`, `auth-signin`) may
+/// hold, filled in per request by the authentication script: the names, then the
+/// prefixes followed by a header or query argument name.
+pub const URL_VARIABLES: &[&str] = &[
+    "host",
+    "scheme",
+    "request_uri",
+    "escaped_request_uri",
+    "uri",
+    "args",
+    "query_string",
+    "is_args",
+    "remote_addr",
+];
+/// `$http_NAME`: the request header `NAME` (`_` for `-`); `$arg_NAME`: the query
+/// argument `NAME`.
+pub const URL_VARIABLE_PREFIXES: &[&str] = &["http_", "arg_"];
+
+/// Why a variable of an external authentication URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlVariableError {
+    /// A `$` not followed by a name (or `${` not closed by `}`).
+    Malformed,
+    /// A name Tugboat does not fill in.
+    Unknown(String),
+}
+
+/// The variables of `value`, in order: `$name` (the longest run of letters, digits and
+/// `_`, as nginx reads it) or `${name}`.
+pub fn url_variables(value: &str) -> Result<Vec<&str>, UrlVariableError> {
+    Ok(variable_spans(value)?
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect())
+}
+
+/// Each variable of `value`: the byte range it takes (from its `$`) and its name.
+fn variable_spans(value: &str) -> Result<Vec<(std::ops::Range<usize>, &str)>, UrlVariableError> {
+    let is_name_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(found) = value[from..].find('$') {
+        let start = from + found;
+        let after = &value[start + 1..];
+        let (name, taken) = if let Some(inner) = after.strip_prefix('{') {
+            let end = inner.find('}').ok_or(UrlVariableError::Malformed)?;
+            (&inner[..end], end + 2)
+        } else {
+            let end = after
+                .bytes()
+                .position(|b| !is_name_byte(b))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        if name.is_empty() || !name.bytes().all(is_name_byte) {
+            return Err(UrlVariableError::Malformed);
+        }
+        let known = URL_VARIABLES.contains(&name)
+            || URL_VARIABLE_PREFIXES.iter().any(|prefix| {
+                name.strip_prefix(prefix).is_some_and(|rest| {
+                    !rest.is_empty()
+                        && rest
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                })
+            });
+        if !known {
+            return Err(UrlVariableError::Unknown(name.to_string()));
+        }
+        let end = start + 1 + taken;
+        spans.push((start..end, name));
+        from = end;
+    }
+    Ok(spans)
+}
+
+/// A [`service_url`] that may hold nginx variables ([`url_variables`]): each variable
+/// stands for a value the authentication script fills in per request (and checks
+/// there: a host that is not a host name or address fails the request). Written
+/// as it is into haproxy's config: `$` and `{}` are plain bytes outside double
+/// quotes, and the rest of the URL is checked as [`service_url`] checks it.
+pub fn service_url_template(value: &str) -> Result<(), InvalidValue> {
+    let spans = variable_spans(value).map_err(|e| {
+        invalid(match e {
+            UrlVariableError::Malformed => format!(
+                "'{}' has a '$' that does not start a variable ($name or ${{name}})",
+                printable(value)
+            ),
+            UrlVariableError::Unknown(name) => format!(
+                "'{}' holds the variable ${name}, which Tugboat does not fill in",
+                printable(value),
+            ),
+        })
+    })?;
+    // Each variable stands in as one letter, valid in a host, a path and a query.
+    let mut stand_in = String::with_capacity(value.len());
+    let mut from = 0;
+    for (span, _) in spans {
+        stand_in.push_str(&value[from..span.start]);
+        stand_in.push('x');
+        from = span.end;
+    }
+    stand_in.push_str(&value[from..]);
+    service_url_shape(&stand_in).map_err(|why| {
+        invalid(format!(
+            "'{}' is not a URL Tugboat accepts: {why}",
+            printable(value)
+        ))
+    })
 }
 
 /// Letters, digits, `%` with two hex digits, and the `extra` bytes.
@@ -600,6 +716,42 @@ mod tests {
         }
         let long = format!("http://a.com/{}", "a".repeat(2048));
         assert!(service_url(&long).is_err());
+    }
+
+    #[test]
+    fn url_variables_are_read_as_nginx_reads_them() {
+        assert_eq!(
+            url_variables("https://$host/a?rd=${escaped_request_uri}x&t=$http_x_tenant-"),
+            Ok(vec!["host", "escaped_request_uri", "http_x_tenant"])
+        );
+        assert_eq!(url_variables("https://a.com/"), Ok(vec![]));
+        assert_eq!(
+            url_variables("https://$hostname/"),
+            Err(UrlVariableError::Unknown("hostname".into()))
+        );
+        assert_eq!(
+            url_variables("https://a/$"),
+            Err(UrlVariableError::Malformed)
+        );
+    }
+
+    #[test]
+    fn service_url_templates_check_the_url_around_the_variables() {
+        assert_eq!(
+            service_url_template("https://$host:8443/oauth2/auth"),
+            Ok(())
+        );
+        assert_eq!(service_url_template("http://127.0.0.1/a"), Ok(()));
+        for bad in [
+            "https://$host:0/",
+            "https://$host/a b",
+            "ftp://$host/",
+            "https://$host/%[env(X)]",
+            "https://$nope/",
+        ] {
+            let error = service_url_template(bad).expect_err(bad);
+            assert!(error.0.contains(bad), "{error:?}");
+        }
     }
 
     #[test]

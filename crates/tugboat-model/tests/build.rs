@@ -368,6 +368,74 @@ fn a_canary_joins_the_route_of_its_main_ingress_whichever_is_older() {
 }
 
 #[test]
+fn a_canary_of_a_backend_with_affinity_is_sticky_unless_told_legacy() {
+    use tugboat_model::features::CanaryAffinity;
+    let main: &[(&str, &str)] = &[("affinity", "cookie"), ("session-cookie-name", "route")];
+    let legacy: Vec<(&str, &str)> = CANARY_30
+        .iter()
+        .copied()
+        .chain([("affinity-canary-behavior", "legacy")])
+        .collect();
+    for (canary, sticky) in [(CANARY_30, true), (legacy.as_slice(), false)] {
+        let snapshot = canary_snapshot(&[
+            ("main", "2024-01-01T00:00:00Z", "web", main),
+            ("beta", "2024-02-01T00:00:00Z", "api", canary),
+        ]);
+        let output = build(&snapshot, &Settings::new(1_700_000_000));
+        assert!(output.problems.is_empty(), "{:?}", output.problems);
+        let route = &output.desired.routes[0];
+        let id = route.features.as_ref().expect("a feature set");
+        let rules = output.desired.feature_sets[id]
+            .canary
+            .as_ref()
+            .expect("rules");
+        assert_eq!(
+            rules.affinity,
+            Some(CanaryAffinity {
+                cookie: "route".into(),
+                sticky
+            })
+        );
+        let backend = |name: &str| {
+            output
+                .desired
+                .backends
+                .iter()
+                .find(|(b, _)| b.as_str() == name)
+                .map(|(_, b)| b.options.cookie.clone())
+                .expect("backend")
+        };
+        let main_cookie = backend("default_web_80").expect("the main backend's cookie");
+        assert!(!main_cookie.canary);
+        match backend("default_api_80") {
+            // The canary's backend takes the main backend's cookie, its values marked.
+            Some(cookie) => {
+                assert!(sticky);
+                assert!(cookie.canary);
+                assert_eq!(cookie.name, "route");
+                assert!(cookie.http_only);
+            }
+            None => assert!(!sticky),
+        }
+    }
+}
+
+#[test]
+fn a_canary_without_affinity_on_its_main_backend_has_no_affinity_rule() {
+    let snapshot = canary_snapshot(&[
+        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+        ("beta", "2024-02-01T00:00:00Z", "api", CANARY_30),
+    ]);
+    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    let rules = output.desired.feature_sets[id]
+        .canary
+        .as_ref()
+        .expect("rules");
+    assert_eq!(rules.affinity, None);
+}
+
+#[test]
 fn a_canary_without_a_main_route_does_nothing_and_is_told() {
     let snapshot = canary_snapshot(&[("beta", "2024-01-01T00:00:00Z", "api", CANARY_30)]);
     let output = build(&snapshot, &Settings::new(1_700_000_000));

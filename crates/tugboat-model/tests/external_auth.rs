@@ -96,10 +96,41 @@ fn assert_fails_closed(annotations: Value, key: &str) {
 }
 
 #[test]
-fn an_auth_url_with_nginx_variables_fails_closed() {
+fn the_oauth2_proxy_form_with_nginx_variables_is_read_as_written() {
+    let output = build_ingresses(&[ingress(
+        "shop",
+        "/",
+        json!({
+            "nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth",
+            "nginx.ingress.kubernetes.io/auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri",
+        }),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let auth = features(&output, "/")
+        .and_then(|f| f.external_auth.clone())
+        .expect("external auth");
+    assert_eq!(auth.url, "https://$host/oauth2/auth");
+    assert_eq!(
+        auth.signin.as_deref(),
+        Some("https://$host/oauth2/start?rd=$escaped_request_uri")
+    );
+}
+
+#[test]
+fn an_auth_url_with_an_unknown_nginx_variable_fails_closed() {
     assert_fails_closed(
-        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth"}),
+        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$server_name/oauth2/auth"}),
         "nginx.ingress.kubernetes.io/auth-url",
+    );
+    let output = build_ingresses(&[ingress(
+        "guarded",
+        "/",
+        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$server_name/oauth2/auth"}),
+    )]);
+    let message = &output.problems[0].message;
+    assert!(
+        message.contains("auth-url") && message.contains("$server_name"),
+        "{message}"
     );
 }
 
@@ -124,7 +155,7 @@ fn a_bad_signin_url_fails_closed() {
     assert_fails_closed(
         json!({
             "tugboat.dev/auth-url": "http://auth.example.com/check",
-            "tugboat.dev/auth-signin": "https://login.example.com/start?rd=$escaped_request_uri",
+            "tugboat.dev/auth-signin": "https://login.example.com/start?rd=$request_id",
         }),
         "tugboat.dev/auth-signin",
     );

@@ -215,3 +215,84 @@ fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
     );
     assert_eq!(output.desired.routes.len(), 1);
 }
+
+/// The build of `ingresses` with the controller's ConfigMap `ops/tugboat` holding `data`.
+fn build_with_config_map(ingresses: Vec<Value>, data: Value) -> BuildOutput {
+    let mut snapshot = common::snapshot_of(
+        ingresses
+            .into_iter()
+            .chain([common::web_service(json!({}))]),
+    );
+    let own = tugboat_model::ObjectKey::new("ops", "tugboat");
+    let config_map = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "tugboat", "namespace": "ops"},
+        "data": data,
+    }))
+    .expect("ConfigMap");
+    snapshot
+        .config_maps
+        .insert(own.clone(), std::sync::Arc::new(config_map));
+    let settings = tugboat_model::Settings {
+        config_map: Some(own),
+        ..tugboat_model::Settings::new(1_700_000_000)
+    };
+    tugboat_model::build(&snapshot, &settings)
+}
+
+#[test]
+fn the_config_maps_http_redirect_code_is_the_redirects_code() {
+    let output = build_with_config_map(
+        vec![ingress(
+            "shop",
+            OLD,
+            &["shop.example.com"],
+            json!({WWW_KEY: "true"}),
+        )],
+        json!({"http-redirect-code": "301"}),
+    );
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(
+        www_redirect(&output, "www.shop.example.com"),
+        Some(Redirect {
+            target: RedirectTarget::Host("shop.example.com".into()),
+            code: 301,
+        })
+    );
+    // As ingress-nginx: the HTTPS redirect too, unless ssl-redirect-code says otherwise.
+    assert_eq!(output.desired.global.ssl_redirect_code, 301);
+    let output = build_with_config_map(
+        vec![],
+        json!({"http-redirect-code": "301", "ssl-redirect-code": "302"}),
+    );
+    assert_eq!(output.desired.global.ssl_redirect_code, 302);
+}
+
+#[test]
+fn an_http_redirect_code_nginx_refuses_is_a_problem_naming_the_config_map_and_key() {
+    let output = build_with_config_map(
+        vec![ingress(
+            "shop",
+            OLD,
+            &["shop.example.com"],
+            json!({WWW_KEY: "true"}),
+        )],
+        json!({"http-redirect-code": "303"}),
+    );
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.kind, "ConfigMap");
+    assert_eq!(problem.object.name, "tugboat");
+    assert!(problem.field.contains("http-redirect-code"), "{problem}");
+    assert!(
+        problem.message.contains("301, 302, 307 or 308"),
+        "{problem}"
+    );
+    // The default applies.
+    assert_eq!(
+        www_redirect(&output, "www.shop.example.com"),
+        to("shop.example.com")
+    );
+    assert_eq!(output.desired.global.ssl_redirect_code, 308);
+}

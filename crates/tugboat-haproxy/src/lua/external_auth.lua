@@ -5,7 +5,9 @@
 --
 -- HEADERS: the authentication answer's headers set on the request, separated by
 -- commas, or "-". SIGNIN: where a 401 sends the client, or "-". The arguments were
--- validated by the controller (no spaces, quotes or other config syntax).
+-- validated by the controller (no spaces, quotes or other config syntax). URL and
+-- SIGNIN may hold nginx variables ($host, ${scheme}, $http_x_name...), filled in
+-- here per request.
 --
 -- The action only decides: it sets txn.tugboat_auth to "allow", "signin", "401" or
 -- "403" (and txn.tugboat_auth_location for "signin", txn.tugboat_auth_challenge for a
@@ -65,6 +67,94 @@ local function escape_component(text)
   end))
 end
 
+-- Percent-encodes what may not stand in a URL as it is (spaces, controls, quotes,
+-- non-ASCII, '$'...): a header or query value put into the URL by a variable.
+local function escape_loose(text)
+  return (string.gsub(text, "[^%w%-%._~!&'%(%)%*%+,;=:@/%?%%]", function(c)
+    return string.format("%%%02X", string.byte(c))
+  end))
+end
+
+-- nginx's $host: the Host header in lower case without its port, or nil when it is
+-- not a host name or an address (then no request is sent).
+local function host_of(header)
+  local host = string.lower(header)
+  local bracketed = string.match(host, "^(%[[%x:%.]+%])")
+  if bracketed ~= nil then
+    return bracketed
+  end
+  host = string.match(host, "^([^:]*)")
+  if host == nil or not string.match(host, "^[%w][%w%.%-]*$") then
+    return nil
+  end
+  return host
+end
+
+-- The value of one variable of an auth-url or auth-signin (the controller accepts
+-- only these names), or nil when it cannot be filled in.
+local function variable(request, name)
+  if name == "host" then
+    return host_of(request.host)
+  elseif name == "scheme" then
+    return request.scheme
+  elseif name == "request_uri" then
+    return escape_loose(request.uri)
+  elseif name == "escaped_request_uri" then
+    return escape_component(request.uri)
+  elseif name == "uri" then
+    return escape_loose(request.txn.sf:path() or "/")
+  elseif name == "args" or name == "query_string" then
+    return escape_loose(request.txn.sf:query() or "")
+  elseif name == "is_args" then
+    local query = request.txn.sf:query()
+    if query ~= nil and query ~= "" then
+      return "?"
+    end
+    return ""
+  elseif name == "remote_addr" then
+    return request.source
+  end
+  local header = string.match(name, "^http_(.+)$")
+  if header ~= nil then
+    local values = values_of(request.headers[(string.gsub(header, "_", "-"))])
+    return escape_loose(table.concat(values, ", "))
+  end
+  local argument = string.match(name, "^arg_(.+)$")
+  if argument ~= nil then
+    return escape_loose(request.txn.sf:url_param(argument) or "")
+  end
+  return nil
+end
+
+-- The URL with its variables ($name or ${name}) filled in, or nil when one cannot be
+-- or the result's host is not a host name or an address.
+local function expand(template, request)
+  if not string.find(template, "$", 1, true) then
+    return template
+  end
+  local failed = false
+  local url = string.gsub(template, "%$({?)([%w_]+)(}?)", function(open, name, close)
+    local value = variable(request, name)
+    if value == nil then
+      failed = true
+      return ""
+    end
+    if open == "" then
+      return value .. close
+    end
+    return value
+  end)
+  local authority = string.match(url, "^https?://([^/%?]+)")
+  if failed or authority == nil then
+    return nil
+  end
+  local host = string.gsub(authority, ":%d+$", "")
+  if not (string.match(host, "^[%w][%w%.%-]*$") or string.match(host, "^%[[%x:%.]+%]$")) then
+    return nil
+  end
+  return url
+end
+
 local function names_of(list)
   local names = {}
   if list == "-" then
@@ -98,10 +188,27 @@ local function authenticate(txn, method, url, response_headers, signin)
   -- The path and query (an HTTP/2 request has no absolute URI here: pathq, not url).
   local uri = txn.sf:pathq() or "/"
   local source = txn.sf:src() or ""
+  local request_headers = txn.http:req_get_headers()
   local headers = {}
-  for name, values in pairs(txn.http:req_get_headers()) do
+  for name, values in pairs(request_headers) do
     if not NOT_PASSED[name] then
       headers[name] = values_of(values)
+    end
+  end
+  local request = {
+    txn = txn, host = host, scheme = scheme, uri = uri, source = source,
+    headers = request_headers,
+  }
+  url = expand(url, request)
+  if url == nil then
+    txn:Warning("tugboat external authentication: the URL's variables cannot be filled in from this request")
+    return
+  end
+  if signin ~= "-" then
+    signin = expand(signin, request)
+    if signin == nil then
+      txn:Warning("tugboat external authentication: the sign-in URL's variables cannot be filled in from this request")
+      return
     end
   end
   headers["x-original-url"] = { scheme .. "://" .. host .. uri }

@@ -200,8 +200,22 @@ pub const SSL_REDIRECT_CODE: Key<u16> = key!(
         values: "301, 302, 303, 307 or 308",
         default: KeyDefault::Value("308"),
         example: "301",
-        help: "Status code of the HTTPS redirect.",
+        help: "Status code of the HTTPS redirect (without it, the ConfigMap's `http-redirect-code`).",
         peers: peers::SSL_REDIRECT_CODE,
+        ..BASE
+    }
+);
+
+pub const HTTP_REDIRECT_CODE: Key<u16> = key!(
+    parse_http_redirect_code,
+    KeySpec {
+        name: "http-redirect-code",
+        scopes: GLOBAL,
+        values: "301, 302, 307 or 308",
+        default: KeyDefault::Value("308"),
+        example: "301",
+        help: "Status code of the `from-to-www-redirect` redirects, and of the HTTPS redirect where `ssl-redirect-code` is not set, as ingress-nginx's ConfigMap key of that name.",
+        peers: peers::HTTP_REDIRECT_CODE,
         ..BASE
     }
 );
@@ -298,7 +312,7 @@ pub const REQUEST_REDIRECT: Key<RedirectTarget> = key!(
         values: "`HOST`, `HOST:PORT` (a lower-case host name or IPv4 address, a port from 1 to 65535), or an absolute `http://` or `https://` URL without `%`, quotes, `\\`, `#` or spaces",
         default: KeyDefault::None("none"),
         example: "example.com:8443",
-        help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL.",
+        help: "Redirect every request of the routes. `HOST` or `HOST:PORT`: to that host (and port) with the request's scheme, path and query kept (`request-redirect: example.com:8443` sends `http://shop/a?b` to `http://example.com:8443/a?b`). A URL: every request goes to that very URL. The redirect answers after allow and deny lists and before the HTTPS redirect, rate limits and authentication, as ingress-nginx's does (on a TLS host asked over plain HTTP it goes straight to its target).",
         peers: peers::REQUEST_REDIRECT,
         ..BASE
     }
@@ -368,7 +382,7 @@ pub const FROM_TO_WWW_REDIRECT: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "For each host rule of the Ingress, a request for the host's `www.` counterpart (`www.shop.example.com` for `shop.example.com`, `shop.example.com` for `www.shop.example.com`) is redirected (308) to the rule's host with the same scheme, path and query, as ingress-nginx does. The counterpart is a route of `/` (Prefix): paths of it that another Ingress routes stay with that Ingress, and a `/` that another Ingress routes is a conflict (a problem naming the key; no redirect). A counterpart that is a host of the Ingress' own rules or one of its `server-alias` hosts is left to them; a wildcard host has none (a problem). Over HTTPS the counterpart is served the certificate of a `spec.tls` entry that lists it (else the default certificate), so list both hosts there, as ingress-nginx asks.",
+        help: "For each host rule of the Ingress, a request for the host's `www.` counterpart (`www.shop.example.com` for `shop.example.com`, `shop.example.com` for `www.shop.example.com`) is redirected (`http-redirect-code` from the ConfigMap, 308 by default) to the rule's host with the same scheme, path and query, as ingress-nginx does. The counterpart is a route of `/` (Prefix): paths of it that another Ingress routes stay with that Ingress, and a `/` that another Ingress routes is a conflict (a problem naming the key; no redirect). A counterpart that is a host of the Ingress' own rules or one of its `server-alias` hosts is left to them; a wildcard host has none (a problem). Over HTTPS the counterpart is served the certificate of a `spec.tls` entry that lists it (else the default certificate), so list both hosts there, as ingress-nginx asks.",
         peers: peers::FROM_TO_WWW_REDIRECT,
         ..BASE
     }
@@ -637,10 +651,10 @@ pub const AUTH_URL: Key<String> = key!(
     KeySpec {
         name: "auth-url",
         scopes: ALL,
-        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`",
+        values: "an `http://` or `https://` URL: a lower-case host name or IP address, an optional port, a path and query of letters, digits, `%XX` and `- . _ ~ / : @ ! * + , ; = &`; nginx variables (`$name` or `${name}`) anywhere: `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` (a request header, `_` for `-`), `$arg_NAME` (a query argument)",
         default: KeyDefault::None("none"),
         example: "http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth",
-        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua the routes refuse every request (403). A value that is not valid refuses every request (403).",
+        help: "External authentication. Before a request goes to the backend, haproxy sends its headers (not its body) to this URL with `auth-method`, adding `X-Original-URL`, `X-Original-URI`, `X-Original-Method`, `X-Scheme`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` and `X-Auth-Request-Redirect`. A 2xx answer lets the request through, with the `auth-response-headers` of the answer set on it; 401 and 403 answer the client with that status (401 redirects to `auth-signin` when set); any other answer, or none (haproxy's HTTP client waits 2.5 seconds and tries 4 times), answers 500. Variables are filled in per request as nginx does (`$host`: the Host header in lower case without its port; `$request_uri`: path and query as sent; `$escaped_request_uri`: the same percent-encoded; header and argument values percent-encoded where they could not stand in a URL); a request whose Host is not a host name or address where `$host` is used answers 500. With a variable in the URL's host the client's Host header chooses where the authentication request goes, as with ingress-nginx: on a rule without a host (which takes any Host) a client could name a service of its own that allows it, so use such a URL on rules with a host only. A host name in the URL (`https://$host/oauth2/auth` included) is resolved by haproxy's DNS resolvers (its `default` section, from `/etc/resolv.conf`; `/etc/hosts` is not read), so it must resolve in the cluster's DNS. Runs in haproxy's Lua (`core.httpclient`, haproxy 2.6 and later built with Lua, as the official image is); on a haproxy built without Lua the routes refuse every request (403). A value that is not valid refuses every request (403).",
         peers: peers::AUTH_URL,
         ..BASE
     }
@@ -679,10 +693,10 @@ pub const AUTH_SIGNIN: Key<String> = key!(
     KeySpec {
         name: "auth-signin",
         scopes: ALL,
-        values: "a URL, as `auth-url`",
+        values: "a URL, as `auth-url` (with the same variables)",
         default: KeyDefault::None("none: a 401 of `auth-url` answers 401"),
-        example: "https://login.example.com/oauth2/start",
-        help: "With `auth-url`: a 401 redirects the client (302) here, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
+        example: "https://$host/oauth2/start?rd=$escaped_request_uri",
+        help: "With `auth-url`: a 401 redirects the client (302) here, its variables filled in as for `auth-url`, with `rd=` the URL it asked for (`SCHEME://HOST` and the percent-encoded path and query) unless the URL already has an `rd` parameter.",
         peers: peers::AUTH_SIGNIN,
         ..BASE
     }
@@ -1177,7 +1191,7 @@ pub const CANARY: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend. A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
+        help: "Make this Ingress a canary: it serves no route of its own, and each of its host and path rules sends a share of the requests of the same host and path of another (main) Ingress to its own backend: by header (`canary-by-header`), then by cookie (`canary-by-cookie`), then by weight (`canary-weight`), in that order. Requests that go to the canary get the main route's features (redirects, headers, access lists, authentication); the canary Ingress's own route keys are ignored, its backend keys (balancing, persistence) apply to its backend, except that with session affinity on the main backend the canary's backend takes the main backend's cookie (see `affinity-canary-behavior`). A canary rule whose host and path no main Ingress serves does nothing (the host and path answer as without it); one canary per host and path (a second is a conflict); a canary of the main route's own backend does nothing.",
         peers: peers::CANARY,
         ..BASE
     }
@@ -1253,6 +1267,20 @@ pub const CANARY_BY_HEADER_PATTERN: Key<String> = key!(
     }
 );
 
+pub const AFFINITY_CANARY_BEHAVIOR: Key<AffinityCanaryBehavior> = key!(
+    parse_affinity_canary_behavior,
+    KeySpec {
+        name: "affinity-canary-behavior",
+        scopes: INGRESS,
+        values: "`sticky` or `legacy`",
+        default: KeyDefault::Value("sticky"),
+        example: "legacy",
+        help: "On a canary whose main route's backend has session affinity (`affinity: cookie` or `cookie-persistence`): a request with the main backend's affinity cookie stays on the main backend, before the header, cookie and weight decide. `sticky`: the canary's backend sets the same cookie (its attributes are the main backend's, its values start with `canary-`) and a request with such a value goes to the canary, so a client stays where it was first sent. `legacy`: the canary's backend keeps its own persistence, and a request the canary got is decided again next time.",
+        peers: peers::AFFINITY_CANARY_BEHAVIOR,
+        ..BASE
+    }
+);
+
 pub const CANARY_BY_COOKIE: Key<String> = key!(
     parse_cookie_name,
     KeySpec {
@@ -1324,6 +1352,7 @@ pub const LOG_FORMAT: Key<String> = key!(
 pub const KEYS: &[KeySpec] = &[
     SSL_REDIRECT.spec,
     SSL_REDIRECT_CODE.spec,
+    HTTP_REDIRECT_CODE.spec,
     SSL_REDIRECT_PORT.spec,
     CLIENT_STRICT_SNI.spec,
     HSTS.spec,
@@ -1399,6 +1428,7 @@ pub const KEYS: &[KeySpec] = &[
     CANARY_BY_HEADER_VALUE.spec,
     CANARY_BY_HEADER_PATTERN.spec,
     CANARY_BY_COOKIE.spec,
+    AFFINITY_CANARY_BEHAVIOR.spec,
     GLOBAL_CONFIG_SNIPPET.spec,
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,

@@ -19,6 +19,8 @@ pub enum ValueError {
     OutOfRange { min: u64, max: u64 },
     #[error("301, 302, 303, 307 or 308")]
     NotRedirectCode,
+    #[error("301, 302, 307 or 308")]
+    NotHttpRedirectCode,
     #[error("a port from 1 to 65535")]
     NotPort,
     #[error("a duration: a number and ms, s, m or h (e.g. 500ms, 30s, 5m)")]
@@ -82,6 +84,8 @@ pub enum ValueError {
     NotBodySize,
     #[error("cookie")]
     NotAffinity,
+    #[error("sticky or legacy")]
+    NotAffinityCanaryBehavior,
     #[error(
         "a regular expression of printable ASCII without spaces, quotes, % or #, at most 512; {0}"
     )]
@@ -121,6 +125,14 @@ pub enum ValueError {
     /// An external authentication URL ([`validate::service_url`]): why it was refused.
     #[error("an http:// or https:// URL; {0}")]
     NotServiceUrl(String),
+    /// An external authentication URL with a variable Tugboat does not fill in.
+    #[error(
+        "a URL whose variables are {known}; not ${0}",
+        known = url_variable_names()
+    )]
+    UnknownUrlVariable(String),
+    #[error("a URL whose '$' starts a variable: $name or ${{name}}")]
+    MalformedUrlVariable,
     #[error("GET, HEAD, POST, PUT or DELETE")]
     NotAuthMethod,
     #[error(
@@ -168,6 +180,17 @@ pub fn parse_number(value: &str, min: u64, max: u64) -> Parsed<u64> {
         .ok()
         .filter(|n| (min..=max).contains(n) && value.bytes().all(|b| b.is_ascii_digit()))
         .ok_or(ValueError::OutOfRange { min, max })
+}
+
+/// `http-redirect-code` (ingress-nginx's ConfigMap key): the codes it accepts.
+pub fn parse_http_redirect_code(value: &str) -> Parsed<u16> {
+    match value {
+        "301" => Ok(301),
+        "302" => Ok(302),
+        "307" => Ok(307),
+        "308" => Ok(308),
+        _ => Err(ValueError::NotHttpRedirectCode),
+    }
 }
 
 pub fn parse_redirect_code(value: &str) -> Parsed<u16> {
@@ -510,6 +533,22 @@ pub fn parse_affinity(value: &str) -> Parsed<()> {
     }
 }
 
+/// `affinity-canary-behavior`: whether a canary keeps the clients it gets with the main
+/// backend's affinity cookie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AffinityCanaryBehavior {
+    Sticky,
+    Legacy,
+}
+
+pub fn parse_affinity_canary_behavior(value: &str) -> Parsed<AffinityCanaryBehavior> {
+    match value {
+        "sticky" => Ok(AffinityCanaryBehavior::Sticky),
+        "legacy" => Ok(AffinityCanaryBehavior::Legacy),
+        _ => Err(ValueError::NotAffinityCanaryBehavior),
+    }
+}
+
 /// A cookie's `Path` attribute, written into `attr "Path=..."`: nothing that ends the
 /// attribute (`;`), the quotes or the line.
 pub fn parse_cookie_path(value: &str) -> Parsed<String> {
@@ -652,9 +691,32 @@ pub fn parse_secret_name(value: &str) -> Parsed<String> {
 
 /// `auth-url` and `auth-signin`: a URL haproxy requests or sends clients to.
 pub fn parse_service_url(value: &str) -> Parsed<String> {
-    validate::service_url(value)
+    match validate::url_variables(value) {
+        Err(validate::UrlVariableError::Unknown(name)) => {
+            return Err(ValueError::UnknownUrlVariable(name));
+        }
+        Err(validate::UrlVariableError::Malformed) => {
+            return Err(ValueError::MalformedUrlVariable);
+        }
+        Ok(_) => {}
+    }
+    validate::service_url_template(value)
         .map(|()| value.to_string())
         .map_err(|e| ValueError::NotServiceUrl(e.0))
+}
+
+/// The variables of an external authentication URL, as the documentation lists them.
+pub fn url_variable_names() -> String {
+    validate::URL_VARIABLES
+        .iter()
+        .map(|v| format!("${v}"))
+        .chain(
+            validate::URL_VARIABLE_PREFIXES
+                .iter()
+                .map(|p| format!("${p}NAME")),
+        )
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `rewrite-target` (ingress-nginx): the path the backend receives, `$1` to `$9` naming

@@ -175,6 +175,15 @@ fn forwarded_prefix_header(value: &str, _: &str) -> Parsed<Option<String>> {
     Ok(Some(format!("X-Forwarded-Prefix {value}")))
 }
 
+/// haproxy-ingress's `proxy-body-size`: a size, or `unlimited` (no limit, over a
+/// ConfigMap's).
+fn unlimited_as_zero(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "unlimited" => Ok(Some("0".into())),
+        _ => Ok(Some(value.to_string())),
+    }
+}
+
 /// HAProxy Technologies' `send-proxy-protocol`.
 fn haproxytech_proxy_protocol(value: &str, _: &str) -> Parsed<Option<String>> {
     match value {
@@ -208,6 +217,8 @@ pub const SSL_REDIRECT: &[PeerKey] = &[
 ];
 
 pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
+/// ingress-nginx's ConfigMap key: the same name in Tugboat's ConfigMap.
+pub const HTTP_REDIRECT_CODE: &[PeerKey] = &[];
 pub const SSL_REDIRECT_PORT: &[PeerKey] = &[same(HT, "ssl-redirect-port")];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
@@ -247,11 +258,18 @@ pub const APP_ROOT: &[PeerKey] = &[differs(
     "applies to a request for `/` that a route of the Ingress takes (ingress-nginx: any request for `/` on the host)",
 )];
 
-pub const SERVER_ALIAS: &[PeerKey] = &[differs(
-    NGINX,
-    "server-alias",
-    "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
-)];
+pub const SERVER_ALIAS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "server-alias",
+        "aliases are host and path routes like a rule's: one whose host and path an older Ingress routes is left out with a problem (and is then no TLS host), and an alias of an older Ingress keeps its host and path from a newer Ingress' rule (ingress-nginx drops an alias that is another server's name, whatever the paths and age); a value with an invalid host is refused whole",
+    ),
+    differs(
+        HI,
+        "server-alias",
+        "the alias takes the paths of this Ingress' rules for the host (haproxy-ingress: every path of the host, whichever Ingress routes it); host names in lower case, `*.` only as the first label; several aliases may be written separated by commas",
+    ),
+];
 
 pub const FROM_TO_WWW_REDIRECT: &[PeerKey] = &[differs(
     NGINX,
@@ -432,11 +450,11 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
-const NGINX_VARIABLES: &str = "nginx variables (`$host`, `$escaped_request_uri`) are refused";
+const NGINX_VARIABLES: &str = "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused)";
 pub const AUTH_URL: &[PeerKey] = &[differs(
     NGINX,
     "auth-url",
-    "nginx variables (`$host`) are refused; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
+    "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused); a host name is resolved by haproxy's DNS resolvers, not `/etc/hosts`; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
 )];
 pub const AUTH_METHOD: &[PeerKey] = &[differs(
     NGINX,
@@ -623,21 +641,40 @@ pub const COOKIE_PERSISTENCE: &[PeerKey] = &[differs(
     "the cookie's value is the server's slot name, not a dynamic cookie shared by replicas",
 )];
 
-pub const LIMIT_RPS: &[PeerKey] = &[differs(
-    NGINX,
-    "limit-rps",
-    "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
-)];
+pub const LIMIT_RPS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "limit-rps",
+        "counted over sliding windows of 1 s (rate + burst) and 10 s (10 × rate + burst) rather than nginx's leaky bucket: the same most in any second or 10 seconds, a little more in between, and refused requests count too (a client that keeps sending over the limit stays refused); always 503 (no `limit-req-status-code`)",
+    ),
+    PeerKey {
+        // haproxy-ingress has no burst: the smallest one.
+        implies: &[("limit-burst-multiplier", "1")],
+        ..differs(
+            HI,
+            "limit-rps",
+            "requests are counted, not connections: at most twice the rate in any second (rate + a burst of the rate) and 11 × the rate in any 10 seconds, and a request over the limit is answered 503 (haproxy-ingress counts new connections per second and closes a connection over the limit)",
+        )
+    },
+];
 pub const LIMIT_BURST_MULTIPLIER: &[PeerKey] = &[same(NGINX, "limit-burst-multiplier")];
-pub const LIMIT_CONNECTIONS: &[PeerKey] = &[differs(
-    NGINX,
-    "limit-connections",
-    "always 503 (no `limit-conn-status-code`)",
-)];
+pub const LIMIT_CONNECTIONS: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "limit-connections",
+        "always 503 (no `limit-conn-status-code`)",
+    ),
+    differs(
+        HI,
+        "limit-connections",
+        "connections with a request in progress are counted, and a request on one more is answered 503 (haproxy-ingress counts open connections and closes one more)",
+    ),
+];
 
 pub const LIMIT_ALLOWLIST: &[PeerKey] = &[
     same(NGINX, "limit-allowlist"),
     same(NGINX, "limit-whitelist"),
+    same(HI, "limit-whitelist"),
 ];
 
 pub const AFFINITY: &[PeerKey] = &[differs(
@@ -658,16 +695,26 @@ pub const SESSION_COOKIE_EXPIRES: &[PeerKey] = &[differs(
     "sent as `Max-Age` rather than an `Expires` date (the same lifetime)",
 )];
 
-pub const PROXY_BODY_SIZE: &[PeerKey] = &[differs(
-    NGINX,
-    "proxy-body-size",
-    "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
-)];
+pub const PROXY_BODY_SIZE: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "proxy-body-size",
+        "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+    ),
+    PeerKey {
+        translate: Some(unlimited_as_zero),
+        ..differs(
+            HI,
+            "proxy-body-size",
+            "only a `Content-Length` is checked: a chunked body is not counted (haproxy-ingress buffers and measures it)",
+        )
+    },
+];
 
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
     "canary",
-    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend), and a client that session affinity keeps on the main backend may still be sent to the canary (no `affinity-canary-behavior`)",
+    "a canary Ingress's `spec.defaultBackend` is not used (ingress-nginx makes it a canary of the default backend)",
 )];
 pub const CANARY_WEIGHT: &[PeerKey] = &[same(NGINX, "canary-weight")];
 pub const CANARY_WEIGHT_TOTAL: &[PeerKey] = &[same(NGINX, "canary-weight-total")];
@@ -687,6 +734,7 @@ pub const CANARY_BY_HEADER_PATTERN: &[PeerKey] = &[differs(
     "haproxy's regular expressions (PCRE on the official image) rather than nginx's PCRE; an expression with spaces, quotes, `%` or `#` is refused",
 )];
 pub const CANARY_BY_COOKIE: &[PeerKey] = &[same(NGINX, "canary-by-cookie")];
+pub const AFFINITY_CANARY_BEHAVIOR: &[PeerKey] = &[same(NGINX, "affinity-canary-behavior")];
 
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
@@ -742,9 +790,12 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (HI, "oauth", "the routes answer 403"),
     (HI, "waf", "the routes answer 403"),
-    (HI, "limit-rps", "the routes answer 403"),
     (HI, "rewrite-target", "not yet: use `path-rewrite`"),
-    (HI, "proxy-body-size", "not yet"),
+    (
+        HI,
+        "server-alias-regex",
+        "regular expressions on the host are not supported: list the host names in `server-alias`",
+    ),
     (
         HI,
         "backend-protocol",
@@ -797,6 +848,12 @@ mod tests {
                 "{ecosystem} {name}"
             );
         }
+    }
+
+    #[test]
+    fn unlimited_body_size_is_no_limit() {
+        assert_eq!(unlimited_as_zero("unlimited", "ns"), Ok(Some("0".into())));
+        assert_eq!(unlimited_as_zero("10m", "ns"), Ok(Some("10m".into())));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::keys::*;
 use super::layer::Resolver;
-use super::parse::{AccessList, BackendPath, ConfigMapKeyRef};
+use super::parse::{AccessList, AffinityCanaryBehavior, BackendPath, ConfigMapKeyRef};
 use crate::features::{
     BackendOptions, CanaryRules, ClientLimits, Cors, ExternalAuth, GlobalOptions, HealthCheck,
     Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures,
@@ -34,7 +34,9 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
     let port = resolver.get_in(&SSL_REDIRECT_PORT, &above_config_map);
     if when.is_some() || code.is_some() || port.is_some() {
         let config_map = [Scope::ConfigMap];
-        let code = code.or_else(|| resolver.get_in(&SSL_REDIRECT_CODE, &config_map));
+        let code = code
+            .or_else(|| resolver.get_in(&SSL_REDIRECT_CODE, &config_map))
+            .or_else(|| resolver.get_in(&HTTP_REDIRECT_CODE, &config_map));
         features.https_redirect = Some(HttpsRedirect {
             when: match when {
                 Some(true) => RedirectWhen::Always,
@@ -160,9 +162,12 @@ pub struct CanarySettings {
     pub rules: CanaryRules,
     /// `canary-weight` out of `canary-weight-total`, in millionths.
     pub per_million: u32,
+    /// `affinity-canary-behavior: sticky` (the default) rather than `legacy`.
+    pub affinity_sticky: bool,
 }
 
-const CANARY_DETAIL_KEYS: [&KeySpec; 6] = [
+const CANARY_DETAIL_KEYS: [&KeySpec; 7] = [
+    &AFFINITY_CANARY_BEHAVIOR.spec,
     &CANARY_WEIGHT.spec,
     &CANARY_WEIGHT_TOTAL.spec,
     &CANARY_BY_HEADER.spec,
@@ -222,7 +227,12 @@ pub fn canary(resolver: &mut Resolver<'_>) -> Option<CanarySettings> {
             header_value,
             header_pattern,
             cookie,
+            affinity: None,
         },
+        affinity_sticky: resolver
+            .get_in(&AFFINITY_CANARY_BEHAVIOR, &ingress)
+            .unwrap_or(AffinityCanaryBehavior::Sticky)
+            == AffinityCanaryBehavior::Sticky,
         per_million: crate::desired::Canary::per_million(
             CANARY_WEIGHT.or_default(weight),
             CANARY_WEIGHT_TOTAL.or_default(total),
@@ -359,6 +369,7 @@ fn persistence_cookie(resolver: &mut Resolver<'_>) -> Option<PersistenceCookie> 
         http_only: true,
         path: resolver.get(&SESSION_COOKIE_PATH),
         max_age: max_age.or(expires),
+        canary: false,
     })
 }
 
@@ -389,6 +400,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     let log_format = resolver.get_in(&LOG_FORMAT, &cm);
     let strict_sni = resolver.get_in(&CLIENT_STRICT_SNI, &cm);
     let ssl_redirect_code = resolver.get_in(&SSL_REDIRECT_CODE, &cm);
+    let http_redirect_code = resolver.get_in(&HTTP_REDIRECT_CODE, &cm);
     let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
     let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
     GlobalOptions {
@@ -396,7 +408,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         syslog_server: SYSLOG_SERVER.or_default(syslog_server),
         log_format,
         strict_sni: CLIENT_STRICT_SNI.or_default(strict_sni),
-        ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code),
+        ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code.or(http_redirect_code)),
         ssl_redirect_port,
         snippet,
         original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,

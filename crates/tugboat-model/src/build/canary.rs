@@ -2,12 +2,14 @@
 //! route of the same host and path with their backend, weight, header and cookie.
 
 use crate::annotations::{self, Layer};
+use crate::desired::BackendName;
 use crate::desired::{HostMatch, PathMatch};
-use crate::features::FeatureSetId;
+use crate::features::{CanaryAffinity, FeatureSetId, PersistenceCookie};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
 use k8s_openapi::api::networking::v1::IngressBackend;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::{Builder, parse_path};
 
@@ -123,12 +125,16 @@ impl Builder<'_> {
                     continue;
                 }
                 let old_features = main.features.clone();
+                let main_backend = main.backend.clone();
                 let mut features = old_features
                     .as_ref()
                     .and_then(|id| self.feature_sets.get(id))
                     .cloned()
                     .unwrap_or_default();
-                features.canary = Some(canary.settings.rules.clone());
+                let mut rules = canary.settings.rules.clone();
+                rules.affinity =
+                    self.canary_affinity(&main_backend, &backend, canary.settings.affinity_sticky);
+                features.canary = Some(rules);
                 let id = FeatureSetId::of(&features);
                 self.feature_sets.insert(id.clone(), features);
                 if let Some(main) = self.routes.get_mut(slot) {
@@ -153,6 +159,33 @@ impl Builder<'_> {
                 usage.ingresses.push(canary.key.clone());
             }
         }
+    }
+}
+
+impl Builder<'_> {
+    /// Session affinity of a main backend and its canary (`affinity-canary-behavior`,
+    /// as ingress-nginx): with `sticky`, the canary's backend takes the main backend's
+    /// cookie, its values marked as the canary's, so that each backend keeps its
+    /// clients; with `legacy`, only the main backend keeps its clients.
+    fn canary_affinity(
+        &mut self,
+        main: &BackendName,
+        canary: &BackendName,
+        sticky: bool,
+    ) -> Option<CanaryAffinity> {
+        let cookie = self.backends.get(main)?.options.cookie.clone()?;
+        if sticky && let Some(backend) = self.backends.get_mut(canary) {
+            let mut options = (*backend.options).clone();
+            options.cookie = Some(PersistenceCookie {
+                canary: true,
+                ..cookie.clone()
+            });
+            backend.options = Arc::new(options);
+        }
+        Some(CanaryAffinity {
+            cookie: cookie.name,
+            sticky,
+        })
     }
 }
 

@@ -15,9 +15,6 @@ use std::collections::BTreeSet;
 
 use super::{Builder, NO_USERS, SecretUse};
 
-/// The status of `from-to-www-redirect`: ingress-nginx's default `http-redirect-code`.
-const WWW_REDIRECT_CODE: u16 = 308;
-
 impl Builder<'_> {
     /// ingress-nginx's `use-regex` and `rewrite-target` of an Ingress (or the ConfigMap):
     /// whether its paths are regular expressions, and the replacement of `rewrite-target`
@@ -57,7 +54,8 @@ impl Builder<'_> {
     }
 
     /// `from-to-www-redirect` of a rule's `host`: every request for its `www.`
-    /// counterpart (or the host without `www.`) is redirected (308) to the same scheme,
+    /// counterpart (or the host without `www.`) is redirected (`http-redirect-code`,
+    /// 308 by default) to the same scheme,
     /// path and query on `host`, as ingress-nginx does. A counterpart that is a host of
     /// the Ingress' own rules or a `server-alias` is left alone; one another Ingress already routes is a
     /// conflict (a problem naming the key).
@@ -108,12 +106,12 @@ impl Builder<'_> {
             // request's scheme, without going to HTTPS on the counterpart first.
             https_redirect: Some(HttpsRedirect {
                 when: RedirectWhen::Never,
-                code: WWW_REDIRECT_CODE,
+                code: self.www_redirect_code,
                 port: None,
             }),
             redirect: Some(Redirect {
                 target: RedirectTarget::Host(name.clone()),
-                code: WWW_REDIRECT_CODE,
+                code: self.www_redirect_code,
             }),
             ..RouteFeatures::default()
         };

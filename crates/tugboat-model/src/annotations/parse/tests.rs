@@ -524,11 +524,76 @@ fn auth_url_takes_an_http_or_https_url() {
 }
 
 #[test]
-fn auth_url_refuses_nginx_variables() {
-    assert!(matches!(
-        parse_service_url("https://$host/oauth2/auth"),
-        Err(ValueError::NotServiceUrl(_))
-    ));
+fn auth_url_takes_the_nginx_variables_tugboat_fills_in() {
+    for url in [
+        "https://$host/oauth2/auth",
+        "https://${host}:8443/oauth2/auth",
+        "https://login.example.com/oauth2/start?rd=$escaped_request_uri",
+        "http://auth.example.com/check?uri=$request_uri&s=$scheme&a=$args$is_args",
+        "http://auth.example.com/check/$uri?q=$query_string&ip=$remote_addr",
+        "http://auth.example.com/check?tenant=$http_x_tenant&page=$arg_page",
+        "http://auth.$host/check",
+    ] {
+        assert_eq!(parse_service_url(url), Ok(url.into()), "{url}");
+    }
+}
+
+#[test]
+fn auth_url_refuses_a_variable_it_does_not_fill_in() {
+    assert_eq!(
+        parse_service_url("https://$server_name/oauth2/auth"),
+        Err(ValueError::UnknownUrlVariable("server_name".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?h=$HOST"),
+        Err(ValueError::UnknownUrlVariable("HOST".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?h=$http_X_Tenant"),
+        Err(ValueError::UnknownUrlVariable("http_X_Tenant".into()))
+    );
+    assert_eq!(
+        parse_service_url("https://a.com/?a=$arg_"),
+        Err(ValueError::UnknownUrlVariable("arg_".into()))
+    );
+    let text = ValueError::UnknownUrlVariable("server_name".into()).to_string();
+    assert!(
+        text.contains("$server_name") && text.contains("$host"),
+        "{text}"
+    );
+}
+
+#[test]
+fn auth_url_refuses_a_dollar_that_starts_no_variable() {
+    for url in [
+        "https://a.com/x$",
+        "https://a.com/$/x",
+        "https://a.com/${host",
+        "https://a.com/${}",
+        "https://a.com/${ho-st}",
+    ] {
+        assert_eq!(
+            parse_service_url(url),
+            Err(ValueError::MalformedUrlVariable),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+fn auth_url_with_variables_is_still_checked_as_a_url() {
+    for url in [
+        "$scheme://$host/check",
+        "https://$host/check if TRUE",
+        "https://$host/\"check",
+        "https://$host/check#x",
+        "https://user@$host/check",
+    ] {
+        assert!(
+            matches!(parse_service_url(url), Err(ValueError::NotServiceUrl(_))),
+            "{url}"
+        );
+    }
 }
 
 #[test]
@@ -909,4 +974,37 @@ fn service_name_refuses_upper_case() {
         parse_service_name("Errors"),
         Err(ValueError::NotServiceName)
     );
+}
+
+#[test]
+fn affinity_canary_behavior_is_sticky_or_legacy() {
+    assert_eq!(
+        parse_affinity_canary_behavior("sticky"),
+        Ok(AffinityCanaryBehavior::Sticky)
+    );
+    assert_eq!(
+        parse_affinity_canary_behavior("legacy"),
+        Ok(AffinityCanaryBehavior::Legacy)
+    );
+    for bad in ["", "Sticky", "persistent", "sticky "] {
+        assert_eq!(
+            parse_affinity_canary_behavior(bad),
+            Err(ValueError::NotAffinityCanaryBehavior),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn http_redirect_code_takes_what_ingress_nginx_takes() {
+    for (value, code) in [("301", 301), ("302", 302), ("307", 307), ("308", 308)] {
+        assert_eq!(parse_http_redirect_code(value), Ok(code));
+    }
+    for bad in ["303", "200", "", "308 ", "3O1"] {
+        assert_eq!(
+            parse_http_redirect_code(bad),
+            Err(ValueError::NotHttpRedirectCode),
+            "{bad:?}"
+        );
+    }
 }
