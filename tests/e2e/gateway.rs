@@ -39,6 +39,7 @@ scene_tests!(
     rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
     a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
     a_redirect_without_a_port_keeps_the_listeners_port,
+    a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -1844,4 +1845,188 @@ async fn a_redirect_without_a_port_keeps_the_listeners_port(
         route_condition(&scene, "on-bind", "Accepted").await,
         ("True".into(), "Accepted".into())
     );
+}
+
+/// A request that fails the conditions of every rule of its host and path goes on, in
+/// the order haproxy looks routes up, to rules that depend on its path: the exact paths,
+/// longer prefixes and regular expressions of a less specific host, an Ingress' regular
+/// expression of the same host, and an Ingress' canary is drawn there.
+async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    use tugboat_testkit::objects::{
+        PathTo, mk_annotated_ingress, mk_ingress, mk_ingress_with_rules, mk_rule, prefix,
+        with_annotations,
+    };
+    let web = start_backends("web", 221, 1).await;
+    let api = start_backends("api", 222, 1).await;
+    let other = start_backends("other", 223, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api), ("other", &other)]));
+    let with_header = |path_type: &str, path: &str| {
+        with_matches_json(
+            mk_rule_to(&[], "other", 80),
+            serde_json::json!([{"path": {"type": path_type, "value": path},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )
+    };
+    // A wildcard host whose rules under `/foo` depend on the path, beneath a host whose
+    // `/foo` has a condition.
+    objects.push(http_route_json(&mk_http_route(
+        "deep-wild",
+        "gw",
+        &["*.deep.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            mk_rule_to(&[("PathPrefix", "/foo/bar")], "api", 80),
+            mk_rule_to(&[("Exact", "/foo/x")], "api", 80),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "deep-member",
+        "gw",
+        &["a.deep.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    let regex_path = |path: &'static str, service: &'static str| PathTo {
+        path_type: "ImplementationSpecific",
+        ..prefix(path, service)
+    };
+    let use_regex = [("nginx.ingress.kubernetes.io/use-regex", "true")];
+    // An Ingress' one-label wildcard host with a regular expression path.
+    objects.push(to_json(&with_annotations(
+        mk_ingress_with_rules(
+            "rx-wild",
+            vec![mk_rule(
+                Some("*.rx.example.com"),
+                &[regex_path("/foo/[0-9]+", "api")],
+            )],
+        ),
+        &use_regex,
+    )));
+    objects.push(to_json(&mk_ingress_with_rules(
+        "rx-wild-root",
+        vec![mk_rule(Some("*.rx.example.com"), &[prefix("/", "web")])],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "rx-member",
+        "gw",
+        &["a.rx.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    // An Ingress' regular expression path of the same host.
+    objects.push(to_json(&with_annotations(
+        mk_ingress_with_rules(
+            "re-regex",
+            vec![mk_rule(
+                Some("re.example.com"),
+                &[regex_path("/foo/[0-9]+", "api")],
+            )],
+        ),
+        &use_regex,
+    )));
+    objects.push(to_json(&mk_ingress("re-root", "re.example.com", "web")));
+    objects.push(http_route_json(&mk_http_route(
+        "re-route",
+        "gw",
+        &["re.example.com"],
+        vec![
+            with_header("Exact", "/foo/1"),
+            with_header("PathPrefix", "/foo/7"),
+        ],
+    )));
+    // An Ingress with a canary that takes every request, under a conditional path.
+    objects.push(to_json(&mk_ingress("can-main", "can.example.com", "web")));
+    objects.push(to_json(&mk_annotated_ingress(
+        "can-canary",
+        "can.example.com",
+        "/",
+        "api",
+        &[
+            ("nginx.ingress.kubernetes.io/canary", "true"),
+            ("nginx.ingress.kubernetes.io/canary-weight", "100"),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "can-route",
+        "gw",
+        &["can.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("b.deep.example.com", "/", "web")
+        .await;
+    scene
+        .wait_for_service("re.example.com", "/foo/5", "api")
+        .await;
+    let ask = |host: &'static str,
+               path: &'static str,
+               headers: &'static [(&'static str, &'static str)]| {
+        let scene = &scene;
+        async move {
+            let reply =
+                tugboat_testkit::http::request(scene.http_addr(), "GET", host, path, headers)
+                    .await
+                    .expect("answer");
+            (reply.status, reply.service().map(str::to_string))
+        }
+    };
+    let served = |service: &str| (200, Some(service.to_string()));
+    let header: &'static [(&'static str, &'static str)] = &[("x-v", "2")];
+    let deep = "a.deep.example.com";
+    assert_eq!(ask(deep, "/foo/bar/y", header).await, served("other"));
+    assert_eq!(
+        ask(deep, "/foo/bar/y", &[]).await,
+        served("api"),
+        "the wildcard host's longer prefix"
+    );
+    assert_eq!(
+        ask(deep, "/foo/x", &[]).await,
+        served("api"),
+        "the wildcard host's exact path"
+    );
+    assert_eq!(ask(deep, "/foo/x/y", &[]).await, served("web"));
+    assert_eq!(ask(deep, "/foo/barn", &[]).await, served("web"));
+    assert_eq!(ask(deep, "/foo", &[]).await, served("web"));
+    let rx = "a.rx.example.com";
+    assert_eq!(ask(rx, "/foo/12", header).await, served("other"));
+    assert_eq!(
+        ask(rx, "/foo/12", &[]).await,
+        served("api"),
+        "the wildcard Ingress' regular expression"
+    );
+    assert_eq!(ask(rx, "/foo/ab", &[]).await, served("web"));
+    let re = "re.example.com";
+    assert_eq!(ask(re, "/foo/1", header).await, served("other"));
+    assert_eq!(
+        ask(re, "/foo/1", &[]).await,
+        served("api"),
+        "the Ingress' regular expression of the same host"
+    );
+    assert_eq!(ask(re, "/foo/7", header).await, served("other"));
+    assert_eq!(ask(re, "/foo/7", &[]).await, served("api"));
+    assert_eq!(ask(re, "/bar", &[]).await, served("web"));
+    let can = "can.example.com";
+    assert_eq!(ask(can, "/foo", header).await, served("other"));
+    assert_eq!(
+        ask(can, "/foo", &[]).await,
+        served("api"),
+        "the Ingress' canary is drawn"
+    );
+    assert_eq!(ask(can, "/bar", &[]).await, served("api"));
+    for name in [
+        "deep-wild",
+        "deep-member",
+        "rx-member",
+        "re-route",
+        "can-route",
+    ] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
 }
