@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::GatewaySettings;
-use tugboat_model::gateway::objects::{HttpRoute, HttpRouteRule, HttpRouteTimeouts};
+use tugboat_model::gateway::objects::{
+    HttpRoute, HttpRouteRule, HttpRouteTimeouts, ParentReference,
+};
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
@@ -1818,33 +1820,78 @@ async fn a_redirect_without_a_port_keeps_the_listeners_port(
     scene
         .wait_for_status("std.example.com", "/host/a", 302)
         .await;
-    let location = |host: &'static str, path: &'static str| {
+    let location = |host: String, path: &'static str| {
         let scene = &scene;
         async move {
-            let reply = scene.get(host, path).await.expect("answer");
+            let reply = scene.get(&host, path).await.expect("answer");
             assert_eq!(reply.status, 302, "{host}{path}");
             reply.header("location").map(str::to_string)
         }
     };
     assert_eq!(
-        location("bind.example.com", "/host/a?x=1").await,
+        location("bind.example.com".into(), "/host/a?x=1").await,
         Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
         "the listener's port"
     );
     assert_eq!(
-        location("std.example.com", "/host/a").await.as_deref(),
+        location("std.example.com".into(), "/host/a")
+            .await
+            .as_deref(),
         Some("http://new.example.com/host/a"),
         "port 80 on HTTP is left out"
     );
     assert_eq!(
-        location("bind.example.com", "/scheme/a").await.as_deref(),
+        location("bind.example.com".into(), "/scheme/a")
+            .await
+            .as_deref(),
         Some("http://new.example.com/scheme/a"),
         "a scheme's well-known port"
     );
-    assert_eq!(
-        route_condition(&scene, "on-bind", "Accepted").await,
-        ("True".into(), "Accepted".into())
+    // One route on both listeners of the HTTP bind (ports 80 and the bind's own): the
+    // Host header's port says which listener the request was sent to.
+    let mut both = mk_http_route(
+        "both",
+        "gw",
+        &["bind.example.com"],
+        vec![redirect(
+            mk_rule_to(&[("PathPrefix", "/both")], "web", 80),
+            serde_json::json!({"hostname": "new.example.com"}),
+        )],
     );
+    both.spec.parent_refs.push(ParentReference {
+        name: "on-bind".into(),
+        ..ParentReference::default()
+    });
+    scene.apply(&http_route_json(&both));
+    scene
+        .wait_for_status("bind.example.com", "/both/a", 302)
+        .await;
+    assert_eq!(
+        location(format!("bind.example.com:{bind_port}"), "/both/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/both/a?x=1")),
+        "sent to the listener on the bind's port"
+    );
+    assert_eq!(
+        location("bind.example.com".into(), "/both/a")
+            .await
+            .as_deref(),
+        Some("http://new.example.com/both/a"),
+        "sent to the listener on port 80"
+    );
+    assert_eq!(
+        location("bind.example.com:80".into(), "/both/a")
+            .await
+            .as_deref(),
+        Some("http://new.example.com/both/a"),
+        "port 80 named: HTTP's own, left out"
+    );
+    for name in ["on-bind", "both"] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
 }
 
 /// A request that fails the conditions of every rule of its host and path goes on, in

@@ -267,12 +267,29 @@ fn redirect_rules(redirect: &Redirect, acl: &str, out: &mut String) {
         }
     };
     let code = redirect.code;
-    let location = format!("{scheme}://{host}{port}{path}");
-    let _ = writeln!(
-        out,
-        "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl} {{ var(txn.query) -m found }}\n    \
-         http-request redirect location \"{location}\" code {code} if {acl}"
-    );
+    let mut locations = Vec::new();
+    if redirect.request_port {
+        // The port the client named in `Host` (digits only), when it named one other
+        // than the scheme's own.
+        for (bind, well_known) in [("!{ ssl_fc }", 80), ("{ ssl_fc }", 443)] {
+            let _ = writeln!(
+                out,
+                "    http-request set-var(txn.gw_port) req.hdr(host),field(2,:) if {acl} {bind} {{ req.hdr(host),field(2,:) -m reg '^[0-9]+$' }} !{{ req.hdr(host),field(2,:) -m str {well_known} }}"
+            );
+        }
+        locations.push((
+            format!("{scheme}://{host}:%[var(txn.gw_port)]{path}"),
+            " { var(txn.gw_port) -m found }",
+        ));
+    }
+    locations.push((format!("{scheme}://{host}{port}{path}"), ""));
+    for (location, condition) in locations {
+        let _ = writeln!(
+            out,
+            "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl}{condition} {{ var(txn.query) -m found }}\n    \
+             http-request redirect location \"{location}\" code {code} if {acl}{condition}"
+        );
+    }
 }
 
 fn rewrite_rules(path: &PathReplacement, acl: &str, out: &mut String) {
@@ -368,6 +385,7 @@ mod tests {
                 scheme: Some("https".into()),
                 hostname: None,
                 port: Some(443),
+                request_port: false,
                 path: Some(PathReplacement::Prefix {
                     matched: 4,
                     replacement: "/new".into(),
@@ -510,5 +528,39 @@ mod tests {
             route < features,
             "the map value is set while the dispatch's set still holds"
         );
+    }
+
+    #[test]
+    fn a_redirect_of_listeners_with_different_ports_keeps_the_port_the_client_named() {
+        let (id, rules) = rules_of(GatewayFeatures {
+            redirect: Some(Redirect {
+                scheme: None,
+                hostname: Some("new.example.com".into()),
+                port: None,
+                request_port: true,
+                path: None,
+                code: 302,
+            }),
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let port = "req.hdr(host),field(2,:)";
+        assert!(rules.request.contains(&format!(
+            "http-request set-var(txn.gw_port) {port} if {acl} !{{ ssl_fc }} {{ {port} -m reg '^[0-9]+$' }} !{{ {port} -m str 80 }}\n"
+        )));
+        assert!(rules.request.contains(&format!("!{{ {port} -m str 443 }}")));
+        let with_port = rules
+            .request
+            .find(&format!(
+                "redirect location \"%[ssl_fc,iif(https,http)]://new.example.com:%[var(txn.gw_port)]%[path]\" code 302 if {acl} {{ var(txn.gw_port) -m found }}\n"
+            ))
+            .expect("the location with the request's port");
+        let without = rules
+            .request
+            .find(&format!(
+                "redirect location \"%[ssl_fc,iif(https,http)]://new.example.com%[path]\" code 302 if {acl}\n"
+            ))
+            .expect("the location without a port");
+        assert!(with_port < without);
     }
 }

@@ -1119,6 +1119,7 @@ fn filters_become_route_features() {
             scheme: Some("https".into()),
             hostname: Some("new.example.com".into()),
             port: None,
+            request_port: false,
             path: Some(PathReplacement::Prefix {
                 matched: 4,
                 replacement: "/new".into()

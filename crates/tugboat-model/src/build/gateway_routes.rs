@@ -347,6 +347,7 @@ impl Builder<'_> {
             }
             return;
         }
+        let rules = merge_listener_ports(rules);
         // A rule served on both binds (its route attached to an HTTP and an HTTPS
         // listener) is one rule without a bind condition when it does the same on both
         // (a redirect may keep each listener's port); on one listener twice, one.
@@ -610,6 +611,42 @@ impl Builder<'_> {
         }
         self.serve_certificate(name, pem, claimed);
     }
+}
+
+/// The rules of one route served by listeners of the same bind that differ only in
+/// the port their redirect keeps (the listeners' own ports) become one rule whose
+/// redirect keeps the port the request was sent to
+/// ([`crate::gateway::features::Redirect::request_port`]): which
+/// listener a request came for is not known from the bind, the port the client names in
+/// `Host` says it.
+fn merge_listener_ports(rules: Vec<RuleRoute>) -> Vec<RuleRoute> {
+    let without_port = |rule: &RuleRoute| {
+        let mut features = rule.features.clone();
+        if let Some(redirect) = &mut features.redirect {
+            redirect.port = None;
+        }
+        features
+    };
+    let mut merged: Vec<RuleRoute> = Vec::new();
+    for rule in rules {
+        let same = merged.iter_mut().find(|m| {
+            m.route == rule.route
+                && m.field == rule.field
+                && m.conditions == rule.conditions
+                && m.features != rule.features
+                && without_port(m) == without_port(&rule)
+        });
+        match same {
+            Some(kept) => {
+                if let Some(redirect) = &mut kept.features.redirect {
+                    redirect.port = None;
+                    redirect.request_port = true;
+                }
+            }
+            None => merged.push(rule),
+        }
+    }
+    merged
 }
 
 /// One rule a fall back may reach: its host and path, and the condition on the path

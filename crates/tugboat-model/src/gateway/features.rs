@@ -43,6 +43,11 @@ pub struct Redirect {
     pub hostname: Option<String>,
     /// Left out of the location when it is the scheme's well-known port.
     pub port: Option<u16>,
+    /// The port the request was sent to, from its `Host` header (none there: none in the
+    /// location either), instead of `port`: for a rule served by listeners of one bind
+    /// with different ports, whose redirect keeps the listener's port (a client names
+    /// the port it connects to in `Host` unless it is the scheme's own).
+    pub request_port: bool,
     pub path: Option<PathReplacement>,
     /// 301, 302, 303, 307 or 308.
     pub code: u16,

@@ -198,6 +198,7 @@ impl FilterSpec {
                     scheme: scheme.clone(),
                     hostname: hostname.clone(),
                     port: *port,
+                    request_port: false,
                     path: path.as_ref().map(replace),
                     code: *code,
                 }),
