@@ -1142,8 +1142,32 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
     );
 }
 
-/// Through the API only: the publish flags' addresses in the Gateway's status, and
-/// conditions that follow a new generation of the route.
+/// The message of the condition `type_` of the Gateway `gw` once it is `expected`.
+async fn gateway_condition(
+    server: &tugboat_testkit::FakeApiServer,
+    type_: &str,
+    expected: (&str, &str),
+) -> String {
+    eventually(
+        &format!("Gateway {type_}={expected:?}"),
+        Duration::from_secs(15),
+        || async {
+            let gateway = server.get("Gateway", "default", "gw")?;
+            let found = gateway["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == type_)?
+                .clone();
+            (found["status"] == expected.0 && found["reason"] == expected.1)
+                .then(|| found["message"].as_str().unwrap_or_default().to_string())
+        },
+    )
+    .await
+}
+
+/// Through the API only: the publish flags' addresses in the Gateway's status,
+/// conditions that follow a new generation of the route, and requested addresses
+/// checked against the published ones.
 async fn gateway_status_has_the_published_addresses_and_follows_generations(
     haproxy: HaproxyBinary,
 ) {
@@ -1213,6 +1237,29 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
     assert_eq!(second, observed);
     pod.wait_for_service("shop.example.com", "/shop/x", "web")
         .await;
+
+    // Requested addresses: only published ones can be; another type is not accepted.
+    let requesting = |addresses: Value| {
+        let mut gateway = class_and_gateway().remove(1);
+        gateway["spec"]["addresses"] = addresses;
+        gateway
+    };
+    server.put(requesting(serde_json::json!([
+        {"type": "IPAddress", "value": "192.0.2.10"},
+        {"type": "IPAddress", "value": "192.0.2.99"},
+    ])));
+    let message = gateway_condition(&server, "Programmed", ("False", "AddressNotUsable")).await;
+    assert!(message.contains("192.0.2.99"), "{message}");
+    gateway_condition(&server, "Accepted", ("True", "Accepted")).await;
+    server.put(requesting(serde_json::json!([
+        {"value": "192.0.2.10"},
+        {"type": "Hostname", "value": "lb.example.com"},
+    ])));
+    gateway_condition(&server, "Programmed", ("True", "Programmed")).await;
+    server.put(requesting(serde_json::json!([
+        {"type": "example.com/pool", "value": "blue"},
+    ])));
+    gateway_condition(&server, "Accepted", ("False", "UnsupportedAddress")).await;
 }
 
 async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: Source) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tugboat_model::gateway::{Condition, GatewaySettings, RouteParentState};
+use tugboat_model::gateway::{Condition, GatewaySettings, RequestedAddress, RouteParentState};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BackendName, BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot,
@@ -741,6 +741,18 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
             "bad-redirect",
             json!({"filters": [{"type": "RequestRedirect",
                                 "requestRedirect": {"scheme": "ftp"}}]}),
+        ),
+        (
+            "mirror",
+            json!({"filters": [{"type": "RequestMirror",
+                                "requestMirror": {"backendRef": {"name": "api", "port": 80}}}],
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
+            "backend-filter",
+            json!({"backendRefs": [{"name": "web", "port": 80,
+                                    "filters": [{"type": "RequestHeaderModifier",
+                                                 "requestHeaderModifier": {"set": [{"name": "x-a", "value": "1"}]}}]}]}),
         ),
     ];
     for (name, rule) in &cases {
@@ -1528,4 +1540,60 @@ fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
     );
     assert_eq!(port_of("scheme.example.com"), None, "the scheme's own port");
     assert_eq!(port_of("port.example.com"), Some(9000), "the filter's port");
+}
+
+#[test]
+fn requested_addresses_of_served_types_wait_for_the_published_ones_and_others_are_refused() {
+    let mut snapshot = base();
+    for (name, addresses) in [
+        (
+            "asking",
+            json!([{"value": "192.0.2.1"}, {"type": "Hostname", "value": "lb.example.com"}]),
+        ),
+        (
+            "odd",
+            json!([{"type": "IPAddress", "value": "192.0.2.1"},
+                   {"type": "example.com/pool", "value": "blue"}]),
+        ),
+    ] {
+        snapshot.gateways.insert(
+            ObjectKey::new("shop", name),
+            object(
+                json!({"metadata": {"name": name, "namespace": "shop", "generation": 2},
+                          "spec": {"gatewayClassName": "tugboat",
+                                   "listeners": [http_listener("http", None, json!(null))],
+                                   "addresses": addresses}}),
+            ),
+        );
+    }
+    let output = build(&snapshot);
+    let asking = &output.gateway.gateways[&ObjectKey::new("shop", "asking")];
+    assert!(condition(&asking.conditions, "Accepted").status);
+    assert_eq!(
+        asking.requested_addresses,
+        [
+            RequestedAddress::Ip("192.0.2.1".into()),
+            RequestedAddress::Hostname("lb.example.com".into()),
+        ],
+        "checked against the published addresses by the status writer"
+    );
+    let odd = &output.gateway.gateways[&ObjectKey::new("shop", "odd")];
+    let accepted = condition(&odd.conditions, "Accepted");
+    assert_eq!(
+        (accepted.status, accepted.reason),
+        (false, "UnsupportedAddress")
+    );
+    assert!(
+        accepted.message.contains("example.com/pool"),
+        "{}",
+        accepted.message
+    );
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.object.name == "odd" && p.field == "spec.addresses"),
+        "a problem names the field"
+    );
+    assert!(!output.problems.iter().any(|p| p.object.name == "asking"));
 }

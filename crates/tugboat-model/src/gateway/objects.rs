@@ -72,7 +72,8 @@ pub struct GatewaySpec {
     pub gateway_class_name: String,
     #[serde(default)]
     pub listeners: Vec<Listener>,
-    /// Requested addresses: not supported (the addresses are the controller's Service's).
+    /// Requested addresses: `IPAddress` and `Hostname` ones must be among the published
+    /// addresses (the controller's Service's); other types are not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<serde_json::Value>>,
 }
