@@ -74,6 +74,31 @@ fn http_listener(name: &str, hostname: Option<&str>, allowed: Value) -> Value {
     listener
 }
 
+/// [`base`] with the Gateway `shop/gw` of class `tugboat`: one HTTP listener `http` on
+/// port 80, any host, routes of its own namespace.
+fn with_http_gateway() -> Snapshot {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([http_listener("http", None, json!(null))]),
+    );
+    snapshot
+}
+
+/// The spec of a route attached to the Gateway `gw` of its namespace, for `hostnames`
+/// (a JSON list), with `rules` (a JSON list).
+fn on_gw(hostnames: Value, rules: Value) -> Value {
+    json!({"parentRefs": [{"name": "gw"}], "hostnames": hostnames, "rules": rules})
+}
+
+/// A route of namespace `shop` created on 2024-01-01.
+fn add_shop_route(snapshot: &mut Snapshot, name: &str, spec: Value) {
+    add_route(snapshot, "shop", name, "2024-01-01T00:00:00Z", spec);
+}
+
 fn add_route(snapshot: &mut Snapshot, namespace: &str, name: &str, created: &str, spec: Value) {
     snapshot.http_routes.insert(
         ObjectKey::new(namespace, name),
@@ -146,22 +171,17 @@ fn listener_condition(
 }
 
 fn simple() -> Snapshot {
-    let mut snapshot = base();
-    add_gateway(
+    let mut snapshot = with_http_gateway();
+    add_shop_route(
         &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-               "rules": [to_web(json!([{"path": {"type": "PathPrefix", "value": "/store/"}},
-                                        {"path": {"type": "Exact", "value": "/cart"}}]))]}),
+        on_gw(
+            json!(["shop.example.com"]),
+            json!([to_web(
+                json!([{"path": {"type": "PathPrefix", "value": "/store/"}},
+                                        {"path": {"type": "Exact", "value": "/cart"}}])
+            )]),
+        ),
     );
     snapshot
 }
@@ -456,12 +476,10 @@ fn a_listener_that_takes_no_http_routes_says_why() {
             json!({"kinds": [{"kind": "TCPRoute"}]})
         )]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "rules": [to_web(json!([]))]}),
+        on_gw(json!([]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     assert!(output.desired.routes.is_empty());
@@ -559,13 +577,13 @@ fn cross_namespace_backends_need_a_reference_grant() {
             json!({"namespaces": {"from": "All"}})
         )]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "to-blog",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["x.example.com"],
-                     "rules": [{"backendRefs": [{"name": "posts", "namespace": "blog", "port": 8080}]}]}),
+        on_gw(
+            json!(["x.example.com"]),
+            json!([{"backendRefs": [{"name": "posts", "namespace": "blog", "port": 8080}]}]),
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -622,14 +640,7 @@ fn cross_namespace_backends_need_a_reference_grant() {
 
 #[test]
 fn a_missing_service_or_port_or_another_kind_answers_500() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let cases = [
         (
             "gone",
@@ -648,22 +659,19 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
         ),
     ];
     for (name, backend, _) in &cases {
-        add_route(
+        add_shop_route(
             &mut snapshot,
-            "shop",
             name,
-            "2024-01-01T00:00:00Z",
-            json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
-                         "rules": [{"backendRefs": [backend]}]}),
+            on_gw(
+                json!([format!("{name}.example.com")]),
+                json!([{"backendRefs": [backend]}]),
+            ),
         );
     }
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "fine",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["fine.example.com"],
-                     "rules": [to_web(json!([]))]}),
+        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     for (name, _, reason) in &cases {
@@ -693,14 +701,7 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
 
 #[test]
 fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let cases = [
         (
             "filter",
@@ -756,22 +757,22 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
         ),
     ];
     for (name, rule) in &cases {
-        add_route(
+        add_shop_route(
             &mut snapshot,
-            "shop",
             name,
-            "2024-01-01T00:00:00Z",
-            json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
-                         "rules": [to_web(json!([{"path": {"type": "Exact", "value": "/fine"}}])), rule]}),
+            on_gw(
+                json!([format!("{name}.example.com")]),
+                json!([
+                    to_web(json!([{"path": {"type": "Exact", "value": "/fine"}}])),
+                    rule
+                ]),
+            ),
         );
     }
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "fine",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["fine.example.com"],
-                     "rules": [to_web(json!([]))]}),
+        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     for (name, _) in &cases {
@@ -797,14 +798,14 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
         .collect();
     assert!(!problem_routes.contains(&"fine"));
     // One of the split's weights 0: one backend, served.
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "split",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["split.example.com"],
-                     "rules": [{"backendRefs": [{"name": "web", "port": 80, "weight": 0},
-                                                {"name": "api", "port": 80, "weight": 10}]}]}),
+        on_gw(
+            json!(["split.example.com"]),
+            json!([{"backendRefs": [{"name": "web", "port": 80, "weight": 0},
+                                                {"name": "api", "port": 80, "weight": 10}]}]),
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -823,14 +824,7 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
 
 #[test]
 fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let spec = |service: &str| {
         json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
                "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}],
@@ -920,13 +914,10 @@ fn a_route_on_the_http_and_the_https_listener_is_one_route() {
              "tls": {"certificateRefs": [{"name": "absent"}]}},
         ]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-               "rules": [to_web(json!([]))]}),
+        on_gw(json!(["shop.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -1026,14 +1017,7 @@ fn features_of<'a>(output: &'a BuildOutput, host: &str) -> &'a tugboat_model::Ro
 #[test]
 fn filters_become_route_features() {
     use tugboat_model::gateway::features::{PathReplacement, Redirect};
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let route = |name: &str, rule: Value| {
         json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
                "rules": [rule]})
@@ -1193,14 +1177,7 @@ fn filters_become_route_features() {
 #[test]
 fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
     use tugboat_model::gateway::features::Otherwise;
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     add_route(
         &mut snapshot,
         "shop",
@@ -1356,19 +1333,19 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
              "tls": {"certificateRefs": [{"name": "absent"}]}},
         ]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "conditional",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}],
-        "rules": [
-            {"matches": [{"path": {"value": "/foo"},
-                          "headers": [{"name": "x-v", "value": "2"}]}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-            {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-        ]}),
+        on_gw(
+            json!([]),
+            json!([
+                {"matches": [{"path": {"value": "/foo"},
+                              "headers": [{"name": "x-v", "value": "2"}]}],
+                 "backendRefs": [{"name": "api", "port": 80}]},
+                {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
+                 "backendRefs": [{"name": "api", "port": 80}]},
+            ]),
+        ),
     );
     add_route(
         &mut snapshot,
