@@ -77,6 +77,25 @@ fn services(list: &[(&str, &[EchoServer])]) -> Vec<Value> {
         .collect()
 }
 
+/// A rule to `service` port 80 with these matches (JSON).
+fn matching(service: &str, matches: Value) -> HttpRouteRule {
+    with_matches_json(mk_rule_to(&[], service, 80), matches)
+}
+
+/// `(status, the service that answered)` of a request through haproxy.
+async fn answer(
+    scene: &Scene,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Option<String>) {
+    let reply = tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
+        .await
+        .expect("answer");
+    (reply.status, reply.service().map(str::to_string))
+}
+
 /// `(status, reason)` of condition `type_` of the route's first parent, once there is
 /// one (from the API server, or the controller's report with a folder).
 async fn route_condition(scene: &Scene, name: &str, type_: &str) -> (String, String) {
@@ -936,8 +955,6 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
         ("api", &api),
         ("canary", &canary),
     ]));
-    let matching =
-        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
     objects.push(http_route_json(&mk_http_route(
         "matches",
         "gw",
@@ -978,16 +995,9 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
                headers: &'static [(&'static str, &'static str)]| {
         let scene = &scene;
         async move {
-            let reply = tugboat_testkit::http::request(
-                scene.http_addr(),
-                method,
-                "match.example.com",
-                path,
-                headers,
-            )
-            .await
-            .expect("answer");
-            reply.service().map(str::to_string)
+            answer(scene, method, "match.example.com", path, headers)
+                .await
+                .1
         }
     };
     assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
@@ -1645,8 +1655,6 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
     let api = start_backends("api", 219, 1).await;
     let mut objects = class_and_gateway();
     objects.extend(services(&[("web", &web), ("api", &api)]));
-    let matching =
-        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
     objects.push(http_route_json(&mk_http_route(
         "fallback",
         "gw",
@@ -1725,70 +1733,68 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
     scene
         .wait_for_service("mixed.example.com", "/", "web")
         .await;
-    let ask = |host: &'static str,
-               method: &'static str,
-               path: &'static str,
-               headers: &'static [(&'static str, &'static str)]| {
-        let scene = &scene;
-        async move {
-            let reply =
-                tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
-                    .await
-                    .expect("answer");
-            (reply.status, reply.service().map(str::to_string))
-        }
-    };
     let fall = "fall.example.com";
     let web_ok = (200, Some("web".to_string()));
     let api_ok = (200, Some("api".to_string()));
-    assert_eq!(ask(fall, "GET", "/foo", &[("x-v", "2")]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/foo", &[]).await,
+        answer(&scene, "GET", fall, "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        answer(&scene, "GET", fall, "/foo", &[]).await,
         web_ok,
         "without the header: the `/` of another route"
     );
-    assert_eq!(ask(fall, "GET", "/foo/x", &[("x-v", "3")]).await, web_ok);
-    assert_eq!(ask(fall, "POST", "/foo/bar/x", &[]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/foo/bar/x", &[("x-v", "2")]).await,
+        answer(&scene, "GET", fall, "/foo/x", &[("x-v", "3")]).await,
+        web_ok
+    );
+    assert_eq!(
+        answer(&scene, "POST", fall, "/foo/bar/x", &[]).await,
+        api_ok
+    );
+    assert_eq!(
+        answer(&scene, "GET", fall, "/foo/bar/x", &[("x-v", "2")]).await,
         api_ok,
         "not a POST: the header rule of /foo"
     );
     assert_eq!(
-        ask(fall, "GET", "/foo/bar/x", &[]).await,
+        answer(&scene, "GET", fall, "/foo/bar/x", &[]).await,
         web_ok,
         "neither: through /foo to /"
     );
-    assert_eq!(ask(fall, "GET", "/exact?q=1", &[]).await, api_ok);
+    assert_eq!(answer(&scene, "GET", fall, "/exact?q=1", &[]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/exact?q=2", &[]).await,
+        answer(&scene, "GET", fall, "/exact?q=2", &[]).await,
         web_ok,
         "the prefix of the same path"
     );
     assert_eq!(
-        ask("mixed.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "mixed.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("mixed.example.com", "GET", "/foo", &[]).await,
+        answer(&scene, "GET", "mixed.example.com", "/foo", &[]).await,
         web_ok,
         "the Ingress' `/`"
     );
     assert_eq!(
-        ask("a.wild.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "a.wild.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("a.wild.example.com", "GET", "/foo/x", &[]).await,
+        answer(&scene, "GET", "a.wild.example.com", "/foo/x", &[]).await,
         web_ok,
         "the wildcard host's `/`"
     );
     assert_eq!(
-        ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "bare.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("bare.example.com", "GET", "/foo", &[]).await.0,
+        answer(&scene, "GET", "bare.example.com", "/foo", &[])
+            .await
+            .0,
         404,
         "no rule of the host matches"
     );
@@ -1959,8 +1965,8 @@ async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canar
     let mut objects = class_and_gateway();
     objects.extend(services(&[("web", &web), ("api", &api), ("other", &other)]));
     let with_header = |path_type: &str, path: &str| {
-        with_matches_json(
-            mk_rule_to(&[], "other", 80),
+        matching(
+            "other",
             serde_json::json!([{"path": {"type": path_type, "value": path},
                                 "headers": [{"name": "x-v", "value": "2"}]}]),
         )
@@ -2055,61 +2061,79 @@ async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canar
     scene
         .wait_for_service("re.example.com", "/foo/5", "api")
         .await;
-    let ask = |host: &'static str,
-               path: &'static str,
-               headers: &'static [(&'static str, &'static str)]| {
-        let scene = &scene;
-        async move {
-            let reply =
-                tugboat_testkit::http::request(scene.http_addr(), "GET", host, path, headers)
-                    .await
-                    .expect("answer");
-            (reply.status, reply.service().map(str::to_string))
-        }
-    };
     let served = |service: &str| (200, Some(service.to_string()));
     let header: &'static [(&'static str, &'static str)] = &[("x-v", "2")];
     let deep = "a.deep.example.com";
-    assert_eq!(ask(deep, "/foo/bar/y", header).await, served("other"));
     assert_eq!(
-        ask(deep, "/foo/bar/y", &[]).await,
+        answer(&scene, "GET", deep, "/foo/bar/y", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/bar/y", &[]).await,
         served("api"),
         "the wildcard host's longer prefix"
     );
     assert_eq!(
-        ask(deep, "/foo/x", &[]).await,
+        answer(&scene, "GET", deep, "/foo/x", &[]).await,
         served("api"),
         "the wildcard host's exact path"
     );
-    assert_eq!(ask(deep, "/foo/x/y", &[]).await, served("web"));
-    assert_eq!(ask(deep, "/foo/barn", &[]).await, served("web"));
-    assert_eq!(ask(deep, "/foo", &[]).await, served("web"));
-    let rx = "a.rx.example.com";
-    assert_eq!(ask(rx, "/foo/12", header).await, served("other"));
     assert_eq!(
-        ask(rx, "/foo/12", &[]).await,
+        answer(&scene, "GET", deep, "/foo/x/y", &[]).await,
+        served("web")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/barn", &[]).await,
+        served("web")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo", &[]).await,
+        served("web")
+    );
+    let rx = "a.rx.example.com";
+    assert_eq!(
+        answer(&scene, "GET", rx, "/foo/12", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", rx, "/foo/12", &[]).await,
         served("api"),
         "the wildcard Ingress' regular expression"
     );
-    assert_eq!(ask(rx, "/foo/ab", &[]).await, served("web"));
-    let re = "re.example.com";
-    assert_eq!(ask(re, "/foo/1", header).await, served("other"));
     assert_eq!(
-        ask(re, "/foo/1", &[]).await,
+        answer(&scene, "GET", rx, "/foo/ab", &[]).await,
+        served("web")
+    );
+    let re = "re.example.com";
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/1", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/1", &[]).await,
         served("api"),
         "the Ingress' regular expression of the same host"
     );
-    assert_eq!(ask(re, "/foo/7", header).await, served("other"));
-    assert_eq!(ask(re, "/foo/7", &[]).await, served("api"));
-    assert_eq!(ask(re, "/bar", &[]).await, served("web"));
-    let can = "can.example.com";
-    assert_eq!(ask(can, "/foo", header).await, served("other"));
     assert_eq!(
-        ask(can, "/foo", &[]).await,
+        answer(&scene, "GET", re, "/foo/7", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/7", &[]).await,
+        served("api")
+    );
+    assert_eq!(answer(&scene, "GET", re, "/bar", &[]).await, served("web"));
+    let can = "can.example.com";
+    assert_eq!(
+        answer(&scene, "GET", can, "/foo", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", can, "/foo", &[]).await,
         served("api"),
         "the Ingress' canary is drawn"
     );
-    assert_eq!(ask(can, "/bar", &[]).await, served("api"));
+    assert_eq!(answer(&scene, "GET", can, "/bar", &[]).await, served("api"));
     for name in [
         "deep-wild",
         "deep-member",
