@@ -750,6 +750,11 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
                    "backendRefs": [{"name": "web", "port": 80}]}),
         ),
         (
+            "retry",
+            json!({"retry": {"codes": [503], "attempts": 2},
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
             "backend-filter",
             json!({"backendRefs": [{"name": "web", "port": 80,
                                     "filters": [{"type": "RequestHeaderModifier",

@@ -239,11 +239,13 @@ impl Builder<'_> {
         steps
     }
 
-    /// The routes of one host.
+    /// The routes of one host (a range of the routes, which are sorted by host first:
+    /// `Exact("")` is the least path).
     fn routes_of_host(&self, host: &HostMatch) -> Vec<&(HostMatch, PathMatch)> {
         self.routes
-            .keys()
-            .filter(|(other, _)| other == host)
+            .range((host.clone(), PathMatch::Exact(String::new()))..)
+            .map(|(key, _)| key)
+            .take_while(|(other, _)| other == host)
             .collect()
     }
 

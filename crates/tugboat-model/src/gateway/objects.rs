@@ -221,6 +221,9 @@ pub struct HttpRouteRule {
     /// Not supported (experimental channel): a rule that sets it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<serde_json::Value>,
+    /// Not supported (experimental channel): a rule that sets it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<serde_json::Value>,
 }
 
 /// A rule's `timeouts`: Gateway API durations, as written (validated by the rule).

@@ -28,6 +28,9 @@ pub(super) fn rule_paths(
     if rule.session_persistence.is_some() {
         return not_yet(format!("{field}.sessionPersistence"), "sessionPersistence");
     }
+    if rule.retry.is_some() {
+        return not_yet(format!("{field}.retry"), "retry");
+    }
     if rule.matches.is_empty() {
         return Ok(vec![(PathMatch::Prefix("/".into()), Conditions::default())]);
     }
