@@ -626,6 +626,7 @@ fn merge_listener_ports(rules: Vec<RuleRoute>) -> Vec<RuleRoute> {
         let mut features = rule.features.clone();
         if let Some(redirect) = &mut features.redirect {
             redirect.port = None;
+            redirect.request_port = false;
         }
         features
     };
@@ -810,5 +811,61 @@ mod tests {
         assert!(!covers("/foo", "/foobar", true));
         assert!(!covers("/foo", "/foo", false));
         assert!(covers("/foo", "/foo", true));
+    }
+
+    #[test]
+    fn listeners_of_one_bind_with_different_ports_make_one_rule_keeping_the_requests_port() {
+        use crate::gateway::features::Redirect;
+        let on = |port: Option<u16>, tls: bool, field: &str| RuleRoute {
+            route: ObjectKey::new("shop", "moving"),
+            field: field.into(),
+            host: HostMatch::Exact("a.example.com".into()),
+            path: PathMatch::Prefix("/".into()),
+            conditions: Conditions {
+                tls: Some(tls),
+                ..Conditions::default()
+            },
+            backend: RuleBackend::Unresolved,
+            features: GatewayFeatures {
+                redirect: Some(Redirect {
+                    scheme: None,
+                    hostname: Some("b.example.com".into()),
+                    port,
+                    request_port: false,
+                    path: None,
+                    code: 302,
+                }),
+                ..GatewayFeatures::default()
+            },
+        };
+        let merged = merge_listener_ports(vec![
+            on(None, false, "spec.rules[0]"),
+            on(Some(8080), false, "spec.rules[0]"),
+            on(None, true, "spec.rules[0]"),
+            on(Some(8081), false, "spec.rules[0]"),
+            on(Some(8080), false, "spec.rules[1]"),
+        ]);
+        let redirects: Vec<(Option<bool>, &str, Option<u16>, bool)> = merged
+            .iter()
+            .map(|rule| {
+                let redirect = rule.features.redirect.as_ref().expect("a redirect");
+                (
+                    rule.conditions.tls,
+                    rule.field.as_str(),
+                    redirect.port,
+                    redirect.request_port,
+                )
+            })
+            .collect();
+        assert_eq!(
+            redirects,
+            [
+                (Some(false), "spec.rules[0]", None, true),
+                (Some(true), "spec.rules[0]", None, false),
+                (Some(false), "spec.rules[1]", Some(8080), false),
+            ],
+            "three ports of the HTTP bind are one rule; the HTTPS bind and another rule \
+             keep theirs"
+        );
     }
 }
