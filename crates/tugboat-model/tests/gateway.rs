@@ -1579,3 +1579,107 @@ fn requested_addresses_of_served_types_wait_for_the_published_ones_and_others_ar
     );
     assert!(!output.problems.iter().any(|p| p.object.name == "asking"));
 }
+
+#[test]
+fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
+    use tugboat_model::gateway::features::{Otherwise, PathCondition};
+    let mut snapshot = with_http_gateway();
+    add_shop_route(
+        &mut snapshot,
+        "member",
+        on_gw(
+            json!(["a.deep.example.com"]),
+            json!([{"matches": [{"path": {"value": "/foo"},
+                                 "headers": [{"name": "x-v", "value": "2"}]}],
+                    "backendRefs": [{"name": "api", "port": 80}]}]),
+        ),
+    );
+    add_shop_route(
+        &mut snapshot,
+        "wild",
+        on_gw(
+            json!(["*.deep.example.com"]),
+            json!([
+                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
+                to_web(
+                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
+                              {"path": {"type": "Exact", "value": "/foo/x"}},
+                              {"path": {"type": "PathPrefix", "value": "/other"}}])
+                ),
+                to_web(json!([{"path": {"type": "Exact", "value": "/foo/y's"}}])),
+            ]),
+        ),
+    );
+    let output = build(&snapshot);
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
+        .expect("the member's route");
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    let paths: Vec<Option<PathCondition>> = dispatch
+        .candidates
+        .iter()
+        .map(|c| c.conditions.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        [None, Some(PathCondition::Exact("/foo/x".into()))],
+        "its own header rule, then the wildcard host's exact path; the walk stops before \
+         the path with a quote, whose requests get 404 rather than another rule's answer"
+    );
+    assert_eq!(dispatch.otherwise, Otherwise::NotFound);
+
+    // Without the quoted path: the longer prefix on the path, then the wildcard's `/`
+    // for the rest (`/other` covers none of the requests).
+    let mut snapshot = snapshot.clone();
+    add_shop_route(
+        &mut snapshot,
+        "wild",
+        on_gw(
+            json!(["*.deep.example.com"]),
+            json!([
+                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
+                to_web(
+                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
+                              {"path": {"type": "Exact", "value": "/foo/x"}},
+                              {"path": {"type": "PathPrefix", "value": "/other"}}])
+                ),
+            ]),
+        ),
+    );
+    let output = build(&snapshot);
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
+        .expect("the member's route");
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    let steps: Vec<(Option<PathCondition>, Option<bool>)> = dispatch
+        .candidates
+        .iter()
+        .map(|c| (c.conditions.path.clone(), c.conditions.tls))
+        .collect();
+    // The wildcard's routes are served on the HTTP bind only (the Gateway's one
+    // listener): each is tried there, the `/` last; on HTTPS, 404.
+    assert_eq!(
+        steps,
+        [
+            (None, None),
+            (Some(PathCondition::Exact("/foo/x".into())), Some(false)),
+            (Some(PathCondition::Prefix("/foo/bar".into())), Some(false)),
+            (None, Some(false)),
+        ]
+    );
+    assert_eq!(dispatch.otherwise, Otherwise::NotFound);
+}
