@@ -42,6 +42,7 @@ scene_tests!(
     a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
     a_redirect_without_a_port_keeps_the_listeners_port,
     a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
+    the_examples_route_and_report_their_conditions,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -451,6 +452,32 @@ async fn cross_namespace_backends_need_a_reference_grant(haproxy: HaproxyBinary,
     wait_for_route_condition(&scene, "to-blog", "ResolvedRefs", ("True", "ResolvedRefs")).await;
     scene.delete(&grant);
     scene.wait_for_status("blog.example.com", "/", 500).await;
+    // As the README reads it: the second condition of the route's parent.
+    let reason = eventually(
+        "the blog route's RefNotPermitted",
+        Duration::from_secs(15),
+        || async {
+            let reason = match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "team-a", "blog")?;
+                    route["status"]["parents"][0]["conditions"][1]["reason"]
+                        .as_str()?
+                        .to_string()
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("team-a", "blog"))?;
+                    route.parents[0].conditions.get(1)?.reason.to_string()
+                }
+            };
+            (reason == "RefNotPermitted").then_some(reason)
+        },
+    )
+    .await;
+    assert_eq!(reason, "RefNotPermitted");
 }
 
 async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary, source: Source) {
@@ -598,13 +625,23 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
 
 /// `(status, reason)` of condition `type_` of listener `index` of Gateway `gw`.
 async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String, String) {
+    listener_condition_of(scene, "gw", index, type_).await
+}
+
+/// [`listener_condition`] of the Gateway `gateway` of namespace `default`.
+async fn listener_condition_of(
+    scene: &Scene,
+    gateway: &str,
+    index: usize,
+    type_: &str,
+) -> (String, String) {
     eventually(
         &format!("listener {index} condition {type_}"),
         Duration::from_secs(15),
         || async {
             match scene.api() {
                 Some(api) => {
-                    let gateway = api.get("Gateway", "default", "gw")?;
+                    let gateway = api.get("Gateway", "default", gateway)?;
                     let conditions =
                         gateway["status"]["listeners"][index]["conditions"].as_array()?;
                     let found = conditions.iter().find(|c| c["type"] == type_)?;
@@ -618,7 +655,7 @@ async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String
                     let gateway = status
                         .gateway
                         .gateways
-                        .get(&ObjectKey::new("default", "gw"))?;
+                        .get(&ObjectKey::new("default", gateway))?;
                     let found = gateway.listeners[index]
                         .conditions
                         .iter()
@@ -2147,4 +2184,105 @@ async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canar
             "{name}"
         );
     }
+}
+
+/// The objects of the YAML files of examples/gateway/, as written.
+fn example_objects(files: &[&str]) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .join("examples/gateway");
+    let mut objects = Vec::new();
+    for file in files {
+        let path = folder.join(file);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let object = Value::deserialize(document).expect("a YAML object");
+            if !object.is_null() {
+                objects.push(object);
+            }
+        }
+    }
+    objects
+}
+
+/// examples/gateway/ as its README walks through it: the class, the Gateway (HTTP for
+/// every host, HTTPS for echo.example.com with the Secret echo-tls), the route to the
+/// echo Service, and the route of another namespace that its ReferenceGrant allows.
+async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, source: Source) {
+    let echo = start_backends("echo", 224, 1).await;
+    let (cert, key, der) = certificate(&["echo.example.com"], false);
+    let mut objects = example_objects(&[
+        "gatewayclass.yaml",
+        "gateway.yaml",
+        "httproute.yaml",
+        "cross-namespace.yaml",
+    ]);
+    let grant = objects
+        .iter()
+        .find(|o| o["kind"] == "ReferenceGrant")
+        .cloned()
+        .expect("the example's ReferenceGrant");
+    objects.extend(services(&[("echo", &echo)]));
+    objects.push(to_json(&mk_tls_secret("echo-tls", &cert, &key)));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("echo.example.com", "/", "echo")
+        .await;
+    scene
+        .wait_for_service("blog.example.com", "/", "echo")
+        .await;
+    assert_eq!(
+        answer(&scene, "GET", "echo.example.com", "/healthz", &[]).await,
+        (200, Some("echo".to_string()))
+    );
+    let https = exchange(scene.https_addr(), "echo.example.com", "/", &[b"http/1.1"])
+        .await
+        .expect("TLS exchange");
+    assert_eq!(https.certificate, der, "the listener's certificate");
+    assert_eq!(https.reply.expect("answer").service(), Some("echo"));
+    for type_ in ["Accepted", "ResolvedRefs"] {
+        assert_eq!(
+            route_condition(&scene, "echo", type_).await,
+            ("True".into(), type_.into())
+        );
+    }
+    for (index, type_) in [(0, "Programmed"), (1, "Programmed"), (1, "ResolvedRefs")] {
+        assert_eq!(
+            listener_condition_of(&scene, "web", index, type_).await,
+            ("True".into(), type_.into()),
+            "listener {index}"
+        );
+    }
+    // Without the grant, the other namespace's route answers 500.
+    scene.delete(&grant);
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+    // As the README reads it: the second condition of the route's parent.
+    let reason = eventually(
+        "the blog route's RefNotPermitted",
+        Duration::from_secs(15),
+        || async {
+            let reason = match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "team-a", "blog")?;
+                    route["status"]["parents"][0]["conditions"][1]["reason"]
+                        .as_str()?
+                        .to_string()
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("team-a", "blog"))?;
+                    route.parents[0].conditions.get(1)?.reason.to_string()
+                }
+            };
+            (reason == "RefNotPermitted").then_some(reason)
+        },
+    )
+    .await;
+    assert_eq!(reason, "RefNotPermitted");
 }
