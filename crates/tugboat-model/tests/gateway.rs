@@ -1670,12 +1670,12 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
         .iter()
         .map(|c| (c.conditions.path.clone(), c.conditions.tls))
         .collect();
-    // The wildcard's routes are served on the HTTP bind only (the Gateway's one
-    // listener): each is tried there, the `/` last; on HTTPS, 404.
+    // Every route is served on the HTTP bind only (the Gateway's one listener): each
+    // is tried there, the wildcard's `/` last; on HTTPS, 404.
     assert_eq!(
         steps,
         [
-            (None, None),
+            (None, Some(false)),
             (Some(PathCondition::Exact("/foo/x".into())), Some(false)),
             (Some(PathCondition::Prefix("/foo/bar".into())), Some(false)),
             (None, Some(false)),

@@ -79,13 +79,64 @@ impl Builder<'_> {
             let Some(route) = self.routes.get(slot) else {
                 continue;
             };
-            let Some((gateway, dispatch)) = self.dispatch_of(route.features.as_ref()) else {
-                continue;
+            // The slot's rules as a dispatch that leaves the requests it does not take to
+            // the fall back: its rules with conditions, and, when they are served on one
+            // bind only, its rule without conditions too, for that bind (the other bind's
+            // requests go on, as the spec orders the rules of the listeners they came
+            // for).
+            let (mut dispatch, bind, base) = match self.dispatch_of(route.features.as_ref()) {
+                Some((gateway, found)) => match (gateway.only_tls, &found.otherwise) {
+                    (None, Otherwise::NotFound) => (found.clone(), None, Some(gateway.clone())),
+                    (None, Otherwise::Route(_)) => continue,
+                    (Some(tls), otherwise) => {
+                        let mut found = found.clone();
+                        for candidate in &mut found.candidates {
+                            candidate.conditions.tls = candidate.conditions.tls.or(Some(tls));
+                        }
+                        if let Otherwise::Route(features) = otherwise {
+                            found.candidates.push(Candidate {
+                                conditions: Conditions {
+                                    tls: Some(tls),
+                                    ..Conditions::default()
+                                },
+                                backend: route.backend.clone(),
+                                features: features.clone(),
+                                canary: None,
+                            });
+                            found.otherwise = Otherwise::NotFound;
+                        }
+                        let base =
+                            matches!(otherwise, Otherwise::NotFound).then(|| gateway.clone());
+                        (found, Some(tls), base)
+                    }
+                },
+                None => {
+                    let Some(tls) = route
+                        .features
+                        .as_ref()
+                        .and_then(|id| self.feature_sets.get(id))
+                        .and_then(|f| f.gateway.as_ref())
+                        .and_then(|g| g.only_tls)
+                    else {
+                        continue;
+                    };
+                    let own = Candidate {
+                        conditions: Conditions {
+                            tls: Some(tls),
+                            ..Conditions::default()
+                        },
+                        backend: route.backend.clone(),
+                        features: route.features.clone(),
+                        canary: route.canary.clone(),
+                    };
+                    let dispatch = Dispatch {
+                        candidates: vec![own],
+                        otherwise: Otherwise::NotFound,
+                    };
+                    (dispatch, Some(tls), None)
+                }
             };
-            if dispatch.otherwise != Otherwise::NotFound {
-                continue;
-            }
-            let mut dispatch = dispatch.clone();
+            let own_rules = dispatch.candidates.len();
             let mut backend = route.backend.clone();
             let mut canary = route.canary.clone();
             for step in self.fallback_steps(slot) {
@@ -142,16 +193,30 @@ impl Builder<'_> {
                     });
                 }
             }
-            let mut features = route
-                .features
-                .as_ref()
-                .and_then(|id| self.feature_sets.get(id))
-                .cloned()
-                .unwrap_or_default();
-            features.gateway = Some(GatewayFeatures {
-                dispatch: Some(dispatch),
-                ..gateway.clone()
-            });
+            if let Some(tls) = bind {
+                let other_bind_goes_on = dispatch.otherwise != Otherwise::NotFound
+                    || dispatch.candidates[own_rules..]
+                        .iter()
+                        .any(|c| c.conditions.tls != Some(tls));
+                // Nothing takes the other bind's requests: the slot stays as it is
+                // (a plain route stays a map entry).
+                if !other_bind_goes_on && base.is_none() {
+                    continue;
+                }
+            }
+            // A dispatch of one bind now says the bind in its candidates.
+            let features = RouteFeatures {
+                gateway: Some(GatewayFeatures {
+                    dispatch: Some(dispatch),
+                    only_tls: if bind.is_some() {
+                        None
+                    } else {
+                        base.as_ref().and_then(|g| g.only_tls)
+                    },
+                    ..base.unwrap_or_default()
+                }),
+                ..RouteFeatures::default()
+            };
             updates.push((slot.clone(), backend, canary, features));
         }
         if updates.is_empty() {
@@ -167,12 +232,28 @@ impl Builder<'_> {
                 route.canary = canary;
             }
         }
-        // The dispatches replaced are left to no route (one slot's rules make one).
-        let used: BTreeSet<&FeatureSetId> = self
+        // The sets replaced are left when no route nor dispatch uses them (one slot's
+        // rules make a dispatch; a plain route's set is its dispatch's candidate).
+        let mut used: BTreeSet<&FeatureSetId> = self
             .routes
             .values()
             .filter_map(|route| route.features.as_ref())
             .collect();
+        for dispatch in self
+            .feature_sets
+            .values()
+            .filter_map(|f| f.gateway.as_ref()?.dispatch.as_ref())
+        {
+            used.extend(
+                dispatch
+                    .candidates
+                    .iter()
+                    .filter_map(|c| c.features.as_ref()),
+            );
+            if let Otherwise::Route(Some(features)) = &dispatch.otherwise {
+                used.insert(features);
+            }
+        }
         let unused: Vec<FeatureSetId> = replaced
             .into_iter()
             .filter(|id| !used.contains(id))
