@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::GatewaySettings;
-use tugboat_model::gateway::objects::{HttpRoute, HttpRouteRule, HttpRouteTimeouts};
+use tugboat_model::gateway::objects::{
+    HttpRoute, HttpRouteRule, HttpRouteTimeouts, ParentReference,
+};
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
@@ -39,6 +41,8 @@ scene_tests!(
     rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
     a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
     a_redirect_without_a_port_keeps_the_listeners_port,
+    a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
+    the_examples_route_and_report_their_conditions,
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -72,6 +76,25 @@ fn services(list: &[(&str, &[EchoServer])]) -> Vec<Value> {
     list.iter()
         .flat_map(|(name, servers)| mk_service_of(name, servers))
         .collect()
+}
+
+/// A rule to `service` port 80 with these matches (JSON).
+fn matching(service: &str, matches: Value) -> HttpRouteRule {
+    with_matches_json(mk_rule_to(&[], service, 80), matches)
+}
+
+/// `(status, the service that answered)` of a request through haproxy.
+async fn answer(
+    scene: &Scene,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Option<String>) {
+    let reply = tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
+        .await
+        .expect("answer");
+    (reply.status, reply.service().map(str::to_string))
 }
 
 /// `(status, reason)` of condition `type_` of the route's first parent, once there is
@@ -576,13 +599,23 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
 
 /// `(status, reason)` of condition `type_` of listener `index` of Gateway `gw`.
 async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String, String) {
+    listener_condition_of(scene, "gw", index, type_).await
+}
+
+/// [`listener_condition`] of the Gateway `gateway` of namespace `default`.
+async fn listener_condition_of(
+    scene: &Scene,
+    gateway: &str,
+    index: usize,
+    type_: &str,
+) -> (String, String) {
     eventually(
         &format!("listener {index} condition {type_}"),
         Duration::from_secs(15),
         || async {
             match scene.api() {
                 Some(api) => {
-                    let gateway = api.get("Gateway", "default", "gw")?;
+                    let gateway = api.get("Gateway", "default", gateway)?;
                     let conditions =
                         gateway["status"]["listeners"][index]["conditions"].as_array()?;
                     let found = conditions.iter().find(|c| c["type"] == type_)?;
@@ -596,7 +629,7 @@ async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String
                     let gateway = status
                         .gateway
                         .gateways
-                        .get(&ObjectKey::new("default", "gw"))?;
+                        .get(&ObjectKey::new("default", gateway))?;
                     let found = gateway.listeners[index]
                         .conditions
                         .iter()
@@ -933,8 +966,6 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
         ("api", &api),
         ("canary", &canary),
     ]));
-    let matching =
-        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
     objects.push(http_route_json(&mk_http_route(
         "matches",
         "gw",
@@ -975,16 +1006,9 @@ async fn method_header_and_query_matches_pick_the_rule_by_precedence(
                headers: &'static [(&'static str, &'static str)]| {
         let scene = &scene;
         async move {
-            let reply = tugboat_testkit::http::request(
-                scene.http_addr(),
-                method,
-                "match.example.com",
-                path,
-                headers,
-            )
-            .await
-            .expect("answer");
-            reply.service().map(str::to_string)
+            answer(scene, method, "match.example.com", path, headers)
+                .await
+                .1
         }
     };
     assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
@@ -1096,7 +1120,11 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
             "app",
             "gw",
             &[],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                mk_rule_to(&[("PathPrefix", "/admin")], "web", 80),
+                mk_rule_to(&[("Exact", "/login")], "web", 80),
+            ],
         ),
         "https",
     )));
@@ -1104,14 +1132,67 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
     scene
         .wait_for_status("secure.example.com", "/x?y=1", 301)
         .await;
+    // The HTTPS listener's longer paths are not the HTTP listener's: its `/` redirects
+    // them too.
+    for path in ["/x?y=1", "/admin/x?y=1", "/login"] {
+        let moved = scene.get("secure.example.com", path).await.expect("answer");
+        assert_eq!(moved.status, 301, "{path}");
+        assert_eq!(
+            moved.header("location"),
+            Some(format!("https://secure.example.com{path}").as_str()),
+            "{path}"
+        );
+    }
+    for path in ["/admin/x", "/login"] {
+        let reply = exchange(
+            scene.https_addr(),
+            "secure.example.com",
+            path,
+            &[b"http/1.1"],
+        )
+        .await
+        .expect("TLS exchange");
+        assert_eq!(
+            reply.reply.expect("answer").service(),
+            Some("web"),
+            "{path}"
+        );
+    }
+
+    // Another path of the same backend joins the others' feature set: a map update.
+    let reloads = scene.reloads().await;
+    scene.apply(&http_route_json(&on(
+        mk_http_route(
+            "app",
+            "gw",
+            &[],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                mk_rule_to(&[("PathPrefix", "/admin")], "web", 80),
+                mk_rule_to(&[("Exact", "/login")], "web", 80),
+                mk_rule_to(&[("PathPrefix", "/docs")], "web", 80),
+            ],
+        ),
+        "https",
+    )));
+    eventually("the new path on HTTPS", Duration::from_secs(15), || async {
+        let reply = exchange(
+            scene.https_addr(),
+            "secure.example.com",
+            "/docs/a",
+            &[b"http/1.1"],
+        )
+        .await
+        .ok()?;
+        (reply.reply?.service() == Some("web")).then_some(())
+    })
+    .await;
     let moved = scene
-        .get("secure.example.com", "/x?y=1")
+        .get("secure.example.com", "/docs/a")
         .await
         .expect("answer");
-    assert_eq!(
-        moved.header("location"),
-        Some("https://secure.example.com/x?y=1")
-    );
+    assert_eq!(moved.status, 301);
+    assert_eq!(scene.reloads().await, reloads, "no reload for the new path");
     let https = scene.https_addr();
     let served = eventually(
         "the HTTPS listener's route",
@@ -1139,8 +1220,32 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
     );
 }
 
-/// Through the API only: the publish flags' addresses in the Gateway's status, and
-/// conditions that follow a new generation of the route.
+/// The message of the condition `type_` of the Gateway `gw` once it is `expected`.
+async fn gateway_condition(
+    server: &tugboat_testkit::FakeApiServer,
+    type_: &str,
+    expected: (&str, &str),
+) -> String {
+    eventually(
+        &format!("Gateway {type_}={expected:?}"),
+        Duration::from_secs(15),
+        || async {
+            let gateway = server.get("Gateway", "default", "gw")?;
+            let found = gateway["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == type_)?
+                .clone();
+            (found["status"] == expected.0 && found["reason"] == expected.1)
+                .then(|| found["message"].as_str().unwrap_or_default().to_string())
+        },
+    )
+    .await
+}
+
+/// Through the API only: the publish flags' addresses in the Gateway's status,
+/// conditions that follow a new generation of the route, and requested addresses
+/// checked against the published ones.
 async fn gateway_status_has_the_published_addresses_and_follows_generations(
     haproxy: HaproxyBinary,
 ) {
@@ -1210,6 +1315,29 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
     assert_eq!(second, observed);
     pod.wait_for_service("shop.example.com", "/shop/x", "web")
         .await;
+
+    // Requested addresses: only published ones can be; another type is not accepted.
+    let requesting = |addresses: Value| {
+        let mut gateway = class_and_gateway().remove(1);
+        gateway["spec"]["addresses"] = addresses;
+        gateway
+    };
+    server.put(requesting(serde_json::json!([
+        {"type": "IPAddress", "value": "192.0.2.10"},
+        {"type": "IPAddress", "value": "192.0.2.99"},
+    ])));
+    let message = gateway_condition(&server, "Programmed", ("False", "AddressNotUsable")).await;
+    assert!(message.contains("192.0.2.99"), "{message}");
+    gateway_condition(&server, "Accepted", ("True", "Accepted")).await;
+    server.put(requesting(serde_json::json!([
+        {"value": "192.0.2.10"},
+        {"type": "Hostname", "value": "lb.example.com"},
+    ])));
+    gateway_condition(&server, "Programmed", ("True", "Programmed")).await;
+    server.put(requesting(serde_json::json!([
+        {"type": "example.com/pool", "value": "blue"},
+    ])));
+    gateway_condition(&server, "Accepted", ("False", "UnsupportedAddress")).await;
 }
 
 async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: Source) {
@@ -1595,8 +1723,6 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
     let api = start_backends("api", 219, 1).await;
     let mut objects = class_and_gateway();
     objects.extend(services(&[("web", &web), ("api", &api)]));
-    let matching =
-        |service: &str, matches: Value| with_matches_json(mk_rule_to(&[], service, 80), matches);
     objects.push(http_route_json(&mk_http_route(
         "fallback",
         "gw",
@@ -1675,70 +1801,68 @@ async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule
     scene
         .wait_for_service("mixed.example.com", "/", "web")
         .await;
-    let ask = |host: &'static str,
-               method: &'static str,
-               path: &'static str,
-               headers: &'static [(&'static str, &'static str)]| {
-        let scene = &scene;
-        async move {
-            let reply =
-                tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
-                    .await
-                    .expect("answer");
-            (reply.status, reply.service().map(str::to_string))
-        }
-    };
     let fall = "fall.example.com";
     let web_ok = (200, Some("web".to_string()));
     let api_ok = (200, Some("api".to_string()));
-    assert_eq!(ask(fall, "GET", "/foo", &[("x-v", "2")]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/foo", &[]).await,
+        answer(&scene, "GET", fall, "/foo", &[("x-v", "2")]).await,
+        api_ok
+    );
+    assert_eq!(
+        answer(&scene, "GET", fall, "/foo", &[]).await,
         web_ok,
         "without the header: the `/` of another route"
     );
-    assert_eq!(ask(fall, "GET", "/foo/x", &[("x-v", "3")]).await, web_ok);
-    assert_eq!(ask(fall, "POST", "/foo/bar/x", &[]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/foo/bar/x", &[("x-v", "2")]).await,
+        answer(&scene, "GET", fall, "/foo/x", &[("x-v", "3")]).await,
+        web_ok
+    );
+    assert_eq!(
+        answer(&scene, "POST", fall, "/foo/bar/x", &[]).await,
+        api_ok
+    );
+    assert_eq!(
+        answer(&scene, "GET", fall, "/foo/bar/x", &[("x-v", "2")]).await,
         api_ok,
         "not a POST: the header rule of /foo"
     );
     assert_eq!(
-        ask(fall, "GET", "/foo/bar/x", &[]).await,
+        answer(&scene, "GET", fall, "/foo/bar/x", &[]).await,
         web_ok,
         "neither: through /foo to /"
     );
-    assert_eq!(ask(fall, "GET", "/exact?q=1", &[]).await, api_ok);
+    assert_eq!(answer(&scene, "GET", fall, "/exact?q=1", &[]).await, api_ok);
     assert_eq!(
-        ask(fall, "GET", "/exact?q=2", &[]).await,
+        answer(&scene, "GET", fall, "/exact?q=2", &[]).await,
         web_ok,
         "the prefix of the same path"
     );
     assert_eq!(
-        ask("mixed.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "mixed.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("mixed.example.com", "GET", "/foo", &[]).await,
+        answer(&scene, "GET", "mixed.example.com", "/foo", &[]).await,
         web_ok,
         "the Ingress' `/`"
     );
     assert_eq!(
-        ask("a.wild.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "a.wild.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("a.wild.example.com", "GET", "/foo/x", &[]).await,
+        answer(&scene, "GET", "a.wild.example.com", "/foo/x", &[]).await,
         web_ok,
         "the wildcard host's `/`"
     );
     assert_eq!(
-        ask("bare.example.com", "GET", "/foo", &[("x-v", "2")]).await,
+        answer(&scene, "GET", "bare.example.com", "/foo", &[("x-v", "2")]).await,
         api_ok
     );
     assert_eq!(
-        ask("bare.example.com", "GET", "/foo", &[]).await.0,
+        answer(&scene, "GET", "bare.example.com", "/foo", &[])
+            .await
+            .0,
         404,
         "no rule of the host matches"
     );
@@ -1817,31 +1941,379 @@ async fn a_redirect_without_a_port_keeps_the_listeners_port(
     scene
         .wait_for_status("std.example.com", "/host/a", 302)
         .await;
-    let location = |host: &'static str, path: &'static str| {
+    let location = |host: String, path: &'static str| {
         let scene = &scene;
         async move {
-            let reply = scene.get(host, path).await.expect("answer");
+            let reply = scene.get(&host, path).await.expect("answer");
             assert_eq!(reply.status, 302, "{host}{path}");
             reply.header("location").map(str::to_string)
         }
     };
     assert_eq!(
-        location("bind.example.com", "/host/a?x=1").await,
+        location("bind.example.com".into(), "/host/a?x=1").await,
         Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
         "the listener's port"
     );
     assert_eq!(
-        location("std.example.com", "/host/a").await.as_deref(),
+        location("std.example.com".into(), "/host/a")
+            .await
+            .as_deref(),
         Some("http://new.example.com/host/a"),
         "port 80 on HTTP is left out"
     );
     assert_eq!(
-        location("bind.example.com", "/scheme/a").await.as_deref(),
+        location("bind.example.com".into(), "/scheme/a")
+            .await
+            .as_deref(),
         Some("http://new.example.com/scheme/a"),
         "a scheme's well-known port"
     );
-    assert_eq!(
-        route_condition(&scene, "on-bind", "Accepted").await,
-        ("True".into(), "Accepted".into())
+    // One route on both listeners of the HTTP bind (ports 80 and the bind's own): the
+    // Host header's port says which listener the request was sent to.
+    let mut both = mk_http_route(
+        "both",
+        "gw",
+        &["bind.example.com"],
+        vec![redirect(
+            mk_rule_to(&[("PathPrefix", "/both")], "web", 80),
+            serde_json::json!({"hostname": "new.example.com"}),
+        )],
     );
+    both.spec.parent_refs.push(ParentReference {
+        name: "on-bind".into(),
+        ..ParentReference::default()
+    });
+    scene.apply(&http_route_json(&both));
+    scene
+        .wait_for_status("bind.example.com", "/both/a", 302)
+        .await;
+    assert_eq!(
+        location(format!("bind.example.com:{bind_port}"), "/both/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/both/a?x=1")),
+        "sent to the listener on the bind's port"
+    );
+    assert_eq!(
+        location("bind.example.com".into(), "/both/a")
+            .await
+            .as_deref(),
+        Some("http://new.example.com/both/a"),
+        "sent to the listener on port 80"
+    );
+    assert_eq!(
+        location("bind.example.com:80".into(), "/both/a")
+            .await
+            .as_deref(),
+        Some("http://new.example.com/both/a"),
+        "port 80 named: HTTP's own, left out"
+    );
+    for name in ["on-bind", "both"] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
+}
+
+/// A request that fails the conditions of every rule of its host and path goes on, in
+/// the order haproxy looks routes up, to rules that depend on its path: the exact paths,
+/// longer prefixes and regular expressions of a less specific host, an Ingress' regular
+/// expression of the same host, and an Ingress' canary is drawn there.
+async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    use tugboat_testkit::objects::{
+        PathTo, mk_annotated_ingress, mk_ingress, mk_ingress_with_rules, mk_rule, prefix,
+        with_annotations,
+    };
+    let web = start_backends("web", 221, 1).await;
+    let api = start_backends("api", 222, 1).await;
+    let other = start_backends("other", 223, 1).await;
+    let mut objects = class_and_gateway();
+    objects.extend(services(&[("web", &web), ("api", &api), ("other", &other)]));
+    let with_header = |path_type: &str, path: &str| {
+        matching(
+            "other",
+            serde_json::json!([{"path": {"type": path_type, "value": path},
+                                "headers": [{"name": "x-v", "value": "2"}]}]),
+        )
+    };
+    // A wildcard host whose rules under `/foo` depend on the path, beneath a host whose
+    // `/foo` has a condition.
+    objects.push(http_route_json(&mk_http_route(
+        "deep-wild",
+        "gw",
+        &["*.deep.example.com"],
+        vec![
+            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+            mk_rule_to(&[("PathPrefix", "/foo/bar")], "api", 80),
+            mk_rule_to(&[("Exact", "/foo/x")], "api", 80),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "deep-member",
+        "gw",
+        &["a.deep.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    let regex_path = |path: &'static str, service: &'static str| PathTo {
+        path_type: "ImplementationSpecific",
+        ..prefix(path, service)
+    };
+    let use_regex = [("nginx.ingress.kubernetes.io/use-regex", "true")];
+    // An Ingress' one-label wildcard host with a regular expression path.
+    objects.push(to_json(&with_annotations(
+        mk_ingress_with_rules(
+            "rx-wild",
+            vec![mk_rule(
+                Some("*.rx.example.com"),
+                &[regex_path("/foo/[0-9]+", "api")],
+            )],
+        ),
+        &use_regex,
+    )));
+    objects.push(to_json(&mk_ingress_with_rules(
+        "rx-wild-root",
+        vec![mk_rule(Some("*.rx.example.com"), &[prefix("/", "web")])],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "rx-member",
+        "gw",
+        &["a.rx.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    // An Ingress' regular expression path of the same host.
+    objects.push(to_json(&with_annotations(
+        mk_ingress_with_rules(
+            "re-regex",
+            vec![mk_rule(
+                Some("re.example.com"),
+                &[regex_path("/foo/[0-9]+", "api")],
+            )],
+        ),
+        &use_regex,
+    )));
+    objects.push(to_json(&mk_ingress("re-root", "re.example.com", "web")));
+    objects.push(http_route_json(&mk_http_route(
+        "re-route",
+        "gw",
+        &["re.example.com"],
+        vec![
+            with_header("Exact", "/foo/1"),
+            with_header("PathPrefix", "/foo/7"),
+        ],
+    )));
+    // An Ingress with a canary that takes every request, under a conditional path.
+    objects.push(to_json(&mk_ingress("can-main", "can.example.com", "web")));
+    objects.push(to_json(&mk_annotated_ingress(
+        "can-canary",
+        "can.example.com",
+        "/",
+        "api",
+        &[
+            ("nginx.ingress.kubernetes.io/canary", "true"),
+            ("nginx.ingress.kubernetes.io/canary-weight", "100"),
+        ],
+    )));
+    objects.push(http_route_json(&mk_http_route(
+        "can-route",
+        "gw",
+        &["can.example.com"],
+        vec![with_header("PathPrefix", "/foo")],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("b.deep.example.com", "/", "web")
+        .await;
+    scene
+        .wait_for_service("re.example.com", "/foo/5", "api")
+        .await;
+    let served = |service: &str| (200, Some(service.to_string()));
+    let header: &'static [(&'static str, &'static str)] = &[("x-v", "2")];
+    let deep = "a.deep.example.com";
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/bar/y", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/bar/y", &[]).await,
+        served("api"),
+        "the wildcard host's longer prefix"
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/x", &[]).await,
+        served("api"),
+        "the wildcard host's exact path"
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/x/y", &[]).await,
+        served("web")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo/barn", &[]).await,
+        served("web")
+    );
+    assert_eq!(
+        answer(&scene, "GET", deep, "/foo", &[]).await,
+        served("web")
+    );
+    let rx = "a.rx.example.com";
+    assert_eq!(
+        answer(&scene, "GET", rx, "/foo/12", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", rx, "/foo/12", &[]).await,
+        served("api"),
+        "the wildcard Ingress' regular expression"
+    );
+    assert_eq!(
+        answer(&scene, "GET", rx, "/foo/ab", &[]).await,
+        served("web")
+    );
+    let re = "re.example.com";
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/1", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/1", &[]).await,
+        served("api"),
+        "the Ingress' regular expression of the same host"
+    );
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/7", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", re, "/foo/7", &[]).await,
+        served("api")
+    );
+    assert_eq!(answer(&scene, "GET", re, "/bar", &[]).await, served("web"));
+    let can = "can.example.com";
+    assert_eq!(
+        answer(&scene, "GET", can, "/foo", header).await,
+        served("other")
+    );
+    assert_eq!(
+        answer(&scene, "GET", can, "/foo", &[]).await,
+        served("api"),
+        "the Ingress' canary is drawn"
+    );
+    assert_eq!(answer(&scene, "GET", can, "/bar", &[]).await, served("api"));
+    for name in [
+        "deep-wild",
+        "deep-member",
+        "rx-member",
+        "re-route",
+        "can-route",
+    ] {
+        assert_eq!(
+            route_condition(&scene, name, "Accepted").await,
+            ("True".into(), "Accepted".into()),
+            "{name}"
+        );
+    }
+}
+
+/// The objects of the YAML files of examples/gateway/, as written.
+fn example_objects(files: &[&str]) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .join("examples/gateway");
+    let mut objects = Vec::new();
+    for file in files {
+        let path = folder.join(file);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let object = Value::deserialize(document).expect("a YAML object");
+            if !object.is_null() {
+                objects.push(object);
+            }
+        }
+    }
+    objects
+}
+
+/// examples/gateway/ as its README walks through it: the class, the Gateway (HTTP for
+/// every host, HTTPS for echo.example.com with the Secret echo-tls), the route to the
+/// echo Service, and the route of another namespace that its ReferenceGrant allows.
+async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, source: Source) {
+    let echo = start_backends("echo", 224, 1).await;
+    let (cert, key, der) = certificate(&["echo.example.com"], false);
+    let mut objects = example_objects(&[
+        "gatewayclass.yaml",
+        "gateway.yaml",
+        "httproute.yaml",
+        "cross-namespace.yaml",
+    ]);
+    let grant = objects
+        .iter()
+        .find(|o| o["kind"] == "ReferenceGrant")
+        .cloned()
+        .expect("the example's ReferenceGrant");
+    objects.extend(services(&[("echo", &echo)]));
+    objects.push(to_json(&mk_tls_secret("echo-tls", &cert, &key)));
+    let scene = start(&haproxy, source, &objects).await;
+    scene
+        .wait_for_service("echo.example.com", "/", "echo")
+        .await;
+    scene
+        .wait_for_service("blog.example.com", "/", "echo")
+        .await;
+    assert_eq!(
+        answer(&scene, "GET", "echo.example.com", "/healthz", &[]).await,
+        (200, Some("echo".to_string()))
+    );
+    let https = exchange(scene.https_addr(), "echo.example.com", "/", &[b"http/1.1"])
+        .await
+        .expect("TLS exchange");
+    assert_eq!(https.certificate, der, "the listener's certificate");
+    assert_eq!(https.reply.expect("answer").service(), Some("echo"));
+    for type_ in ["Accepted", "ResolvedRefs"] {
+        assert_eq!(
+            route_condition(&scene, "echo", type_).await,
+            ("True".into(), type_.into())
+        );
+    }
+    for (index, type_) in [(0, "Programmed"), (1, "Programmed"), (1, "ResolvedRefs")] {
+        assert_eq!(
+            listener_condition_of(&scene, "web", index, type_).await,
+            ("True".into(), type_.into()),
+            "listener {index}"
+        );
+    }
+    // Without the grant, the other namespace's route answers 500.
+    scene.delete(&grant);
+    scene.wait_for_status("blog.example.com", "/", 500).await;
+    // As the README reads it: the second condition of the route's parent.
+    let reason = eventually(
+        "the blog route's RefNotPermitted",
+        Duration::from_secs(15),
+        || async {
+            let reason = match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "team-a", "blog")?;
+                    route["status"]["parents"][0]["conditions"][1]["reason"]
+                        .as_str()?
+                        .to_string()
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("team-a", "blog"))?;
+                    route.parents[0].conditions.get(1)?.reason.to_string()
+                }
+            };
+            (reason == "RefNotPermitted").then_some(reason)
+        },
+    )
+    .await;
+    assert_eq!(reason, "RefNotPermitted");
 }

@@ -23,11 +23,11 @@ use std::fmt::Write as _;
 
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 use tugboat_model::gateway::features::{
-    Conditions, Dispatch, GatewayFeatures, HeaderChanges, Otherwise, PathReplacement, Redirect,
-    Share,
+    Conditions, Dispatch, GatewayFeatures, HeaderChanges, Otherwise, PathCondition,
+    PathReplacement, Redirect, Share,
 };
 
-use crate::features::{FeatureRules, group, sets_acl};
+use crate::features::{FEATURE_SEPARATOR, FeatureRules, group, sets_acl};
 
 /// The server timeout of the request (milliseconds, 0: none), set by the feature sets of
 /// rules with `timeouts`; every backend applies it ([`SERVER_TIMEOUT_RULE`]).
@@ -130,6 +130,22 @@ fn conditions_acl(conditions: &Conditions) -> String {
     if let Some(regex) = &conditions.path_regex {
         let _ = write!(acl, " {{ path -m reg '{regex}' }}");
     }
+    // The path as the route maps see it; as the route lookup compares it.
+    match &conditions.path {
+        Some(PathCondition::Exact(path)) => {
+            let _ = write!(acl, " {{ var(txn.path) -m str '{path}' }}");
+        }
+        Some(PathCondition::Prefix(path)) => {
+            let _ = write!(acl, " {{ var(txn.path),concat(,,/) -m beg '{path}/' }}");
+        }
+        Some(PathCondition::Under(path)) => {
+            let _ = write!(acl, " {{ var(txn.path) -m beg '{path}/' }}");
+        }
+        Some(PathCondition::IngressRegex(pattern)) => {
+            let _ = write!(acl, " {{ var(txn.path) -m reg -i '^{pattern}' }}");
+        }
+        None => {}
+    }
     if let Some(method) = &conditions.method {
         let _ = write!(acl, " {{ method {method} }}");
     }
@@ -169,6 +185,14 @@ fn dispatch_rules(id: &FeatureSetId, dispatch: &Dispatch, out: &mut String) {
             "    http-request set-var(txn.backend) str({}) if {own}{condition}",
             candidate.backend
         );
+        if let (Some(canary), Some(features)) = (&candidate.canary, &candidate.features) {
+            // The canary rules read the canary from the route's map value.
+            let _ = writeln!(
+                out,
+                "    http-request set-var(txn.route) str({}{FEATURE_SEPARATOR}{features}{FEATURE_SEPARATOR}{}{FEATURE_SEPARATOR}{}) if {own}{condition}",
+                candidate.backend, canary.backend, canary.per_million
+            );
+        }
         set_features(&candidate.features, &condition, out);
     }
     match &dispatch.otherwise {
@@ -243,12 +267,29 @@ fn redirect_rules(redirect: &Redirect, acl: &str, out: &mut String) {
         }
     };
     let code = redirect.code;
-    let location = format!("{scheme}://{host}{port}{path}");
-    let _ = writeln!(
-        out,
-        "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl} {{ var(txn.query) -m found }}\n    \
-         http-request redirect location \"{location}\" code {code} if {acl}"
-    );
+    let mut locations = Vec::new();
+    if redirect.request_port {
+        // The port the client named in `Host` (digits only), when it named one other
+        // than the scheme's own.
+        for (bind, well_known) in [("!{ ssl_fc }", 80), ("{ ssl_fc }", 443)] {
+            let _ = writeln!(
+                out,
+                "    http-request set-var(txn.gw_port) req.hdr(host),field(2,:) if {acl} {bind} {{ req.hdr(host),field(2,:) -m reg '^[0-9]+$' }} !{{ req.hdr(host),field(2,:) -m str {well_known} }}"
+            );
+        }
+        locations.push((
+            format!("{scheme}://{host}:%[var(txn.gw_port)]{path}"),
+            " { var(txn.gw_port) -m found }",
+        ));
+    }
+    locations.push((format!("{scheme}://{host}{port}{path}"), ""));
+    for (location, condition) in locations {
+        let _ = writeln!(
+            out,
+            "    http-request redirect location \"{location}?%[var(txn.query)]\" code {code} if {acl}{condition} {{ var(txn.query) -m found }}\n    \
+             http-request redirect location \"{location}\" code {code} if {acl}{condition}"
+        );
+    }
 }
 
 fn rewrite_rules(path: &PathReplacement, acl: &str, out: &mut String) {
@@ -344,6 +385,7 @@ mod tests {
                 scheme: Some("https".into()),
                 hostname: None,
                 port: Some(443),
+                request_port: false,
                 path: Some(PathReplacement::Prefix {
                     matched: 4,
                     replacement: "/new".into(),
@@ -402,6 +444,7 @@ mod tests {
                     },
                     backend: backend("shop_api_80"),
                     features: None,
+                    canary: None,
                 }],
                 otherwise: Otherwise::Route(Some(web.clone())),
             }),
@@ -418,5 +461,106 @@ mod tests {
                  http-request set-var(txn.fs) str({web}) if {acl}\n"
             )
         );
+    }
+
+    #[test]
+    fn a_fall_back_tests_the_path_as_the_route_lookup_does_and_carries_the_canary() {
+        let canary_set = FeatureSetId::of(&RouteFeatures {
+            original_path: true,
+            ..RouteFeatures::default()
+        });
+        let on_path = |path: PathCondition| Candidate {
+            conditions: Conditions {
+                path: Some(path),
+                ..Conditions::default()
+            },
+            backend: backend("shop_api_80"),
+            features: None,
+            canary: None,
+        };
+        let (id, rules) = rules_of(GatewayFeatures {
+            dispatch: Some(Dispatch {
+                candidates: vec![
+                    on_path(PathCondition::Exact("/a/x".into())),
+                    on_path(PathCondition::Prefix("/a/b".into())),
+                    on_path(PathCondition::Under("/a/c".into())),
+                    Candidate {
+                        features: Some(canary_set.clone()),
+                        canary: Some(tugboat_model::desired::Canary {
+                            backend: backend("shop_beta_80"),
+                            per_million: 250_000,
+                            ingress: tugboat_model::ObjectKey::new("shop", "beta"),
+                        }),
+                        ..on_path(PathCondition::IngressRegex("/a/[0-9]+".into()))
+                    },
+                ],
+                otherwise: Otherwise::NotFound,
+            }),
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        for condition in [
+            "{ var(txn.path) -m str '/a/x' }",
+            "{ var(txn.path),concat(,,/) -m beg '/a/b/' }",
+            "{ var(txn.path) -m beg '/a/c/' }",
+        ] {
+            assert!(
+                rules.request.contains(&format!(
+                    "http-request set-var(txn.backend) str(shop_api_80) if {acl} {condition}\n"
+                )),
+                "{condition}: {}",
+                rules.request
+            );
+        }
+        let regex = "{ var(txn.path) -m reg -i '^/a/[0-9]+' }";
+        assert!(rules.request.contains(&format!(
+            "http-request set-var(txn.route) str(shop_api_80.{canary_set}.shop_beta_80.250000) if {acl} {regex}\n"
+        )));
+        let route = rules
+            .request
+            .find("set-var(txn.route)")
+            .expect("the canary");
+        let features = rules
+            .request
+            .find(&format!("set-var(txn.fs) str({canary_set})"))
+            .expect("the canary route's features");
+        assert!(
+            route < features,
+            "the map value is set while the dispatch's set still holds"
+        );
+    }
+
+    #[test]
+    fn a_redirect_of_listeners_with_different_ports_keeps_the_port_the_client_named() {
+        let (id, rules) = rules_of(GatewayFeatures {
+            redirect: Some(Redirect {
+                scheme: None,
+                hostname: Some("new.example.com".into()),
+                port: None,
+                request_port: true,
+                path: None,
+                code: 302,
+            }),
+            ..GatewayFeatures::default()
+        });
+        let acl = format!("{{ var(txn.fs) -m str {id} }}");
+        let port = "req.hdr(host),field(2,:)";
+        assert!(rules.request.contains(&format!(
+            "http-request set-var(txn.gw_port) {port} if {acl} !{{ ssl_fc }} {{ {port} -m reg '^[0-9]+$' }} !{{ {port} -m str 80 }}\n"
+        )));
+        assert!(rules.request.contains(&format!("!{{ {port} -m str 443 }}")));
+        let with_port = rules
+            .request
+            .find(&format!(
+                "redirect location \"%[ssl_fc,iif(https,http)]://new.example.com:%[var(txn.gw_port)]%[path]\" code 302 if {acl} {{ var(txn.gw_port) -m found }}\n"
+            ))
+            .expect("the location with the request's port");
+        let without = rules
+            .request
+            .find(&format!(
+                "redirect location \"%[ssl_fc,iif(https,http)]://new.example.com%[path]\" code 302 if {acl}\n"
+            ))
+            .expect("the location without a port");
+        assert!(with_port < without);
     }
 }

@@ -18,7 +18,7 @@ use kube::api::PatchParams;
 use serde_json::{Value, json};
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::objects::GROUP;
-use tugboat_model::gateway::{Condition, GatewayStatus};
+use tugboat_model::gateway::{Condition, GatewayStatus, PublishedAddresses, RequestedAddress};
 
 use crate::status::{FIELD_MANAGER, StatusPace};
 
@@ -87,6 +87,40 @@ fn gateway_addresses(addresses: &[IngressLoadBalancerIngress]) -> Value {
     )
 }
 
+/// The published addresses, as requested addresses are compared with them.
+fn published(addresses: &[IngressLoadBalancerIngress]) -> PublishedAddresses {
+    let mut published = PublishedAddresses::default();
+    for entry in addresses {
+        match (&entry.ip, &entry.hostname) {
+            (Some(ip), _) => published.ips.extend(ip.parse::<std::net::IpAddr>().ok()),
+            (None, Some(host)) => published.hostnames.push(host.to_ascii_lowercase()),
+            _ => {}
+        }
+    }
+    published
+}
+
+/// A Gateway's conditions, its `Programmed` one replaced when it requests addresses
+/// that are not published ([`RequestedAddress::programmed`]).
+fn gateway_conditions(
+    gateway: &tugboat_model::gateway::GatewayState,
+    published: &PublishedAddresses,
+) -> Vec<Condition> {
+    let mut list = gateway.conditions.clone();
+    for condition in &mut list {
+        if condition.type_ == "Programmed"
+            && let Some(replaced) = RequestedAddress::programmed(
+                &gateway.requested_addresses,
+                published,
+                condition.observed_generation,
+            )
+        {
+            *condition = replaced;
+        }
+    }
+    list
+}
+
 /// The status each object owes, as JSON without times: for a route, the parents of
 /// this controller only.
 pub fn owed(
@@ -95,6 +129,7 @@ pub fn owed(
     addresses: &[IngressLoadBalancerIngress],
 ) -> BTreeMap<StatusTarget, Value> {
     let mut owed = BTreeMap::new();
+    let published = published(addresses);
     for (name, class) in &status.classes {
         let features: Vec<Value> = class
             .supported_features
@@ -128,7 +163,7 @@ pub fn owed(
             StatusTarget::Gateway(key.clone()),
             json!({
                 "addresses": gateway_addresses(addresses),
-                "conditions": conditions(&gateway.conditions),
+                "conditions": conditions(&gateway_conditions(gateway, &published)),
                 "listeners": listeners,
             }),
         );
@@ -433,9 +468,106 @@ mod tests {
                     attached_routes: 3,
                     conditions: vec![Condition::new("Programmed", true, "Programmed", "", 2)],
                 }],
+                requested_addresses: Vec::new(),
             },
         );
         status
+    }
+
+    /// `(status, reason)` of the owed Programmed condition of `shop/gw` when it requests
+    /// `requested` and the controller publishes `addresses`.
+    fn programmed(
+        requested: Vec<RequestedAddress>,
+        addresses: &[IngressLoadBalancerIngress],
+    ) -> (String, String, String) {
+        let mut status = status();
+        let gateway = status
+            .gateways
+            .get_mut(&ObjectKey::new("shop", "gw"))
+            .expect("the Gateway");
+        gateway.requested_addresses = requested;
+        gateway
+            .conditions
+            .push(Condition::new("Programmed", true, "Programmed", "", 2));
+        let owed = owed(&status, "tugboat.dev/gateway", addresses);
+        let gateway = &owed[&StatusTarget::Gateway(ObjectKey::new("shop", "gw"))];
+        let found = gateway["conditions"]
+            .as_array()
+            .and_then(|list| list.iter().find(|c| c["type"] == "Programmed"))
+            .expect("a Programmed condition");
+        assert_eq!(found["observedGeneration"], 2);
+        (
+            found["status"].as_str().unwrap_or_default().to_string(),
+            found["reason"].as_str().unwrap_or_default().to_string(),
+            found["message"].as_str().unwrap_or_default().to_string(),
+        )
+    }
+
+    #[test]
+    fn requested_addresses_must_be_published_ones() {
+        let published = vec![
+            IngressLoadBalancerIngress {
+                ip: Some("192.0.2.1".into()),
+                ..Default::default()
+            },
+            IngressLoadBalancerIngress {
+                ip: Some("2001:db8::1".into()),
+                ..Default::default()
+            },
+            IngressLoadBalancerIngress {
+                hostname: Some("LB.example.com".into()),
+                ..Default::default()
+            },
+        ];
+        let (status, reason, _) = programmed(Vec::new(), &published);
+        assert_eq!((status.as_str(), reason.as_str()), ("True", "Programmed"));
+        let (status, reason, _) = programmed(
+            vec![
+                RequestedAddress::Ip("192.0.2.1".into()),
+                RequestedAddress::Ip("2001:db8:0::1".into()),
+                RequestedAddress::Hostname("lb.example.com".into()),
+            ],
+            &published,
+        );
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("True", "Programmed"),
+            "published addresses, however written"
+        );
+        let (status, reason, message) = programmed(
+            vec![
+                RequestedAddress::Ip("192.0.2.1".into()),
+                RequestedAddress::Ip("192.0.2.9".into()),
+                RequestedAddress::Hostname("other.example.com".into()),
+            ],
+            &published,
+        );
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "AddressNotUsable")
+        );
+        assert!(
+            message.contains("IPAddress 192.0.2.9, Hostname other.example.com cannot be used"),
+            "{message}"
+        );
+        assert!(
+            message.contains("IPAddress 192.0.2.1"),
+            "what can be asked: {message}"
+        );
+        let (status, reason, _) =
+            programmed(vec![RequestedAddress::Ip("not-an-ip".into())], &published);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "AddressNotUsable")
+        );
+        let (status, reason, message) =
+            programmed(vec![RequestedAddress::Ip("192.0.2.1".into())], &[]);
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "AddressNotAssigned"),
+            "nothing published yet"
+        );
+        assert!(message.contains("--publish-service"), "{message}");
     }
 
     #[test]

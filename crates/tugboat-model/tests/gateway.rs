@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tugboat_model::gateway::{Condition, GatewaySettings, RouteParentState};
+use tugboat_model::gateway::{Condition, GatewaySettings, RequestedAddress, RouteParentState};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BackendName, BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot,
@@ -72,6 +72,31 @@ fn http_listener(name: &str, hostname: Option<&str>, allowed: Value) -> Value {
         listener["hostname"] = json!(hostname);
     }
     listener
+}
+
+/// [`base`] with the Gateway `shop/gw` of class `tugboat`: one HTTP listener `http` on
+/// port 80, any host, routes of its own namespace.
+fn with_http_gateway() -> Snapshot {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([http_listener("http", None, json!(null))]),
+    );
+    snapshot
+}
+
+/// The spec of a route attached to the Gateway `gw` of its namespace, for `hostnames`
+/// (a JSON list), with `rules` (a JSON list).
+fn on_gw(hostnames: Value, rules: Value) -> Value {
+    json!({"parentRefs": [{"name": "gw"}], "hostnames": hostnames, "rules": rules})
+}
+
+/// A route of namespace `shop` created on 2024-01-01.
+fn add_shop_route(snapshot: &mut Snapshot, name: &str, spec: Value) {
+    add_route(snapshot, "shop", name, "2024-01-01T00:00:00Z", spec);
 }
 
 fn add_route(snapshot: &mut Snapshot, namespace: &str, name: &str, created: &str, spec: Value) {
@@ -146,22 +171,17 @@ fn listener_condition(
 }
 
 fn simple() -> Snapshot {
-    let mut snapshot = base();
-    add_gateway(
+    let mut snapshot = with_http_gateway();
+    add_shop_route(
         &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-               "rules": [to_web(json!([{"path": {"type": "PathPrefix", "value": "/store/"}},
-                                        {"path": {"type": "Exact", "value": "/cart"}}]))]}),
+        on_gw(
+            json!(["shop.example.com"]),
+            json!([to_web(
+                json!([{"path": {"type": "PathPrefix", "value": "/store/"}},
+                                        {"path": {"type": "Exact", "value": "/cart"}}])
+            )]),
+        ),
     );
     snapshot
 }
@@ -456,12 +476,10 @@ fn a_listener_that_takes_no_http_routes_says_why() {
             json!({"kinds": [{"kind": "TCPRoute"}]})
         )]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "rules": [to_web(json!([]))]}),
+        on_gw(json!([]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     assert!(output.desired.routes.is_empty());
@@ -559,13 +577,13 @@ fn cross_namespace_backends_need_a_reference_grant() {
             json!({"namespaces": {"from": "All"}})
         )]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "to-blog",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["x.example.com"],
-                     "rules": [{"backendRefs": [{"name": "posts", "namespace": "blog", "port": 8080}]}]}),
+        on_gw(
+            json!(["x.example.com"]),
+            json!([{"backendRefs": [{"name": "posts", "namespace": "blog", "port": 8080}]}]),
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -622,14 +640,7 @@ fn cross_namespace_backends_need_a_reference_grant() {
 
 #[test]
 fn a_missing_service_or_port_or_another_kind_answers_500() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let cases = [
         (
             "gone",
@@ -648,22 +659,19 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
         ),
     ];
     for (name, backend, _) in &cases {
-        add_route(
+        add_shop_route(
             &mut snapshot,
-            "shop",
             name,
-            "2024-01-01T00:00:00Z",
-            json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
-                         "rules": [{"backendRefs": [backend]}]}),
+            on_gw(
+                json!([format!("{name}.example.com")]),
+                json!([{"backendRefs": [backend]}]),
+            ),
         );
     }
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "fine",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["fine.example.com"],
-                     "rules": [to_web(json!([]))]}),
+        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     for (name, _, reason) in &cases {
@@ -693,14 +701,7 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
 
 #[test]
 fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let cases = [
         (
             "filter",
@@ -742,24 +743,41 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
             json!({"filters": [{"type": "RequestRedirect",
                                 "requestRedirect": {"scheme": "ftp"}}]}),
         ),
+        (
+            "mirror",
+            json!({"filters": [{"type": "RequestMirror",
+                                "requestMirror": {"backendRef": {"name": "api", "port": 80}}}],
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
+            "retry",
+            json!({"retry": {"codes": [503], "attempts": 2},
+                   "backendRefs": [{"name": "web", "port": 80}]}),
+        ),
+        (
+            "backend-filter",
+            json!({"backendRefs": [{"name": "web", "port": 80,
+                                    "filters": [{"type": "RequestHeaderModifier",
+                                                 "requestHeaderModifier": {"set": [{"name": "x-a", "value": "1"}]}}]}]}),
+        ),
     ];
     for (name, rule) in &cases {
-        add_route(
+        add_shop_route(
             &mut snapshot,
-            "shop",
             name,
-            "2024-01-01T00:00:00Z",
-            json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
-                         "rules": [to_web(json!([{"path": {"type": "Exact", "value": "/fine"}}])), rule]}),
+            on_gw(
+                json!([format!("{name}.example.com")]),
+                json!([
+                    to_web(json!([{"path": {"type": "Exact", "value": "/fine"}}])),
+                    rule
+                ]),
+            ),
         );
     }
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "fine",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["fine.example.com"],
-                     "rules": [to_web(json!([]))]}),
+        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     for (name, _) in &cases {
@@ -785,14 +803,14 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
         .collect();
     assert!(!problem_routes.contains(&"fine"));
     // One of the split's weights 0: one backend, served.
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "split",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["split.example.com"],
-                     "rules": [{"backendRefs": [{"name": "web", "port": 80, "weight": 0},
-                                                {"name": "api", "port": 80, "weight": 10}]}]}),
+        on_gw(
+            json!(["split.example.com"]),
+            json!([{"backendRefs": [{"name": "web", "port": 80, "weight": 0},
+                                                {"name": "api", "port": 80, "weight": 10}]}]),
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -811,14 +829,7 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
 
 #[test]
 fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let spec = |service: &str| {
         json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
                "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}],
@@ -908,13 +919,10 @@ fn a_route_on_the_http_and_the_https_listener_is_one_route() {
              "tls": {"certificateRefs": [{"name": "absent"}]}},
         ]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "web",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-               "rules": [to_web(json!([]))]}),
+        on_gw(json!(["shop.example.com"]), json!([to_web(json!([]))])),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -1014,14 +1022,7 @@ fn features_of<'a>(output: &'a BuildOutput, host: &str) -> &'a tugboat_model::Ro
 #[test]
 fn filters_become_route_features() {
     use tugboat_model::gateway::features::{PathReplacement, Redirect};
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     let route = |name: &str, rule: Value| {
         json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
                "rules": [rule]})
@@ -1119,6 +1120,7 @@ fn filters_become_route_features() {
             scheme: Some("https".into()),
             hostname: Some("new.example.com".into()),
             port: None,
+            request_port: false,
             path: Some(PathReplacement::Prefix {
                 matched: 4,
                 replacement: "/new".into()
@@ -1180,14 +1182,7 @@ fn filters_become_route_features() {
 #[test]
 fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
     use tugboat_model::gateway::features::Otherwise;
-    let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw",
-        "tugboat",
-        json!([http_listener("http", None, json!(null))]),
-    );
+    let mut snapshot = with_http_gateway();
     add_route(
         &mut snapshot,
         "shop",
@@ -1343,19 +1338,19 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
              "tls": {"certificateRefs": [{"name": "absent"}]}},
         ]),
     );
-    add_route(
+    add_shop_route(
         &mut snapshot,
-        "shop",
         "conditional",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}],
-        "rules": [
-            {"matches": [{"path": {"value": "/foo"},
-                          "headers": [{"name": "x-v", "value": "2"}]}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-            {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-        ]}),
+        on_gw(
+            json!([]),
+            json!([
+                {"matches": [{"path": {"value": "/foo"},
+                              "headers": [{"name": "x-v", "value": "2"}]}],
+                 "backendRefs": [{"name": "api", "port": 80}]},
+                {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
+                 "backendRefs": [{"name": "api", "port": 80}]},
+            ]),
+        ),
     );
     add_route(
         &mut snapshot,
@@ -1527,4 +1522,164 @@ fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
     );
     assert_eq!(port_of("scheme.example.com"), None, "the scheme's own port");
     assert_eq!(port_of("port.example.com"), Some(9000), "the filter's port");
+}
+
+#[test]
+fn requested_addresses_of_served_types_wait_for_the_published_ones_and_others_are_refused() {
+    let mut snapshot = base();
+    for (name, addresses) in [
+        (
+            "asking",
+            json!([{"value": "192.0.2.1"}, {"type": "Hostname", "value": "lb.example.com"}]),
+        ),
+        (
+            "odd",
+            json!([{"type": "IPAddress", "value": "192.0.2.1"},
+                   {"type": "example.com/pool", "value": "blue"}]),
+        ),
+    ] {
+        snapshot.gateways.insert(
+            ObjectKey::new("shop", name),
+            object(
+                json!({"metadata": {"name": name, "namespace": "shop", "generation": 2},
+                          "spec": {"gatewayClassName": "tugboat",
+                                   "listeners": [http_listener("http", None, json!(null))],
+                                   "addresses": addresses}}),
+            ),
+        );
+    }
+    let output = build(&snapshot);
+    let asking = &output.gateway.gateways[&ObjectKey::new("shop", "asking")];
+    assert!(condition(&asking.conditions, "Accepted").status);
+    assert_eq!(
+        asking.requested_addresses,
+        [
+            RequestedAddress::Ip("192.0.2.1".into()),
+            RequestedAddress::Hostname("lb.example.com".into()),
+        ],
+        "checked against the published addresses by the status writer"
+    );
+    let odd = &output.gateway.gateways[&ObjectKey::new("shop", "odd")];
+    let accepted = condition(&odd.conditions, "Accepted");
+    assert_eq!(
+        (accepted.status, accepted.reason),
+        (false, "UnsupportedAddress")
+    );
+    assert!(
+        accepted.message.contains("example.com/pool"),
+        "{}",
+        accepted.message
+    );
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.object.name == "odd" && p.field == "spec.addresses"),
+        "a problem names the field"
+    );
+    assert!(!output.problems.iter().any(|p| p.object.name == "asking"));
+}
+
+#[test]
+fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
+    use tugboat_model::gateway::features::{Otherwise, PathCondition};
+    let mut snapshot = with_http_gateway();
+    add_shop_route(
+        &mut snapshot,
+        "member",
+        on_gw(
+            json!(["a.deep.example.com"]),
+            json!([{"matches": [{"path": {"value": "/foo"},
+                                 "headers": [{"name": "x-v", "value": "2"}]}],
+                    "backendRefs": [{"name": "api", "port": 80}]}]),
+        ),
+    );
+    add_shop_route(
+        &mut snapshot,
+        "wild",
+        on_gw(
+            json!(["*.deep.example.com"]),
+            json!([
+                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
+                to_web(
+                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
+                              {"path": {"type": "Exact", "value": "/foo/x"}},
+                              {"path": {"type": "PathPrefix", "value": "/other"}}])
+                ),
+                to_web(json!([{"path": {"type": "Exact", "value": "/foo/y's"}}])),
+            ]),
+        ),
+    );
+    let output = build(&snapshot);
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
+        .expect("the member's route");
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    let paths: Vec<Option<PathCondition>> = dispatch
+        .candidates
+        .iter()
+        .map(|c| c.conditions.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        [None, Some(PathCondition::Exact("/foo/x".into()))],
+        "its own header rule, then the wildcard host's exact path; the walk stops before \
+         the path with a quote, whose requests get 404 rather than another rule's answer"
+    );
+    assert_eq!(dispatch.otherwise, Otherwise::NotFound);
+
+    // Without the quoted path: the longer prefix on the path, then the wildcard's `/`
+    // for the rest (`/other` covers none of the requests).
+    let mut snapshot = snapshot.clone();
+    add_shop_route(
+        &mut snapshot,
+        "wild",
+        on_gw(
+            json!(["*.deep.example.com"]),
+            json!([
+                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
+                to_web(
+                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
+                              {"path": {"type": "Exact", "value": "/foo/x"}},
+                              {"path": {"type": "PathPrefix", "value": "/other"}}])
+                ),
+            ]),
+        ),
+    );
+    let output = build(&snapshot);
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
+        .expect("the member's route");
+    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch");
+    let steps: Vec<(Option<PathCondition>, Option<bool>)> = dispatch
+        .candidates
+        .iter()
+        .map(|c| (c.conditions.path.clone(), c.conditions.tls))
+        .collect();
+    // Every route is served on the HTTP bind only (the Gateway's one listener): each
+    // is tried there, the wildcard's `/` last; on HTTPS, 404.
+    assert_eq!(
+        steps,
+        [
+            (None, Some(false)),
+            (Some(PathCondition::Exact("/foo/x".into())), Some(false)),
+            (Some(PathCondition::Prefix("/foo/bar".into())), Some(false)),
+            (None, Some(false)),
+        ]
+    );
+    assert_eq!(dispatch.otherwise, Otherwise::NotFound);
 }

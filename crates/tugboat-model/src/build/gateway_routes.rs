@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::desired::{HostMatch, PathMatch};
 use crate::features::RouteFeatures;
 use crate::gateway::features::{
-    Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, Share,
+    Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
 use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -66,31 +66,82 @@ impl Builder<'_> {
     }
 
     /// A host and path whose rules all have conditions sends the requests that meet none
-    /// to the next rule that matches them, as the spec orders rules: the longest shorter
-    /// prefix of the same host (or, for an exact path, the prefix of the same path),
-    /// whoever routes it (an HTTPRoute or an Ingress), its conditions first when it has
-    /// some, and so on down to a route without conditions (404 when there is none).
-    /// Requests of one host and path all have the same next slot: a shorter prefix that
-    /// matches the request's path is a prefix of the slot's path.
+    /// to the next rule that matches them, in the order haproxy's route lookup would
+    /// have found them ([`Builder::fallback_steps`]): whoever routes it (an HTTPRoute or
+    /// an Ingress), its conditions first when it has some, and so on down to a route
+    /// without conditions that takes every request left (404 when there is none). A rule
+    /// that matches only some of the requests (another host's exact path or longer
+    /// prefix, an Ingress' regular expression) is tried under a [`PathCondition`]; an
+    /// Ingress' canary goes with its route.
     fn add_gateway_fallbacks(&mut self) {
         let mut updates = Vec::new();
         for slot in &self.http_route_slots {
             let Some(route) = self.routes.get(slot) else {
                 continue;
             };
-            let Some((gateway, dispatch)) = self.dispatch_of(route.features.as_ref()) else {
-                continue;
+            // The slot's rules as a dispatch that leaves the requests it does not take to
+            // the fall back: its rules with conditions, and, when they are served on one
+            // bind only, its rule without conditions too, for that bind (the other bind's
+            // requests go on, as the spec orders the rules of the listeners they came
+            // for).
+            let (mut dispatch, bind, base) = match self.dispatch_of(route.features.as_ref()) {
+                Some((gateway, found)) => match (gateway.only_tls, &found.otherwise) {
+                    (None, Otherwise::NotFound) => (found.clone(), None, Some(gateway.clone())),
+                    (None, Otherwise::Route(_)) => continue,
+                    (Some(tls), otherwise) => {
+                        let mut found = found.clone();
+                        for candidate in &mut found.candidates {
+                            candidate.conditions.tls = candidate.conditions.tls.or(Some(tls));
+                        }
+                        if let Otherwise::Route(features) = otherwise {
+                            found.candidates.push(Candidate {
+                                conditions: Conditions {
+                                    tls: Some(tls),
+                                    ..Conditions::default()
+                                },
+                                backend: route.backend.clone(),
+                                features: features.clone(),
+                                canary: None,
+                            });
+                            found.otherwise = Otherwise::NotFound;
+                        }
+                        let base =
+                            matches!(otherwise, Otherwise::NotFound).then(|| gateway.clone());
+                        (found, Some(tls), base)
+                    }
+                },
+                None => {
+                    let Some(tls) = route
+                        .features
+                        .as_ref()
+                        .and_then(|id| self.feature_sets.get(id))
+                        .and_then(|f| f.gateway.as_ref())
+                        .and_then(|g| g.only_tls)
+                    else {
+                        continue;
+                    };
+                    let own = Candidate {
+                        conditions: Conditions {
+                            tls: Some(tls),
+                            ..Conditions::default()
+                        },
+                        backend: route.backend.clone(),
+                        features: route.features.clone(),
+                        canary: route.canary.clone(),
+                    };
+                    let dispatch = Dispatch {
+                        candidates: vec![own],
+                        otherwise: Otherwise::NotFound,
+                    };
+                    (dispatch, Some(tls), None)
+                }
             };
-            if dispatch.otherwise != Otherwise::NotFound {
-                continue;
-            }
-            let mut dispatch = dispatch.clone();
+            let own_rules = dispatch.candidates.len();
             let mut backend = route.backend.clone();
-            let mut at = slot.clone();
-            // Each step takes a strictly shorter path of the host: the walk ends.
-            while let Some(next) = self.fallback_slot(&at, &slot.1) {
-                let Some(fallback) = self.routes.get(&next) else {
-                    break;
+            let mut canary = route.canary.clone();
+            for step in self.fallback_steps(slot) {
+                let Some(fallback) = self.routes.get(&step.slot) else {
+                    continue;
                 };
                 let (bind, found) = match self.dispatch_of(fallback.features.as_ref()) {
                     Some((gateway, found)) => (gateway.only_tls, Some(found)),
@@ -104,15 +155,16 @@ impl Builder<'_> {
                         None,
                     ),
                 };
-                let on_bind = |mut conditions: Conditions| {
+                let on_step = |mut conditions: Conditions| {
                     conditions.tls = conditions.tls.or(bind);
+                    conditions.path = conditions.path.or_else(|| step.path.clone());
                     conditions
                 };
                 let otherwise = match found {
                     Some(found) => {
                         for candidate in &found.candidates {
                             dispatch.candidates.push(Candidate {
-                                conditions: on_bind(candidate.conditions.clone()),
+                                conditions: on_step(candidate.conditions.clone()),
                                 ..candidate.clone()
                             });
                         }
@@ -124,50 +176,84 @@ impl Builder<'_> {
                     None => Some(fallback.features.clone()),
                 };
                 if let Some(features) = otherwise {
-                    if bind.is_none() {
+                    if bind.is_none() && step.path.is_none() {
+                        // Every request left: the route's own target (its canary too).
                         dispatch.otherwise = Otherwise::Route(features);
                         backend = fallback.backend.clone();
+                        canary = fallback.canary.clone();
                         break;
                     }
-                    // Served on one bind only: a condition, and on to the next.
+                    // Served on one bind only, or for some paths: a condition, and on
+                    // to the next.
                     dispatch.candidates.push(Candidate {
-                        conditions: on_bind(Conditions::default()),
+                        conditions: on_step(Conditions::default()),
                         backend: fallback.backend.clone(),
                         features,
+                        canary: fallback.canary.clone(),
                     });
                 }
-                at = next;
             }
-            let mut features = route
-                .features
-                .as_ref()
-                .and_then(|id| self.feature_sets.get(id))
-                .cloned()
-                .unwrap_or_default();
-            features.gateway = Some(GatewayFeatures {
-                dispatch: Some(dispatch),
-                ..gateway.clone()
-            });
-            updates.push((slot.clone(), backend, features));
+            if let Some(tls) = bind {
+                let other_bind_goes_on = dispatch.otherwise != Otherwise::NotFound
+                    || dispatch.candidates[own_rules..]
+                        .iter()
+                        .any(|c| c.conditions.tls != Some(tls));
+                // Nothing takes the other bind's requests: the slot stays as it is
+                // (a plain route stays a map entry).
+                if !other_bind_goes_on && base.is_none() {
+                    continue;
+                }
+            }
+            // A dispatch of one bind now says the bind in its candidates.
+            let features = RouteFeatures {
+                gateway: Some(GatewayFeatures {
+                    dispatch: Some(dispatch),
+                    only_tls: if bind.is_some() {
+                        None
+                    } else {
+                        base.as_ref().and_then(|g| g.only_tls)
+                    },
+                    ..base.unwrap_or_default()
+                }),
+                ..RouteFeatures::default()
+            };
+            updates.push((slot.clone(), backend, canary, features));
         }
         if updates.is_empty() {
             return;
         }
         let mut replaced = BTreeSet::new();
-        for (slot, backend, features) in updates {
+        for (slot, backend, canary, features) in updates {
             let id = FeatureSetId::of(&features);
             self.feature_sets.insert(id.clone(), features);
             if let Some(route) = self.routes.get_mut(&slot) {
                 replaced.extend(route.features.replace(id));
                 route.backend = backend;
+                route.canary = canary;
             }
         }
-        // The dispatches replaced are left to no route (one slot's rules make one).
-        let used: BTreeSet<&FeatureSetId> = self
+        // The sets replaced are left when no route nor dispatch uses them (one slot's
+        // rules make a dispatch; a plain route's set is its dispatch's candidate).
+        let mut used: BTreeSet<&FeatureSetId> = self
             .routes
             .values()
             .filter_map(|route| route.features.as_ref())
             .collect();
+        for dispatch in self
+            .feature_sets
+            .values()
+            .filter_map(|f| f.gateway.as_ref()?.dispatch.as_ref())
+        {
+            used.extend(
+                dispatch
+                    .candidates
+                    .iter()
+                    .filter_map(|c| c.features.as_ref()),
+            );
+            if let Otherwise::Route(Some(features)) = &dispatch.otherwise {
+                used.insert(features);
+            }
+        }
         let unused: Vec<FeatureSetId> = replaced
             .into_iter()
             .filter(|id| !used.contains(id))
@@ -198,64 +284,105 @@ impl Builder<'_> {
         Some((gateway, gateway.dispatch.as_ref()?))
     }
 
-    /// The slot the requests of `slot` go to next when its rules do not take them: the
-    /// longest prefix of the same host shorter than its path (for an exact path, the
-    /// prefix of the same path counts); when the host has none, the rules of the next
-    /// less specific host haproxy looks up (its one-label wildcard, its wildcard
-    /// suffixes, the routes of any host) that match the requests of `requests` (the first
-    /// slot's path). `None` when there is none, or when which one depends on the request
-    /// (that host has an exact path or a longer prefix under `requests`, or regular
-    /// expressions).
-    fn fallback_slot(
-        &self,
-        slot: &(HostMatch, PathMatch),
-        requests: &PathMatch,
-    ) -> Option<(HostMatch, PathMatch)> {
+    /// The rules the requests of `slot` may go to when its own do not take them, in the
+    /// order haproxy's lookup would have found them: the same host's Ingress regular
+    /// expressions (tried after the exact map, where a prefix's own path is too), its
+    /// shorter prefixes (for an exact path, the prefix of the same path counts), then,
+    /// host after host ([`hosts_after`]), the rules of the less specific hosts that match
+    /// some of its requests ([`Builder::host_steps`]). The list ends early at a rule
+    /// whose path cannot be written as a condition (a `'` in it): the requests that
+    /// would reach it get 404, never another rule's answer.
+    fn fallback_steps(&self, slot: &(HostMatch, PathMatch)) -> Vec<FallbackStep> {
         let (host, path) = slot;
-        let (text, exact) = path_parts(path)?;
-        let same_host = self
-            .routes
-            .keys()
-            .filter(|(other_host, other_path)| {
-                other_host == host
-                    && matches!(other_path, PathMatch::Prefix(prefix) if covers(prefix, text, exact))
-            })
-            .max_by_key(|(_, other_path)| path_parts(other_path).map_or(0, |(p, _)| p.len()))
-            .cloned();
-        if same_host.is_some() {
-            return same_host;
+        let Some((text, exact)) = path_parts(path) else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        let on_host = self.routes_of_host(host);
+        for regex in regex_keys(&on_host) {
+            steps.push(FallbackStep::when(regex, path_condition_of(&regex.1)));
         }
-        let (text, exact) = path_parts(requests)?;
+        let mut shorter: Vec<&(HostMatch, PathMatch)> = on_host
+            .iter()
+            .copied()
+            .filter(|(_, other)| matches!(other, PathMatch::Prefix(p) if covers(p, text, exact)))
+            .collect();
+        shorter.sort_by_key(|(_, other)| {
+            std::cmp::Reverse(path_parts(other).map_or(0, |(p, _)| p.len()))
+        });
+        steps.extend(shorter.into_iter().map(|key| FallbackStep::when(key, None)));
         for next in hosts_after(host) {
-            let mut best: Option<&(HostMatch, PathMatch)> = None;
-            for key in self.routes.keys().filter(|(other, _)| *other == next) {
-                match &key.1 {
-                    PathMatch::Regex(_) => return None,
-                    PathMatch::Exact(other) if exact && other == text => return Some(key.clone()),
-                    PathMatch::Exact(other) if !exact && covers(text, other, true) => {
-                        return None;
-                    }
-                    PathMatch::Exact(_) => {}
-                    PathMatch::Prefix(other) => {
-                        if covers(other, text, true) {
-                            let longer = best.is_none_or(|(_, known)| {
-                                path_parts(known)
-                                    .is_some_and(|(known, _)| other.len() > known.len())
-                            });
-                            if longer {
-                                best = Some(key);
-                            }
-                        } else if !exact && covers(text, other, true) {
-                            return None;
-                        }
-                    }
+            self.host_steps(&next, text, exact, &mut steps);
+        }
+        if let Some(unwritable) = steps.iter().position(|step| !step.writable()) {
+            steps.truncate(unwritable);
+        }
+        steps
+    }
+
+    /// The routes of one host (a range of the routes, which are sorted by host first:
+    /// `Exact("")` is the least path).
+    fn routes_of_host(&self, host: &HostMatch) -> Vec<&(HostMatch, PathMatch)> {
+        self.routes
+            .range((host.clone(), PathMatch::Exact(String::new()))..)
+            .map(|(key, _)| key)
+            .take_while(|(other, _)| other == host)
+            .collect()
+    }
+
+    /// The rules of a less specific host `host` that match requests of the path `text`
+    /// (exact, or a prefix), in haproxy's order for that host: the exact map (exact
+    /// paths, and a prefix's own path), its regular expressions, then the prefix map,
+    /// longest first. A rule that matches only some of the requests gets the condition
+    /// on the path that picks them.
+    fn host_steps(&self, host: &HostMatch, text: &str, exact: bool, steps: &mut Vec<FallbackStep>) {
+        let on_host = self.routes_of_host(host);
+        let regexes = regex_keys(&on_host);
+        let mut prefixes: Vec<(&(HostMatch, PathMatch), &str)> = on_host
+            .iter()
+            .filter_map(|key| match &key.1 {
+                PathMatch::Prefix(prefix) => Some((*key, prefix.as_str())),
+                _ => None,
+            })
+            .collect();
+        prefixes.sort_by_key(|(_, prefix)| std::cmp::Reverse(prefix.len()));
+        let exact_path = |path: &str| -> Option<Option<PathCondition>> {
+            if exact {
+                (path == text).then_some(None)
+            } else {
+                (covers(text, path, true)).then(|| Some(PathCondition::Exact(path.to_string())))
+            }
+        };
+        for key in &on_host {
+            if let PathMatch::Exact(path) = &key.1
+                && let Some(condition) = exact_path(path)
+            {
+                steps.push(FallbackStep::when(key, condition));
+            }
+        }
+        // With regular expressions between them, a prefix's own path comes before them.
+        if !regexes.is_empty() {
+            for (key, prefix) in &prefixes {
+                if let Some(condition) = exact_path(prefix) {
+                    steps.push(FallbackStep::when(key, condition));
                 }
             }
-            if let Some(found) = best {
-                return Some(found.clone());
+        }
+        for regex in regexes {
+            steps.push(FallbackStep::when(regex, path_condition_of(&regex.1)));
+        }
+        for (key, prefix) in prefixes {
+            if covers(prefix, text, true) {
+                steps.push(FallbackStep::when(key, None));
+            } else if !exact && covers(text, prefix, false) {
+                let condition = if regexes_between(&on_host) {
+                    PathCondition::Under(prefix.to_string())
+                } else {
+                    PathCondition::Prefix(prefix.to_string())
+                };
+                steps.push(FallbackStep::when(key, Some(condition)));
             }
         }
-        None
     }
 
     fn route_object(route: &ObjectKey) -> ObjectRef {
@@ -303,6 +430,7 @@ impl Builder<'_> {
             }
             return;
         }
+        let rules = merge_listener_ports(rules);
         // A rule served on both binds (its route attached to an HTTP and an HTTPS
         // listener) is one rule without a bind condition when it does the same on both
         // (a redirect may keep each listener's port); on one listener twice, one.
@@ -369,6 +497,7 @@ impl Builder<'_> {
                     conditions: rule.conditions.clone(),
                     backend,
                     features,
+                    canary: None,
                 });
             }
         }
@@ -567,6 +696,107 @@ impl Builder<'_> {
     }
 }
 
+/// The rules of one route served by listeners of the same bind that differ only in
+/// the port their redirect keeps (the listeners' own ports) become one rule whose
+/// redirect keeps the port the request was sent to
+/// ([`crate::gateway::features::Redirect::request_port`]): which
+/// listener a request came for is not known from the bind, the port the client names in
+/// `Host` says it.
+fn merge_listener_ports(rules: Vec<RuleRoute>) -> Vec<RuleRoute> {
+    let without_port = |rule: &RuleRoute| {
+        let mut features = rule.features.clone();
+        if let Some(redirect) = &mut features.redirect {
+            redirect.port = None;
+            redirect.request_port = false;
+        }
+        features
+    };
+    let mut merged: Vec<RuleRoute> = Vec::new();
+    for rule in rules {
+        let same = merged.iter_mut().find(|m| {
+            m.route == rule.route
+                && m.field == rule.field
+                && m.conditions == rule.conditions
+                && m.features != rule.features
+                && without_port(m) == without_port(&rule)
+        });
+        match same {
+            Some(kept) => {
+                if let Some(redirect) = &mut kept.features.redirect {
+                    redirect.port = None;
+                    redirect.request_port = true;
+                }
+            }
+            None => merged.push(rule),
+        }
+    }
+    merged
+}
+
+/// One rule a fall back may reach: its host and path, and the condition on the path
+/// under which it matches the requests that fall back (`None`: all of them).
+struct FallbackStep {
+    slot: (HostMatch, PathMatch),
+    path: Option<PathCondition>,
+}
+
+impl FallbackStep {
+    fn when(slot: &(HostMatch, PathMatch), path: Option<PathCondition>) -> Self {
+        Self {
+            slot: slot.clone(),
+            path,
+        }
+    }
+
+    /// Whether the condition can be written between single quotes in haproxy's config.
+    fn writable(&self) -> bool {
+        match &self.path {
+            None => true,
+            Some(
+                PathCondition::Exact(text)
+                | PathCondition::Prefix(text)
+                | PathCondition::Under(text)
+                | PathCondition::IngressRegex(text),
+            ) => !text.contains('\''),
+        }
+    }
+}
+
+/// The Ingress regular expression routes among `keys`, in the order haproxy tries them
+/// (the render's: the longest expression first).
+fn regex_keys<'a>(keys: &[&'a (HostMatch, PathMatch)]) -> Vec<&'a (HostMatch, PathMatch)> {
+    let mut found: Vec<&(HostMatch, PathMatch)> = keys
+        .iter()
+        .copied()
+        .filter(|(_, path)| matches!(path, PathMatch::Regex(_)))
+        .collect();
+    found.sort_by(|a, b| {
+        let (a, b) = (path_parts_any(&a.1), path_parts_any(&b.1));
+        (std::cmp::Reverse(a.len()), a).cmp(&(std::cmp::Reverse(b.len()), b))
+    });
+    found
+}
+
+/// Whether regular expressions come between a host's exact and prefix maps.
+fn regexes_between(keys: &[&(HostMatch, PathMatch)]) -> bool {
+    keys.iter()
+        .any(|(_, path)| matches!(path, PathMatch::Regex(_)))
+}
+
+/// The condition under which a regular expression route takes a request.
+fn path_condition_of(path: &PathMatch) -> Option<PathCondition> {
+    Some(PathCondition::IngressRegex(
+        path_parts_any(path).to_string(),
+    ))
+}
+
+/// The text of a path of any type.
+fn path_parts_any(path: &PathMatch) -> &str {
+    match path {
+        PathMatch::Exact(text) | PathMatch::Prefix(text) | PathMatch::Regex(text) => text,
+    }
+}
+
 /// A plain path's text and whether it is exact (`None` for a regular expression).
 fn path_parts(path: &PathMatch) -> Option<(&str, bool)> {
     match path {
@@ -662,5 +892,61 @@ mod tests {
         assert!(!covers("/foo", "/foobar", true));
         assert!(!covers("/foo", "/foo", false));
         assert!(covers("/foo", "/foo", true));
+    }
+
+    #[test]
+    fn listeners_of_one_bind_with_different_ports_make_one_rule_keeping_the_requests_port() {
+        use crate::gateway::features::Redirect;
+        let on = |port: Option<u16>, tls: bool, field: &str| RuleRoute {
+            route: ObjectKey::new("shop", "moving"),
+            field: field.into(),
+            host: HostMatch::Exact("a.example.com".into()),
+            path: PathMatch::Prefix("/".into()),
+            conditions: Conditions {
+                tls: Some(tls),
+                ..Conditions::default()
+            },
+            backend: RuleBackend::Unresolved,
+            features: GatewayFeatures {
+                redirect: Some(Redirect {
+                    scheme: None,
+                    hostname: Some("b.example.com".into()),
+                    port,
+                    request_port: false,
+                    path: None,
+                    code: 302,
+                }),
+                ..GatewayFeatures::default()
+            },
+        };
+        let merged = merge_listener_ports(vec![
+            on(None, false, "spec.rules[0]"),
+            on(Some(8080), false, "spec.rules[0]"),
+            on(None, true, "spec.rules[0]"),
+            on(Some(8081), false, "spec.rules[0]"),
+            on(Some(8080), false, "spec.rules[1]"),
+        ]);
+        let redirects: Vec<(Option<bool>, &str, Option<u16>, bool)> = merged
+            .iter()
+            .map(|rule| {
+                let redirect = rule.features.redirect.as_ref().expect("a redirect");
+                (
+                    rule.conditions.tls,
+                    rule.field.as_str(),
+                    redirect.port,
+                    redirect.request_port,
+                )
+            })
+            .collect();
+        assert_eq!(
+            redirects,
+            [
+                (Some(false), "spec.rules[0]", None, true),
+                (Some(true), "spec.rules[0]", None, false),
+                (Some(false), "spec.rules[1]", Some(8080), false),
+            ],
+            "three ports of the HTTP bind are one rule; the HTTPS bind and another rule \
+             keep theirs"
+        );
     }
 }

@@ -43,6 +43,11 @@ pub struct Redirect {
     pub hostname: Option<String>,
     /// Left out of the location when it is the scheme's well-known port.
     pub port: Option<u16>,
+    /// The port the request was sent to, from its `Host` header (none there: none in the
+    /// location either), instead of `port`: for a rule served by listeners of one bind
+    /// with different ports, whose redirect keeps the listener's port (a client names
+    /// the port it connects to in `Host` unless it is the scheme's own).
+    pub request_port: bool,
     pub path: Option<PathReplacement>,
     /// 301, 302, 303, 307 or 308.
     pub code: u16,
@@ -99,7 +104,28 @@ pub struct Conditions {
     pub query: Vec<(String, String)>,
     /// A path match of type `RegularExpression` (its rule takes the host's `/` prefix).
     pub path_regex: Option<String>,
+    /// The path a rule reached by a fall back covers, when it covers only some of the
+    /// requests that fall back to it (see [`PathCondition`]).
+    pub path: Option<PathCondition>,
     pub tls: Option<bool>,
+}
+
+/// What the path of a request must be for a rule a fall back reaches (another host's,
+/// or an Ingress' regular expression) to take it, as haproxy's route lookup would have
+/// found that rule: the path as the route maps see it (normalized, not decoded).
+/// Literal paths have passed [`crate::validate::ingress_path`] and have no `'`;
+/// expressions have passed [`crate::validate::regex`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathCondition {
+    /// The path is this one (an `Exact` path; a prefix's own path).
+    Exact(String),
+    /// The path is this prefix or under it (whole path elements).
+    Prefix(String),
+    /// The path is under this prefix (whole path elements), not the prefix itself.
+    Under(String),
+    /// An Ingress' regular expression path, as its route is looked up: from the start of
+    /// the path, case-insensitive.
+    IngressRegex(String),
 }
 
 impl Conditions {
@@ -140,6 +166,8 @@ pub struct Candidate {
     pub conditions: Conditions,
     pub backend: BackendName,
     pub features: Option<crate::features::FeatureSetId>,
+    /// The canary of an Ingress route a fall back reaches (drawn as on that route).
+    pub canary: Option<crate::desired::Canary>,
 }
 
 /// What a request of a host and path that meets no candidate's conditions gets.

@@ -25,7 +25,8 @@ pub mod status;
 mod translate;
 
 pub use status::{
-    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, PublishedAddresses,
+    RequestedAddress, RouteParentState, RouteState,
 };
 pub use translate::{ListenerCertificate, RuleBackend, RuleRoute, Translation, translate};
 

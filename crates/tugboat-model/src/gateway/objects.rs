@@ -72,7 +72,8 @@ pub struct GatewaySpec {
     pub gateway_class_name: String,
     #[serde(default)]
     pub listeners: Vec<Listener>,
-    /// Requested addresses: not supported (the addresses are the controller's Service's).
+    /// Requested addresses: `IPAddress` and `Hostname` ones must be among the published
+    /// addresses (the controller's Service's); other types are not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<serde_json::Value>>,
 }
@@ -220,6 +221,9 @@ pub struct HttpRouteRule {
     /// Not supported (experimental channel): a rule that sets it is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<serde_json::Value>,
+    /// Not supported (experimental channel): a rule that sets it is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<serde_json::Value>,
 }
 
 /// A rule's `timeouts`: Gateway API durations, as written (validated by the rule).

@@ -28,6 +28,9 @@ pub(super) fn rule_paths(
     if rule.session_persistence.is_some() {
         return not_yet(format!("{field}.sessionPersistence"), "sessionPersistence");
     }
+    if rule.retry.is_some() {
+        return not_yet(format!("{field}.retry"), "retry");
+    }
     if rule.matches.is_empty() {
         return Ok(vec![(PathMatch::Prefix("/".into()), Conditions::default())]);
     }
@@ -198,6 +201,7 @@ impl FilterSpec {
                     scheme: scheme.clone(),
                     hostname: hostname.clone(),
                     port: *port,
+                    request_port: false,
                     path: path.as_ref().map(replace),
                     code: *code,
                 }),

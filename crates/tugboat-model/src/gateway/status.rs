@@ -59,6 +59,107 @@ pub struct ListenerState {
 pub struct GatewayState {
     pub conditions: Vec<Condition>,
     pub listeners: Vec<ListenerState>,
+    /// `spec.addresses` of the types served (`IPAddress`, `Hostname`): whether they are
+    /// assigned depends on the published addresses, which the status writer knows
+    /// ([`RequestedAddress::programmed`]).
+    pub requested_addresses: Vec<RequestedAddress>,
+}
+
+/// One address a Gateway asks for in `spec.addresses`, of a type served.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RequestedAddress {
+    /// `IPAddress` (the default type): the value as written.
+    Ip(String),
+    /// `Hostname`.
+    Hostname(String),
+}
+
+/// The published addresses of the controller (`--publish-service`, `--publish-address`),
+/// for [`RequestedAddress::programmed`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PublishedAddresses {
+    pub ips: Vec<std::net::IpAddr>,
+    /// Lower-case.
+    pub hostnames: Vec<String>,
+}
+
+impl RequestedAddress {
+    fn is_published(&self, published: &PublishedAddresses) -> bool {
+        match self {
+            RequestedAddress::Ip(value) => value
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| published.ips.contains(&ip)),
+            RequestedAddress::Hostname(value) => published
+                .hostnames
+                .iter()
+                .any(|host| host.eq_ignore_ascii_case(value.trim_end_matches('.'))),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            RequestedAddress::Ip(value) => {
+                format!("IPAddress {}", crate::validate::printable(value))
+            }
+            RequestedAddress::Hostname(value) => {
+                format!("Hostname {}", crate::validate::printable(value))
+            }
+        }
+    }
+
+    /// The `Programmed` condition of a Gateway that requests `requested` (generation
+    /// `generation`) when the controller publishes `published`: `None` when every
+    /// requested address is published (the Gateway's own condition stands). Tugboat
+    /// assigns no address: the Gateway's addresses are the ones the controller publishes
+    /// (its Service's). None published yet: `AddressNotAssigned`; one that is not among
+    /// them (or is no IP address, for `IPAddress`): `AddressNotUsable`, naming it and the
+    /// addresses that can be asked for.
+    pub fn programmed(
+        requested: &[RequestedAddress],
+        published: &PublishedAddresses,
+        generation: i64,
+    ) -> Option<Condition> {
+        if requested.is_empty() {
+            return None;
+        }
+        if published.ips.is_empty() && published.hostnames.is_empty() {
+            return Some(Condition::new(
+                "Programmed",
+                false,
+                "AddressNotAssigned",
+                "the controller publishes no address yet (--publish-service: its Service \
+                 has none yet; or neither --publish-service nor --publish-address is set): \
+                 spec.addresses can only name a published address",
+                generation,
+            ));
+        }
+        let unusable: Vec<String> = requested
+            .iter()
+            .filter(|address| !address.is_published(published))
+            .map(RequestedAddress::describe)
+            .collect();
+        if unusable.is_empty() {
+            return None;
+        }
+        let available: Vec<String> = published
+            .ips
+            .iter()
+            .map(|ip| format!("IPAddress {ip}"))
+            .chain(published.hostnames.iter().map(|h| format!("Hostname {h}")))
+            .collect();
+        Some(Condition::new(
+            "Programmed",
+            false,
+            "AddressNotUsable",
+            format!(
+                "{} cannot be used: the Gateway's addresses are the ones the controller \
+                 publishes ({}); remove it from spec.addresses or ask for one of those",
+                unusable.join(", "),
+                available.join(", ")
+            ),
+            generation,
+        ))
+    }
 }
 
 /// One parent of a route: the reference as the route wrote it, and its conditions.

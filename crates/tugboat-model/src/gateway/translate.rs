@@ -21,7 +21,8 @@ use crate::gateway::objects::{
 };
 use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
 use crate::gateway::status::{
-    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RouteParentState, RouteState,
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RequestedAddress,
+    RouteParentState, RouteState,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Objects, Snapshot};
@@ -273,11 +274,26 @@ fn gateway_info(
     problems: &mut Vec<ObjectProblem>,
 ) -> GatewayInfo {
     let generation = gateway.metadata.generation.unwrap_or(0);
-    let addresses_requested = gateway
-        .spec
-        .addresses
-        .as_ref()
-        .is_some_and(|a| !a.is_empty());
+    // Addresses of the types served wait for the status writer, which knows the
+    // published ones; another type is not accepted.
+    let mut requested_addresses = Vec::new();
+    let mut unsupported_types = Vec::new();
+    for address in gateway.spec.addresses.iter().flatten() {
+        let type_ = address
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("IPAddress");
+        let value = address
+            .get("value")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match type_ {
+            "IPAddress" => requested_addresses.push(RequestedAddress::Ip(value)),
+            "Hostname" => requested_addresses.push(RequestedAddress::Hostname(value)),
+            other => unsupported_types.push(crate::validate::printable(other)),
+        }
+    }
     let mut listeners = Vec::new();
     let mut states = Vec::new();
     // The first listener of each bind and hostname; later ones conflict.
@@ -298,17 +314,21 @@ fn gateway_info(
         states.push(state);
     }
     let mut conditions = Vec::new();
-    let accepted = !addresses_requested;
+    let accepted = unsupported_types.is_empty();
     if accepted {
         conditions.push(Condition::new("Accepted", true, "Accepted", "", generation));
     } else {
-        let message = "spec.addresses is not supported: the Gateway's addresses are those \
-                       of the controller's Service (--publish-service, --publish-address)";
+        let message = format!(
+            "spec.addresses: the address type {} is not supported: IPAddress and Hostname \
+             are, naming an address the controller publishes (--publish-service, \
+             --publish-address)",
+            unsupported_types.join(", ")
+        );
         problems.push(ObjectProblem {
             object: gateway_ref(key),
             field: "spec.addresses".into(),
             reason: ProblemReason::InvalidField,
-            message: message.into(),
+            message: message.clone(),
         });
         conditions.push(Condition::new(
             "Accepted",
@@ -341,6 +361,7 @@ fn gateway_info(
         state: GatewayState {
             conditions,
             listeners: states,
+            requested_addresses,
         },
     }
 }
