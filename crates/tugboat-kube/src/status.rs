@@ -710,6 +710,12 @@ mod tests {
         }
     }
 
+    /// The Ingresses written so far, in the order the writes started.
+    fn written_keys(fake: &FakePatch) -> Vec<ObjectKey> {
+        let state = fake.state.lock().expect("lock");
+        state.writes.iter().map(|w| w.1.clone()).collect()
+    }
+
     fn served(range: std::ops::Range<usize>) -> ObjectKeys {
         range.map(key).collect()
     }
@@ -739,14 +745,7 @@ mod tests {
         writer.set_served(&served(0..6));
         writer.set_active(true);
         run_until_idle(&mut writer, &fake, &mut ingresses).await;
-        let written: Vec<ObjectKey> = fake
-            .state
-            .lock()
-            .expect("lock")
-            .writes
-            .iter()
-            .map(|w| w.1.clone())
-            .collect();
+        let written = written_keys(&fake);
         assert_eq!(written, (1..6).map(key).collect::<Vec<_>>());
         assert_eq!(writer.take_written(), 5);
 
@@ -800,14 +799,7 @@ mod tests {
         // An Ingress made right by someone else before the sweep reaches it is skipped.
         ingresses.insert(key(900), ingress_with(900, &[ip("192.0.2.10")]));
         run_until_idle(&mut writer, &fake, &mut ingresses).await;
-        let written: Vec<ObjectKey> = fake
-            .state
-            .lock()
-            .expect("lock")
-            .writes
-            .iter()
-            .map(|w| w.1.clone())
-            .collect();
+        let written = written_keys(&fake);
         let mut expected: Vec<ObjectKey> = (0..1000).filter(|&i| i != 900).map(key).collect();
         expected.sort();
         assert_eq!(written, expected);
