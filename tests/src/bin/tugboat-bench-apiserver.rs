@@ -1,5 +1,5 @@
 //! `tugboat-bench-apiserver [--runs N] [--ingresses N] [--changes N] [--haproxy X.Y]
-//! [--no-publish]`: loads the fake API server with a large cluster (by default 10,000 Ingresses, 10,000
+//! [--no-publish] [--unwritten-status]`: loads the fake API server with a large cluster (by default 10,000 Ingresses, 10,000
 //! Services, 10,000 EndpointSlices of 5 endpoints, 1,000 TLS Secrets), starts the real
 //! `tugboat` binary against it and a real haproxy (3.4 unless `--haproxy` names another
 //! series), and prints the time to the first successful apply (wall clock and the
@@ -11,10 +11,13 @@
 //! same run, the controller's CPU per change (idle CPU over the same time taken out),
 //! and the reloads the changes caused.
 //!
-//! The controller publishes Ingress status (`--publish-address 127.0.0.1`), so its
-//! status writes go on, at their pace, during the measures; each run prints how many it
-//! made (the runs share the cluster: a later run rewrites nothing already right).
-//! `--no-publish` measures without.
+//! The controller publishes Ingress status (`--publish-address 127.0.0.1`). The
+//! Ingresses start with that address in their status, as a restarted leader finds a
+//! cluster it served, so each run should write none; a change of an Ingress' spec keeps
+//! its status, as the API server does. With `--unwritten-status` they start without one,
+//! and the status writes go on, at their pace, during the measures (the runs share the
+//! cluster: a later run rewrites nothing already right). Each run prints how many writes
+//! it made. `--no-publish` measures without publishing.
 //! A benchmark, not a test.
 //!
 //! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
@@ -67,6 +70,7 @@ async fn main() -> anyhow::Result<()> {
     let mut changes = 20usize;
     let mut series = "3.4".to_string();
     let mut publish = true;
+    let mut unwritten_status = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -78,11 +82,15 @@ async fn main() -> anyhow::Result<()> {
                 publish = true;
                 continue;
             }
+            "--unwritten-status" => {
+                unwritten_status = true;
+                continue;
+            }
             _ => {}
         }
-        let value = args
-            .next()
-            .context("every option but --publish and --no-publish takes a value")?;
+        let value = args.next().context(
+            "every option but --publish, --no-publish and --unwritten-status takes a value",
+        )?;
         match arg.as_str() {
             "--runs" => runs = value.parse().context("--runs N")?,
             "--ingresses" => ingresses = value.parse().context("--ingresses N")?,
@@ -91,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
             other => {
                 bail!(
                     "unknown option {other}; usage: [--runs N] [--ingresses N] [--changes N] \
-                     [--haproxy X.Y] [--no-publish]"
+                     [--haproxy X.Y] [--no-publish] [--unwritten-status]"
                 )
             }
         }
@@ -102,7 +110,8 @@ async fn main() -> anyhow::Result<()> {
     })?;
     let server = FakeApiServer::start().await;
     let started = Instant::now();
-    load(&server, ingresses);
+    let status = (publish && !unwritten_status).then(published_status);
+    load(&server, ingresses, status.as_ref());
     println!(
         "loaded {ingresses} Ingresses, {ingresses} Services, {ingresses} EndpointSlices x 5 \
          endpoints, {} TLS Secrets in {:.1} s",
@@ -112,7 +121,11 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "status publishing {}",
         if publish {
-            "on (--publish-address 127.0.0.1)"
+            if unwritten_status {
+                "on (--publish-address 127.0.0.1), Ingresses without status at the start"
+            } else {
+                "on (--publish-address 127.0.0.1), Ingresses holding that address at the start"
+            }
         } else {
             "off (--no-publish)"
         }
@@ -350,8 +363,26 @@ fn ingress(index: usize, service: usize) -> serde_json::Value {
     })
 }
 
-/// Fills the API server.
-fn load(server: &FakeApiServer, count: usize) {
+/// The status of an Ingress that holds the published address.
+fn published_status() -> serde_json::Value {
+    json!({"loadBalancer": {"ingress": [{"ip": "127.0.0.1"}]}})
+}
+
+/// Puts `ingress` in place of the stored one, keeping the stored status: the API server
+/// keeps an Ingress' status when its spec is written.
+fn update_ingress(server: &FakeApiServer, mut ingress: serde_json::Value) {
+    let name = ingress["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if let Some(stored) = server.get("Ingress", NAMESPACE, &name) {
+        ingress["status"] = stored["status"].clone();
+    }
+    server.put(ingress);
+}
+
+/// Fills the API server; the Ingresses hold `status` when given.
+fn load(server: &FakeApiServer, count: usize, status: Option<&serde_json::Value>) {
     server.put(json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "tugboat"}, "spec": {"controller": "tugboat.dev/ingress"}
@@ -368,7 +399,11 @@ fn load(server: &FakeApiServer, count: usize) {
         if i.is_multiple_of(10) {
             server.put(tls_secret(i, CERTIFICATE, KEY));
         }
-        server.put(ingress(i, i));
+        let mut ingress = ingress(i, i);
+        if let Some(status) = status {
+            ingress["status"] = status.clone();
+        }
+        server.put(ingress);
     }
 }
 
@@ -496,7 +531,7 @@ async fn run_once(
                     let other = (index + 1) % ingresses;
                     let lookup =
                         format!("get map {} host-{index}.example.com/", prefix_map.display());
-                    server.put(ingress(index, other));
+                    update_ingress(server, ingress(index, other));
                     let written = Instant::now();
                     wait_for(
                         &cli,
@@ -505,7 +540,7 @@ async fn run_once(
                     )
                     .await?;
                     latencies.push(written.elapsed());
-                    server.put(ingress(index, index));
+                    update_ingress(server, ingress(index, index));
                     wait_for(
                         &cli,
                         &lookup,
