@@ -691,6 +691,19 @@ fn quoted_words_are_text_and_a_hash_ends_the_line() {
 }
 
 #[test]
+fn map_entries_are_alike_when_only_their_numbers_differ() {
+    let map = "/etc/haproxy/maps/routes-exact.map";
+    let entry = |line| line_shape(map, line);
+    assert_eq!(
+        entry("h/api b_80.f.w_80.10000"),
+        entry("h/api b_80.f.w_80.500000")
+    );
+    assert_ne!(entry("h/api b_80"), entry("h/api b_80 if TRUE"));
+    assert_ne!(entry("h/api b_80"), entry("h/api c_80"));
+    assert_ne!(entry("h/api b_80"), entry("h/other b_80"));
+}
+
+#[test]
 fn only_well_formed_alias_hosts_stand_for_the_rule_host() {
     let alias = key_named("server-alias");
     let added = hosts_added_by(
