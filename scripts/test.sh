@@ -25,8 +25,11 @@ fi
 all_series="2.6 3.0 3.2 3.4"
 step "haproxy"
 got=$(scripts/get-haproxy.sh)
-export TUGBOAT_REQUIRE_HAPROXY=${TUGBOAT_REQUIRE_HAPROXY:-$got}
+export TUGBOAT_HAPROXY_DIR=${TUGBOAT_HAPROXY_DIR:-$HOME/.cache/tugboat/haproxy}
 skipped=$(for s in $all_series; do case " $got " in *" $s "*) ;; *) printf '%s ' "$s";; esac; done)
+# A test of a series that is not installed fails; the series that cannot be got here
+# are skipped, knowingly, and named on the last line.
+export TUGBOAT_SKIP_MISSING_HAPROXY=${TUGBOAT_SKIP_MISSING_HAPROXY:-${skipped% }}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -412,7 +412,10 @@ async fn relists_after_410_gone_without_reloading(haproxy: HaproxyBinary) {
 /// validation is off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_an_ingress_that_routes() {
-    let Some(haproxy) = HaproxyBinary::find("3.0").or_else(|| HaproxyBinary::find("2.6")) else {
+    let Some(haproxy) = HaproxyBinary::installed("3.0")
+        .or_else(|| HaproxyBinary::installed("2.6"))
+        .or_else(|| HaproxyBinary::find("3.0"))
+    else {
         return;
     };
     let kubectl_present = std::process::Command::new("kubectl")

@@ -76,8 +76,9 @@ pub fn free_port() -> u16 {
 pub const HAPROXY_SERIES: [&str; 4] = ["2.6", "3.0", "3.2", "3.4"];
 
 /// Declares one test per haproxy series of [`HAPROXY_SERIES`] for each scenario
-/// `fn name(HaproxyBinary)`. A series that is not installed is skipped (a line on
-/// stderr), unless `TUGBOAT_REQUIRE_HAPROXY` names it: then the test fails.
+/// `fn name(HaproxyBinary)`. A series that is not installed fails the test, unless
+/// `TUGBOAT_SKIP_MISSING_HAPROXY` opts out for it: then the test is skipped with a line on
+/// stderr (see [`HaproxyBinary::find`]).
 #[macro_export]
 macro_rules! haproxy_tests {
     ($($name:ident),* $(,)?) => {

@@ -238,8 +238,9 @@ impl Scene {
 
 /// Declares, for each scenario `async fn name(HaproxyBinary, Source)`, one test per
 /// haproxy series of [`crate::HAPROXY_SERIES`] and per [`Source`]:
-/// `folder::haproxy_3_4::name` and `api::haproxy_3_4::name`. A missing series is
-/// handled as in [`crate::haproxy_tests!`].
+/// `folder::haproxy_3_4::name` and `api::haproxy_3_4::name`. A missing series fails
+/// the test unless `TUGBOAT_SKIP_MISSING_HAPROXY` skips it, as in
+/// [`crate::haproxy_tests!`].
 #[macro_export]
 macro_rules! scene_tests {
     ($($name:ident),* $(,)?) => {

@@ -1,70 +1,41 @@
 //! Table tests of the model: objects in, routes, backends and problems out.
 
-use std::sync::Arc;
+mod common;
 
 use serde_json::{Value, json};
 use tugboat_model::problem::ProblemReason;
-use tugboat_model::{BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot, build};
+use tugboat_model::{BuildOutput, HostMatch, ObjectKey, PathMatch, Snapshot};
 
-fn ingress(
-    name: &str,
-    created: &str,
-    spec: Value,
-) -> (ObjectKey, Arc<k8s_openapi::api::networking::v1::Ingress>) {
-    let object = json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
-        "spec": spec,
-    });
-    (
-        ObjectKey::new("default", name),
-        Arc::new(serde_json::from_value(object).expect("valid Ingress")),
-    )
-}
+use common::{
+    build_at_fixed_time, endpoint_slice, ingress, only_problem, path, rule, service, snapshot_of,
+};
 
-fn rule(host: Option<&str>, paths: Value) -> Value {
-    let mut rule = json!({"http": {"paths": paths}});
-    if let Some(host) = host {
-        rule["host"] = json!(host);
-    }
-    rule
-}
+/// When the Ingress of most tests was made.
+const FIRST: &str = "2024-01-01T00:00:00Z";
 
-fn path(path: &str, path_type: &str, service: &str, port: Value) -> Value {
-    json!({"path": path, "pathType": path_type,
-           "backend": {"service": {"name": service, "port": port}}})
-}
-
-fn snapshot_with_services() -> Snapshot {
-    let mut snapshot = Snapshot::default();
-    for (name, port_name, target) in [("web", "http", 8080), ("api", "grpc", 9090)] {
-        let service = json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"ports": [{"name": port_name, "port": 80}]},
+/// The Services `web` (port 80 named `http`, endpoints on 8080) and `api` (port 80 named
+/// `grpc`, endpoints on 9090), each with one ready endpoint, one without a ready
+/// condition and one not ready; and `ingresses`.
+fn snapshot_with_services(ingresses: impl IntoIterator<Item = Value>) -> Snapshot {
+    let endpoints = json!([
+        {"addresses": ["10.0.0.2"], "conditions": {"ready": true}},
+        {"addresses": ["10.0.0.1"]},
+        {"addresses": ["10.0.0.3"], "conditions": {"ready": false}},
+    ]);
+    let services = [("web", "http", 8080), ("api", "grpc", 9090)]
+        .into_iter()
+        .flat_map(|(name, port_name, target)| {
+            [
+                service(name, port_name),
+                endpoint_slice(name, port_name, target, endpoints.clone()),
+            ]
         });
-        snapshot.services.insert(
-            ObjectKey::new("default", name),
-            Arc::new(serde_json::from_value(service).expect("Service")),
-        );
-        let slice = json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": format!("{name}-1"), "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": name}},
-            "addressType": "IPv4",
-            "ports": [{"name": port_name, "port": target}],
-            "endpoints": [
-                {"addresses": ["10.0.0.2"], "conditions": {"ready": true}},
-                {"addresses": ["10.0.0.1"]},
-                {"addresses": ["10.0.0.3"], "conditions": {"ready": false}},
-            ],
-        });
-        snapshot.endpoint_slices.insert(
-            ObjectKey::new("default", format!("{name}-1")),
-            Arc::new(serde_json::from_value(slice).expect("EndpointSlice")),
-        );
-    }
-    snapshot
+    snapshot_of(services.chain(ingresses))
+}
+
+/// The Ingress `name` created at `created` with `spec`, without annotations.
+fn plain_ingress(name: &str, created: &str, spec: Value) -> Value {
+    ingress(name, created, json!({}), spec)
 }
 
 fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
@@ -82,20 +53,24 @@ fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// The features of the first route.
+fn route_features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
+    let id = output.desired.routes[0].features.as_ref().expect("a set");
+    output.desired.feature_sets[id].clone()
+}
+
 #[test]
 fn resolves_ports_by_number_and_name_to_ready_endpoints() {
-    let mut snapshot = snapshot_with_services();
-    let (key, object) = ingress(
+    let snapshot = snapshot_with_services([plain_ingress(
         "shop",
-        "2024-01-01T00:00:00Z",
+        FIRST,
         json!({"rules": [rule(Some("Shop.Example.com"), json!([
             path("/", "Prefix", "web", json!({"number": 80})),
             path("/api/", "Prefix", "api", json!({"name": "grpc"})),
             path("/exact", "Exact", "api", json!({"number": 80})),
         ]))]}),
-    );
-    snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    )]);
+    let output = build_at_fixed_time(&snapshot);
     assert_eq!(output.problems, vec![]);
     assert_eq!(
         routes(&output),
@@ -130,17 +105,15 @@ fn resolves_ports_by_number_and_name_to_ready_endpoints() {
 
 #[test]
 fn hosts_wildcards_and_hostless_rules() {
-    let mut snapshot = snapshot_with_services();
-    let (key, object) = ingress(
+    let snapshot = snapshot_with_services([plain_ingress(
         "hosts",
-        "2024-01-01T00:00:00Z",
+        FIRST,
         json!({"rules": [
             rule(Some("*.example.com"), json!([path("/", "Prefix", "web", json!({"number": 80}))])),
             rule(None, json!([path("/", "ImplementationSpecific", "web", json!({"number": 80}))])),
         ]}),
-    );
-    snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    )]);
+    let output = build_at_fixed_time(&snapshot);
     let hosts: Vec<&HostMatch> = output.desired.routes.iter().map(|r| &r.host).collect();
     assert_eq!(
         hosts,
@@ -151,20 +124,11 @@ fn hosts_wildcards_and_hostless_rules() {
 
 #[test]
 fn the_oldest_ingress_wins_a_conflict_and_the_newer_one_is_told() {
-    let mut snapshot = snapshot_with_services();
-    let paths = |service: &str| json!([path("/", "Prefix", service, json!({"number": 80}))]);
-    for (name, created, service) in [
-        ("newer", "2024-06-01T00:00:00Z", "api"),
-        ("older", "2024-01-01T00:00:00Z", "web"),
-    ] {
-        let (key, object) = ingress(
-            name,
-            created,
-            json!({"rules": [rule(Some("a.example.com"), paths(service))]}),
-        );
-        snapshot.ingresses.insert(key, object);
-    }
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let snapshot = snapshot_of_annotated(&[
+        ("newer", "2024-06-01T00:00:00Z", "api", &[]),
+        ("older", FIRST, "web", &[]),
+    ]);
+    let output = build_at_fixed_time(&snapshot);
     assert_eq!(
         routes(&output),
         vec![(
@@ -173,9 +137,7 @@ fn the_oldest_ingress_wins_a_conflict_and_the_newer_one_is_told() {
             "default_web_80".into()
         )]
     );
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem expected: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert_eq!(problem.object.name, "newer");
     assert_eq!(problem.reason, ProblemReason::RouteConflict);
     assert!(
@@ -187,10 +149,9 @@ fn the_oldest_ingress_wins_a_conflict_and_the_newer_one_is_told() {
 
 #[test]
 fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
-    let mut snapshot = snapshot_with_services();
-    let (key, object) = ingress(
+    let snapshot = snapshot_with_services([plain_ingress(
         "mixed",
-        "2024-01-01T00:00:00Z",
+        FIRST,
         json!({"rules": [
             rule(Some("bad host.example.com"), json!([path("/", "Prefix", "web", json!({"number": 80}))])),
             rule(Some("ok.example.com"), json!([
@@ -202,9 +163,8 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
                 path("/noport", "Prefix", "web", json!({"number": 81})),
             ])),
         ]}),
-    );
-    snapshot.ingresses.insert(key, object);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    )]);
+    let output = build_at_fixed_time(&snapshot);
     let paths: Vec<String> = output
         .desired
         .routes
@@ -258,19 +218,12 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
 
 #[test]
 fn default_backend_of_the_oldest_ingress() {
-    let mut snapshot = snapshot_with_services();
-    for (name, created, service) in [
-        ("b", "2024-02-01T00:00:00Z", "api"),
-        ("a", "2024-03-01T00:00:00Z", "web"),
-    ] {
-        let (key, object) = ingress(
-            name,
-            created,
-            json!({"defaultBackend": {"service": {"name": service, "port": {"number": 80}}}}),
-        );
-        snapshot.ingresses.insert(key, object);
-    }
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let default_backend = |service: &str| json!({"defaultBackend": {"service": {"name": service, "port": {"number": 80}}}});
+    let snapshot = snapshot_with_services([
+        plain_ingress("b", "2024-02-01T00:00:00Z", default_backend("api")),
+        plain_ingress("a", "2024-03-01T00:00:00Z", default_backend("web")),
+    ]);
+    let output = build_at_fixed_time(&snapshot);
     assert_eq!(
         output.desired.default_backend.as_ref().map(|b| b.as_str()),
         Some("default_api_80")
@@ -278,39 +231,49 @@ fn default_backend_of_the_oldest_ingress() {
 }
 
 /// Ingress `name` routing `a.example.com` `/` (Prefix) to `service` port 80, with these
-/// annotations.
-fn annotated(
-    name: &str,
-    created: &str,
-    service: &str,
-    annotations: &[(&str, &str)],
-) -> (ObjectKey, Arc<k8s_openapi::api::networking::v1::Ingress>) {
+/// (`nginx.ingress.kubernetes.io/`) annotations.
+fn annotated(name: &str, created: &str, service: &str, annotations: &[(&str, &str)]) -> Value {
+    let annotations: serde_json::Map<String, Value> = annotations
+        .iter()
+        .map(|(k, v)| (format!("nginx.ingress.kubernetes.io/{k}"), json!(v)))
+        .collect();
     let paths = json!([path("/", "Prefix", service, json!({"number": 80}))]);
-    let (key, ingress) = ingress(
+    ingress(
         name,
         created,
+        Value::Object(annotations),
         json!({"rules": [rule(Some("a.example.com"), paths)]}),
-    );
-    let mut ingress = ingress.as_ref().clone();
-    ingress.metadata.annotations = Some(
-        annotations
-            .iter()
-            .map(|(k, v)| (format!("nginx.ingress.kubernetes.io/{k}"), v.to_string()))
-            .collect(),
-    );
-    (key, Arc::new(ingress))
+    )
 }
 
 /// An Ingress of [`annotated`]: name, creation time, Service, annotations.
 type Annotated<'a> = (&'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
 
-fn canary_snapshot(objects: &[Annotated<'_>]) -> Snapshot {
-    let mut snapshot = snapshot_with_services();
-    for (name, created, service, annotations) in objects {
-        let (key, object) = annotated(name, created, service, annotations);
-        snapshot.ingresses.insert(key, object);
-    }
-    snapshot
+/// The Services of [`snapshot_with_services`] and the Ingresses of [`annotated`].
+fn snapshot_of_annotated(objects: &[Annotated<'_>]) -> Snapshot {
+    snapshot_with_services(objects.iter().map(|(name, created, service, annotations)| {
+        annotated(name, created, service, annotations)
+    }))
+}
+
+/// The build of the Ingress `main` (made [`FIRST`], to `web`, without annotations) and
+/// the Ingress `beta` of the same host and path, made later, to `api`, with these
+/// annotations.
+fn build_canary_of_main(annotations: &[(&str, &str)]) -> BuildOutput {
+    build_at_fixed_time(&snapshot_of_annotated(&[
+        ("main", FIRST, "web", &[]),
+        ("beta", "2024-02-01T00:00:00Z", "api", annotations),
+    ]))
+}
+
+/// The build of the Ingress `main` (made [`FIRST`], to `web`) with these annotations.
+fn build_main_with(annotations: &[(&str, &str)]) -> BuildOutput {
+    build_at_fixed_time(&snapshot_of_annotated(&[(
+        "main",
+        FIRST,
+        "web",
+        annotations,
+    )]))
 }
 
 const CANARY_30: &[(&str, &str)] = &[
@@ -324,10 +287,10 @@ const CANARY_30: &[(&str, &str)] = &[
 #[test]
 fn a_canary_joins_the_route_of_its_main_ingress_whichever_is_older() {
     for (main_created, canary_created) in [
-        ("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"),
-        ("2024-06-01T00:00:00Z", "2024-01-01T00:00:00Z"),
+        (FIRST, "2024-06-01T00:00:00Z"),
+        ("2024-06-01T00:00:00Z", FIRST),
     ] {
-        let snapshot = canary_snapshot(&[
+        let snapshot = snapshot_of_annotated(&[
             (
                 "main",
                 main_created,
@@ -336,7 +299,7 @@ fn a_canary_joins_the_route_of_its_main_ingress_whichever_is_older() {
             ),
             ("beta", canary_created, "api", CANARY_30),
         ]);
-        let output = build(&snapshot, &Settings::new(1_700_000_000));
+        let output = build_at_fixed_time(&snapshot);
         assert!(output.problems.is_empty(), "{:?}", output.problems);
         let [route] = output.desired.routes.as_slice() else {
             panic!("one route: {:?}", output.desired.routes);
@@ -437,13 +400,11 @@ fn a_canary_without_affinity_on_its_main_backend_has_no_affinity_rule() {
 
 #[test]
 fn a_canary_without_a_main_route_does_nothing_and_is_told() {
-    let snapshot = canary_snapshot(&[("beta", "2024-01-01T00:00:00Z", "api", CANARY_30)]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let snapshot = snapshot_of_annotated(&[("beta", FIRST, "api", CANARY_30)]);
+    let output = build_at_fixed_time(&snapshot);
     assert!(output.desired.routes.is_empty());
     assert!(output.desired.backends.is_empty());
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert_eq!(problem.object.name, "beta");
     assert_eq!(problem.field, "spec.rules[0].http.paths[0]");
     assert!(problem.message.contains("does nothing"), "{problem}");
@@ -451,8 +412,8 @@ fn a_canary_without_a_main_route_does_nothing_and_is_told() {
 
 #[test]
 fn a_second_canary_of_a_route_is_a_conflict() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+    let snapshot = snapshot_of_annotated(&[
+        ("main", FIRST, "web", &[]),
         ("first", "2024-02-01T00:00:00Z", "api", CANARY_30),
         (
             "second",
@@ -461,12 +422,10 @@ fn a_second_canary_of_a_route_is_a_conflict() {
             &[("canary", "true")],
         ),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_at_fixed_time(&snapshot);
     let canary = output.desired.routes[0].canary.as_ref().expect("a canary");
     assert_eq!(canary.ingress.name, "first");
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert_eq!(problem.object.name, "second");
     assert_eq!(problem.reason, ProblemReason::RouteConflict);
     assert!(problem.message.contains("default/first"), "{problem}");
@@ -474,16 +433,14 @@ fn a_second_canary_of_a_route_is_a_conflict() {
 
 #[test]
 fn a_canary_of_the_main_routes_own_backend_does_nothing() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
+    let snapshot = snapshot_of_annotated(&[
+        ("main", FIRST, "web", &[]),
         ("same", "2024-02-01T00:00:00Z", "web", CANARY_30),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_at_fixed_time(&snapshot);
     assert!(output.desired.routes[0].canary.is_none());
     assert!(output.desired.feature_sets.is_empty());
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert_eq!(problem.field, "spec.rules[0].http.paths[0].backend");
 }
 
@@ -493,14 +450,8 @@ fn bad_canary_value(key: &str, value: &str) -> (BuildOutput, tugboat_model::Obje
     let mut annotations = vec![("canary", "true"), ("canary-weight", "30")];
     annotations.retain(|(k, _)| *k != key);
     annotations.push((key, value));
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        ("beta", "2024-02-01T00:00:00Z", "api", &annotations),
-    ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_canary_of_main(&annotations);
+    let problem = only_problem(&output);
     assert_eq!(problem.object.name, "beta");
     assert_eq!(
         problem.field,
@@ -537,42 +488,23 @@ fn a_canary_weight_total_of_zero_is_refused() {
 #[test]
 fn a_canary_header_name_with_a_space_is_refused() {
     let (output, _) = bad_canary_value("canary-by-header", "X Canary");
-    let id = output.desired.routes[0].features.as_ref().expect("set");
-    let rules = output.desired.feature_sets[id]
-        .canary
-        .clone()
-        .expect("rules");
+    let rules = route_features(&output).canary.expect("rules");
     assert_eq!(rules.header, None);
 }
 
 #[test]
 fn a_canary_header_value_with_a_quote_is_refused() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        (
-            "beta",
-            "2024-02-01T00:00:00Z",
-            "api",
-            &[
-                ("canary", "true"),
-                ("canary-by-header", "X-Canary"),
-                ("canary-by-header-value", "a\"b"),
-            ],
-        ),
+    let output = build_canary_of_main(&[
+        ("canary", "true"),
+        ("canary-by-header", "X-Canary"),
+        ("canary-by-header-value", "a\"b"),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert!(
         problem.field.ends_with("canary-by-header-value"),
         "{problem}"
     );
-    let id = output.desired.routes[0].features.as_ref().expect("set");
-    let rules = output.desired.feature_sets[id]
-        .canary
-        .clone()
-        .expect("rules");
+    let rules = route_features(&output).canary.expect("rules");
     assert_eq!(rules.header.as_deref(), Some("X-Canary"));
     assert_eq!(rules.header_value, None);
 }
@@ -584,11 +516,7 @@ fn a_canary_cookie_name_with_a_semicolon_is_refused() {
 
 #[test]
 fn a_canary_flag_that_is_not_a_bool_leaves_an_ordinary_ingress() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        ("beta", "2024-02-01T00:00:00Z", "api", &[("canary", "yes")]),
-    ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_canary_of_main(&[("canary", "yes")]);
     // Not a canary: an ordinary Ingress whose route conflicts with the older one.
     assert!(output.desired.routes[0].canary.is_none());
     let fields: Vec<&str> = output.problems.iter().map(|p| p.field.as_str()).collect();
@@ -600,13 +528,7 @@ fn a_canary_flag_that_is_not_a_bool_leaves_an_ordinary_ingress() {
 
 #[test]
 fn canary_keys_without_canary_true_are_told_and_ignored() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("canary-weight", "30"), ("canary-by-header-value", "x")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("canary-weight", "30"), ("canary-by-header-value", "x")]);
     assert_eq!(output.desired.routes.len(), 1);
     assert_eq!(output.problems.len(), 2, "{:?}", output.problems);
     assert!(
@@ -621,19 +543,8 @@ fn canary_keys_without_canary_true_are_told_and_ignored() {
 
 #[test]
 fn a_canary_header_value_without_a_header_is_told() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        (
-            "beta",
-            "2024-02-01T00:00:00Z",
-            "api",
-            &[("canary", "true"), ("canary-by-header-value", "x")],
-        ),
-    ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_canary_of_main(&[("canary", "true"), ("canary-by-header-value", "x")]);
+    let problem = only_problem(&output);
     assert!(
         problem.message.contains("needs canary-by-header"),
         "{problem}"
@@ -653,44 +564,25 @@ fn canary_shares_follow_ingress_nginx_weights() {
 
 #[test]
 fn a_body_size_limit_joins_the_route_features() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("proxy-body-size", "8m")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("proxy-body-size", "8m")]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
-    let id = output.desired.routes[0].features.as_ref().expect("a set");
-    assert_eq!(
-        output.desired.feature_sets[id].max_body_size,
-        Some(8 * 1024 * 1024)
-    );
+    assert_eq!(route_features(&output).max_body_size, Some(8 * 1024 * 1024));
 }
 
 #[test]
 fn a_bad_body_size_is_told_and_the_rest_of_the_ingress_works() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[
-            ("proxy-body-size", "8mb"),
-            ("upstream-vhost", "in.example.com"),
-        ],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[
+        ("proxy-body-size", "8mb"),
+        ("upstream-vhost", "in.example.com"),
+    ]);
+    let problem = only_problem(&output);
     assert_eq!(problem.object.name, "main");
     assert_eq!(
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
     );
     assert!(problem.message.contains("'8mb' is not valid"), "{problem}");
-    let id = output.desired.routes[0].features.as_ref().expect("a set");
-    let features = &output.desired.feature_sets[id];
+    let features = route_features(&output);
     assert_eq!(features.max_body_size, None);
     assert_eq!(features.set_host.as_deref(), Some("in.example.com"));
 }
@@ -706,17 +598,11 @@ fn web_cookie(output: &BuildOutput) -> Option<tugboat_model::features::Persisten
 
 #[test]
 fn affinity_cookie_sets_the_persistence_cookie_and_its_attributes() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[
-            ("affinity", "cookie"),
-            ("session-cookie-path", "/shop"),
-            ("session-cookie-expires", "600"),
-        ],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[
+        ("affinity", "cookie"),
+        ("session-cookie-path", "/shop"),
+        ("session-cookie-expires", "600"),
+    ]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let cookie = web_cookie(&output).expect("a cookie");
     assert_eq!(cookie.name, "INGRESSCOOKIE");
@@ -727,18 +613,12 @@ fn affinity_cookie_sets_the_persistence_cookie_and_its_attributes() {
 
 #[test]
 fn session_cookie_max_age_beats_expires() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[
-            ("affinity", "cookie"),
-            ("session-cookie-name", "route"),
-            ("session-cookie-max-age", "60"),
-            ("session-cookie-expires", "600"),
-        ],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[
+        ("affinity", "cookie"),
+        ("session-cookie-name", "route"),
+        ("session-cookie-max-age", "60"),
+        ("session-cookie-expires", "600"),
+    ]);
     let cookie = web_cookie(&output).expect("a cookie");
     assert_eq!(cookie.name, "route");
     assert_eq!(cookie.max_age, Some(60));
@@ -746,17 +626,9 @@ fn session_cookie_max_age_beats_expires() {
 
 #[test]
 fn session_cookie_keys_without_affinity_are_told_and_ignored() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("session-cookie-name", "route")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("session-cookie-name", "route")]);
     assert_eq!(web_cookie(&output), None);
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert!(
         problem.message.contains("needs affinity: cookie"),
         "{problem}"
@@ -765,13 +637,9 @@ fn session_cookie_keys_without_affinity_are_told_and_ignored() {
 
 #[test]
 fn an_affinity_other_than_cookie_is_refused() {
-    let snapshot =
-        canary_snapshot(&[("main", "2024-01-01T00:00:00Z", "web", &[("affinity", "ip")])]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("affinity", "ip")]);
     assert_eq!(web_cookie(&output), None);
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert_eq!(
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/affinity"
@@ -781,51 +649,26 @@ fn an_affinity_other_than_cookie_is_refused() {
 
 #[test]
 fn a_bad_session_cookie_path_is_told_and_the_cookie_kept() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[
-            ("affinity", "cookie"),
-            ("session-cookie-path", "/a;Domain=x"),
-        ],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[
+        ("affinity", "cookie"),
+        ("session-cookie-path", "/a;Domain=x"),
+    ]);
     let cookie = web_cookie(&output).expect("a cookie");
     assert_eq!(cookie.path, None);
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert!(problem.field.ends_with("session-cookie-path"), "{problem}");
 }
 
 #[test]
 fn a_bad_session_cookie_max_age_is_refused() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("affinity", "cookie"), ("session-cookie-max-age", "0")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("affinity", "cookie"), ("session-cookie-max-age", "0")]);
     assert_eq!(web_cookie(&output).and_then(|c| c.max_age), None);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
 }
 
-fn route_features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
-    let id = output.desired.routes[0].features.as_ref().expect("a set");
-    output.desired.feature_sets[id].clone()
-}
-
 #[test]
 fn nginx_limits_join_the_route_features_with_the_burst() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-rps", "10"), ("limit-connections", "3")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[("limit-rps", "10"), ("limit-connections", "3")]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let limits = route_features(&output).client_limits.expect("limits");
     // ingress-nginx's default burst multiplier is 5.
@@ -835,16 +678,8 @@ fn nginx_limits_join_the_route_features_with_the_burst() {
 
 #[test]
 fn a_limit_rps_that_is_not_a_number_fails_closed() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-rps", "ten")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-rps", "ten")]);
+    let problem = only_problem(&output);
     assert!(problem.field.ends_with("limit-rps"), "{problem}");
     assert!(problem.message.contains("403"), "{problem}");
     assert!(route_features(&output).deny_all);
@@ -852,32 +687,16 @@ fn a_limit_rps_that_is_not_a_number_fails_closed() {
 
 #[test]
 fn a_limit_connections_of_zero_fails_closed() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-connections", "0")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-connections", "0")]);
+    let problem = only_problem(&output);
     assert!(problem.field.ends_with("limit-connections"), "{problem}");
     assert!(route_features(&output).deny_all);
 }
 
 #[test]
 fn a_burst_multiplier_of_zero_is_refused_and_the_default_applies() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-rps", "2"), ("limit-burst-multiplier", "0")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-rps", "2"), ("limit-burst-multiplier", "0")]);
+    let problem = only_problem(&output);
     assert!(
         problem.field.ends_with("limit-burst-multiplier"),
         "{problem}"
@@ -888,32 +707,18 @@ fn a_burst_multiplier_of_zero_is_refused_and_the_default_applies() {
 
 #[test]
 fn a_burst_multiplier_without_limit_rps_is_told() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-burst-multiplier", "2")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-burst-multiplier", "2")]);
+    let problem = only_problem(&output);
     assert!(problem.message.contains("needs limit-rps"), "{problem}");
     assert!(output.desired.routes[0].features.is_none());
 }
 
 #[test]
 fn a_limit_allowlist_exempts_addresses_from_the_limits() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[
-            ("limit-rps", "5"),
-            ("limit-whitelist", "10.0.0.0/8,192.0.2.7"),
-        ],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_main_with(&[
+        ("limit-rps", "5"),
+        ("limit-whitelist", "10.0.0.0/8,192.0.2.7"),
+    ]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let limits = route_features(&output).client_limits.expect("limits");
     assert_eq!(limits.exempt, vec!["10.0.0.0/8", "192.0.2.7"]);
@@ -921,16 +726,8 @@ fn a_limit_allowlist_exempts_addresses_from_the_limits() {
 
 #[test]
 fn a_bad_limit_allowlist_is_told_and_the_limits_apply_to_everyone() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-rps", "5"), ("limit-allowlist", "10.0.0.0/33")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-rps", "5"), ("limit-allowlist", "10.0.0.0/33")]);
+    let problem = only_problem(&output);
     assert!(problem.field.ends_with("limit-allowlist"), "{problem}");
     let features = route_features(&output);
     assert!(!features.deny_all);
@@ -939,39 +736,20 @@ fn a_bad_limit_allowlist_is_told_and_the_limits_apply_to_everyone() {
 
 #[test]
 fn a_limit_allowlist_without_limits_is_told() {
-    let snapshot = canary_snapshot(&[(
-        "main",
-        "2024-01-01T00:00:00Z",
-        "web",
-        &[("limit-allowlist", "10.0.0.0/8")],
-    )]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let output = build_main_with(&[("limit-allowlist", "10.0.0.0/8")]);
+    let problem = only_problem(&output);
     assert!(problem.message.contains("needs limit-rps"), "{problem}");
 }
 
 #[test]
 fn a_canary_header_value_makes_the_pattern_unused() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        (
-            "beta",
-            "2024-02-01T00:00:00Z",
-            "api",
-            &[
-                ("canary", "true"),
-                ("canary-by-header", "X-Canary"),
-                ("canary-by-header-value", "yes"),
-                ("canary-by-header-pattern", "^y"),
-            ],
-        ),
+    let output = build_canary_of_main(&[
+        ("canary", "true"),
+        ("canary-by-header", "X-Canary"),
+        ("canary-by-header-value", "yes"),
+        ("canary-by-header-pattern", "^y"),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert!(problem.message.contains("takes precedence"), "{problem}");
     let rules = route_features(&output).canary.expect("rules");
     assert_eq!(rules.header_value.as_deref(), Some("yes"));
@@ -980,23 +758,12 @@ fn a_canary_header_value_makes_the_pattern_unused() {
 
 #[test]
 fn a_canary_header_pattern_that_does_not_parse_is_refused() {
-    let snapshot = canary_snapshot(&[
-        ("main", "2024-01-01T00:00:00Z", "web", &[]),
-        (
-            "beta",
-            "2024-02-01T00:00:00Z",
-            "api",
-            &[
-                ("canary", "true"),
-                ("canary-by-header", "X-Canary"),
-                ("canary-by-header-pattern", "(beta"),
-            ],
-        ),
+    let output = build_canary_of_main(&[
+        ("canary", "true"),
+        ("canary-by-header", "X-Canary"),
+        ("canary-by-header-pattern", "(beta"),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
-    let [problem] = output.problems.as_slice() else {
-        panic!("one problem: {:?}", output.problems);
-    };
+    let problem = only_problem(&output);
     assert!(
         problem.field.ends_with("canary-by-header-pattern"),
         "{problem}"

@@ -105,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let tugboat = tugboat_binary()?;
-    let haproxy = HaproxyBinary::find(&series).with_context(|| {
+    let haproxy = HaproxyBinary::installed(&series).with_context(|| {
         format!("haproxy {series} not installed (scripts/get-haproxy.sh, or TUGBOAT_HAPROXY_DIR)")
     })?;
     let server = FakeApiServer::start().await;

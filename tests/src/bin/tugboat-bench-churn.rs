@@ -38,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
         series = vec!["2.6".into(), "3.0".into()];
     }
     for name in &series {
-        let Some(binary) = HaproxyBinary::find(name) else {
+        let Some(binary) = HaproxyBinary::installed(name) else {
             bail!("haproxy {name} is not installed: run scripts/get-haproxy.sh");
         };
         let report = run(&binary)
