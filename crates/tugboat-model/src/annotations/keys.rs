@@ -340,7 +340,7 @@ pub const APP_ROOT: Key<String> = key!(
         values: "a path starting with `/`: letters, digits and `- . _ ~ ! & ' ( ) * + , ; = : @ /`",
         default: KeyDefault::None("none"),
         example: "/app1",
-        help: "A request for `/` is redirected (302) to this path on the same scheme and host (`http://shop.example.com/` to `http://shop.example.com/app1`), as ingress-nginx does; the query is dropped.",
+        help: "A request for `/` is redirected (302) to this path on the same scheme and host (`http://shop.example.com/` to `http://shop.example.com/app1`), as ingress-nginx does; the query is dropped. The redirect answers after allow and deny lists and before the HTTPS redirect, rate limits and authentication, as ingress-nginx's does (on a TLS host asked over plain HTTP, `/` goes to this path over HTTP).",
         peers: peers::APP_ROOT,
         ..BASE
     }
