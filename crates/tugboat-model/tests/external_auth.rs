@@ -400,3 +400,29 @@ fn another_variable_in_the_signin_host_is_refused() {
         "tugboat.dev/auth-signin",
     );
 }
+
+#[test]
+fn an_ingress_with_an_exact_host_and_a_catch_all_rule_refuses_only_the_catch_all() {
+    let mut both = ingress_on_host(
+        "both",
+        Some("shop.example.com"),
+        json!({"nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY}),
+    );
+    let exact_rule = both["spec"]["rules"][0].clone();
+    let mut catch_all = exact_rule.clone();
+    catch_all.as_object_mut().expect("a rule").remove("host");
+    both["spec"]["rules"] = json!([exact_rule, catch_all]);
+    let output = build_ingresses(&[both]);
+    assert_host_refused(
+        &output,
+        "both",
+        "nginx.ingress.kubernetes.io/auth-url",
+        None,
+    );
+    let exact = features_on(&output, Some("shop.example.com"));
+    assert!(!exact.deny_all);
+    assert_eq!(
+        exact.external_auth.as_ref().map(|a| a.url.as_str()),
+        Some(HOST_IN_AUTHORITY)
+    );
+}
