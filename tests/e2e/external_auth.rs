@@ -29,7 +29,8 @@ use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
 scene_tests!(
     external_authentication_decides_before_the_backend,
-    nginx_variables_are_filled_in_per_request
+    nginx_variables_are_filled_in_per_request,
+    host_in_the_auth_url_host_fails_closed_on_a_rule_without_a_host
 );
 
 const HOST: &str = "guarded.example.com";
@@ -301,18 +302,19 @@ async fn external_authentication_decides_before_the_backend(
 }
 
 /// nginx variables in `auth-url` and `auth-signin`, as ingress-nginx users write them
-/// for oauth2-proxy (`https://$host/oauth2/auth`, `...?rd=$escaped_request_uri`): filled
-/// in per request. `$host` in the URL's host sends the authentication request to the
-/// host the client asked for: here a rule without a host, asked as `127.0.0.1`, so the
-/// service is reached on loopback. A Host that is not a host name fills in nothing and
-/// answers 500.
+/// for oauth2-proxy (`...?rd=$escaped_request_uri`): filled in per request. `$host`
+/// stands here in the path and query of `auth-url` (its host is the service's address:
+/// `$host` in the host needs a rule with an exact host, whose name haproxy would resolve
+/// through DNS) and in the host of `auth-signin`, which sends the client back to the
+/// host it asked for (allowed on any rule), asked as `127.0.0.1`. A Host that is not a
+/// host name fills in nothing and answers 500.
 async fn nginx_variables_are_filled_in_per_request(haproxy: HaproxyBinary, source: Source) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let auth = auth_server(asked.clone()).await;
     let count = Arc::new(AtomicUsize::new(0));
     let web = backend(count.clone()).await;
     let port = auth.addr.port();
-    let by_host = format!("http://$host:{port}/oauth2/auth");
+    let by_host = format!("http://127.0.0.1:{port}/oauth2/$host/auth?host=${{host}}");
     let signin = format!("http://${{host}}:{port}/oauth2/start?rd=$escaped_request_uri");
     let in_query = format!(
         "http://127.0.0.1:{port}/check?s=$scheme&h=$host&u=$request_uri&t=$http_x_tenant&p=$arg_page"
@@ -359,9 +361,9 @@ async fn nginx_variables_are_filled_in_per_request(haproxy: HaproxyBinary, sourc
             }
         };
 
-    // `$host`: the Host without its port, in the URL's host.
+    // `$host`: the Host in lower case without its port, in the URL's path and query.
     let reply = get(
-        "127.0.0.1:80",
+        "LocalHost.Example:80",
         "/by-host/a",
         vec![("Authorization", "Bearer alice")],
     )
@@ -369,8 +371,11 @@ async fn nginx_variables_are_filled_in_per_request(haproxy: HaproxyBinary, sourc
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.header("x-echo-req-auth-user"), None);
     let seen = last_asked().expect("the service was asked");
-    assert_eq!(seen.uri, "/oauth2/auth");
-    assert_eq!(seen.original_url, "http://127.0.0.1:80/by-host/a");
+    assert_eq!(
+        seen.uri,
+        "/oauth2/localhost.example/auth?host=localhost.example"
+    );
+    assert_eq!(seen.original_url, "http://LocalHost.Example:80/by-host/a");
 
     // A 401 redirects to the sign-in URL with its variables filled in (its own `rd`).
     let reply = get("127.0.0.1", "/by-host/a?b=c%20d", vec![]).await;
@@ -421,4 +426,80 @@ async fn nginx_variables_are_filled_in_per_request(haproxy: HaproxyBinary, sourc
     assert_eq!(reply.status, 500, "{reply:?}");
     assert_eq!(asked.lock().expect("lock").len(), asked_before);
     assert_eq!(count.load(Ordering::SeqCst), served);
+}
+
+/// `$host` in the host of `auth-url` on a rule without a host: the client would choose
+/// the authentication service with its Host header (here naming the test's own service
+/// on loopback, which would allow it). Refused: a problem (and in API mode a Warning)
+/// naming the Ingress and the key, and the route answers 403 without asking any
+/// service or reaching the backend; the other routes keep serving.
+async fn host_in_the_auth_url_host_fails_closed_on_a_rule_without_a_host(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let auth = auth_server(asked.clone()).await;
+    let count = Arc::new(AtomicUsize::new(0));
+    let web = backend(count.clone()).await;
+    let chosen_by_host = format!("http://$host:{}/oauth2/auth", auth.addr.port());
+    let objects = vec![
+        to_json(&mk_service("web", "http", 80)),
+        to_json(&mk_endpoint_slice("web", "http", &[web.addr])),
+        to_json(&with_annotations(
+            mk_ingress_with_rules(
+                "any-host",
+                vec![mk_rule(None, &[prefix("/guarded", "web")])],
+            ),
+            &[("nginx.ingress.kubernetes.io/auth-url", &chosen_by_host)],
+        )),
+        to_json(&mk_ingress_with_rules(
+            "open",
+            vec![mk_rule(None, &[prefix("/", "web")])],
+        )),
+    ];
+    let scene = Scene::start(&haproxy, source, &objects).await;
+    scene.wait_for_status("127.0.0.1", "/", 200).await;
+    let served = count.load(Ordering::SeqCst);
+
+    for host in ["127.0.0.1", "localhost"] {
+        let reply = request(
+            scene.http_addr(),
+            "GET",
+            host,
+            "/guarded/a",
+            &[("Authorization", "Bearer alice")],
+        )
+        .await
+        .expect("request through haproxy");
+        assert_eq!(reply.status, 403, "{host}: {reply:?}");
+    }
+    assert!(
+        asked.lock().expect("lock").is_empty(),
+        "the authentication service was asked"
+    );
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        served,
+        "a refused request reached the backend"
+    );
+
+    let field = "metadata.annotations.nginx.ingress.kubernetes.io/auth-url";
+    let problems = scene.status().problems;
+    let problem = problems
+        .iter()
+        .find(|p| p.object.name == "any-host" && p.field == field)
+        .unwrap_or_else(|| panic!("no problem for the key: {problems:?}"));
+    assert!(
+        problem.message.contains("$host")
+            && problem
+                .message
+                .contains("the client would choose the authentication service"),
+        "{problem:?}"
+    );
+    if let Some(event) = scene.wait_for_warning("any-host", field).await {
+        assert!(
+            event.to_string().contains("the client would choose"),
+            "{event}"
+        );
+    }
 }

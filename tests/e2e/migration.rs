@@ -405,9 +405,10 @@ async fn haproxy_ingress_limits_body_size_and_aliases(haproxy: HaproxyBinary, so
     assert!(problem.field.ends_with("server-alias-regex"), "{problem}");
 }
 
-/// ingress-nginx answers `permanent-redirect` and `temporal-redirect` (its `return`)
-/// before its HTTPS redirect and before authentication: on a TLS host asked over plain
-/// HTTP, the redirect goes to its URL straight away; the host's other routes go to HTTPS.
+/// ingress-nginx answers `permanent-redirect`, `temporal-redirect` and `app-root` (its
+/// `return`) before its HTTPS redirect and before authentication: on a TLS host asked
+/// over plain HTTP, the redirect goes to its URL straight away (`app-root`: on the
+/// request's scheme); the host's other routes go to HTTPS.
 async fn redirects_answer_before_the_https_redirect(haproxy: HaproxyBinary, source: Source) {
     const SECURE: &str = "secure.example.com";
     let web = start_backends("web", 226, 1).await;
@@ -449,7 +450,11 @@ async fn redirects_answer_before_the_https_redirect(haproxy: HaproxyBinary, sour
                 ("nginx.ingress.kubernetes.io/force-ssl-redirect", "true"),
             ],
         ),
-        secure("site", "/", &[]),
+        secure(
+            "site",
+            "/",
+            &[("nginx.ingress.kubernetes.io/app-root", "/app1")],
+        ),
     ]);
     let scene = Scene::start(&haproxy, source, &objects).await;
     scene.wait_for_status(SECURE, "/moved", 301).await;
@@ -470,6 +475,12 @@ async fn redirects_answer_before_the_https_redirect(haproxy: HaproxyBinary, sour
     let reply = get("/away").await;
     assert_eq!(reply.status, 302, "{reply:?}");
     assert_eq!(reply.header("location"), Some("https://away.example.com/"));
+    let reply = get("/").await;
+    assert_eq!(reply.status, 302, "{reply:?}");
+    assert_eq!(
+        reply.header("location"),
+        Some("http://secure.example.com/app1")
+    );
     let reply = get("/other").await;
     assert_eq!(reply.status, 308, "{reply:?}");
     assert_eq!(

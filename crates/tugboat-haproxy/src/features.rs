@@ -288,6 +288,16 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             }
         }
     }
+    // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
+    // `$scheme://$http_host`), also before the HTTPS redirect (ingress-nginx's server
+    // `return` for `/`); the path was validated (no `%` or `$`).
+    for (root, ids) in group(sets, |f| f.app_root.as_deref()) {
+        let _ = writeln!(
+            request,
+            "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]{root} code 302 if {} {{ path / }}",
+            sets_acl(&ids)
+        );
+    }
     // HTTPS redirects of the sets that decide them.
     for (redirect, ids) in group(sets, |f| f.https_redirect) {
         let condition = match redirect.when {
@@ -318,15 +328,6 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
     }
 
     let late = &mut rules.late_request;
-    // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
-    // `$scheme://$http_host`); the path was validated (no `%` or `$`).
-    for (root, ids) in group(sets, |f| f.app_root.as_deref()) {
-        let _ = writeln!(
-            late,
-            "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]{root} code 302 if {} {{ path / }}",
-            sets_acl(&ids)
-        );
-    }
     // Rate limits, before authentication so that guessing passwords is limited too.
     for (id, features) in sets {
         if let Some(limit) = &features.rate_limit {

@@ -1282,6 +1282,34 @@ mod tests {
     }
 
     #[test]
+    fn app_root_comes_before_the_https_redirects() {
+        use tugboat_model::features::{HttpsRedirect, RedirectWhen, RouteFeatures};
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            app_root: Some("/app1".into()),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let config = frontend(&desired);
+        let root = config
+            .find("]/app1 code 302 if ")
+            .unwrap_or_else(|| panic!("{config}"));
+        let https: Vec<usize> = config
+            .match_indices("redirect scheme https")
+            .map(|(at, _)| at)
+            .collect();
+        // The route's own HTTPS redirect and the default one for TLS hosts.
+        assert!(https.len() >= 2, "{config}");
+        for at in https {
+            assert!(root < at, "{config}");
+        }
+    }
+
+    #[test]
     fn a_sticky_canary_backend_marks_its_cookie_values() {
         use tugboat_model::features::{BackendOptions, PersistenceCookie};
         let mut desired = desired();

@@ -507,7 +507,9 @@ impl<'a> Builder<'a> {
         let mut www_redirected = BTreeSet::new();
         let mut aliased_hosts = BTreeSet::new();
         let mut conflicting_aliases = BTreeSet::new();
-        let mut features_by_service: HashMap<ObjectKey, Option<FeatureSetId>> = HashMap::new();
+        // By Service and by whether every host of the rule is exact (`auth-url` cares).
+        let mut features_by_service: HashMap<(ObjectKey, bool), Option<FeatureSetId>> =
+            HashMap::new();
         let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
             let backend = self.backend(&object, key, default, "spec.defaultBackend", ingress_layer);
@@ -533,6 +535,11 @@ impl<'a> Builder<'a> {
                     aliases.as_slice()
                 }
             };
+            // The rule's host and its aliases, each a request's Host must be exactly.
+            let exact_hosts = matches!(host, HostMatch::Exact(_))
+                && host_aliases
+                    .iter()
+                    .all(|alias| matches!(host_match(alias), HostMatch::Exact(_)));
             let mut rule_backend = None;
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
@@ -560,11 +567,13 @@ impl<'a> Builder<'a> {
                     .get(&backend)
                     .map(|b| b.service.clone())
                     .unwrap_or_else(|| key.clone());
-                let mut features = match features_by_service.get(&service) {
+                let cache_key = (service, exact_hosts);
+                let mut features = match features_by_service.get(&cache_key) {
                     Some(features) => features.clone(),
                     None => {
-                        let features = self.route_features(&service, ingress_layer);
-                        features_by_service.insert(service, features.clone());
+                        let features =
+                            self.route_features(&cache_key.0, ingress_layer, exact_hosts);
+                        features_by_service.insert(cache_key, features.clone());
                         features
                     }
                 };

@@ -470,11 +470,38 @@ fn variable_spans(value: &str) -> Result<Vec<(std::ops::Range<usize>, &str)>, Ur
     Ok(spans)
 }
 
+/// The one variable that may stand in the authority (host or port) of an external
+/// authentication URL: the request's own Host, and then only on routes whose hosts
+/// are exact (see [`authority_variables`]).
+pub const AUTHORITY_VARIABLE: &str = "host";
+
+/// The variables of `value` that stand in its authority, the host and port between
+/// `://` and the first `/` or `?`, in order. A variable there lets the request choose
+/// where haproxy sends it: any but [`AUTHORITY_VARIABLE`] lets the client name the
+/// authentication service outright (a header, an argument, its own address...), and
+/// `$host` does on a route that takes any Host (no host, or a wildcard).
+pub fn authority_variables(value: &str) -> Result<Vec<&str>, UrlVariableError> {
+    let Some(scheme_end) = value.find("://") else {
+        return Ok(Vec::new());
+    };
+    let start = scheme_end + 3;
+    let end = value[start..]
+        .find(['/', '?'])
+        .map_or(value.len(), |offset| start + offset);
+    Ok(variable_spans(value)?
+        .into_iter()
+        .filter(|(span, _)| span.start >= start && span.start < end)
+        .map(|(_, name)| name)
+        .collect())
+}
+
 /// A [`service_url`] that may hold nginx variables ([`url_variables`]): each variable
 /// stands for a value the authentication script fills in per request (and checks
-/// there: a host that is not a host name or address fails the request). Written
-/// as it is into haproxy's config: `$` and `{}` are plain bytes outside double
-/// quotes, and the rest of the URL is checked as [`service_url`] checks it.
+/// there: a host that is not a host name or address fails the request). Only
+/// [`AUTHORITY_VARIABLE`] may stand in the host or port ([`authority_variables`]);
+/// whether the routes allow it there is the model's call. Written as it is into
+/// haproxy's config: `$` and `{}` are plain bytes outside double quotes, and the rest
+/// of the URL is checked as [`service_url`] checks it.
 pub fn service_url_template(value: &str) -> Result<(), InvalidValue> {
     let spans = variable_spans(value).map_err(|e| {
         invalid(match e {
@@ -488,6 +515,17 @@ pub fn service_url_template(value: &str) -> Result<(), InvalidValue> {
             ),
         })
     })?;
+    if let Some(name) = authority_variables(value)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|name| *name != AUTHORITY_VARIABLE)
+    {
+        return Err(invalid(format!(
+            "'{}' has the variable ${name} in its host or port: the client would choose \
+             where the request goes; only ${AUTHORITY_VARIABLE} may stand there",
+            printable(value)
+        )));
+    }
     // Each variable stands in as one letter, valid in a host, a path and a query.
     let mut stand_in = String::with_capacity(value.len());
     let mut from = 0;
@@ -751,6 +789,49 @@ mod tests {
         ] {
             let error = service_url_template(bad).expect_err(bad);
             assert!(error.0.contains(bad), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn authority_variables_are_those_before_the_path_and_query() {
+        assert_eq!(
+            authority_variables("https://auth.$host:$arg_port/a/$host?h=${host}"),
+            Ok(vec!["host", "arg_port"])
+        );
+        assert_eq!(
+            authority_variables("https://${host}?next=$http_x_next"),
+            Ok(vec!["host"])
+        );
+        assert_eq!(
+            authority_variables("http://127.0.0.1:9000/check?host=$host"),
+            Ok(vec![])
+        );
+        assert_eq!(authority_variables("no scheme $host"), Ok(vec![]));
+    }
+
+    #[test]
+    fn service_url_templates_allow_only_host_in_the_authority() {
+        for good in [
+            "https://$host/oauth2/auth",
+            "https://${host}:8443/oauth2/auth",
+            "https://auth.$host/check",
+            "http://127.0.0.1:9000/check/$http_x_tenant?h=$host&a=$arg_next&ip=$remote_addr",
+        ] {
+            assert_eq!(service_url_template(good), Ok(()), "{good}");
+        }
+        for (bad, variable) in [
+            ("https://$http_x_auth_host/check", "$http_x_auth_host"),
+            ("https://$arg_next/start", "$arg_next"),
+            ("https://auth.example.com:$arg_port/check", "$arg_port"),
+            ("https://$remote_addr/check", "$remote_addr"),
+            ("https://${http_x_target}?x=1", "$http_x_target"),
+            ("https://$host.$http_x_zone/check", "$http_x_zone"),
+        ] {
+            let error = service_url_template(bad).expect_err(bad);
+            assert!(
+                error.0.contains(variable) && error.0.contains("the client would choose"),
+                "{error:?}"
+            );
         }
     }
 

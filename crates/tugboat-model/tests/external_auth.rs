@@ -197,3 +197,232 @@ fn the_companion_keys_alone_are_refused() {
     assert!(output.problems[0].message.contains("it needs auth-url"));
     assert!(features(&output, "/").is_none_or(|f| f.external_auth.is_none()));
 }
+
+/// An Ingress with one rule (`host`: none when `None`) to `web` on `/`.
+fn ingress_on_host(name: &str, host: Option<&str>, annotations: Value) -> Value {
+    let mut rule = json!({"http": {"paths": [
+        {"path": "/", "pathType": "Prefix",
+         "backend": {"service": {"name": "web", "port": {"number": 80}}}}
+    ]}});
+    if let Some(host) = host {
+        rule["host"] = json!(host);
+    }
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "default",
+                     "creationTimestamp": "2024-01-01T00:00:00Z",
+                     "annotations": annotations},
+        "spec": {"rules": [rule]},
+    })
+}
+
+/// The features of the route of this host (`None`: the rule without a host) on `/`.
+fn features_on<'o>(output: &'o BuildOutput, host: Option<&str>) -> &'o RouteFeatures {
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| match host {
+            Some(host) => r.host.to_string() == host,
+            None => r.host == tugboat_model::HostMatch::Any,
+        })
+        .unwrap_or_else(|| panic!("a route for {host:?}: {:?}", output.desired.routes));
+    route
+        .features
+        .as_ref()
+        .and_then(|id| output.desired.feature_sets.get(id))
+        .expect("features")
+}
+
+const HOST_IN_AUTHORITY: &str = "https://$host/oauth2/auth";
+
+#[test]
+fn host_in_the_auth_url_host_is_kept_on_an_exact_host() {
+    let output = build_ingresses(&[ingress_on_host(
+        "shop",
+        Some("shop.example.com"),
+        json!({
+            "nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY,
+            "nginx.ingress.kubernetes.io/server-alias": "store.example.com",
+        }),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    for host in ["shop.example.com", "store.example.com"] {
+        let features = features_on(&output, Some(host));
+        assert!(!features.deny_all, "{host}");
+        assert_eq!(
+            features.external_auth.as_ref().map(|a| a.url.as_str()),
+            Some(HOST_IN_AUTHORITY),
+            "{host}"
+        );
+    }
+}
+
+/// The problem of a refused `$host` in the host of `auth-url`: on the Ingress, naming
+/// the key and why; the route refuses everybody.
+fn assert_host_refused(output: &BuildOutput, name: &str, key: &str, route_host: Option<&str>) {
+    let problems: Vec<_> = output
+        .problems
+        .iter()
+        .filter(|p| p.object.name == name)
+        .collect();
+    assert_eq!(problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(problems[0].field, format!("metadata.annotations.{key}"));
+    let message = &problems[0].message;
+    assert!(
+        message.contains("auth-url")
+            && message.contains("$host")
+            && message.contains("the client would choose the authentication service")
+            && message.contains("403"),
+        "{message}"
+    );
+    let features = features_on(output, route_host);
+    assert!(features.deny_all);
+    assert_eq!(features.external_auth, None);
+}
+
+#[test]
+fn host_in_the_auth_url_host_is_refused_on_a_rule_without_a_host() {
+    let output = build_ingresses(&[
+        ingress_on_host(
+            "open",
+            None,
+            json!({"nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY}),
+        ),
+        ingress_on_host("site", Some("site.example.com"), json!({})),
+    ]);
+    assert_host_refused(
+        &output,
+        "open",
+        "nginx.ingress.kubernetes.io/auth-url",
+        None,
+    );
+    assert!(problem_fields(&output, "site").is_empty());
+    assert!(
+        output
+            .desired
+            .routes
+            .iter()
+            .find(|r| r.host.to_string() == "site.example.com")
+            .is_some_and(|r| r.features.is_none())
+    );
+}
+
+#[test]
+fn braced_host_in_the_auth_url_host_is_refused_on_a_wildcard_host() {
+    let output = build_ingresses(&[ingress_on_host(
+        "wild",
+        Some("*.example.com"),
+        json!({"tugboat.dev/auth-url": "http://auth.${host}:4180/check"}),
+    )]);
+    assert_host_refused(
+        &output,
+        "wild",
+        "tugboat.dev/auth-url",
+        Some("*.example.com"),
+    );
+}
+
+#[test]
+fn host_in_the_auth_url_host_is_refused_when_an_alias_is_a_wildcard() {
+    let output = build_ingresses(&[ingress_on_host(
+        "aliased",
+        Some("shop.example.com"),
+        json!({
+            "nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY,
+            "nginx.ingress.kubernetes.io/server-alias": "*.shop.example.com",
+        }),
+    )]);
+    assert_host_refused(
+        &output,
+        "aliased",
+        "nginx.ingress.kubernetes.io/auth-url",
+        Some("shop.example.com"),
+    );
+}
+
+#[test]
+fn host_in_the_auth_url_path_and_query_is_kept_on_a_rule_without_a_host() {
+    let url = "http://127.0.0.1:9000/check/$host?host=$host&tenant=$http_x_tenant";
+    let output = build_ingresses(&[ingress_on_host(
+        "open",
+        None,
+        json!({"nginx.ingress.kubernetes.io/auth-url": url}),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let features = features_on(&output, None);
+    assert!(!features.deny_all);
+    assert_eq!(
+        features.external_auth.as_ref().map(|a| a.url.as_str()),
+        Some(url)
+    );
+}
+
+#[test]
+fn another_variable_in_the_auth_url_host_is_refused_even_on_an_exact_host() {
+    assert_fails_closed(
+        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$http_x_auth_host/check"}),
+        "nginx.ingress.kubernetes.io/auth-url",
+    );
+    let output = build_ingresses(&[ingress(
+        "guarded",
+        "/",
+        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$http_x_auth_host/check"}),
+    )]);
+    let message = &output.problems[0].message;
+    assert!(
+        message.contains("$http_x_auth_host") && message.contains("the client would choose"),
+        "{message}"
+    );
+}
+
+#[test]
+fn host_in_the_signin_host_is_kept_on_a_rule_without_a_host() {
+    let output = build_ingresses(&[ingress_on_host(
+        "open",
+        None,
+        json!({
+            "tugboat.dev/auth-url": "http://127.0.0.1:9000/check",
+            "tugboat.dev/auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri",
+        }),
+    )]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert!(!features_on(&output, None).deny_all);
+}
+
+#[test]
+fn another_variable_in_the_signin_host_is_refused() {
+    assert_fails_closed(
+        json!({
+            "tugboat.dev/auth-url": "http://auth.example.com/check",
+            "tugboat.dev/auth-signin": "https://$arg_next/oauth2/start",
+        }),
+        "tugboat.dev/auth-signin",
+    );
+}
+
+#[test]
+fn an_ingress_with_an_exact_host_and_a_catch_all_rule_refuses_only_the_catch_all() {
+    let mut both = ingress_on_host(
+        "both",
+        Some("shop.example.com"),
+        json!({"nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY}),
+    );
+    let exact_rule = both["spec"]["rules"][0].clone();
+    let mut catch_all = exact_rule.clone();
+    catch_all.as_object_mut().expect("a rule").remove("host");
+    both["spec"]["rules"] = json!([exact_rule, catch_all]);
+    let output = build_ingresses(&[both]);
+    assert_host_refused(
+        &output,
+        "both",
+        "nginx.ingress.kubernetes.io/auth-url",
+        None,
+    );
+    let exact = features_on(&output, Some("shop.example.com"));
+    assert!(!exact.deny_all);
+    assert_eq!(
+        exact.external_auth.as_ref().map(|a| a.url.as_str()),
+        Some(HOST_IN_AUTHORITY)
+    );
+}

@@ -1683,3 +1683,69 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
     );
     assert_eq!(dispatch.otherwise, Otherwise::NotFound);
 }
+
+/// `auth-url` on a Service with `$host` in its host: kept on a route whose hostname is
+/// exact, refused (403, a problem on the Service naming the route) on a wildcard one,
+/// where the client would choose the authentication service.
+#[test]
+fn host_in_the_auth_url_host_of_a_service_needs_an_exact_hostname() {
+    let mut snapshot = with_http_gateway();
+    snapshot.services.insert(
+        ObjectKey::new("shop", "web"),
+        object(
+            json!({"metadata": {"name": "web", "namespace": "shop", "annotations": {
+                          "nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth"}},
+                      "spec": {"ports": [{"name": "http", "port": 80}]}}),
+        ),
+    );
+    let everything = json!([{"path": {"type": "PathPrefix", "value": "/"}}]);
+    add_shop_route(
+        &mut snapshot,
+        "exact",
+        on_gw(
+            json!(["shop.example.com"]),
+            json!([to_web(everything.clone())]),
+        ),
+    );
+    add_shop_route(
+        &mut snapshot,
+        "wild",
+        on_gw(json!(["*.example.org"]), json!([to_web(everything)])),
+    );
+    let output = build(&snapshot);
+    let features_of = |host: &str| {
+        let route = output
+            .desired
+            .routes
+            .iter()
+            .find(|r| r.host.to_string().starts_with(host))
+            .unwrap_or_else(|| panic!("{host}: {:?}", routes(&output)));
+        route
+            .features
+            .as_ref()
+            .and_then(|id| output.desired.feature_sets.get(id))
+            .cloned()
+            .expect("features")
+    };
+    let exact = features_of("shop.example.com");
+    assert!(!exact.deny_all);
+    assert!(exact.external_auth.is_some());
+    let wild = features_of("*.example.org");
+    assert!(wild.deny_all);
+    assert_eq!(wild.external_auth, None);
+    let problems: Vec<_> = output
+        .problems
+        .iter()
+        .filter(|p| p.field.ends_with("auth-url"))
+        .collect();
+    assert_eq!(problems.len(), 1, "{:?}", output.problems);
+    assert_eq!(problems[0].object.kind, "Service");
+    assert!(
+        problems[0].message.contains("HTTPRoute shop/wild")
+            && problems[0]
+                .message
+                .contains("the client would choose the authentication service"),
+        "{}",
+        problems[0].message
+    );
+}

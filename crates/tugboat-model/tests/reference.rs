@@ -66,7 +66,11 @@ fn every_key_is_documented_with_an_example_that_parses() {
         // Reading every kind of key through every reader reports only real problems.
         let _ = tugboat_model::annotations::global_options(&mut resolver, true);
         let _ = tugboat_model::annotations::backend_options(&mut resolver, true);
-        let _ = tugboat_model::annotations::route_features(&mut resolver);
+        let hosts = tugboat_model::annotations::ServedHosts {
+            owner: &layer.object,
+            exact: true,
+        };
+        let _ = tugboat_model::annotations::route_features(&mut resolver, hosts);
         let _ = tugboat_model::annotations::auth_realm(&mut resolver);
         assert!(
             resolver.problems.is_empty(),

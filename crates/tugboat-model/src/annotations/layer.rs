@@ -399,6 +399,39 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// A value of `key` from `source` that parsed but cannot apply to these routes, as
+    /// a problem on `source` saying `why`: a key that restricts access fails closed (its
+    /// routes refuse every request), as a value that does not parse does.
+    pub fn refuse_value(&mut self, key: &KeySpec, source: &ObjectRef, why: &str) {
+        let name = key.name;
+        let Some(layer) = self
+            .layers
+            .iter()
+            .find(|l| l.object == *source && l.values.contains_key(name))
+        else {
+            return;
+        };
+        let Some((field, value)) = layer.values.get(name) else {
+            return;
+        };
+        let restricts = super::prefixes::restricts_access(name);
+        self.refused_restriction |= restricts;
+        let outcome = if restricts {
+            "it restricts access, so its routes refuse every request (403) until it is fixed"
+        } else {
+            "the key is ignored here"
+        };
+        self.problems.push(ObjectProblem {
+            object: layer.object.clone(),
+            field: field.clone(),
+            reason: ProblemReason::InvalidField,
+            message: format!(
+                "key '{name}': '{}' cannot apply: {why}; {outcome}",
+                printable(value)
+            ),
+        });
+    }
+
     /// Whether some layer of these scopes sets `key` (valid or not).
     pub fn is_set_in(&self, key: &KeySpec, scopes: &[Scope]) -> bool {
         let key = key.name;

@@ -33,7 +33,7 @@ pub use layer::{Layer, Resolver};
 pub use parse::{AccessList, BackendPath, ConfigMapKeyRef, ValueError, parse_pattern_list};
 pub use prefixes::{Ecosystem, UnsupportedAccess};
 pub use read::{
-    BackendLookups, CanarySettings, RouteLookups, auth_realm, backend_options, canary,
+    BackendLookups, CanarySettings, RouteLookups, ServedHosts, auth_realm, backend_options, canary,
     global_options, route_features,
 };
 pub use reference::{Support, migrating_markdown, reference_markdown, support};

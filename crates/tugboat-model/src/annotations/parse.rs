@@ -133,6 +133,12 @@ pub enum ValueError {
     UnknownUrlVariable(String),
     #[error("a URL whose '$' starts a variable: $name or ${{name}}")]
     MalformedUrlVariable,
+    /// An external authentication URL with a variable other than `$host` in its host
+    /// or port: the client would choose where the request goes.
+    #[error(
+        "a URL whose host and port hold no variable but $host; ${0} stands in the host or port, so the client would choose where the request goes"
+    )]
+    VariableInAuthority(String),
     #[error("GET, HEAD, POST, PUT or DELETE")]
     NotAuthMethod,
     #[error(
@@ -699,6 +705,13 @@ pub fn parse_service_url(value: &str) -> Parsed<String> {
             return Err(ValueError::MalformedUrlVariable);
         }
         Ok(_) => {}
+    }
+    if let Some(name) = validate::authority_variables(value)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|name| *name != validate::AUTHORITY_VARIABLE)
+    {
+        return Err(ValueError::VariableInAuthority(name.to_string()));
     }
     validate::service_url_template(value)
         .map(|()| value.to_string())

@@ -450,11 +450,10 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
-const NGINX_VARIABLES: &str = "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused)";
 pub const AUTH_URL: &[PeerKey] = &[differs(
     NGINX,
     "auth-url",
-    "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused); a host name is resolved by haproxy's DNS resolvers, not `/etc/hosts`; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
+    "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused); in the URL's host and port only `$host`, on rules whose hosts are all exact (ingress-nginx takes any variable there, letting a client choose the authentication service); a host name is resolved by haproxy's DNS resolvers, not `/etc/hosts`; an attempt that takes over 2.5 seconds is tried again, 4 times at most, then 500 (ingress-nginx waits 60 seconds); `X-Sent-From` is not sent",
 )];
 pub const AUTH_METHOD: &[PeerKey] = &[differs(
     NGINX,
@@ -462,7 +461,11 @@ pub const AUTH_METHOD: &[PeerKey] = &[differs(
     "GET, HEAD, POST, PUT or DELETE (haproxy's HTTP client sends no other)",
 )];
 pub const AUTH_RESPONSE_HEADERS: &[PeerKey] = &[same(NGINX, "auth-response-headers")];
-pub const AUTH_SIGNIN: &[PeerKey] = &[differs(NGINX, "auth-signin", NGINX_VARIABLES)];
+pub const AUTH_SIGNIN: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-signin",
+    "of nginx's variables only `$host`, `$scheme`, `$request_uri`, `$escaped_request_uri`, `$uri`, `$args`, `$query_string`, `$is_args`, `$remote_addr`, `$http_NAME` and `$arg_NAME` are filled in (another is refused); in the URL's host and port only `$host`",
+)];
 
 pub const DEFAULT_BACKEND: &[PeerKey] = &[differs(
     NGINX,

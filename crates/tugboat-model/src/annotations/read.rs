@@ -12,7 +12,8 @@ use crate::features::{
     Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures,
     ServerTls, Snippet,
 };
-use crate::problem::ProblemReason;
+use crate::problem::{ObjectRef, ProblemReason};
+use crate::validate;
 
 /// What the route keys say, besides the features: what the builder must look up.
 #[derive(Debug, Clone, Default)]
@@ -24,9 +25,22 @@ pub struct RouteLookups {
     pub deny_ref: Option<ConfigMapKeyRef>,
 }
 
+/// The hosts the routes of one feature set are served for, as far as the keys care.
+#[derive(Debug, Clone, Copy)]
+pub struct ServedHosts<'a> {
+    /// The Ingress or route whose rules these are.
+    pub owner: &'a ObjectRef,
+    /// Every host is exact: no rule without a host, no wildcard (`server-alias` hosts
+    /// included), so a request's Host is one the owner named.
+    pub exact: bool,
+}
+
 /// What the route keys say, except what lives in other objects (the Secret of
 /// `auth-secret`, `configmap:` access lists), which the builder looks up.
-pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLookups) {
+pub fn route_features(
+    resolver: &mut Resolver<'_>,
+    hosts: ServedHosts<'_>,
+) -> (RouteFeatures, RouteLookups) {
     let mut features = RouteFeatures::default();
     let above_config_map = [Scope::Service, Scope::Ingress];
     let when = resolver.get_in(&SSL_REDIRECT, &above_config_map);
@@ -131,14 +145,17 @@ pub fn route_features(resolver: &mut Resolver<'_>) -> (RouteFeatures, RouteLooku
     if resolver.get(&AUTH_TYPE).is_some() {
         lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
     }
-    features.external_auth = external_auth(resolver);
+    features.external_auth = external_auth(resolver, hosts);
     (features, lookups)
 }
 
-/// `auth-url` and the keys that go with it; those keys alone are refused.
-fn external_auth(resolver: &mut Resolver<'_>) -> Option<ExternalAuth> {
-    let Some(url) = resolver.get(&AUTH_URL) else {
-        let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+/// `auth-url` and the keys that go with it; those keys alone are refused. `$host` in
+/// the host of `auth-url` is refused (the routes fail closed) unless every host is
+/// exact: on a route that takes any Host the client would choose the authentication
+/// service. `auth-signin` keeps it: it sends the client back to the host it asked for.
+fn external_auth(resolver: &mut Resolver<'_>, hosts: ServedHosts<'_>) -> Option<ExternalAuth> {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    let Some((url, source)) = resolver.get_sourced(&AUTH_URL, &all) else {
         for key in [
             &AUTH_METHOD.spec,
             &AUTH_RESPONSE_HEADERS.spec,
@@ -148,6 +165,25 @@ fn external_auth(resolver: &mut Resolver<'_>) -> Option<ExternalAuth> {
         }
         return None;
     };
+    let host_in_authority = validate::authority_variables(&url)
+        .unwrap_or_default()
+        .contains(&validate::AUTHORITY_VARIABLE);
+    if host_in_authority && !hosts.exact {
+        let owner = if *hosts.owner == source {
+            format!("this {}", hosts.owner.kind)
+        } else {
+            hosts.owner.to_string()
+        };
+        let why = format!(
+            "${} stands in the URL's host, and {owner} serves it on a rule without an \
+             exact host (no host, or a wildcard), so the client would choose the \
+             authentication service with its Host header; use it on rules with exact \
+             hosts only",
+            validate::AUTHORITY_VARIABLE
+        );
+        resolver.refuse_value(&AUTH_URL.spec, &source, &why);
+        return None;
+    }
     Some(ExternalAuth {
         url,
         method: resolver.get_or_default(&AUTH_METHOD),

@@ -553,12 +553,13 @@ impl Builder<'_> {
     ) -> Option<(BackendName, Option<FeatureSetId>)> {
         let object = Self::route_object(&rule.route);
         let layer = Layer::empty(object.clone(), Scope::Ingress);
+        let exact_host = matches!(rule.host, HostMatch::Exact(_));
         let mut gateway = rule.features.clone();
         gateway.only_tls = only_tls;
         let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
                 let backend = self.gateway_backend(&object, rule, service, *port, &layer)?;
-                (backend, self.route_features(service, &layer))
+                (backend, self.route_features(service, &layer, exact_host))
             }
             RuleBackend::Unresolved => (self.unresolved_backend(), None),
             RuleBackend::Split(shares) => {
@@ -583,7 +584,9 @@ impl Builder<'_> {
                     });
                 }
                 match first {
-                    Some((backend, service)) => (backend, self.route_features(&service, &layer)),
+                    Some((backend, service)) => {
+                        (backend, self.route_features(&service, &layer, exact_host))
+                    }
                     None => (self.unresolved_backend(), None),
                 }
             }

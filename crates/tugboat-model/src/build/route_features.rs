@@ -272,16 +272,22 @@ impl Builder<'_> {
     }
 
     /// The features of the routes of one Ingress to one Service: Service keys, then the
-    /// Ingress', then the ConfigMap's. `None` when there are none.
+    /// Ingress', then the ConfigMap's. `None` when there are none. `exact_hosts`: every
+    /// host these routes are served for is exact (see [`annotations::ServedHosts`]).
     pub(super) fn route_features(
         &mut self,
         service: &ObjectKey,
         ingress_layer: &Layer,
+        exact_hosts: bool,
     ) -> Option<FeatureSetId> {
         let service_layer = self.service_layer(service).clone();
         let config_map_layer = self.config_map_layer;
         let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
-        let (mut features, lookups) = annotations::route_features(&mut resolver);
+        let hosts = annotations::ServedHosts {
+            owner: &ingress_layer.object,
+            exact: exact_hosts,
+        };
+        let (mut features, lookups) = annotations::route_features(&mut resolver, hosts);
         // Fail closed: a restriction Tugboat cannot honour, or whose value it cannot
         // read, refuses everybody.
         features.deny_all = resolver.refused_restriction

@@ -564,6 +564,31 @@ fn auth_url_refuses_a_variable_it_does_not_fill_in() {
 }
 
 #[test]
+fn auth_url_refuses_a_variable_other_than_host_in_its_host_or_port() {
+    for (url, variable) in [
+        ("https://$http_x_auth_host/oauth2/auth", "http_x_auth_host"),
+        ("https://$arg_next/oauth2/start", "arg_next"),
+        ("https://auth.example.com:$arg_port/check", "arg_port"),
+        ("https://${remote_addr}/check", "remote_addr"),
+        ("https://$host.$http_x_zone/check", "http_x_zone"),
+    ] {
+        assert_eq!(
+            parse_service_url(url),
+            Err(ValueError::VariableInAuthority(variable.into())),
+            "{url}"
+        );
+    }
+    let text = ValueError::VariableInAuthority("arg_next".into()).to_string();
+    assert!(
+        text.contains("$arg_next") && text.contains("the client would choose"),
+        "{text}"
+    );
+    // In the path and the query, every variable still stands.
+    let url = "http://127.0.0.1:9000/check/$http_x_tenant?host=$host&next=$arg_next";
+    assert_eq!(parse_service_url(url), Ok(url.into()));
+}
+
+#[test]
 fn auth_url_refuses_a_dollar_that_starts_no_variable() {
     for url in [
         "https://a.com/x$",
