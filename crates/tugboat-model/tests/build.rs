@@ -340,11 +340,11 @@ fn a_canary_of_a_backend_with_affinity_is_sticky_unless_told_legacy() {
         .chain([("affinity-canary-behavior", "legacy")])
         .collect();
     for (canary, sticky) in [(CANARY_30, true), (legacy.as_slice(), false)] {
-        let snapshot = canary_snapshot(&[
+        let snapshot = snapshot_of_annotated(&[
             ("main", "2024-01-01T00:00:00Z", "web", main),
             ("beta", "2024-02-01T00:00:00Z", "api", canary),
         ]);
-        let output = build(&snapshot, &Settings::new(1_700_000_000));
+        let output = build_at_fixed_time(&snapshot);
         assert!(output.problems.is_empty(), "{:?}", output.problems);
         let route = &output.desired.routes[0];
         let id = route.features.as_ref().expect("a feature set");
@@ -385,11 +385,11 @@ fn a_canary_of_a_backend_with_affinity_is_sticky_unless_told_legacy() {
 
 #[test]
 fn a_canary_without_affinity_on_its_main_backend_has_no_affinity_rule() {
-    let snapshot = canary_snapshot(&[
+    let snapshot = snapshot_of_annotated(&[
         ("main", "2024-01-01T00:00:00Z", "web", &[]),
         ("beta", "2024-02-01T00:00:00Z", "api", CANARY_30),
     ]);
-    let output = build(&snapshot, &Settings::new(1_700_000_000));
+    let output = build_at_fixed_time(&snapshot);
     let id = output.desired.routes[0].features.as_ref().expect("a set");
     let rules = output.desired.feature_sets[id]
         .canary
