@@ -5,9 +5,10 @@
 mod common;
 
 use common::shop_ingress as ingress;
+use common::{prefix_route_features as features, problem_fields};
 use serde_json::{Value, json};
 use tugboat_model::desired::ServicePortRef;
-use tugboat_model::features::{ErrorBackend, RouteFeatures};
+use tugboat_model::features::ErrorBackend;
 use tugboat_model::{BackendName, BuildOutput, ObjectKey, PathMatch};
 
 /// The Service `default/error-pages`, whose first port (8080) is the one used.
@@ -27,34 +28,12 @@ fn build(objects: &[Value]) -> BuildOutput {
     common::build_at_fixed_time(&common::snapshot_of(objects))
 }
 
-fn features<'o>(output: &'o BuildOutput, path: &str) -> Option<&'o RouteFeatures> {
-    let route = output
-        .desired
-        .routes
-        .iter()
-        .find(|r| r.path == PathMatch::Prefix(path.into()))
-        .unwrap_or_else(|| panic!("a route {path}: {:?}", output.desired.routes));
-    route
-        .features
-        .as_ref()
-        .and_then(|id| output.desired.feature_sets.get(id))
-}
-
 fn error_pages_backend() -> BackendName {
     BackendName::for_service_port(
         &ObjectKey::new("default", "error-pages"),
         &ServicePortRef::Number(8080),
     )
     .expect("a valid name")
-}
-
-fn problem_fields(output: &BuildOutput, name: &str) -> Vec<String> {
-    output
-        .problems
-        .iter()
-        .filter(|p| p.object.name == name)
-        .map(|p| p.field.clone())
-        .collect()
 }
 
 #[test]

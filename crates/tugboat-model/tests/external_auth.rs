@@ -5,35 +5,13 @@
 mod common;
 
 use common::shop_ingress as ingress;
+use common::{prefix_route_features as features, problem_fields};
 use serde_json::{Value, json};
+use tugboat_model::BuildOutput;
 use tugboat_model::features::{ExternalAuth, RouteFeatures};
-use tugboat_model::{BuildOutput, PathMatch};
 
 fn build_ingresses(ingresses: &[Value]) -> BuildOutput {
     common::build_with_web(ingresses.iter().cloned())
-}
-
-/// The features of the route with this path.
-fn features<'o>(output: &'o BuildOutput, path: &str) -> Option<&'o RouteFeatures> {
-    let route = output
-        .desired
-        .routes
-        .iter()
-        .find(|r| r.path == PathMatch::Prefix(path.into()))
-        .unwrap_or_else(|| panic!("a route {path}: {:?}", output.desired.routes));
-    route
-        .features
-        .as_ref()
-        .and_then(|id| output.desired.feature_sets.get(id))
-}
-
-fn problem_fields(output: &BuildOutput, name: &str) -> Vec<String> {
-    output
-        .problems
-        .iter()
-        .filter(|p| p.object.name == name)
-        .map(|p| p.field.clone())
-        .collect()
 }
 
 #[test]

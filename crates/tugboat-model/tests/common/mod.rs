@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tugboat_model::{BuildOutput, ObjectKey, ObjectProblem, Settings, Snapshot, build};
+use tugboat_model::features::RouteFeatures;
+use tugboat_model::{BuildOutput, ObjectKey, ObjectProblem, PathMatch, Settings, Snapshot, build};
 
 /// The Service `default/name` with port 80, named `port_name`.
 pub fn service(name: &str, port_name: &str) -> Value {
@@ -123,4 +124,28 @@ pub fn only_problem(output: &BuildOutput) -> &ObjectProblem {
         panic!("one problem expected: {:?}", output.problems);
     };
     problem
+}
+
+/// The feature set of the route of the Prefix path `path`, which must exist.
+pub fn prefix_route_features<'o>(output: &'o BuildOutput, path: &str) -> Option<&'o RouteFeatures> {
+    let route = output
+        .desired
+        .routes
+        .iter()
+        .find(|r| r.path == PathMatch::Prefix(path.into()))
+        .unwrap_or_else(|| panic!("a route {path}: {:?}", output.desired.routes));
+    route
+        .features
+        .as_ref()
+        .and_then(|id| output.desired.feature_sets.get(id))
+}
+
+/// The fields of the problems of the objects called `name`.
+pub fn problem_fields(output: &BuildOutput, name: &str) -> Vec<String> {
+    output
+        .problems
+        .iter()
+        .filter(|p| p.object.name == name)
+        .map(|p| p.field.clone())
+        .collect()
 }
