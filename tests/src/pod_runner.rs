@@ -533,6 +533,28 @@ struct RunningContainer {
     exit: Option<ExitStatus>,
 }
 
+/// A container still running when its pod goes (a test that ends without deleting the
+/// pod) is killed: its first process is the init of its pid namespace, so everything in
+/// the namespace goes with it. `unshare --kill-child` does not reach it once it has
+/// changed user, since a change of credentials clears the parent-death signal; without
+/// this, haproxy masters outlive their tests. The process is killed only while it is
+/// still in a pid namespace of its own, so a reused pid is never hit.
+impl Drop for RunningContainer {
+    fn drop(&mut self) {
+        if self.exit.is_some() || self.pid == 0 {
+            return;
+        }
+        let own = std::fs::read_link("/proc/self/ns/pid").ok();
+        let its = std::fs::read_link(format!("/proc/{}/ns/pid", self.pid)).ok();
+        if its.is_some()
+            && its != own
+            && let Some(pid) = Pid::from_raw(self.pid as i32)
+        {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+    }
+}
+
 /// How one container ended when the pod was deleted.
 #[derive(Debug, Clone)]
 pub struct Termination {
