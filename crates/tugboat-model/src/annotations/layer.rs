@@ -300,6 +300,31 @@ pub struct Resolver<'a> {
     pub refused_restriction: bool,
 }
 
+/// A value of a key (its name, field and value) on `object` that its routes cannot use,
+/// `detail` saying why after the value: a problem of the object; a key that restricts
+/// access fails closed (its routes refuse every request), any other is ignored.
+fn refuse(
+    problems: &mut Vec<ObjectProblem>,
+    refused_restriction: &mut bool,
+    object: &ObjectRef,
+    (name, field, value): (&str, &str, &str),
+    detail: &str,
+) {
+    let restricts = super::prefixes::restricts_access(name);
+    *refused_restriction |= restricts;
+    let outcome = if restricts {
+        "it restricts access, so its routes refuse every request (403) until it is fixed"
+    } else {
+        "the key is ignored here"
+    };
+    problems.push(ObjectProblem {
+        object: object.clone(),
+        field: field.to_string(),
+        reason: ProblemReason::InvalidField,
+        message: format!("key '{name}': '{}' {detail}; {outcome}", printable(value)),
+    });
+}
+
 impl<'a> Resolver<'a> {
     /// `layers` from the highest precedence (Service) to the lowest (ConfigMap).
     pub fn new(layers: Vec<&'a Layer>) -> Self {
@@ -334,25 +359,13 @@ impl<'a> Resolver<'a> {
             };
             match (key.parse)(value) {
                 Ok(parsed) => return Some(parsed),
-                Err(expected) => {
-                    let restricts = super::prefixes::restricts_access(name);
-                    self.refused_restriction |= restricts;
-                    let outcome = if restricts {
-                        "it restricts access, so its routes refuse every request (403) until \
-                         it is fixed"
-                    } else {
-                        "the key is ignored here"
-                    };
-                    self.problems.push(ObjectProblem {
-                        object: layer.object.clone(),
-                        field: field.clone(),
-                        reason: ProblemReason::InvalidField,
-                        message: format!(
-                            "key '{name}': '{}' is not valid, expected {expected}; {outcome}",
-                            printable(value)
-                        ),
-                    });
-                }
+                Err(expected) => refuse(
+                    &mut self.problems,
+                    &mut self.refused_restriction,
+                    &layer.object,
+                    (name, field, value),
+                    &format!("is not valid, expected {expected}"),
+                ),
             }
         }
         None
@@ -404,32 +417,21 @@ impl<'a> Resolver<'a> {
     /// routes refuse every request), as a value that does not parse does.
     pub fn refuse_value(&mut self, key: &KeySpec, source: &ObjectRef, why: &str) {
         let name = key.name;
-        let Some(layer) = self
+        let Some((layer, (field, value))) = self
             .layers
             .iter()
-            .find(|l| l.object == *source && l.values.contains_key(name))
+            .filter(|l| l.object == *source)
+            .find_map(|l| Some((*l, l.values.get(name)?)))
         else {
             return;
         };
-        let Some((field, value)) = layer.values.get(name) else {
-            return;
-        };
-        let restricts = super::prefixes::restricts_access(name);
-        self.refused_restriction |= restricts;
-        let outcome = if restricts {
-            "it restricts access, so its routes refuse every request (403) until it is fixed"
-        } else {
-            "the key is ignored here"
-        };
-        self.problems.push(ObjectProblem {
-            object: layer.object.clone(),
-            field: field.clone(),
-            reason: ProblemReason::InvalidField,
-            message: format!(
-                "key '{name}': '{}' cannot apply: {why}; {outcome}",
-                printable(value)
-            ),
-        });
+        refuse(
+            &mut self.problems,
+            &mut self.refused_restriction,
+            &layer.object,
+            (name, field, value),
+            &format!("cannot apply: {why}"),
+        );
     }
 
     /// Whether some layer of these scopes sets `key` (valid or not).
