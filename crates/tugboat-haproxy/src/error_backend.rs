@@ -33,7 +33,7 @@ use tugboat_model::features::{ErrorBackend, FeatureSetId, RouteFeatures};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{BackendName, Desired, ObjectProblem, ObjectRef};
 
-use crate::features::{group, sets_acl};
+use crate::features::{group, groups_acl, sets_acl};
 use crate::render::NOT_FOUND_BACKEND;
 use crate::settings::RenderSettings;
 
@@ -139,9 +139,7 @@ pub fn request_rules(desired: &Desired, out: &mut String) {
     if groups.is_empty() {
         return;
     }
-    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
-    all.sort();
-    let acl = sets_acl(&all);
+    let acl = groups_acl(&groups);
     // As ingress-nginx: the backend and the error backend get the same request id.
     let _ = writeln!(
         out,

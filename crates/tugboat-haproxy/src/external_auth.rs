@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 
-use crate::features::{group, sets_acl};
+use crate::features::{group, groups_acl, sets_acl};
 
 /// The Lua script, loaded with `lua-load` when some route uses external authentication.
 pub const SCRIPT: &str = include_str!("lua/external_auth.lua");
@@ -40,9 +40,7 @@ pub fn rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, out: &mut String) {
     if groups.is_empty() {
         return;
     }
-    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
-    all.sort();
-    let acl = sets_acl(&all);
+    let acl = groups_acl(&groups);
     // A haproxy built without Lua skips the calls and refuses the routes (403).
     out.push_str("    .if feature(LUA)\n");
     for (auth, ids) in &groups {

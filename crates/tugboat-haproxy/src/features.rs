@@ -45,6 +45,13 @@ pub(crate) fn sets_acl(ids: &[&FeatureSetId]) -> String {
     format!("{{ var(txn.fs) -m str {} }}", ids.join(" "))
 }
 
+/// The ACL of every set of `groups`, in order.
+pub(crate) fn groups_acl<T>(groups: &BTreeMap<T, Vec<&FeatureSetId>>) -> String {
+    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
+    all.sort();
+    sets_acl(&all)
+}
+
 /// The sets grouped by the value `pick` gives them (sets where it gives `None` are left
 /// out).
 pub(crate) fn group<'a, T: Ord + 'a>(
