@@ -368,7 +368,7 @@ async fn access_lists(haproxy: HaproxyBinary, source: Source) {
     let problems = scene.status().problems;
     let missing = problems
         .iter()
-        .find(|p| p.object.name == "listed-missing")
+        .find(|p| &*p.object.name == "listed-missing")
         .expect("a problem for the missing ConfigMap");
     if let Some(server) = scene.api() {
         scene
@@ -443,7 +443,7 @@ async fn basic_authentication(haproxy: HaproxyBinary, source: Source) {
     let problems = scene.status().problems;
     let problem = problems
         .iter()
-        .find(|p| p.object.name == "apache")
+        .find(|p| &*p.object.name == "apache")
         .expect("a problem for the $apr1$ Secret");
     assert!(problem.message.contains("$apr1$"), "{problem}");
     assert!(
@@ -619,7 +619,7 @@ async fn precedence_and_invalid_values(haproxy: HaproxyBinary, source: Source) {
     let problems = scene.status().problems;
     let invalid = problems
         .iter()
-        .find(|p| p.object.name == "invalid")
+        .find(|p| &*p.object.name == "invalid")
         .expect("a problem for the invalid value");
     assert!(
         invalid.field.contains("tugboat.dev/response-set-header"),

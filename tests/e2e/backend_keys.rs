@@ -841,7 +841,7 @@ async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary, source:
         problems
             .iter()
             .any(|p| p.reason == ProblemReason::NotAllowed
-                && p.object.name == "web"
+                && &*p.object.name == "web"
                 && p.message.contains("--allow-snippets")),
         "{problems:?}"
     );
@@ -877,7 +877,7 @@ async fn snippets_are_off_by_default_and_checked(haproxy: HaproxyBinary, source:
     let problems = pod.status().problems;
     let refused = problems
         .iter()
-        .find(|p| p.object.name == "lua" && p.message.contains("'lua-load'"))
+        .find(|p| &*p.object.name == "lua" && p.message.contains("'lua-load'"))
         .unwrap_or_else(|| panic!("the refused snippet reported: {problems:?}"));
     expect_warning(&pod, "lua", refused.reason).await;
 }
@@ -930,7 +930,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(
                 .problems
                 .iter()
                 .any(|p| {
-                    p.object.name == "bad"
+                    &*p.object.name == "bad"
                         && p.message.contains("haproxy refused")
                         && p.message.contains(cause)
                 })
@@ -967,7 +967,7 @@ async fn a_snippet_haproxy_refuses_is_left_out_and_the_rest_applies(
     .await;
     let problems = pod.status().problems;
     assert!(
-        !problems.iter().any(|p| p.object.name == "bad"),
+        !problems.iter().any(|p| &*p.object.name == "bad"),
         "{problems:?}"
     );
 }
@@ -1012,7 +1012,7 @@ async fn access_lists_from_configmaps(haproxy: HaproxyBinary, source: Source) {
     let problems = pod.status().problems;
     let broken = problems
         .iter()
-        .find(|p| p.object.name == "broken" && p.message.contains("line 2"))
+        .find(|p| &*p.object.name == "broken" && p.message.contains("line 2"))
         .unwrap_or_else(|| panic!("the broken list reported: {problems:?}"));
     expect_warning(&pod, "broken", broken.reason).await;
     // Written as a pattern file with every entry.

@@ -271,7 +271,7 @@ async fn canary_header_and_cookie_come_before_the_weight(haproxy: HaproxyBinary,
     assert_eq!(service(&reply), "web", "{reply:?}");
     let problems = scene.status().problems;
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!(problems[0].object.name, "orphan-canary", "{problems:?}");
+    assert_eq!(&*problems[0].object.name, "orphan-canary", "{problems:?}");
     assert!(problems[0].message.contains("does nothing"), "{problems:?}");
 }
 

@@ -247,7 +247,7 @@ async fn ingresses_sharing_a_host_merge_and_the_oldest_wins(
         .iter()
         .find(|p| p.reason == ProblemReason::RouteConflict)
         .expect("a conflict problem");
-    assert_eq!(conflict.object.name, "newer");
+    assert_eq!(&*conflict.object.name, "newer");
     assert!(conflict.message.contains("default/older"), "{conflict}");
     // From the API, the conflict is also a Warning Event on the newer Ingress.
     scene.wait_for_warning("newer", &conflict.field).await;

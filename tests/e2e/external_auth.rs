@@ -293,7 +293,7 @@ async fn external_authentication_decides_before_the_backend(
     assert!(
         problems
             .iter()
-            .any(|p| p.object.name == "variables" && p.field == field),
+            .any(|p| &*p.object.name == "variables" && p.field == field),
         "{problems:?}"
     );
     if let Some(event) = scene.wait_for_warning("variables", field).await {
@@ -487,7 +487,7 @@ async fn host_in_the_auth_url_host_fails_closed_on_a_rule_without_a_host(
     let problems = scene.status().problems;
     let problem = problems
         .iter()
-        .find(|p| p.object.name == "any-host" && p.field == field)
+        .find(|p| &*p.object.name == "any-host" && p.field == field)
         .unwrap_or_else(|| panic!("no problem for the key: {problems:?}"));
     assert!(
         problem.message.contains("$host")

@@ -1378,7 +1378,7 @@ async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: 
     let problems = scene.status().problems;
     assert!(
         problems.iter().any(|p| p.object.kind == "HTTPRoute"
-            && p.object.name == "new"
+            && &*p.object.name == "new"
             && p.message.contains("Ingress default/shared")),
         "{problems:?}"
     );

@@ -116,7 +116,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         let field = format!("metadata.annotations.{key}");
         let problem = problems
             .iter()
-            .find(|p| p.object.name == name && p.field == field)
+            .find(|p| &*p.object.name == name && p.field == field)
             .unwrap_or_else(|| panic!("a problem naming {key}: {problems:?}"));
         assert!(problem.message.contains("not supported"), "{problem}");
         assert!(problem.message.contains(says), "{problem}");
@@ -126,7 +126,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         }
     }
     assert!(
-        !problems.iter().any(|p| p.object.name == "site"),
+        !problems.iter().any(|p| &*p.object.name == "site"),
         "{problems:?}"
     );
 }
@@ -401,7 +401,7 @@ async fn haproxy_ingress_limits_body_size_and_aliases(haproxy: HaproxyBinary, so
     let [problem] = problems.as_slice() else {
         panic!("one problem: {problems:?}");
     };
-    assert_eq!(problem.object.name, "aliased");
+    assert_eq!(&*problem.object.name, "aliased");
     assert!(problem.field.ends_with("server-alias-regex"), "{problem}");
 }
 

@@ -97,7 +97,7 @@ async fn body_size_limits_answer_413(haproxy: HaproxyBinary, source: Source) {
     let [problem] = problems.as_slice() else {
         panic!("one problem: {problems:?}");
     };
-    assert_eq!(problem.object.name, "typo");
+    assert_eq!(&*problem.object.name, "typo");
     assert_eq!(
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"
@@ -203,7 +203,7 @@ async fn request_and_connection_limits_answer_503(haproxy: HaproxyBinary, source
     let [problem] = problems.as_slice() else {
         panic!("one problem: {problems:?}");
     };
-    assert_eq!(problem.object.name, "typo");
+    assert_eq!(&*problem.object.name, "typo");
     assert!(problem.field.ends_with("limit-rps"), "{problem}");
 
     // Ten requests at once: the rate and its burst pass, the rest get 503.

@@ -335,7 +335,7 @@ async fn request_redirect_to_a_host_a_host_and_port_or_a_url(haproxy: HaproxyBin
     let problems = pod.status.borrow().problems.clone();
     let problem = problems
         .iter()
-        .find(|p| p.object.name == "invalid")
+        .find(|p| &*p.object.name == "invalid")
         .expect("a problem for the invalid request-redirect");
     assert!(
         problem.field.contains("tugboat.dev/request-redirect"),

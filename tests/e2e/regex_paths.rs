@@ -106,11 +106,11 @@ async fn regex_paths_rewrite_with_their_groups(haproxy: HaproxyBinary, source: S
     let field = "spec.rules[0].http.paths[1].path";
     let problem = problems
         .iter()
-        .find(|p| p.object.name == "matching" && p.field == field)
+        .find(|p| &*p.object.name == "matching" && p.field == field)
         .unwrap_or_else(|| panic!("a problem naming the path: {problems:?}"));
     assert!(problem.message.contains("regular expression"), "{problem}");
     assert!(
-        !problems.iter().any(|p| p.object.name == "rewrite"),
+        !problems.iter().any(|p| &*p.object.name == "rewrite"),
         "{problems:?}"
     );
     scene.wait_for_warning("matching", field).await;

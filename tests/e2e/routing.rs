@@ -196,7 +196,7 @@ async fn bad_input_is_reported_and_skipped(haproxy: HaproxyBinary, source: Sourc
     assert!(
         problems
             .iter()
-            .any(|p| p.object.name == "mixed" && p.field == "spec.rules[0].host"),
+            .any(|p| &*p.object.name == "mixed" && p.field == "spec.rules[0].host"),
         "the bad host is reported on its field: {problems:?}"
     );
     // A later change still applies.

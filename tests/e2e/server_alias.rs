@@ -107,7 +107,7 @@ async fn aliases_are_served_as_the_rule_host(haproxy: HaproxyBinary, source: Sou
             .status()
             .problems
             .iter()
-            .any(|p| p.object.name == "shop"
+            .any(|p| &*p.object.name == "shop"
                 && p.field == field
                 && p.message.contains("taken.example.com")),
         "{:?}",

@@ -124,7 +124,7 @@ async fn the_www_counterpart_redirects_to_the_rule_host(haproxy: HaproxyBinary, 
     let field = format!("metadata.annotations.{WWW_KEY}");
     let problems = scene.status().problems;
     assert!(
-        problems.iter().any(|p| p.object.name == "taken"
+        problems.iter().any(|p| &*p.object.name == "taken"
             && p.field == field
             && p.message.contains("www.taken.example.com")),
         "{problems:?}"
@@ -193,7 +193,7 @@ async fn the_config_maps_http_redirect_code_is_the_redirects_code(
     let problems = scene.status().problems;
     assert!(
         problems.iter().any(|p| p.object.kind == "ConfigMap"
-            && p.object.name == "tugboat"
+            && &*p.object.name == "tugboat"
             && p.field == "data.http-redirect-code"
             && p.message.contains("301, 302, 307 or 308")),
         "{problems:?}"

@@ -326,7 +326,7 @@ mod tests {
         assert!(!says_without_lua("Variable not found\n"));
         let problems = without_lua_problems(&with_codes);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert_eq!(problems[0].object.name, "front");
+        assert_eq!(&*problems[0].object.name, "front");
         assert_eq!(
             problems[0].field,
             "metadata.annotations.tugboat.dev/custom-http-errors"

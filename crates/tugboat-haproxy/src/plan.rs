@@ -1301,7 +1301,7 @@ mod tests {
         if let Some((_, backend)) = desired
             .backends
             .iter_mut()
-            .find(|(_, b)| b.service.name == "web")
+            .find(|(_, b)| &*b.service.name == "web")
         {
             backend.draining = draining
                 .iter()

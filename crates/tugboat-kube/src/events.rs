@@ -75,8 +75,8 @@ impl ProblemEvents {
             let reference = ObjectReference {
                 api_version: Some(api_version_of(problem.object.kind).into()),
                 kind: Some(problem.object.kind.into()),
-                namespace: Some(problem.object.namespace.clone()),
-                name: Some(problem.object.name.clone()),
+                namespace: Some(problem.object.namespace.to_string()),
+                name: Some(problem.object.name.to_string()),
                 uid: uid_of(&problem.object),
                 ..Default::default()
             };

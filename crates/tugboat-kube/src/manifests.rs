@@ -344,7 +344,7 @@ fn insert<K: DeserializeOwned>(
         )
     })?;
     // Cluster-scoped objects (IngressClass) have an empty namespace in their key.
-    *namespace(&mut object) = (!key.namespace.is_empty()).then(|| key.namespace.clone());
+    *namespace(&mut object) = (!key.namespace.is_empty()).then(|| key.namespace.to_string());
     if store.contains_key(key) {
         return Err((
             Some("metadata.name".into()),
@@ -540,7 +540,7 @@ mod tests {
             .snapshot
             .ingresses
             .keys()
-            .map(|k| k.name.clone())
+            .map(|k| k.name.to_string())
             .collect()
     }
 
@@ -559,7 +559,7 @@ mod tests {
         assert_eq!(served_names(&contents, &filter), ["ours", "unclassed"]);
         let not_served = served(&contents, &filter, &Settings::new(0)).not_served;
         assert_eq!(not_served.len(), 1);
-        assert_eq!(not_served[0].0.name, "theirs");
+        assert_eq!(&*not_served[0].0.name, "theirs");
         assert!(
             not_served[0].1.contains("some-invalid-class-name"),
             "{not_served:?}"
@@ -598,7 +598,7 @@ mod tests {
         );
         assert!(contents.problems.is_empty(), "{:?}", contents.problems);
         let snapshot = served(&contents, &ClassFilter::default(), &Settings::new(0)).snapshot;
-        let secrets: Vec<_> = snapshot.secrets.keys().map(|k| k.name.clone()).collect();
+        let secrets: Vec<_> = snapshot.secrets.keys().map(|k| k.name.to_string()).collect();
         assert_eq!(secrets, ["users"]);
         assert!(snapshot.config_maps.is_empty());
     }

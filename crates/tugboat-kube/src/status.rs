@@ -657,7 +657,7 @@ mod tests {
     fn ingress_with(i: usize, entries: &[IngressLoadBalancerIngress]) -> Arc<Ingress> {
         Arc::new(
             serde_json::from_value(serde_json::json!({
-                "metadata": {"name": key(i).name, "namespace": "default"},
+                "metadata": {"name": &*key(i).name, "namespace": "default"},
                 "status": {"loadBalancer": {"ingress": entries}}
             }))
             .expect("valid Ingress"),
@@ -876,7 +876,7 @@ mod tests {
         // after the answer that is not a failure, at the rate again. Each gap also holds
         // the 1 ms write.
         assert_eq!(gaps, vec![7001, 1001, 2001, 2001, 2001, 1]);
-        let names: Vec<&str> = state.writes.iter().map(|w| w.1.name.as_str()).collect();
+        let names: Vec<&str> = state.writes.iter().map(|w| w.1.name.as_ref()).collect();
         assert_eq!(
             names,
             ["ing-00000"; 6]

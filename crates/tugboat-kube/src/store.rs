@@ -6,6 +6,7 @@
 //! and name, in a persistent map: a snapshot is a copy of the map that shares its nodes,
 //! and an update after a snapshot copies one path of the tree, not the whole store.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Resource;
@@ -67,6 +68,9 @@ pub struct StoreWriter<K> {
     objects: Arc<RwLock<Objects<K>>>,
     listed: watch::Sender<bool>,
     listing: Option<Objects<K>>,
+    /// One copy of each namespace's name, shared by the keys of its objects (a
+    /// namespace's name stays after its last object goes: a few bytes each).
+    namespaces: BTreeSet<Arc<str>>,
 }
 
 /// A new, empty store and the writer that fills it.
@@ -82,6 +86,7 @@ pub fn object_store<K>() -> (ObjectStore<K>, StoreWriter<K>) {
             objects,
             listed: listed_sender,
             listing: None,
+            namespaces: BTreeSet::new(),
         },
     )
 }
@@ -97,7 +102,9 @@ impl<K: Watched> StoreWriter<K> {
                 false
             }
             watcher::Event::InitApply(object) => {
-                if let (Some(listing), Some(key)) = (self.listing.as_mut(), key_of(&object)) {
+                if let Some(key) = self.shared_key(&object)
+                    && let Some(listing) = self.listing.as_mut()
+                {
                     listing.insert(key, Arc::new(K::keep(object)));
                 }
                 false
@@ -108,7 +115,7 @@ impl<K: Watched> StoreWriter<K> {
                 self.listed.send_replace(true);
                 true
             }
-            watcher::Event::Apply(object) => match key_of(&object) {
+            watcher::Event::Apply(object) => match self.shared_key(&object) {
                 Some(key) => {
                     let kept = Arc::new(K::keep(object));
                     let before = self.write().insert(key, kept.clone());
@@ -121,6 +128,19 @@ impl<K: Watched> StoreWriter<K> {
                 None => false,
             },
         }
+    }
+
+    /// The object's key, with the namespace's shared name.
+    fn shared_key(&mut self, object: &K::Wire) -> Option<ObjectKey> {
+        let key = key_of(object)?;
+        let namespace = match self.namespaces.get(&key.namespace) {
+            Some(shared) => shared.clone(),
+            None => {
+                self.namespaces.insert(key.namespace.clone());
+                key.namespace
+            }
+        };
+        Some(ObjectKey::new(namespace, key.name))
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Objects<K>> {
@@ -159,7 +179,7 @@ mod tests {
             .map(|(key, service)| {
                 let spec = service.spec.as_ref().expect("spec");
                 let ports = spec.ports.as_ref().expect("ports");
-                (key.name.clone(), ports[0].port)
+                (key.name.to_string(), ports[0].port)
             })
             .collect()
     }

@@ -347,8 +347,8 @@ fn config_map_layer(
         return Layer::empty(
             ObjectRef {
                 kind: "ConfigMap",
-                namespace: String::new(),
-                name: String::new(),
+                namespace: "".into(),
+                name: "".into(),
             },
             Scope::ConfigMap,
         );

@@ -397,7 +397,7 @@ mod tests {
         let served: Vec<String> = filter
             .served_ingresses(&all, &classes)
             .keys()
-            .map(|k| k.name.clone())
+            .map(|k| k.name.to_string())
             .collect();
         assert_eq!(served, ["a", "c"]);
         assert_eq!(

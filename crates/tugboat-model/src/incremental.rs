@@ -22,7 +22,7 @@ use crate::desired::{
 };
 use crate::problem::ObjectProblem;
 use crate::route_patch::{RouteChanges, RoutesSeen};
-use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects};
+use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects, stored_key};
 use crate::tls::Pem;
 use crate::{BuildOutput, Settings};
 
@@ -186,10 +186,15 @@ fn unchanged<K: Clone + PartialEq>(old: &Objects<K>, new: &Objects<K>) -> bool {
     same_objects(old, new) || old.diff(new).next().is_none()
 }
 
-fn service_of(key: &ObjectKey, slice: &crate::objects::EndpointSlice) -> Option<ObjectKey> {
-    slice
-        .service_name()
-        .map(|service| ObjectKey::new(&key.namespace, service))
+/// The key of the Service a slice belongs to (the services' own key when there is one).
+fn service_of(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    slice: &crate::objects::EndpointSlice,
+) -> Option<ObjectKey> {
+    slice.service_name().map(|service| {
+        stored_key(&snapshot.services, ObjectKey::new(&key.namespace, service))
+    })
 }
 
 impl Model {
@@ -208,7 +213,7 @@ impl Model {
         let routes = RoutesSeen::of(&output, &mut reads);
         let mut slices_of_service: HashMap<ObjectKey, Vec<ObjectKey>> = HashMap::new();
         for (key, slice) in &snapshot.endpoint_slices {
-            if let Some(service) = service_of(key, slice) {
+            if let Some(service) = service_of(snapshot, key, slice) {
                 slices_of_service
                     .entry(service)
                     .or_default()
@@ -330,13 +335,13 @@ impl Model {
         {
             let key = diff_key(&item);
             let (old, new) = diff_values(&item);
-            if let Some(service) = old.and_then(|slice| service_of(key, slice)) {
+            if let Some(service) = old.and_then(|slice| service_of(snapshot, key, slice)) {
                 if let Some(slices) = seen.slices_of_service.get_mut(&service) {
                     slices.retain(|slice| slice != key);
                 }
                 services.insert(service);
             }
-            if let Some(service) = new.and_then(|slice| service_of(key, slice)) {
+            if let Some(service) = new.and_then(|slice| service_of(snapshot, key, slice)) {
                 let slices = seen.slices_of_service.entry(service.clone()).or_default();
                 if !slices.contains(key) {
                     slices.push(key.clone());

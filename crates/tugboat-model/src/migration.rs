@@ -128,8 +128,8 @@ pub fn report(ingresses: &Objects<Ingress>, secrets: &Objects<Secret>, class: &s
             .and_then(|s| s.ingress_class_name.clone())
             .or_else(|| annotations.and_then(|a| a.get(CLASS_ANNOTATION)).cloned());
         report.ingresses.push(IngressReport {
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
             class_change: class_change(ingress, requested.as_deref(), class),
             class: requested,
             keys,
@@ -147,8 +147,8 @@ pub fn report(ingresses: &Objects<Ingress>, secrets: &Objects<Secret>, class: &s
         };
         if let Err(problem) = users_from_secret(secret) {
             report.secrets.push(SecretReport {
-                namespace: secret_key.namespace.clone(),
-                name: secret_key.name.clone(),
+                namespace: secret_key.namespace.to_string(),
+                name: secret_key.name.to_string(),
                 used_by,
                 problem,
                 command: HASH_COMMAND,

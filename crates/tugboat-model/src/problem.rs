@@ -5,13 +5,14 @@
 //! lines (and, with the Kubernetes source, Events and metrics).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Kind, namespace and name of the object a problem belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectRef {
     pub kind: &'static str,
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
 }
 
 impl fmt::Display for ObjectRef {

@@ -198,7 +198,7 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
 
     let mut route_namespaces = BTreeSet::new();
     for (key, ingress) in &snapshot.ingresses {
-        route_namespaces.insert(key.namespace.as_str());
+        route_namespaces.insert(&*key.namespace);
         let named = named_by_ingress(key, ingress, &snapshot.services);
         found.secrets.extend(named.secrets);
         found.config_maps.extend(named.config_maps);
@@ -206,7 +206,7 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
     if settings.gateway.is_some() {
         let (secrets, routed) = crate::gateway::referenced(snapshot);
         found.secrets.extend(secrets);
-        route_namespaces.extend(snapshot.http_routes.keys().map(|k| k.namespace.as_str()));
+        route_namespaces.extend(snapshot.http_routes.keys().map(|k| &*k.namespace));
         for key in &routed {
             if let Some(service) = snapshot.services.get(key) {
                 let annotations = service.metadata.annotations.as_ref();
@@ -299,8 +299,8 @@ fn named_by_annotations(
 ) -> Vec<Named> {
     let object = ObjectRef {
         kind: "",
-        namespace: namespace.to_string(),
-        name: String::new(),
+        namespace: namespace.into(),
+        name: "".into(),
     };
     // Problems are the builder's to report.
     let mut problems = Vec::new();
@@ -440,7 +440,7 @@ mod tests {
                     wanted.contains(&ObjectKey::new(namespace, name)),
                     "{key}: {found:?}"
                 );
-                assert!(other.iter().all(|k| k.name != name), "{key}: {found:?}");
+                assert!(other.iter().all(|k| *k.name != *name), "{key}: {found:?}");
             };
             for prefix in [PREFIX, ALIAS_PREFIX] {
                 // On an Ingress: the Ingress' namespace.

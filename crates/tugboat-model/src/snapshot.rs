@@ -14,19 +14,64 @@ use crate::objects::{EndpointSlice, Service};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::Ingress;
 
-/// Namespace and name of a namespaced object.
+/// Namespace and name of a namespaced object. The strings are shared: a key is copied
+/// into every index that names its object (the stores, the routes of an Ingress, the
+/// backends of a Service, ...), and a copy costs two counts, not two strings.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectKey {
-    pub namespace: String,
-    pub name: String,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
 }
 
 impl ObjectKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl KeyPart, name: impl KeyPart) -> Self {
         Self {
-            namespace: namespace.into(),
-            name: name.into(),
+            namespace: namespace.into_shared(),
+            name: name.into_shared(),
         }
+    }
+
+    /// The key of another object in the same namespace (sharing its namespace).
+    pub fn sibling(&self, name: impl KeyPart) -> Self {
+        Self {
+            namespace: self.namespace.clone(),
+            name: name.into_shared(),
+        }
+    }
+}
+
+/// What a key's namespace or name is made from: a shared string is shared, not copied.
+pub trait KeyPart {
+    fn into_shared(self) -> Arc<str>;
+}
+
+impl KeyPart for Arc<str> {
+    fn into_shared(self) -> Arc<str> {
+        self
+    }
+}
+
+impl KeyPart for &Arc<str> {
+    fn into_shared(self) -> Arc<str> {
+        self.clone()
+    }
+}
+
+impl KeyPart for &str {
+    fn into_shared(self) -> Arc<str> {
+        self.into()
+    }
+}
+
+impl KeyPart for String {
+    fn into_shared(self) -> Arc<str> {
+        self.into()
+    }
+}
+
+impl KeyPart for &String {
+    fn into_shared(self) -> Arc<str> {
+        self.as_str().into()
     }
 }
 
@@ -38,6 +83,16 @@ impl fmt::Display for ObjectKey {
 
 /// Objects of one kind by namespace and name: a persistent map, cheap to copy.
 pub type Objects<K> = imbl::OrdMap<ObjectKey, Arc<K>>;
+
+/// The key `objects` holds for `key`'s object, whose strings a copy shares, or `key`
+/// itself when there is no such object: an index that names objects of a large cluster
+/// then holds counts, not strings of its own.
+pub fn stored_key<K>(objects: &Objects<K>, key: ObjectKey) -> ObjectKey {
+    match objects.get_key_value(&key) {
+        Some((stored, _)) => stored.clone(),
+        None => key,
+    }
+}
 
 /// A set of object keys: a persistent set, cheap to copy, and compared with another copy
 /// (`old.diff(new)`) at the cost of what differs.

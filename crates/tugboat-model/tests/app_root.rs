@@ -39,7 +39,7 @@ fn a_bad_app_root_is_a_problem_and_the_route_is_served_without_it() {
     let output = build_with(json!({"nginx.ingress.kubernetes.io/app-root": "https://x/%[env(A)]"}));
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
-    assert_eq!(problem.object.name, "shop");
+    assert_eq!(&*problem.object.name, "shop");
     assert_eq!(
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/app-root"

@@ -96,7 +96,7 @@ fn resolves_ports_by_number_and_name_to_ready_endpoints() {
         .desired
         .backends
         .values()
-        .find(|b| b.service.name == "web")
+        .find(|b| &*b.service.name == "web")
         .expect("web");
     let endpoints: Vec<String> = web.endpoints.iter().map(ToString::to_string).collect();
     // Sorted; the endpoint whose ready condition is false is left out.
@@ -138,7 +138,7 @@ fn the_oldest_ingress_wins_a_conflict_and_the_newer_one_is_told() {
         )]
     );
     let problem = only_problem(&output);
-    assert_eq!(problem.object.name, "newer");
+    assert_eq!(&*problem.object.name, "newer");
     assert_eq!(problem.reason, ProblemReason::RouteConflict);
     assert!(
         problem.message.contains("default/older"),
@@ -211,7 +211,7 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
         .desired
         .backends
         .values()
-        .find(|b| b.service.name == "gone")
+        .find(|b| &*b.service.name == "gone")
         .expect("backend");
     assert!(nosvc.endpoints.is_empty());
 }
@@ -405,7 +405,7 @@ fn a_canary_without_a_main_route_does_nothing_and_is_told() {
     assert!(output.desired.routes.is_empty());
     assert!(output.desired.backends.is_empty());
     let problem = only_problem(&output);
-    assert_eq!(problem.object.name, "beta");
+    assert_eq!(&*problem.object.name, "beta");
     assert_eq!(problem.field, "spec.rules[0].http.paths[0]");
     assert!(problem.message.contains("does nothing"), "{problem}");
 }
@@ -424,9 +424,9 @@ fn a_second_canary_of_a_route_is_a_conflict() {
     ]);
     let output = build_at_fixed_time(&snapshot);
     let canary = output.desired.routes[0].canary.as_ref().expect("a canary");
-    assert_eq!(canary.ingress.name, "first");
+    assert_eq!(&*canary.ingress.name, "first");
     let problem = only_problem(&output);
-    assert_eq!(problem.object.name, "second");
+    assert_eq!(&*problem.object.name, "second");
     assert_eq!(problem.reason, ProblemReason::RouteConflict);
     assert!(problem.message.contains("default/first"), "{problem}");
 }
@@ -452,7 +452,7 @@ fn bad_canary_value(key: &str, value: &str) -> (BuildOutput, tugboat_model::Obje
     annotations.push((key, value));
     let output = build_canary_of_main(&annotations);
     let problem = only_problem(&output);
-    assert_eq!(problem.object.name, "beta");
+    assert_eq!(&*problem.object.name, "beta");
     assert_eq!(
         problem.field,
         format!("metadata.annotations.nginx.ingress.kubernetes.io/{key}")
@@ -576,7 +576,7 @@ fn a_bad_body_size_is_told_and_the_rest_of_the_ingress_works() {
         ("upstream-vhost", "in.example.com"),
     ]);
     let problem = only_problem(&output);
-    assert_eq!(problem.object.name, "main");
+    assert_eq!(&*problem.object.name, "main");
     assert_eq!(
         problem.field,
         "metadata.annotations.nginx.ingress.kubernetes.io/proxy-body-size"

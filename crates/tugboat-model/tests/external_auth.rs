@@ -242,7 +242,7 @@ fn assert_host_refused(output: &BuildOutput, name: &str, key: &str, route_host: 
     let problems: Vec<_> = output
         .problems
         .iter()
-        .filter(|p| p.object.name == name)
+        .filter(|p| &*p.object.name == name)
         .collect();
     assert_eq!(problems.len(), 1, "{:?}", output.problems);
     assert_eq!(problems[0].field, format!("metadata.annotations.{key}"));

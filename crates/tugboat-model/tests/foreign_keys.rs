@@ -70,7 +70,7 @@ fn an_unsupported_peer_access_key_refuses_the_routes_of_its_ingress_only() {
     let problem = output
         .problems
         .iter()
-        .find(|p| p.object.name == "office")
+        .find(|p| &*p.object.name == "office")
         .expect("a problem on the Ingress");
     assert_eq!(
         problem.field,
@@ -79,7 +79,7 @@ fn an_unsupported_peer_access_key_refuses_the_routes_of_its_ingress_only() {
     assert!(problem.message.contains("'auth-tls-secret'"), "{problem}");
     assert!(problem.message.contains("ingress-nginx"), "{problem}");
     assert!(problem.message.contains("403"), "{problem}");
-    assert!(!output.problems.iter().any(|p| p.object.name == "site"));
+    assert!(!output.problems.iter().any(|p| &*p.object.name == "site"));
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn with_ignore_the_routes_are_served_and_the_problem_says_so() {
     let problem = output
         .problems
         .iter()
-        .find(|p| p.object.name == "office")
+        .find(|p| &*p.object.name == "office")
         .expect("a problem on the Ingress");
     assert!(
         problem

@@ -799,7 +799,7 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
     let problem_routes: Vec<&str> = output
         .problems
         .iter()
-        .map(|p| p.object.name.as_str())
+        .map(|p| p.object.name.as_ref())
         .collect();
     assert!(!problem_routes.contains(&"fine"));
     // One of the split's weights 0: one backend, served.
@@ -873,7 +873,7 @@ fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     let conflict = output
         .problems
         .iter()
-        .find(|p| p.object.name == "z-older")
+        .find(|p| &*p.object.name == "z-older")
         .expect("the losing route is told");
     assert_eq!(conflict.reason, ProblemReason::RouteConflict);
     assert!(
@@ -893,7 +893,7 @@ fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     );
     let output = build(&snapshot);
     assert_eq!(routes(&output)[0].2, "shop_web_80");
-    assert_eq!(output.desired.routes[0].ingress.name, "legacy");
+    assert_eq!(&*output.desired.routes[0].ingress.name, "legacy");
     assert!(output.desired.http_route_slots.is_empty());
     assert!(
         output
@@ -1252,7 +1252,7 @@ fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
     let conflict = output
         .problems
         .iter()
-        .find(|p| p.object.name == "newer")
+        .find(|p| &*p.object.name == "newer")
         .expect("the newer unconditional rule is told");
     assert!(
         conflict.message.contains("HTTPRoute shop/older"),
@@ -1574,10 +1574,10 @@ fn requested_addresses_of_served_types_wait_for_the_published_ones_and_others_ar
         output
             .problems
             .iter()
-            .any(|p| p.object.name == "odd" && p.field == "spec.addresses"),
+            .any(|p| &*p.object.name == "odd" && p.field == "spec.addresses"),
         "a problem names the field"
     );
-    assert!(!output.problems.iter().any(|p| p.object.name == "asking"));
+    assert!(!output.problems.iter().any(|p| &*p.object.name == "asking"));
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn an_invalid_expression_is_left_out_with_a_problem_naming_the_path() {
     assert_eq!(paths(&output), vec![PathMatch::Regex("/fine".into())]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
-    assert_eq!(problem.object.name, "shop");
+    assert_eq!(&*problem.object.name, "shop");
     assert_eq!(problem.field, "spec.rules[0].http.paths[0].path");
     assert!(problem.message.contains("regular expression"), "{problem}");
 }
@@ -148,7 +148,7 @@ fn an_invalid_rewrite_target_is_a_problem_naming_the_key() {
         .iter()
         .find(|p| p.field == "metadata.annotations.nginx.ingress.kubernetes.io/rewrite-target")
         .unwrap_or_else(|| panic!("{:?}", output.problems));
-    assert_eq!(problem.object.name, "shop");
+    assert_eq!(&*problem.object.name, "shop");
     // The route is still served, as a regex route, without a rewrite.
     let route = PathMatch::Regex("/something(/|$)(.*)".into());
     assert_eq!(paths(&output), vec![route.clone()]);

@@ -77,7 +77,7 @@ fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
             (
                 r.host.to_string(),
                 r.path.to_string(),
-                r.ingress.name.clone(),
+                r.ingress.name.to_string(),
             )
         })
         .collect();
@@ -165,7 +165,7 @@ fn an_alias_another_ingress_routes_is_a_problem_naming_the_key() {
         .problems
         .iter()
         // Both Ingresses also have the catch-all rule: the newer one's is a conflict.
-        .filter(|p| p.object.name == "shop" && p.field != "spec.rules[1].http.paths[0]")
+        .filter(|p| &*p.object.name == "shop" && p.field != "spec.rules[1].http.paths[0]")
         .collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(
@@ -257,7 +257,7 @@ fn a_bad_alias_is_a_problem_and_the_ingress_is_served_without_aliases() {
         false,
     )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
-    assert_eq!(output.problems[0].object.name, "shop");
+    assert_eq!(&*output.problems[0].object.name, "shop");
     assert_eq!(
         output.problems[0].field,
         format!("metadata.annotations.{ALIAS_KEY}")

@@ -146,7 +146,7 @@ fn a_counterpart_another_ingress_routes_is_a_problem_naming_the_key() {
     ]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
-    assert_eq!(problem.object.name, "bare");
+    assert_eq!(&*problem.object.name, "bare");
     assert_eq!(problem.field, format!("metadata.annotations.{WWW_KEY}"));
     assert!(problem.message.contains("default/other"), "{problem:?}");
     assert_eq!(www_redirect(&output, "www.shop.example.com"), None);
@@ -208,7 +208,7 @@ fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
         json!({WWW_KEY: "yes"}),
     )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
-    assert_eq!(output.problems[0].object.name, "typo");
+    assert_eq!(&*output.problems[0].object.name, "typo");
     assert_eq!(
         output.problems[0].field,
         format!("metadata.annotations.{WWW_KEY}")
@@ -283,7 +283,7 @@ fn an_http_redirect_code_nginx_refuses_is_a_problem_naming_the_config_map_and_ke
         panic!("one problem: {:?}", output.problems);
     };
     assert_eq!(problem.object.kind, "ConfigMap");
-    assert_eq!(problem.object.name, "tugboat");
+    assert_eq!(&*problem.object.name, "tugboat");
     assert!(problem.field.contains("http-redirect-code"), "{problem}");
     assert!(
         problem.message.contains("301, 302, 307 or 308"),

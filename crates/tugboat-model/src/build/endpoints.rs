@@ -6,7 +6,7 @@ use crate::desired::{Backend, BackendName, Endpoint, ServicePortRef};
 use crate::features::BackendOptions;
 use crate::objects::{EndpointSlice, Service, ServicePort, ServiceSpec};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
-use crate::snapshot::{ObjectKey, Snapshot};
+use crate::snapshot::{ObjectKey, Snapshot, stored_key};
 use crate::validate;
 use k8s_openapi::api::networking::v1::IngressBackend;
 use std::collections::{BTreeSet, HashMap};
@@ -73,7 +73,10 @@ impl Builder<'_> {
             self.problem(object, field.to_string(), message.to_string());
             return None;
         };
-        let service_key = ObjectKey::new(&ingress.namespace, &service.name);
+        let service_key = stored_key(
+            &self.snapshot.services,
+            ObjectKey::new(&ingress.namespace, &service.name),
+        );
         if let Err(err) = validate::dns_label(&service.name) {
             self.problem(object, format!("{field}.service.name"), err.0);
             return None;
@@ -325,7 +328,10 @@ pub(super) fn index_slices(snapshot: &Snapshot) -> HashMap<ObjectKey, Vec<&Endpo
     for (key, slice) in &snapshot.endpoint_slices {
         if let Some(service) = slice.service_name() {
             index
-                .entry(ObjectKey::new(&key.namespace, service))
+                .entry(stored_key(
+                    &snapshot.services,
+                    ObjectKey::new(&key.namespace, service),
+                ))
                 .or_default()
                 .push(slice);
         }

@@ -609,7 +609,7 @@ impl Builder<'_> {
     ) -> Option<BackendName> {
         let reference = IngressBackend {
             service: Some(IngressServiceBackend {
-                name: service.name.clone(),
+                name: service.name.to_string(),
                 port: Some(ServiceBackendPort {
                     number: Some(i32::from(port)),
                     name: None,

@@ -232,13 +232,13 @@ fn accepted_classes(
                 generation,
             )
         } else {
-            accepted.insert(key.name.clone());
+            accepted.insert(key.name.to_string());
             Condition::new("Accepted", true, "Accepted", "", generation)
         };
         let mut features = SUPPORTED_FEATURES.to_vec();
         features.sort_unstable();
         status.classes.insert(
-            key.name.clone(),
+            key.name.to_string(),
             ClassState {
                 conditions: vec![condition],
                 supported_features: features,
@@ -378,7 +378,7 @@ fn granted(
 ) -> bool {
     grants
         .iter()
-        .filter(|(key, _)| key.namespace == to_namespace)
+        .filter(|(key, _)| *key.namespace == *to_namespace)
         .any(|(_, grant)| {
             grant.spec.from.iter().any(|from| {
                 from.group == GROUP && from.kind == from_kind && from.namespace == from_namespace
@@ -545,7 +545,7 @@ fn listener_info(
                     "InvalidCertificateRef",
                     "certificateRefs[0]: not a valid Secret name".to_string(),
                 ))
-            } else if namespace != gateway.namespace
+            } else if *namespace != *gateway.namespace
                 && !granted(
                     grants,
                     "Gateway",
@@ -888,7 +888,7 @@ fn resolve_backend(
             ),
         ));
     }
-    if namespace != route.namespace
+    if *namespace != *route.namespace
         && !granted(
             &snapshot.reference_grants,
             "HTTPRoute",

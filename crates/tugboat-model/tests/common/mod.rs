@@ -145,7 +145,7 @@ pub fn problem_fields(output: &BuildOutput, name: &str) -> Vec<String> {
     output
         .problems
         .iter()
-        .filter(|p| p.object.name == name)
+        .filter(|p| *p.object.name == *name)
         .map(|p| p.field.clone())
         .collect()
 }

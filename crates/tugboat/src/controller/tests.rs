@@ -319,7 +319,7 @@ async fn a_refused_new_snippet_is_left_out_and_the_rest_applies_at_once() {
         status
             .problems
             .iter()
-            .any(|p| p.object.name == "bad" && p.message.contains("no-such-directive")),
+            .any(|p| &*p.object.name == "bad" && p.message.contains("no-such-directive")),
         "{:?}",
         status.problems
     );
@@ -394,7 +394,7 @@ async fn custom_http_errors_on_a_haproxy_without_lua_is_a_problem_naming_the_key
     assert_eq!(master.requests_like("reload"), 1);
     let problems = step.status.borrow().problems.clone();
     assert!(
-        problems.iter().any(|p| p.object.name == "shop"
+        problems.iter().any(|p| &*p.object.name == "shop"
             && p.field == "metadata.annotations.nginx.ingress.kubernetes.io/custom-http-errors"
             && p.message.contains("Lua")),
         "{problems:?}"
