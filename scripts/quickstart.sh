@@ -25,6 +25,13 @@ fi
 haproxy=$haproxy_dir/haproxy-$series/haproxy
 
 say "building tugboat"
+# The controller's allocator (jemalloc) is built from C with make.
+if ! command -v make >/dev/null; then
+  say "installing make"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends make
+fi
 cargo build --quiet -p tugboat -p tugboat-testkit --bins
 bin=${CARGO_TARGET_DIR:-$PWD/target}/debug
 

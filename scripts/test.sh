@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 # Debian packages the tests use: curl and ldd (scripts), unshare and ip (the chart pod
-# test runs the pod in Linux namespaces with its own loopback).
+# test runs the pod in Linux namespaces with its own loopback), make (the controller's
+# allocator, jemalloc, is built from C).
 need=()
+command -v make >/dev/null || need+=(make)
 command -v curl >/dev/null || need+=(curl)
 command -v ldd >/dev/null || need+=(libc-bin)
 command -v unshare >/dev/null || need+=(util-linux)

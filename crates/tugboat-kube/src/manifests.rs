@@ -598,7 +598,11 @@ mod tests {
         );
         assert!(contents.problems.is_empty(), "{:?}", contents.problems);
         let snapshot = served(&contents, &ClassFilter::default(), &Settings::new(0)).snapshot;
-        let secrets: Vec<_> = snapshot.secrets.keys().map(|k| k.name.to_string()).collect();
+        let secrets: Vec<_> = snapshot
+            .secrets
+            .keys()
+            .map(|k| k.name.to_string())
+            .collect();
         assert_eq!(secrets, ["users"]);
         assert!(snapshot.config_maps.is_empty());
     }

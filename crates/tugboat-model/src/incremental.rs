@@ -192,9 +192,9 @@ fn service_of(
     key: &ObjectKey,
     slice: &crate::objects::EndpointSlice,
 ) -> Option<ObjectKey> {
-    slice.service_name().map(|service| {
-        stored_key(&snapshot.services, ObjectKey::new(&key.namespace, service))
-    })
+    slice
+        .service_name()
+        .map(|service| stored_key(&snapshot.services, ObjectKey::new(&key.namespace, service)))
 }
 
 impl Model {

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// jemalloc instead of the C library's allocator: on the large-cluster benchmark
-/// (docs/benchmarks.md) it cut the controller's CPU per change by about a third against
-/// glibc's and more against musl's (the image's), and its peak RSS, because its arenas
-/// are shared between the threads the first apply runs on.
+/// (docs/benchmarks.md) it took less CPU per change and a lower peak RSS than glibc's
+/// allocator, and musl's (the image's C library) is slower still. Its options are fixed
+/// when it is built (`.cargo/config.toml`).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
