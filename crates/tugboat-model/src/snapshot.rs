@@ -30,14 +30,6 @@ impl ObjectKey {
             name: name.into_shared(),
         }
     }
-
-    /// The key of another object in the same namespace (sharing its namespace).
-    pub fn sibling(&self, name: impl KeyPart) -> Self {
-        Self {
-            namespace: self.namespace.clone(),
-            name: name.into_shared(),
-        }
-    }
 }
 
 /// What a key's namespace or name is made from: a shared string is shared, not copied.
