@@ -63,11 +63,7 @@ pub fn without_lua_problems(desired: &Desired) -> Vec<ObjectProblem> {
         .filter_map(|f| f.error_backend.as_ref())
         .filter(|e| !e.codes.is_empty())
         .map(|e| ObjectProblem {
-            object: ObjectRef {
-                kind: "Ingress",
-                namespace: e.ingress.namespace.clone(),
-                name: e.ingress.name.clone(),
-            },
+            object: ObjectRef::of("Ingress", &e.ingress),
             field: e
                 .codes_field
                 .clone()

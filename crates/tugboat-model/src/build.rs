@@ -353,11 +353,7 @@ fn config_map_layer(
             Scope::ConfigMap,
         );
     };
-    let object = ObjectRef {
-        kind: "ConfigMap",
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
-    };
+    let object = ObjectRef::of("ConfigMap", key);
     match snapshot.config_maps.get(key) {
         Some(config_map) => Layer::from_config_map(object, config_map.data.as_ref(), problems),
         None => {
@@ -461,11 +457,7 @@ impl<'a> Builder<'a> {
     }
 
     fn add_ingress(&mut self, key: &ObjectKey, ingress: &Ingress) {
-        let object = ObjectRef {
-            kind: "Ingress",
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-        };
+        let object = ObjectRef::of("Ingress", key);
         let Some(spec) = &ingress.spec else {
             return;
         };

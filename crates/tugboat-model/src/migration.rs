@@ -175,11 +175,7 @@ pub fn auth_secrets(ingresses: &Objects<Ingress>) -> Vec<ObjectKey> {
 /// The basic-auth Secret an Ingress names, whatever the prefix: the same reading as
 /// the builder's.
 fn auth_secret(key: &ObjectKey, annotations: Option<&BTreeMap<String, String>>) -> Option<String> {
-    let object = ObjectRef {
-        kind: "Ingress",
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
-    };
+    let object = ObjectRef::of("Ingress", key);
     let mut problems = Vec::new();
     let layer = Layer::from_annotations(
         object,

@@ -7,12 +7,25 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::snapshot::ObjectKey;
+
 /// Kind, namespace and name of the object a problem belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectRef {
     pub kind: &'static str,
     pub namespace: Arc<str>,
     pub name: Arc<str>,
+}
+
+impl ObjectRef {
+    /// The object of kind `kind` that `key` names.
+    pub fn of(kind: &'static str, key: &ObjectKey) -> Self {
+        Self {
+            kind,
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        }
+    }
 }
 
 impl fmt::Display for ObjectRef {

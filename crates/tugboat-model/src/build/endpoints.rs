@@ -19,11 +19,7 @@ impl Builder<'_> {
     /// The backend of `--default-backend-service` (its first port), if set and usable.
     pub(super) fn default_backend_service(&mut self) -> Option<BackendName> {
         let key = self.settings.default_backend_service.clone()?;
-        let object = ObjectRef {
-            kind: "Service",
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-        };
+        let object = ObjectRef::of("Service", &key);
         let first_port = self
             .snapshot
             .services

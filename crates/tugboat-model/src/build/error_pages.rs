@@ -17,11 +17,7 @@ impl Builder<'_> {
         let Some(key) = self.settings.error_pages.clone() else {
             return pages;
         };
-        let object = ObjectRef {
-            kind: "ConfigMap",
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
-        };
+        let object = ObjectRef::of("ConfigMap", &key);
         let Some(config_map) = self.snapshot.config_maps.get(&key) else {
             self.problems.push(ObjectProblem {
                 object,

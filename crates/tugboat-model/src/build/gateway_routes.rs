@@ -386,11 +386,7 @@ impl Builder<'_> {
     }
 
     fn route_object(route: &ObjectKey) -> ObjectRef {
-        ObjectRef {
-            kind: "HTTPRoute",
-            namespace: route.namespace.clone(),
-            name: route.name.clone(),
-        }
+        ObjectRef::of("HTTPRoute", route)
     }
 
     fn gateway_conflict(&mut self, rule: &RuleRoute, owner: String) {
@@ -680,11 +676,7 @@ impl Builder<'_> {
         for host in &certificate.hosts {
             match self.certificate_of_host.get(host) {
                 Some(owner) if *owner != name => self.problems.push(ObjectProblem {
-                    object: ObjectRef {
-                        kind: "Gateway",
-                        namespace: certificate.gateway.namespace.clone(),
-                        name: certificate.gateway.name.clone(),
-                    },
+                    object: ObjectRef::of("Gateway", &certificate.gateway),
                     field: format!("spec.listeners[{}].tls", certificate.listener),
                     reason: ProblemReason::RouteConflict,
                     message: format!("host {host} already has the certificate {owner}"),

@@ -246,11 +246,7 @@ impl Builder<'_> {
     /// The keys of a Service, read once.
     fn service_layer(&mut self, service: &ObjectKey) -> &Layer {
         if !self.service_layers.contains_key(service) {
-            let object = ObjectRef {
-                kind: "Service",
-                namespace: service.namespace.clone(),
-                name: service.name.clone(),
-            };
+            let object = ObjectRef::of("Service", service);
             let annotations = self
                 .snapshot
                 .services

@@ -147,11 +147,7 @@ impl Builder<'_> {
             Ok(pem) => Some(pem),
             Err((reason, message)) => {
                 self.problems.push(ObjectProblem {
-                    object: ObjectRef {
-                        kind: "Secret",
-                        namespace: key.namespace.clone(),
-                        name: key.name.clone(),
-                    },
+                    object: ObjectRef::of("Secret", &key),
                     field: "data".into(),
                     reason,
                     message: format!(

@@ -249,19 +249,11 @@ fn accepted_classes(
 }
 
 fn gateway_ref(key: &ObjectKey) -> ObjectRef {
-    ObjectRef {
-        kind: "Gateway",
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
-    }
+    ObjectRef::of("Gateway", key)
 }
 
 fn route_ref(key: &ObjectKey) -> ObjectRef {
-    ObjectRef {
-        kind: "HTTPRoute",
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
-    }
+    ObjectRef::of("HTTPRoute", key)
 }
 
 /// A Gateway's listeners and conditions.
