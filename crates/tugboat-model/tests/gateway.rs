@@ -1016,7 +1016,25 @@ fn features_of<'a>(output: &'a BuildOutput, host: &str) -> &'a tugboat_model::Ro
         .iter()
         .find(|r| r.host == HostMatch::Exact(host.into()))
         .unwrap_or_else(|| panic!("a route of {host}"));
+    route_features(output, route)
+}
+
+fn route_features<'a>(
+    output: &'a BuildOutput,
+    route: &tugboat_model::Route,
+) -> &'a tugboat_model::RouteFeatures {
     &output.desired.feature_sets[route.features.as_ref().expect("features")]
+}
+
+/// The rules that share the host and path of the route with these features, in order.
+fn dispatch_of(
+    features: &tugboat_model::RouteFeatures,
+) -> tugboat_model::gateway::features::Dispatch {
+    features
+        .gateway
+        .as_ref()
+        .and_then(|g| g.dispatch.clone())
+        .expect("a dispatch")
 }
 
 #[test]
@@ -1222,11 +1240,7 @@ fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
         "shop_web_80",
         "the older unconditional rule"
     );
-    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
-        .gateway
-        .as_ref()
-        .and_then(|g| g.dispatch.clone())
-        .expect("a dispatch");
+    let dispatch = dispatch_of(route_features(&output, route));
     let order: Vec<(bool, usize, usize, String)> = dispatch
         .candidates
         .iter()
@@ -1368,11 +1382,7 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
             .iter()
             .find(|r| r.path == PathMatch::Prefix(path.into()))
             .expect("the route");
-        let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
-            .gateway
-            .as_ref()
-            .and_then(|g| g.dispatch.clone())
-            .expect("a dispatch");
+        let dispatch = dispatch_of(route_features(&output, route));
         (route.backend.to_string(), dispatch)
     };
     let summary = |dispatch: &tugboat_model::gateway::features::Dispatch| {
@@ -1427,11 +1437,7 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
         "shop_web_80",
         "the fallback's backend"
     );
-    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
-        .gateway
-        .as_ref()
-        .and_then(|g| g.dispatch.clone())
-        .expect("a dispatch");
+    let dispatch = dispatch_of(route_features(&output, route));
     assert_eq!(dispatch.candidates.len(), 1);
     assert!(
         matches!(
@@ -1617,11 +1623,7 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
         .iter()
         .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
         .expect("the member's route");
-    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
-        .gateway
-        .as_ref()
-        .and_then(|g| g.dispatch.clone())
-        .expect("a dispatch");
+    let dispatch = dispatch_of(route_features(&output, route));
     let paths: Vec<Option<PathCondition>> = dispatch
         .candidates
         .iter()
@@ -1660,11 +1662,7 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
         .iter()
         .find(|r| r.host == HostMatch::Exact("a.deep.example.com".into()))
         .expect("the member's route");
-    let dispatch = output.desired.feature_sets[route.features.as_ref().expect("features")]
-        .gateway
-        .as_ref()
-        .and_then(|g| g.dispatch.clone())
-        .expect("a dispatch");
+    let dispatch = dispatch_of(route_features(&output, route));
     let steps: Vec<(Option<PathCondition>, Option<bool>)> = dispatch
         .candidates
         .iter()
