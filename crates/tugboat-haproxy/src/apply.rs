@@ -87,9 +87,6 @@ pub struct Applier {
     cli: MasterCli,
     settings: RenderSettings,
     applied: Option<Applied>,
-    /// What was on disk before the first write (e.g. the init config), to put back if
-    /// haproxy refuses the very first config.
-    initial_files: Option<RenderedFiles>,
     master: Option<ProcInfo>,
     /// The hash of each applied file, for the marker's fingerprint.
     hashes: FileHashes,
@@ -147,7 +144,6 @@ impl Applier {
             cli,
             settings,
             applied: None,
-            initial_files: None,
             master: None,
             hashes: FileHashes::default(),
         }
@@ -280,14 +276,19 @@ impl Applier {
             }
             return Ok(report);
         }
-        if self.initial_files.is_none() {
-            // What is on disk before the first apply, to put back if haproxy refuses it:
-            // the files it renders, and config files it does not (removed before a reload).
+        // A reload with no applied state to go back to (the first apply, or after an
+        // error): what is on disk now is put back if haproxy refuses the new files: the
+        // files it renders, and config files it does not (removed before a reload). Read
+        // for this apply only: kept, a large state's files would be held twice. (A patch
+        // plan holds the applied state, and never reloads.)
+        let on_disk = if self.applied.is_none() && plan.reload.is_some() {
             let configs = files::config_files_in(&self.settings.config_dir).unwrap_or_default();
-            self.initial_files = Some(files::read_current(
+            Some(files::read_current(
                 plan.next.files.files.keys().chain(&configs),
-            ));
-        }
+            ))
+        } else {
+            None
+        };
         let started = Instant::now();
         // Published (renamed into place) now; flushed to disk after a reload.
         report.files_written = files::publish(&plan.next.files, &plan.changed)?;
@@ -330,11 +331,7 @@ impl Applier {
             match outcome {
                 Ok(ReloadOutcome::Loaded { log }) => tracing::debug!(%log, "haproxy reloaded"),
                 Ok(ReloadOutcome::Refused { message }) => {
-                    let previous = self
-                        .applied
-                        .as_ref()
-                        .map(|a| &a.files)
-                        .or(self.initial_files.as_ref());
+                    let previous = self.applied.as_ref().map(|a| &a.files).or(on_disk.as_ref());
                     if let Some(previous) = previous {
                         files::restore(previous, &plan.next.files)?;
                     }
@@ -545,11 +542,11 @@ mod tests {
         };
         let files = RenderedFiles {
             files: [
-                (settings.config_file(), "global\n".to_string()),
-                (settings.backend_file("api-ca.pem"), "pem".to_string()),
-                (settings.pattern_file("allow-1"), "10.0.0.0/8\n".to_string()),
-                (settings.certificate("shop"), "pem".to_string()),
-                (settings.external_auth_script(), "--".to_string()),
+                (settings.config_file(), "global\n".into()),
+                (settings.backend_file("api-ca.pem"), "pem".into()),
+                (settings.pattern_file("allow-1"), "10.0.0.0/8\n".into()),
+                (settings.certificate("shop"), "pem".into()),
+                (settings.external_auth_script(), "--".into()),
             ]
             .into(),
         };

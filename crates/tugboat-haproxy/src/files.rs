@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::render::RenderedFiles;
+use crate::render::{FileText, RenderedFiles};
 
 /// A file that could not be written, read or removed.
 #[derive(Debug, Error)]
@@ -171,7 +171,9 @@ pub fn read_current<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Rendere
     let mut current = RenderedFiles::default();
     for path in paths {
         if let Ok(contents) = fs::read_to_string(path) {
-            current.files.insert(path.clone(), contents);
+            current
+                .files
+                .insert(path.clone(), FileText::Rendered(contents));
         }
     }
     current

@@ -10,7 +10,7 @@
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tugboat_model::incremental::replace_routes;
 use tugboat_model::{
@@ -21,7 +21,7 @@ use tugboat_model::{
 use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
-    RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
+    FileText, RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
     backends_file_index, has_rule_timeouts, path_text, render, server_options,
 };
 use crate::runtime::{
@@ -168,33 +168,32 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         let options = desired.backends.get(&backend).map(|b| b.options.as_ref());
         server_changes(&mut runtime, &backend, options, changes, settings);
     }
-    let certificates = |files: &RenderedFiles| -> BTreeMap<PathBuf, String> {
+    fn certificates<'a>(
+        files: &'a RenderedFiles,
+        settings: &RenderSettings,
+    ) -> BTreeMap<&'a Path, &'a str> {
         files
             .files
             .iter()
             .filter(|(path, _)| settings.is_certificate(path))
-            .map(|(path, pem)| (path.clone(), pem.clone()))
+            .map(|(path, pem)| (path.as_path(), pem.as_str()))
             .collect()
-    };
-    let (old_certs, new_certs) = (certificates(&applied.files), certificates(&files));
+    }
+    let old_certs = certificates(&applied.files, settings);
+    let new_certs = certificates(&files, settings);
     if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
         // Too large for one runtime command: haproxy loads it from the file.
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     let list = settings.crt_list();
-    runtime.extend(certificate_changes(
+    let certificate_changes = certificate_changes(
         &list,
-        &old_certs
-            .iter()
-            .map(|(p, c)| (p.as_path(), c.as_str()))
-            .collect(),
-        &new_certs
-            .iter()
-            .map(|(p, c)| (p.as_path(), c.as_str()))
-            .collect(),
+        &old_certs,
+        &new_certs,
         applied.files.get(&list).unwrap_or(""),
         files.get(&list).unwrap_or(""),
-    ));
+    );
+    runtime.extend(certificate_changes);
     for map in maps {
         let old = applied.files.get(&map).unwrap_or("");
         let new = files.get(&map).unwrap_or("");
@@ -382,7 +381,7 @@ pub fn plan_patch(
     for (path, places) in places_by_file {
         if let Some(config) = applied.files.files.get_mut(&path) {
             for (at, len, new) in places {
-                config.replace_range(at..at + len, &new);
+                config.to_mut().replace_range(at..at + len, &new);
             }
         }
         changed.push(path);
@@ -406,7 +405,7 @@ pub fn plan_patch(
         applied
             .files
             .files
-            .insert(path.clone(), pem.as_str().to_string());
+            .insert(path.clone(), FileText::from(&pem));
         changed.push(path);
     }
     Ok(Plan {
@@ -501,7 +500,7 @@ fn patch_route_maps(
             for key in before.keys().chain(after.keys()) {
                 let value = after.get(key);
                 if before.get(key) != value {
-                    map_text::set_line(text, order, key, value.map(String::as_str));
+                    map_text::set_line(text.to_mut(), order, key, value.map(String::as_str));
                 }
             }
         }
@@ -1086,13 +1085,11 @@ mod tests {
     /// Files with `main` as the main config and `backends` as the backends' files.
     fn config_files(main: &str, backends: &[&str]) -> RenderedFiles {
         let mut files = RenderedFiles::default();
-        files
-            .files
-            .insert(settings().config_file(), main.to_string());
+        files.files.insert(settings().config_file(), main.into());
         for (index, text) in backends.iter().enumerate() {
             files
                 .files
-                .insert(settings().backends_file(index), text.to_string());
+                .insert(settings().backends_file(index), (*text).into());
         }
         files
     }

@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
+use tugboat_model::tls::Pem;
 use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, stable_hash};
 
 use crate::features::{FEATURE_SEPARATOR, feature_rules};
@@ -33,12 +34,85 @@ pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 /// Every file haproxy needs, by absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RenderedFiles {
-    pub files: BTreeMap<PathBuf, String>,
+    pub files: BTreeMap<PathBuf, FileText>,
 }
 
 impl RenderedFiles {
     pub fn get(&self, path: &Path) -> Option<&str> {
-        self.files.get(path).map(String::as_str)
+        self.files.get(path).map(FileText::as_str)
+    }
+}
+
+/// The contents of one file: text rendered for it, or a checked PEM that the desired
+/// state holds too (a certificate file shares it rather than copying it: a thousand
+/// certificates are megabytes). Debug output hides a PEM, as [`Pem`] does.
+#[derive(Clone)]
+pub enum FileText {
+    Rendered(String),
+    Pem(Pem),
+}
+
+impl FileText {
+    pub fn as_str(&self) -> &str {
+        match self {
+            FileText::Rendered(text) => text,
+            FileText::Pem(pem) => pem.as_str(),
+        }
+    }
+
+    /// The text to edit in place (a PEM is copied first).
+    pub fn to_mut(&mut self) -> &mut String {
+        if let FileText::Pem(pem) = self {
+            *self = FileText::Rendered(pem.as_str().to_string());
+        }
+        match self {
+            FileText::Rendered(text) => text,
+            // Made `Rendered` just above.
+            FileText::Pem(_) => unreachable!("a PEM was made rendered text"),
+        }
+    }
+}
+
+impl std::ops::Deref for FileText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+/// Two files are the same when their texts are, however each is held.
+impl PartialEq for FileText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for FileText {}
+
+impl std::fmt::Debug for FileText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileText::Rendered(text) => std::fmt::Debug::fmt(text, f),
+            FileText::Pem(pem) => std::fmt::Debug::fmt(pem, f),
+        }
+    }
+}
+
+impl From<String> for FileText {
+    fn from(text: String) -> Self {
+        FileText::Rendered(text)
+    }
+}
+
+impl From<&str> for FileText {
+    fn from(text: &str) -> Self {
+        FileText::Rendered(text.to_string())
+    }
+}
+
+impl From<&Pem> for FileText {
+    fn from(pem: &Pem) -> Self {
+        FileText::Pem(pem.clone())
     }
 }
 
@@ -46,17 +120,18 @@ impl RenderedFiles {
 /// the same bytes.
 pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
     let (exact, prefix) = route_maps(&desired.routes);
-    let mut files = BTreeMap::new();
-    files.insert(settings.config_file(), config(desired, settings));
-    files.extend(backends_files(desired, layout, settings));
-    files.insert(settings.exact_map(), exact);
-    files.insert(settings.prefix_map(), prefix);
-    files.insert(settings.tls_hosts_map(), tls_hosts_map(desired));
+    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
+    texts.insert(settings.config_file(), config(desired, settings));
+    texts.extend(backends_files(desired, layout, settings));
+    texts.insert(settings.exact_map(), exact);
+    texts.insert(settings.prefix_map(), prefix);
+    texts.insert(settings.tls_hosts_map(), tls_hosts_map(desired));
+    let mut pems: Vec<(PathBuf, &Pem)> = Vec::new();
     let default = desired
         .default_certificate
         .as_ref()
         .unwrap_or(&settings.fallback_certificate);
-    files.insert(settings.default_certificate(), default.as_str().to_string());
+    pems.push((settings.default_certificate(), default));
     let mut crt_list = String::new();
     for certificate in desired.certificates.values() {
         let path = settings.certificate(&certificate.name);
@@ -71,31 +146,42 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
             },
             certificate.hosts.join(" ")
         );
-        files.insert(path, certificate.pem.as_str().to_string());
+        pems.push((path, &certificate.pem));
     }
-    files.insert(settings.crt_list(), crt_list);
+    texts.insert(settings.crt_list(), crt_list);
     for (code, page) in &desired.error_pages {
-        files.insert(settings.error_page(*code), page.clone());
+        texts.insert(settings.error_page(*code), page.clone());
     }
     for (name, pem) in &desired.backend_files {
-        files.insert(settings.backend_file(name), pem.as_str().to_string());
+        pems.push((settings.backend_file(name), pem));
     }
     for (name, entries) in &desired.pattern_files {
-        files.insert(settings.pattern_file(name), entries.clone());
+        texts.insert(settings.pattern_file(name), entries.clone());
     }
     if crate::external_auth::needed(&desired.feature_sets) {
-        files.insert(
+        texts.insert(
             settings.external_auth_script(),
             crate::external_auth::SCRIPT.to_string(),
         );
     }
     if crate::error_backend::needs_script(&desired.feature_sets) {
-        files.insert(
+        texts.insert(
             settings.error_pages_script(),
             crate::error_backend::SCRIPT.to_string(),
         );
     }
-    RenderedFiles { files }
+    // Texts built by pushing hold up to twice their length: kept for as long as
+    // haproxy runs them, they are cut to size.
+    let texts = texts.into_iter().map(|(path, mut text)| {
+        text.shrink_to_fit();
+        (path, FileText::Rendered(text))
+    });
+    let pems = pems
+        .into_iter()
+        .map(|(path, pem)| (path, FileText::from(pem)));
+    RenderedFiles {
+        files: texts.chain(pems).collect(),
+    }
 }
 
 /// The options every server of a backend gets, on the `default-server` line and on
@@ -833,7 +919,7 @@ mod tests {
             .iter()
             .filter(|(p, _)| !p.ends_with("default.pem"))
         {
-            insta::assert_snapshot!(path.display().to_string(), text);
+            insta::assert_snapshot!(path.display().to_string(), text.as_str());
         }
     }
 

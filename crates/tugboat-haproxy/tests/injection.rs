@@ -257,7 +257,7 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         .files
         .into_iter()
         .filter(|(path, _)| path.extension().is_some_and(|e| e == "cfg" || e == "map"))
-        .map(|(path, text)| (path.display().to_string(), text))
+        .map(|(path, text)| (path.display().to_string(), text.to_string()))
         .collect()
 }
 

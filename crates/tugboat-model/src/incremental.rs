@@ -228,6 +228,12 @@ impl Model {
                 .or_default()
                 .push((name.clone(), backend.port.clone()));
         }
+        // Most Services have one slice and one backend: a list's first push makes room
+        // for four.
+        slices_of_service.values_mut().for_each(Vec::shrink_to_fit);
+        backends_of_service
+            .values_mut()
+            .for_each(Vec::shrink_to_fit);
         self.seen = Some(Seen {
             snapshot: snapshot.clone(),
             settings: settings.clone(),
