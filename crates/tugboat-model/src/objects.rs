@@ -9,8 +9,12 @@
 //! resource version) and keeps [`LeanMeta`].
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
 
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 /// The metadata the model reads: name, namespace, labels and annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -60,12 +64,18 @@ impl EndpointSlice {
     }
 }
 
+/// The addresses of one endpoint: Kubernetes gives one (its consumers may use only the
+/// first), held in place rather than in a list of its own.
+pub type EndpointAddresses = SmallVec<[IpAddr; 1]>;
+
 /// One endpoint of a slice.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
-    #[serde(default)]
-    pub addresses: Vec<String>,
+    /// The addresses that are IP addresses: an `FQDN` slice's host names are left out,
+    /// since haproxy's servers here are addresses.
+    #[serde(default, deserialize_with = "ip_addresses")]
+    pub addresses: EndpointAddresses,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<EndpointConditions>,
 }
@@ -80,6 +90,48 @@ pub struct EndpointConditions {
     pub serving: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminating: Option<bool>,
+}
+
+/// Reads a list of addresses, keeping those that parse as IP addresses (without a
+/// string allocated for each).
+fn ip_addresses<'de, D: Deserializer<'de>>(deserializer: D) -> Result<EndpointAddresses, D::Error> {
+    /// One address: `None` when it is not an IP address.
+    struct MaybeIp(Option<IpAddr>);
+
+    impl<'de> Deserialize<'de> for MaybeIp {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct AddressVisitor;
+            impl Visitor<'_> for AddressVisitor {
+                type Value = MaybeIp;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("an address")
+                }
+                fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<MaybeIp, E> {
+                    Ok(MaybeIp(text.parse().ok()))
+                }
+            }
+            deserializer.deserialize_str(AddressVisitor)
+        }
+    }
+
+    struct AddressesVisitor;
+    impl<'de> Visitor<'de> for AddressesVisitor {
+        type Value = EndpointAddresses;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of addresses")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<EndpointAddresses, A::Error> {
+            let mut addresses = EndpointAddresses::new();
+            while let Some(MaybeIp(address)) = seq.next_element()? {
+                addresses.extend(address);
+            }
+            Ok(addresses)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<EndpointAddresses, E> {
+            Ok(EndpointAddresses::new())
+        }
+    }
+    deserializer.deserialize_any(AddressesVisitor)
 }
 
 /// A port of a slice: its name (the Service port's) and number (the target port).
@@ -126,6 +178,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_endpoint_keeps_its_ip_addresses_only() {
+        let endpoints: Vec<Endpoint> = serde_json::from_value(serde_json::json!([
+            {"addresses": ["10.0.0.1", "web.example.com", "fd00::1"]},
+            {"addresses": null},
+            {}
+        ]))
+        .expect("endpoints");
+        assert_eq!(
+            endpoints[0].addresses.as_slice(),
+            [
+                IpAddr::from([10, 0, 0, 1]),
+                IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1])
+            ]
+        );
+        assert!(endpoints[1].addresses.is_empty());
+        assert!(endpoints[2].addresses.is_empty());
+        let one: Endpoint = serde_json::from_value(serde_json::json!({"addresses": ["10.0.0.1"]}))
+            .expect("endpoint");
+        assert!(!one.addresses.spilled(), "one address is held in place");
+    }
+
+    #[test]
     fn reads_what_the_model_needs_and_skips_the_rest() {
         let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -142,7 +216,10 @@ mod tests {
         }))
         .expect("EndpointSlice");
         assert_eq!(slice.address_type, "IPv4");
-        assert_eq!(slice.endpoints[0].addresses, ["10.0.0.1"]);
+        assert_eq!(
+            slice.endpoints[0].addresses.as_slice(),
+            [IpAddr::from([10, 0, 0, 1])]
+        );
         assert_eq!(
             slice.endpoints[0].conditions.and_then(|c| c.ready),
             Some(true)

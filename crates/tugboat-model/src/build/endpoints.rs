@@ -10,7 +10,6 @@ use crate::snapshot::{ObjectKey, Snapshot, stored_key};
 use crate::validate;
 use k8s_openapi::api::networking::v1::IngressBackend;
 use std::collections::{BTreeSet, HashMap};
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::Builder;
@@ -308,13 +307,11 @@ fn collect_endpoints(slice: &EndpointSlice, port_name: &str, into: &mut Resolved
         } else {
             continue;
         };
-        for address in &endpoint.addresses {
-            if let Ok(address) = address.parse::<IpAddr>() {
-                set.insert(Endpoint {
-                    address,
-                    port: target_port,
-                });
-            }
+        for &address in &endpoint.addresses {
+            set.insert(Endpoint {
+                address,
+                port: target_port,
+            });
         }
     }
 }
