@@ -191,9 +191,10 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         ..ConfigMap::default()
     };
     let mut snapshot = Snapshot::default();
-    snapshot
-        .ingresses
-        .insert(ObjectKey::new("shop", "ing"), Arc::new(ingress.clone()));
+    snapshot.ingresses.insert(
+        ObjectKey::new("shop", "ing"),
+        Arc::new(ingress.clone().into()),
+    );
     if canary {
         let mut main = ingress;
         // Session affinity on the main backend, which affinity-canary-behavior is about.
@@ -218,7 +219,7 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         main_service.metadata.name = Some("main".into());
         snapshot
             .ingresses
-            .insert(ObjectKey::new("shop", "main"), Arc::new(main));
+            .insert(ObjectKey::new("shop", "main"), Arc::new(main.into()));
         snapshot
             .services
             .insert(ObjectKey::new("shop", "main"), Arc::new(main_service));

@@ -22,11 +22,12 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::api::networking::v1::IngressClass;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use tokio::sync::{Notify, watch};
 use tugboat_model::class::{ClassFilter, ClassInfo, ServedMemo};
+use tugboat_model::objects::Ingress;
 use tugboat_model::objects::{EndpointSlice, Service};
 use tugboat_model::snapshot::DiffItem;
 use tugboat_model::{

@@ -25,13 +25,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::api::networking::v1::IngressClass;
 use notify::{RecursiveMode, Watcher};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tugboat_model::class::{ClassFilter, ClassInfo, requested_class};
+use tugboat_model::objects::Ingress;
 use tugboat_model::objects::{EndpointSlice, Service};
 use tugboat_model::{ObjectKey, Objects, Settings, Snapshot};
 

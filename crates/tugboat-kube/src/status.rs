@@ -21,11 +21,12 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};
+use k8s_openapi::api::networking::v1::IngressLoadBalancerIngress;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use tokio::time::Instant;
 use tugboat_model::backoff::Backoff;
+use tugboat_model::objects::Ingress;
 use tugboat_model::snapshot::changed_keys;
 use tugboat_model::{ObjectKey, ObjectKeys, Objects};
 
@@ -228,7 +229,8 @@ impl PatchStatus for ApiPatch {
         let client = self.client.clone();
         let key = ingress.clone();
         Box::pin(async move {
-            let api: Api<Ingress> = Api::namespaced(client.clone(), &key.namespace);
+            let api: Api<k8s_openapi::api::networking::v1::Ingress> =
+                Api::namespaced(client.clone(), &key.namespace);
             let value = if entries.is_empty() {
                 serde_json::Value::Null
             } else {

@@ -161,7 +161,7 @@ pub fn key_of<K: Resource>(object: &K) -> Option<ObjectKey> {
 mod tests {
     use super::*;
     use crate::watched::ServiceWire;
-    use k8s_openapi::api::networking::v1::Ingress;
+    use tugboat_model::objects::Ingress;
     use tugboat_model::objects::Service;
 
     fn service(name: &str, port: i32) -> ServiceWire {
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn an_ingress_status_update_is_stored_but_is_no_change() {
-        let ingress = |host: &str, ip: Option<&str>| -> Ingress {
+        let ingress = |host: &str, ip: Option<&str>| -> <Ingress as Watched>::Wire {
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": "web", "namespace": "shop"},
                 "spec": {"rules": [{"host": host}]},

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::objects::EndpointSlice;
-use k8s_openapi::api::networking::v1::Ingress;
+use crate::objects::Ingress;
 
 use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
 use crate::desired::{

@@ -11,7 +11,8 @@
 //! This is the one place that decides: the API source, the manifests folder and
 //! `tugboat render` all select Ingresses with [`ClassFilter::served_ingresses`].
 
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use crate::objects::Ingress;
+use k8s_openapi::api::networking::v1::IngressClass;
 
 use crate::snapshot::Objects;
 use crate::snapshot::follow;

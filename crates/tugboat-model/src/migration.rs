@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::objects::Ingress;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::networking::v1::Ingress;
 use serde::Serialize;
 
 use crate::annotations::keys::{KeySpec, Scope, find_key, find_peer};

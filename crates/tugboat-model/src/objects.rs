@@ -1,17 +1,19 @@
 //! Lean versions of the Kubernetes kinds a large cluster has many of.
 //!
-//! The controller holds every Service and EndpointSlice of the cluster. The full
+//! The controller holds every Ingress, Service and EndpointSlice of the cluster. The full
 //! `k8s-openapi` types keep room for fields the controller never reads (metadata's
 //! fifteen fields, a Service spec's thirty-odd, an endpoint's target reference, node
 //! name, zone and hints: hundreds of bytes per object even when empty); these types
 //! declare only what the model reads, so the rest is skipped while the JSON is decoded
 //! and never allocated. The API source decodes the full metadata (its watch needs the
-//! resource version) and keeps [`LeanMeta`].
+//! resource version) and keeps [`LeanMeta`] ([`IngressMeta`] for an Ingress).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+use k8s_openapi::api::networking::v1::{IngressSpec, IngressStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -27,6 +29,52 @@ pub struct LeanMeta {
     pub labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// `networking.k8s.io/v1` Ingress: the metadata the controller reads, the spec and the
+/// status (which the status writer compares with the published addresses).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Ingress {
+    #[serde(default)]
+    pub metadata: IngressMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<IngressSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<IngressStatus>,
+}
+
+/// What the controller reads of an Ingress' metadata: its name, the uid that Events
+/// name it by, its age (the older of two claims on a route wins) and its annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+impl From<k8s_openapi::api::networking::v1::Ingress> for Ingress {
+    fn from(ingress: k8s_openapi::api::networking::v1::Ingress) -> Self {
+        let metadata = ingress.metadata;
+        Ingress {
+            metadata: IngressMeta {
+                name: metadata.name,
+                namespace: metadata.namespace,
+                uid: metadata.uid,
+                creation_timestamp: metadata.creation_timestamp,
+                annotations: metadata.annotations,
+            },
+            spec: ingress.spec,
+            status: ingress.status,
+        }
+    }
 }
 
 /// `discovery.k8s.io/v1` EndpointSlice: addresses, conditions and ports only.

@@ -19,7 +19,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::networking::v1::{Ingress, IngressBackend};
+use crate::objects::Ingress;
+use k8s_openapi::api::networking::v1::IngressBackend;
 
 use crate::annotations::{self, Layer, Named, Scope, UnsupportedAccess};
 use crate::build::Settings;

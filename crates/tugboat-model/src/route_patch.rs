@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::networking::v1::Ingress;
+use crate::objects::Ingress;
 
 use crate::build::{
     BackendUse, IngressAlone, ParsedSecrets, Reads, build_ingress_alone, ingress_order,

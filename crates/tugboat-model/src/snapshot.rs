@@ -10,9 +10,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::gateway::objects::{Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant};
-use crate::objects::{EndpointSlice, Service};
+use crate::objects::{EndpointSlice, Ingress, Service};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::networking::v1::Ingress;
 
 /// Namespace and name of a namespaced object. The strings are shared: a key is copied
 /// into every index that names its object (the stores, the routes of an Ingress, the

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, ListParams};
 use tugboat_model::migration::{self, Report};
+use tugboat_model::objects::Ingress;
 use tugboat_model::{ObjectKey, Objects};
 
 /// How the report is printed.
@@ -68,7 +68,7 @@ pub fn report(args: &MigrateArgs) -> anyhow::Result<Report> {
 /// The Ingresses of the cluster, and the basic-auth Secrets they name.
 async fn from_cluster(args: &MigrateArgs) -> anyhow::Result<(Objects<Ingress>, Objects<Secret>)> {
     let client = crate::cli::kube_client(args.kubeconfig.as_deref()).await?;
-    let api: Api<Ingress> = match &args.namespace {
+    let api: Api<k8s_openapi::api::networking::v1::Ingress> = match &args.namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
@@ -84,7 +84,7 @@ async fn from_cluster(args: &MigrateArgs) -> anyhow::Result<(Objects<Ingress>, O
                 ingress.metadata.namespace.as_deref()?,
                 ingress.metadata.name.as_deref()?,
             );
-            Some((key, Arc::new(ingress)))
+            Some((key, Arc::new(Ingress::from(ingress))))
         })
         .collect();
     let mut secrets = Objects::default();
