@@ -241,6 +241,9 @@ impl Metrics {
 pub struct ProcessUsage {
     pub resident_bytes: u64,
     pub peak_resident_bytes: u64,
+    /// The part of the resident memory mapped from files: the binary's code and data,
+    /// and the libraries'; the rest is the heap and the stacks.
+    pub file_resident_bytes: u64,
     pub cpu_seconds: f64,
 }
 
@@ -260,6 +263,7 @@ impl ProcessUsage {
         Some(Self {
             resident_bytes: status_kib(&status, "VmRSS:")? * 1024,
             peak_resident_bytes: status_kib(&status, "VmHWM:")? * 1024,
+            file_resident_bytes: status_kib(&status, "RssFile:")? * 1024,
             cpu_seconds: cpu_ticks(&stat)? as f64 / CLOCK_TICKS_PER_SECOND,
         })
     }
@@ -303,6 +307,7 @@ mod tests {
         let usage = ProcessUsage::read().expect("/proc/self on Linux");
         assert!(usage.resident_bytes > 0);
         assert!(usage.peak_resident_bytes >= usage.resident_bytes);
+        assert!(usage.file_resident_bytes > 0 && usage.file_resident_bytes < usage.resident_bytes);
     }
 
     #[test]
