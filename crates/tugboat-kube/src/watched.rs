@@ -15,9 +15,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use tugboat_model::objects::Ingress;
 use tugboat_model::objects::{
-    Endpoint, EndpointPort, EndpointSlice, LeanMeta, Service, ServiceSpec,
+    Endpoint, EndpointPort, EndpointSlice, Ingress, LeanMeta, Service, ServiceSpec,
 };
 
 /// The annotation `kubectl apply` leaves behind; the controller never reads it.
