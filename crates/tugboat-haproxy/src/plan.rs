@@ -186,14 +186,13 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
     }
     let list = settings.crt_list();
-    let certificate_changes = certificate_changes(
+    runtime.extend(certificate_changes(
         &list,
         &old_certs,
         &new_certs,
         applied.files.get(&list).unwrap_or(""),
         files.get(&list).unwrap_or(""),
-    );
-    runtime.extend(certificate_changes);
+    ));
     for map in maps {
         let old = applied.files.get(&map).unwrap_or("");
         let new = files.get(&map).unwrap_or("");
@@ -402,10 +401,7 @@ pub fn plan_patch(
         if let Some(certificate) = applied.desired.certificates.get_mut(&name) {
             certificate.pem = pem.clone();
         }
-        applied
-            .files
-            .files
-            .insert(path.clone(), FileText::from(&pem));
+        applied.files.files.insert(path.clone(), FileText::Pem(pem));
         changed.push(path);
     }
     Ok(Plan {

@@ -120,18 +120,19 @@ impl From<&Pem> for FileText {
 /// the same bytes.
 pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
     let (exact, prefix) = route_maps(&desired.routes);
-    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
-    texts.insert(settings.config_file(), config(desired, settings));
-    texts.extend(backends_files(desired, layout, settings));
-    texts.insert(settings.exact_map(), exact);
-    texts.insert(settings.prefix_map(), prefix);
-    texts.insert(settings.tls_hosts_map(), tls_hosts_map(desired));
-    let mut pems: Vec<(PathBuf, &Pem)> = Vec::new();
+    let mut files = BTreeMap::new();
+    files.insert(settings.config_file(), rendered(config(desired, settings)));
+    for (path, text) in backends_files(desired, layout, settings) {
+        files.insert(path, rendered(text));
+    }
+    files.insert(settings.exact_map(), rendered(exact));
+    files.insert(settings.prefix_map(), rendered(prefix));
+    files.insert(settings.tls_hosts_map(), rendered(tls_hosts_map(desired)));
     let default = desired
         .default_certificate
         .as_ref()
         .unwrap_or(&settings.fallback_certificate);
-    pems.push((settings.default_certificate(), default));
+    files.insert(settings.default_certificate(), FileText::from(default));
     let mut crt_list = String::new();
     for certificate in desired.certificates.values() {
         let path = settings.certificate(&certificate.name);
@@ -146,42 +147,38 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
             },
             certificate.hosts.join(" ")
         );
-        pems.push((path, &certificate.pem));
+        files.insert(path, FileText::from(&certificate.pem));
     }
-    texts.insert(settings.crt_list(), crt_list);
+    files.insert(settings.crt_list(), rendered(crt_list));
     for (code, page) in &desired.error_pages {
-        texts.insert(settings.error_page(*code), page.clone());
+        files.insert(settings.error_page(*code), page.as_str().into());
     }
     for (name, pem) in &desired.backend_files {
-        pems.push((settings.backend_file(name), pem));
+        files.insert(settings.backend_file(name), FileText::from(pem));
     }
     for (name, entries) in &desired.pattern_files {
-        texts.insert(settings.pattern_file(name), entries.clone());
+        files.insert(settings.pattern_file(name), entries.as_str().into());
     }
     if crate::external_auth::needed(&desired.feature_sets) {
-        texts.insert(
+        files.insert(
             settings.external_auth_script(),
-            crate::external_auth::SCRIPT.to_string(),
+            crate::external_auth::SCRIPT.into(),
         );
     }
     if crate::error_backend::needs_script(&desired.feature_sets) {
-        texts.insert(
+        files.insert(
             settings.error_pages_script(),
-            crate::error_backend::SCRIPT.to_string(),
+            crate::error_backend::SCRIPT.into(),
         );
     }
-    // Texts built by pushing hold up to twice their length: kept for as long as
-    // haproxy runs them, they are cut to size.
-    let texts = texts.into_iter().map(|(path, mut text)| {
-        text.shrink_to_fit();
-        (path, FileText::Rendered(text))
-    });
-    let pems = pems
-        .into_iter()
-        .map(|(path, pem)| (path, FileText::from(pem)));
-    RenderedFiles {
-        files: texts.chain(pems).collect(),
-    }
+    RenderedFiles { files }
+}
+
+/// A text built by pushing, which holds up to twice its length: kept for as long as
+/// haproxy runs it, it is cut to size.
+fn rendered(mut text: String) -> FileText {
+    text.shrink_to_fit();
+    FileText::Rendered(text)
 }
 
 /// The options every server of a backend gets, on the `default-server` line and on

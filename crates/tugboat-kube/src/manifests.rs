@@ -32,8 +32,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tugboat_model::class::{ClassFilter, ClassInfo, requested_class};
-use tugboat_model::objects::Ingress;
-use tugboat_model::objects::{EndpointSlice, Service};
+use tugboat_model::objects::{EndpointSlice, Ingress, Service};
 use tugboat_model::{ObjectKey, Objects, Settings, Snapshot};
 
 /// Something wrong in one document of one file.

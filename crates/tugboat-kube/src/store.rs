@@ -161,8 +161,7 @@ pub fn key_of<K: Resource>(object: &K) -> Option<ObjectKey> {
 mod tests {
     use super::*;
     use crate::watched::ServiceWire;
-    use tugboat_model::objects::Ingress;
-    use tugboat_model::objects::Service;
+    use tugboat_model::objects::{Ingress, Service};
 
     fn service(name: &str, port: i32) -> ServiceWire {
         serde_json::from_value(serde_json::json!({
