@@ -82,6 +82,10 @@ pub struct ApplyReport {
 /// reloads, ran which files. It lets a restarted controller adopt a running haproxy.
 const MARKER: &str = ".tugboat-applied";
 
+/// The width of the marker's header line: its longest (the largest pid and reload
+/// count) is 69 characters.
+const MARKER_HEADER_WIDTH: usize = 80;
+
 /// Applies plans to one haproxy, one at a time.
 pub struct Applier {
     cli: MasterCli,
@@ -90,6 +94,8 @@ pub struct Applier {
     master: Option<ProcInfo>,
     /// The hash of each applied file, for the marker's fingerprint.
     hashes: FileHashes,
+    /// The listing of the marker on disk, when this applier wrote it.
+    marker_listing: Option<String>,
 }
 
 /// The hash of each file, kept between applies, so that the fingerprint of a large
@@ -146,6 +152,7 @@ impl Applier {
             applied: None,
             master: None,
             hashes: FileHashes::default(),
+            marker_listing: None,
         }
     }
 
@@ -240,7 +247,7 @@ impl Applier {
         paths.extend(files::config_files_in(&settings.config_dir).unwrap_or_default());
         let on_disk = files::read_current(paths.iter());
         let adopted = on_disk.files.len() == paths.len()
-            && header == marker_header(&info, fingerprint(&on_disk));
+            && header == marker_header(&info, fingerprint(&on_disk)).trim_end();
         if adopted {
             let mut layout = Layout::default();
             for (path, config) in &on_disk.files {
@@ -365,12 +372,23 @@ impl Applier {
             let files_fingerprint =
                 self.hashes
                     .fingerprint(&plan.next.files, &plan.changed, &plan.removed);
-            let text = marker_text(info, files_fingerprint, &plan.next.files, &self.settings);
+            let header = marker_header(info, files_fingerprint);
+            let listing = marker_listing(&plan.next.files, &self.settings);
             let marker = self.settings.config_dir.join(MARKER);
-            if reload.is_some() {
-                files::write_atomic(&marker, text.as_bytes(), 0o644)?;
-            } else {
-                files::write_visible(&marker, text.as_bytes(), 0o644)?;
+            // A runtime update that leaves the listing as it is rewrites the header in
+            // place: no new file and rename for each change. A torn header (a crash
+            // during the write) only fails to match: the next start reloads.
+            let in_place = reload.is_none()
+                && self.marker_listing.as_ref() == Some(&listing)
+                && files::overwrite_start(&marker, header.as_bytes()).is_ok();
+            if !in_place {
+                let text = format!("{header}\n{listing}");
+                if reload.is_some() {
+                    files::write_atomic(&marker, text.as_bytes(), 0o644)?;
+                } else {
+                    files::write_visible(&marker, text.as_bytes(), 0o644)?;
+                }
+                self.marker_listing = Some(listing);
             }
         }
         self.applied = Some(plan.next);
@@ -393,9 +411,6 @@ impl Applier {
         Ok(())
     }
 
-    /// Checks whether haproxy is still the master the applied state was sent to. A
-    /// restarted haproxy loaded the files on disk; what it runs is then not known for
-    /// sure (a restart may have raced an update), so the next apply reloads.
     /// Whether the running haproxy was built without Lua, when its config needs Lua
     /// for `custom-http-errors` (see [`crate::error_backend::WITHOUT_LUA_VARIABLE`]);
     /// `false` when it does not need it.
@@ -416,6 +431,9 @@ impl Applier {
         Ok(crate::error_backend::says_without_lua(&answer))
     }
 
+    /// Checks whether haproxy is still the master the applied state was sent to. A
+    /// restarted haproxy loaded the files on disk; what it runs is then not known for
+    /// sure (a restart may have raced an update), so the next apply reloads.
     pub async fn haproxy_restarted(&mut self) -> Result<bool, CliError> {
         let now = self.cli.show_proc().await?;
         let restarted = self
@@ -430,18 +448,12 @@ impl Applier {
     }
 }
 
-/// The marker: a header line (which master, after how many reloads, which files by
-/// fingerprint), then the paths of the files that may belong to what lingers unused
-/// until the next reload (backend TLS files, access-list patterns), one a line: a
-/// restarted controller's render does not have them.
-fn marker_text(
-    info: &ProcInfo,
-    files_fingerprint: u64,
-    files: &RenderedFiles,
-    settings: &RenderSettings,
-) -> String {
-    let mut text = marker_header(info, files_fingerprint);
-    text.push('\n');
+/// The marker's listing: the paths of the files that may belong to what lingers unused
+/// until the next reload (backend TLS files, access-list patterns), one a line, which
+/// a restarted controller's render does not have. The header line (which master, after
+/// how many reloads, which files by fingerprint) comes first.
+fn marker_listing(files: &RenderedFiles, settings: &RenderSettings) -> String {
+    let mut text = String::new();
     for file in [settings.backend_file("-"), settings.pattern_file("-")] {
         let Some(folder) = file.parent() else {
             continue;
@@ -461,11 +473,14 @@ fn marker_text(
     text
 }
 
+/// The marker's first line, padded to a fixed width so that the next one can replace
+/// it in place (read back trimmed).
 fn marker_header(info: &ProcInfo, files_fingerprint: u64) -> String {
-    format!(
+    let header = format!(
         "master={} reloads={} files={files_fingerprint:016x}",
         info.master_pid, info.reloads,
-    )
+    );
+    format!("{header:<MARKER_HEADER_WIDTH$}")
 }
 
 /// A stable hash of paths and contents, enough to tell two sets of files apart: the
@@ -550,13 +565,18 @@ mod tests {
             ]
             .into(),
         };
-        let text = marker_text(&info, fingerprint(&files), &files, &settings);
-        let mut lines = text.lines();
-        assert_eq!(
-            lines.next(),
-            Some(marker_header(&info, fingerprint(&files)).as_str())
-        );
-        let listed: BTreeSet<PathBuf> = lines.map(PathBuf::from).collect();
+        let header = marker_header(&info, fingerprint(&files));
+        assert_eq!(header.len(), MARKER_HEADER_WIDTH);
+        let longest = ProcInfo {
+            master_pid: u32::MAX,
+            reloads: u64::MAX,
+            ..info
+        };
+        assert_eq!(marker_header(&longest, u64::MAX).len(), MARKER_HEADER_WIDTH);
+        let listed: BTreeSet<PathBuf> = marker_listing(&files, &settings)
+            .lines()
+            .map(PathBuf::from)
+            .collect();
         assert_eq!(
             listed,
             BTreeSet::from([

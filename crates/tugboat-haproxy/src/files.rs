@@ -15,7 +15,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
@@ -67,6 +67,18 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileE
 /// disk.
 pub fn write_visible(path: &Path, contents: &[u8], mode: u32) -> Result<(), FileError> {
     replace(path, contents, mode, Durability::Visible)
+}
+
+/// Overwrites the start of the file at `path` with `contents`, in place: no new file,
+/// no rename. Not atomic (a reader racing it, or a crash during it, may see part of
+/// the old bytes): only for a few bytes whose damage is harmless.
+pub fn overwrite_start(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(file_error("open", path))?;
+    file.write_all_at(contents, 0)
+        .map_err(file_error("write", path))
 }
 
 /// Whether [`replace`] flushes the new contents to disk before the rename.
@@ -237,6 +249,18 @@ mod tests {
             .collect::<Result<_, _>>()?;
         assert_eq!(names, vec![std::ffi::OsString::from("haproxy.cfg")]);
         assert!(!temporary_path(&path).to_string_lossy().ends_with(".cfg"));
+        Ok(())
+    }
+
+    #[test]
+    fn overwriting_the_start_keeps_the_rest_and_needs_the_file()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("marker");
+        write_visible(&path, b"header one\nlisting\n", 0o644)?;
+        overwrite_start(&path, b"header two")?;
+        assert_eq!(fs::read_to_string(&path)?, "header two\nlisting\n");
+        assert!(overwrite_start(&dir.path().join("missing"), b"x").is_err());
         Ok(())
     }
 

@@ -380,7 +380,7 @@ pub fn plan_patch(
     for (path, places) in places_by_file {
         if let Some(config) = applied.files.files.get_mut(&path) {
             for (at, len, new) in places {
-                config.to_mut().replace_range(at..at + len, &new);
+                map_text::splice(config.to_mut(), at..at + len, &new);
             }
         }
         changed.push(path);

@@ -34,7 +34,7 @@ use tugboat_model::{
     NarrowMemo, ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot,
 };
 
-use crate::store::{ObjectStore, StoreWriter, object_store};
+use crate::store::{ObjectStore, StoreWriter, Union, merged, object_store};
 use crate::watched::Watched;
 
 /// Secrets are watched except the kinds no Ingress can use (and that can be large or
@@ -92,12 +92,6 @@ pub struct ClusterStores {
     pub gateway: Option<crate::gateway::GatewayStores>,
 }
 
-/// The objects of one kind from the stores of every watched namespace, as one map
-/// (with one store, the store's own map, shared).
-fn merged<K>(stores: &[ObjectStore<K>]) -> Objects<K> {
-    Objects::unions(stores.iter().map(ObjectStore::objects))
-}
-
 fn total<K>(stores: &[ObjectStore<K>]) -> usize {
     stores.iter().map(ObjectStore::len).sum()
 }
@@ -139,17 +133,19 @@ impl ClusterStores {
             .map(|c| ClassInfo::from_ingress_class(c))
             .collect();
         let mut snapshot = Snapshot {
-            ingresses: memo
-                .served
-                .get(&config.class, &self.all_ingresses(), &classes),
-            services: merged(&self.services),
-            endpoint_slices: merged(&self.endpoint_slices),
-            secrets: merged(&self.secrets),
+            ingresses: memo.served.get(
+                &config.class,
+                &memo.ingresses.of(&self.ingresses),
+                &classes,
+            ),
+            services: memo.services.of(&self.services),
+            endpoint_slices: memo.endpoint_slices.of(&self.endpoint_slices),
+            secrets: memo.secrets.of(&self.secrets),
             config_maps: Objects::unions(config_maps.iter().map(|store| store.objects())),
             ..Snapshot::default()
         };
         if let Some(gateway) = &self.gateway {
-            gateway.fill(&mut snapshot);
+            gateway.fill(&mut snapshot, &mut memo.gateway);
         }
         let wanted = memo.references.get(&snapshot, &config.settings);
         memo.narrowed.narrow(&wanted, &mut snapshot);
@@ -160,6 +156,11 @@ impl ClusterStores {
 /// The memos that make a snapshot cost what changed since the last one.
 #[derive(Default)]
 struct SnapshotMemo {
+    ingresses: Union<Ingress>,
+    services: Union<Service>,
+    endpoint_slices: Union<EndpointSlice>,
+    secrets: Union<Secret>,
+    gateway: crate::gateway::GatewayUnions,
     served: ServedMemo,
     references: ReferencesMemo,
     narrowed: NarrowMemo,

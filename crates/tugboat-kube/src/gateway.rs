@@ -16,13 +16,12 @@ use kube::api::ListParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::Deserialize;
 use tokio::sync::Notify;
-use tugboat_model::Objects;
 use tugboat_model::gateway::objects::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec, HttpRoute, HttpRouteSpec,
     Namespace, ReferenceGrant, ReferenceGrantSpec,
 };
 
-use crate::store::{ObjectStore, object_store};
+use crate::store::{ObjectStore, Union, object_store};
 use crate::watched::Watched;
 
 /// The metadata the Gateway API model reads, from the full metadata the watch decodes.
@@ -157,17 +156,21 @@ pub struct GatewayStores {
     pub namespaces: ObjectStore<Namespace>,
 }
 
-fn merged<K>(stores: &[ObjectStore<K>]) -> Objects<K> {
-    Objects::unions(stores.iter().map(ObjectStore::objects))
+/// The unions of the namespaced Gateway API kinds, kept between snapshots.
+#[derive(Default)]
+pub struct GatewayUnions {
+    gateways: Union<Gateway>,
+    http_routes: Union<HttpRoute>,
+    reference_grants: Union<ReferenceGrant>,
 }
 
 impl GatewayStores {
     /// Fills the snapshot's Gateway API maps.
-    pub fn fill(&self, snapshot: &mut tugboat_model::Snapshot) {
+    pub fn fill(&self, snapshot: &mut tugboat_model::Snapshot, unions: &mut GatewayUnions) {
         snapshot.gateway_classes = self.gateway_classes.objects();
-        snapshot.gateways = merged(&self.gateways);
-        snapshot.http_routes = merged(&self.http_routes);
-        snapshot.reference_grants = merged(&self.reference_grants);
+        snapshot.gateways = unions.gateways.of(&self.gateways);
+        snapshot.http_routes = unions.http_routes.of(&self.http_routes);
+        snapshot.reference_grants = unions.reference_grants.of(&self.reference_grants);
         snapshot.namespaces = self.namespaces.objects();
     }
 

@@ -12,6 +12,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use kube::Resource;
 use kube::runtime::watcher;
 use tokio::sync::watch;
+use tugboat_model::snapshot::follow;
 use tugboat_model::{ObjectKey, Objects};
 
 use crate::watched::Watched;
@@ -58,6 +59,50 @@ impl<K> ObjectStore<K> {
         if listed.wait_for(|listed| *listed).await.is_err() {
             tracing::debug!("a watch stopped before its first list");
         }
+    }
+}
+
+/// The objects of one kind from the stores of every watched namespace, as one map
+/// (with one store, the store's own map, shared).
+pub fn merged<K>(stores: &[ObjectStore<K>]) -> Objects<K> {
+    Objects::unions(stores.iter().map(ObjectStore::objects))
+}
+
+/// [`merged`], kept between snapshots: with more than one store, the last union
+/// follows what changed in each store, so that consecutive snapshots share their
+/// unchanged parts and compare at the cost of what differs (a new union of the same
+/// objects would share nothing).
+pub struct Union<K> {
+    from: Vec<Objects<K>>,
+    merged: Objects<K>,
+}
+
+impl<K> Default for Union<K> {
+    fn default() -> Self {
+        Self {
+            from: Vec::new(),
+            merged: Objects::default(),
+        }
+    }
+}
+
+impl<K: PartialEq> Union<K> {
+    /// The objects of `stores`, as one map.
+    pub fn of(&mut self, stores: &[ObjectStore<K>]) -> Objects<K> {
+        if let [only] = stores {
+            return only.objects();
+        }
+        let maps: Vec<Objects<K>> = stores.iter().map(ObjectStore::objects).collect();
+        if self.from.len() == maps.len() {
+            // The stores hold the objects of different namespaces: no key is in two.
+            for (from, to) in self.from.iter().zip(&maps) {
+                follow(from, to, &mut self.merged, |_, _| true);
+            }
+        } else {
+            self.merged = Objects::unions(maps.iter().cloned());
+        }
+        self.from = maps;
+        self.merged.clone()
     }
 }
 
@@ -164,8 +209,12 @@ mod tests {
     use tugboat_model::objects::{Ingress, Service};
 
     fn service(name: &str, port: i32) -> ServiceWire {
+        service_in("shop", name, port)
+    }
+
+    fn service_in(namespace: &str, name: &str, port: i32) -> ServiceWire {
         serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "shop"},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"ports": [{"port": port}]}
         }))
         .expect("valid Service")
@@ -212,6 +261,34 @@ mod tests {
         assert!(writer.apply(watcher::Event::Delete(service("b", 81))));
         assert!(!writer.apply(watcher::Event::Delete(service("b", 81))));
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn a_union_of_stores_follows_their_changes_and_shares_what_did_not_change() {
+        let (shop, mut shop_writer) = object_store::<Service>();
+        let (blog, mut blog_writer) = object_store::<Service>();
+        shop_writer.apply(watcher::Event::Apply(service("a", 80)));
+        blog_writer.apply(watcher::Event::Apply(service_in("blog", "b", 81)));
+        let stores = [shop, blog];
+        let mut union = Union::default();
+        let first = union.of(&stores);
+        assert_eq!(first, merged(&stores));
+        assert!(
+            union.of(&stores).ptr_eq(&first),
+            "nothing changed: the same map"
+        );
+
+        shop_writer.apply(watcher::Event::Apply(service("a", 8080)));
+        blog_writer.apply(watcher::Event::Delete(service_in("blog", "b", 81)));
+        shop_writer.apply(watcher::Event::Apply(service("c", 82)));
+        let second = union.of(&stores);
+        assert_eq!(second, merged(&stores));
+        assert_eq!(second.len(), 2);
+        assert!(!second.ptr_eq(&first));
+
+        // One store: its own map.
+        let one = std::slice::from_ref(&stores[0]);
+        assert!(Union::default().of(one).ptr_eq(&stores[0].objects()));
     }
 
     #[tokio::test]

@@ -22,7 +22,7 @@ use crate::desired::{
 };
 use crate::problem::ObjectProblem;
 use crate::route_patch::{RouteChanges, RoutesSeen};
-use crate::snapshot::{ObjectKey, Objects, Snapshot, same_objects, stored_key};
+use crate::snapshot::{ObjectKey, Snapshot, same_objects, stored_key};
 use crate::tls::Pem;
 use crate::{BuildOutput, Settings};
 
@@ -128,14 +128,22 @@ pub struct IngressRoutes {
 }
 
 /// Replaces the routes of the Ingresses in `by_ingress` in `routes` (sorted by host
-/// and path, one route per key), keeping the order: a binary search per route.
+/// and path, one route per key), keeping the order: a binary search per route. A key
+/// an Ingress keeps is overwritten where it is: removed and inserted again, the routes
+/// after it would move twice (and an insert moves them backward, which musl's
+/// `memmove` does a byte at a time).
 pub fn replace_routes(routes: &mut Vec<Route>, by_ingress: &BTreeMap<ObjectKey, IngressRoutes>) {
     let find = |routes: &[Route], host: &HostMatch, path: &PathMatch| {
         routes.binary_search_by(|r| (&r.host, &r.path).cmp(&(host, path)))
     };
     for (ingress, change) in by_ingress {
         for (host, path) in &change.before {
-            if let Ok(at) = find(routes, host, path)
+            let kept = change
+                .after
+                .iter()
+                .any(|route| route.host == *host && route.path == *path);
+            if !kept
+                && let Ok(at) = find(routes, host, path)
                 && routes[at].ingress == *ingress
             {
                 routes.remove(at);
@@ -178,12 +186,6 @@ struct Seen {
 pub struct Model {
     seen: Option<Seen>,
     parsed: ParsedSecrets,
-}
-
-/// Whether two maps hold the same objects. A source that builds a new map of the same
-/// objects (the same `Arc`s) costs a walk of pointers, not a deep comparison.
-fn unchanged<K: Clone + PartialEq>(old: &Objects<K>, new: &Objects<K>) -> bool {
-    same_objects(old, new) || old.diff(new).next().is_none()
 }
 
 /// The key of the Service a slice belongs to (the services' own key when there is one).
@@ -254,11 +256,11 @@ impl Model {
         if seen.reads.next_validity_change.is_some_and(|at| now >= at) {
             return Err(Rebuilt::Validity);
         }
-        let ingresses_changed = !unchanged(&seen.snapshot.ingresses, &snapshot.ingresses);
-        if !unchanged(&seen.snapshot.services, &snapshot.services) {
+        let ingresses_changed = !same_objects(&seen.snapshot.ingresses, &snapshot.ingresses);
+        if !same_objects(&seen.snapshot.services, &snapshot.services) {
             return Err(Rebuilt::Services);
         }
-        if !unchanged(&seen.snapshot.config_maps, &snapshot.config_maps) {
+        if !same_objects(&seen.snapshot.config_maps, &snapshot.config_maps) {
             return Err(Rebuilt::ConfigMaps);
         }
         if !crate::gateway::unchanged_objects(&seen.snapshot, snapshot) {

@@ -315,7 +315,7 @@ fn ingress_uids(
     let mut uids = only_ingress_uids(stores, problems);
     if let Some(gateway) = &stores.gateway {
         let mut snapshot = Snapshot::default();
-        gateway.fill(&mut snapshot);
+        gateway.fill(&mut snapshot, &mut Default::default());
         for problem in problems {
             let key = ObjectKey::new(&problem.object.namespace, &problem.object.name);
             let uid = match problem.object.kind {
