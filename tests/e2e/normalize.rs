@@ -72,6 +72,12 @@ const ATTACKS: &[(&str, u16)] = &[
     ("/x/%2E%2e/admin/", 401),
     ("/admin/./x//y", 401),
     ("/%61dmin?next=/public", 401),
+    // Path parameters belong to their segment (servers that drop them, as Java's do,
+    // serve `/admin`).
+    ("/admin;x", 401),
+    ("/admin;jsessionid=1/x", 401),
+    ("/adm%69n;x=%2e", 401),
+    ("/x;a/../admin", 401),
     ("/admin%2fx", 400),
     ("/admin%2Fx", 400),
     ("/admin%5cx", 400),
@@ -83,6 +89,11 @@ const ATTACKS: &[(&str, u16)] = &[
     ("/adm%zzin", 400),
     ("/admin%", 400),
     ("/admin%6", 400),
+    // A dot segment with parameters is `..` to such servers and a plain name to haproxy.
+    ("/x/..;/admin", 400),
+    ("/x/..;x=1/admin", 400),
+    ("/.;/admin", 400),
+    ("/x/%2e%2e;/admin", 400),
 ];
 
 /// The attack list, then the legitimate paths, on a haproxy routing `/admin` (basic
@@ -111,6 +122,13 @@ async fn check_normalized_routing(haproxy: &Haproxy) {
         "{reply:?}"
     );
     assert_eq!(send(haproxy, "/admin/x", &[]).await.status, 401);
+    // Parameters are left for the backend: only the route lookup goes without them.
+    let reply = send(haproxy, "/admin;jsessionid=1/x", &[GOOD]).await;
+    assert_eq!(
+        (reply.status, reply.service(), reply.path()),
+        (200, Some("admin"), Some("/admin;jsessionid=1/x")),
+        "{reply:?}"
+    );
     // Legitimate paths of the open route stay routable, as they were sent.
     for (path, expected_path, expected_query) in [
         ("/administrator", "/administrator", ""),
@@ -124,6 +142,8 @@ async fn check_normalized_routing(haproxy: &Haproxy) {
             "q=100%&next=%2Fadmin&p=/../x",
         ),
         ("/x?", "/x", ""),
+        ("/site;jsessionid=abc", "/site;jsessionid=abc", ""),
+        ("/administrator;x", "/administrator;x", ""),
     ] {
         let reply = send(haproxy, path, &[]).await;
         assert_eq!(reply.status, 200, "GET {path}: {reply:?}");

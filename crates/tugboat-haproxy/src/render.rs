@@ -333,6 +333,7 @@ frontend http
     bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}
 {normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
+    http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
     http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
 {regex_exact}    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
@@ -574,7 +575,9 @@ fn write_backend(
 /// decodes every character, `regsub` cannot resolve `..` repeatedly) cannot. What cannot
 /// be normalized safely is refused with 400 first: a malformed `%`, an encoded `/`, an
 /// encoded or raw `\` and an encoded NUL (applications disagree on what they mean);
-/// after normalizing, a `..` that climbs above the root. `percent-decode-unreserved`
+/// after normalizing, a `..` that climbs above the root, and a `.` or `..` segment with
+/// path parameters (`/x/..;/admin`: servers that drop `;` parameters, as Java's do,
+/// resolve it as `..`, where haproxy sees a plain segment). `percent-decode-unreserved`
 /// also decodes the query string, which must reach the backend untouched: it is kept
 /// aside and put back. With `keep_original`, the path as received is kept too
 /// (`txn.raw_path`), for [`restore_rules`].
@@ -592,6 +595,7 @@ fn normalize_rules(keep_original: bool) -> String {
     http-request normalize-uri path-strip-dotdot
     http-request set-query %[var(txn.query)] if { var(txn.query) -m found }
     http-request deny deny_status 400 if { path -m beg /../ } || { path /.. }
+    http-request deny deny_status 400 if { path -m reg (^|/)[.][.]?; }
 ",
     );
     out

@@ -739,13 +739,13 @@ pub(super) fn parse_path(
         }
         "Exact" => {
             let path = path.ok_or(("path", "an Exact path needs a path".to_string()))?;
-            validate::ingress_path(path).map_err(|e| ("path", e.0))?;
+            validate::route_path(path).map_err(|e| ("path", e.0))?;
             Ok(PathMatch::Exact(path.to_string()))
         }
         // ImplementationSpecific is documented to behave as Prefix in Tugboat.
         "Prefix" | "ImplementationSpecific" => {
             let path = path.unwrap_or("/");
-            validate::ingress_path(path).map_err(|e| ("path", e.0))?;
+            validate::route_path(path).map_err(|e| ("path", e.0))?;
             let trimmed = path.trim_end_matches('/');
             Ok(PathMatch::Prefix(if trimmed.is_empty() {
                 "/".to_string()

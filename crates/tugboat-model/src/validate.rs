@@ -155,6 +155,22 @@ pub fn ingress_path(value: &str) -> Result<(), InvalidValue> {
     Ok(())
 }
 
+/// The path of a route (an Ingress path, an HTTPRoute path match): an [`ingress_path`]
+/// without `;`. Requests are routed on their path without its `;` parameters
+/// (`/admin;jsessionid=1` meets the rules of `/admin`, as servers that drop path
+/// parameters serve it), so a route path with one could never match.
+pub fn route_path(value: &str) -> Result<(), InvalidValue> {
+    ingress_path(value)?;
+    if value.contains(';') {
+        return Err(invalid(format!(
+            "'{}' is not a path Tugboat routes: requests are routed on their path without \
+             its ';' parameters (docs/path-normalization.md), so a path with ';' never matches",
+            printable(value)
+        )));
+    }
+    Ok(())
+}
+
 /// An HTTP header name as the Gateway API's filters set it: letters, digits, `-`, `_`
 /// and `.` (what haproxy takes unquoted as a header name), at most 256.
 pub fn header_name(value: &str) -> Result<(), InvalidValue> {
@@ -631,6 +647,10 @@ mod tests {
         for good in ["/", "/foo", "/foo/", "/a%20b", "/v1;x=1", "/~user/@me"] {
             assert_eq!(ingress_path(good), Ok(()), "{good:?}");
         }
+        // A route path is matched against request paths without their parameters.
+        assert_eq!(route_path("/v1/x"), Ok(()));
+        let err = route_path("/v1;x=1").expect_err("a route path with ';'");
+        assert!(err.0.contains("without its ';' parameters"), "{err:?}");
         for bad in [
             "",
             "foo",

@@ -70,7 +70,7 @@ pub(super) fn rule_paths(
             paths.push((PathMatch::Prefix("/".into()), conditions));
             continue;
         }
-        validate::ingress_path(value).map_err(|err| (format!("{field}.path.value"), err.0))?;
+        validate::route_path(value).map_err(|err| (format!("{field}.path.value"), err.0))?;
         let path = match kind {
             "Exact" => PathMatch::Exact(value.to_string()),
             "PathPrefix" => {
