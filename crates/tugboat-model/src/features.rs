@@ -29,10 +29,14 @@ use crate::snapshot::ObjectKey;
 pub struct FeatureSetId(String);
 
 impl FeatureSetId {
-    /// The id of a feature set: a hash of its canonical (debug) text.
+    /// The id of a feature set: its contents fed through their `Hash` implementation
+    /// into a seedless XXH3, so that an id depends on the values of the set (not on the
+    /// names of its fields, nor on how they print) and is the same in every process.
     pub fn of(features: &RouteFeatures) -> Self {
-        let hash = crate::stable_hash(format!("{features:?}").as_bytes());
-        Self(format!("f{hash:016x}"))
+        use std::hash::{Hash, Hasher};
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        features.hash(&mut hasher);
+        Self(format!("f{:016x}", hasher.finish()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -459,4 +463,27 @@ pub struct GlobalOptions {
     /// `backend-path: original` in the ConfigMap: requests that match no route reach
     /// the default backend with the path as the client sent it.
     pub original_path: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_feature_set_id_depends_on_the_values_only() {
+        let plain = RouteFeatures::default();
+        let limited = RouteFeatures {
+            max_body_size: Some(1024),
+            ..Default::default()
+        };
+        assert_eq!(FeatureSetId::of(&plain), FeatureSetId::of(&plain.clone()));
+        assert_ne!(FeatureSetId::of(&plain), FeatureSetId::of(&limited));
+        let id = FeatureSetId::of(&limited);
+        assert!(
+            id.as_str().len() == 17
+                && id.as_str().starts_with('f')
+                && id.as_str()[1..].bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
 }
