@@ -13,6 +13,7 @@ mod conformance;
 mod error_backend;
 mod external_auth;
 mod gateway;
+mod keep_alive;
 mod kube;
 mod migration;
 mod nginx_keys;

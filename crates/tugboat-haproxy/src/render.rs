@@ -302,6 +302,10 @@ defaults
     option dontlognull
     option forwardfor
     option redispatch
+    # A request that reaches an old worker on an idle keep-alive connection while it
+    # stops (a reload) gets its answer, with `Connection: close`, instead of a closed
+    # connection.
+    option idle-close-on-response
     retries 3
 "
     );
