@@ -10,6 +10,7 @@ mod backend_keys;
 mod canary;
 mod chart_pod;
 mod conformance;
+mod cors;
 mod error_backend;
 mod external_auth;
 mod gateway;

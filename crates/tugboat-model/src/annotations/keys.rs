@@ -493,7 +493,7 @@ pub const CORS_ALLOW_ORIGIN: Key<CorsOrigins> = key!(
         values: "`*`, or origins (`https://app.example.com`) separated by commas",
         default: KeyDefault::Value("*"),
         example: "https://app.example.com",
-        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
+        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list. `*` with `cors-allow-credentials: true` (the default of ingress-nginx's and HAProxy Ingress's `enable-cors` alone) allows the request's own `Origin`, with `Vary: Origin`, since browsers refuse credentials with `*`: any site may then make credentialed requests; list the origins to restrict them.",
         peers: peers::CORS_ALLOW_ORIGIN,
         ..BASE
     }

@@ -314,7 +314,11 @@ pub const RESPONSE_SET_HEADER: &[PeerKey] = &[differs(
 pub const CORS_ENABLE: &[PeerKey] = &[
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        ..same(NGINX, "enable-cors")
+        ..differs(
+            NGINX,
+            "enable-cors",
+            "with any origin and credentials (the default), the request's `Origin` is allowed, with `Vary: Origin` (ingress-nginx answers `*`, which browsers refuse with credentials), and none without an `Origin` header",
+        )
     },
     differs(
         HT,
@@ -323,7 +327,9 @@ pub const CORS_ENABLE: &[PeerKey] = &[
     ),
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        difference: Some("headers are added to every answer, also without an `Origin` header"),
+        difference: Some(
+            "the methods, headers and credentials headers are added to every answer, also without an `Origin` header",
+        ),
         ..same(HI, "cors-enable")
     },
 ];
