@@ -7,6 +7,7 @@ mod annotations;
 mod api_features;
 mod app_root;
 mod backend_keys;
+mod body_limit;
 mod canary;
 mod chart_pod;
 mod conformance;

@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
+    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen,
+    RouteFeatures,
 };
 
 use crate::settings::RenderSettings;
@@ -202,15 +203,9 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&denied)
         );
     }
-    // Bodies larger than the routes accept (by their `Content-Length`), before
-    // anything else looks at the request, as ingress-nginx does.
-    for (size, ids) in group(sets, |f| f.max_body_size) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 413 if {} {{ req.hdr_val(content-length) gt {size} }}",
-            sets_acl(&ids)
-        );
-    }
+    // Bodies larger than the routes accept, before anything else looks at the
+    // request, as ingress-nginx does.
+    crate::body_limit::request_rules(desired, request);
     // Routes that answer by themselves (Gateway API rules without a usable backend).
     for (status, ids) in group(sets, |f| f.answer_status) {
         let _ = writeln!(

@@ -836,7 +836,7 @@ pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
         values: "a size: digits and an optional unit `k`, `m` or `g` (powers of 1024), at most 1 TiB; `0` is no limit",
         default: KeyDefault::None("no limit"),
         example: "8m",
-        help: "The largest request body the routes accept: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication). A body sent without a length (chunked) is not counted.",
+        help: "The largest request body the routes accept, however it is sent: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication); a body of unknown length (`Transfer-Encoding: chunked`, HTTP/2 without `Content-Length`) is counted as it passes, by a Lua filter on its way through haproxy a second time, and the first byte past the limit ends it with 413, so the backend never receives it whole. A haproxy built without Lua refuses bodies of unknown length on these routes with 411.",
         peers: peers::PROXY_BODY_SIZE,
         ..BASE
     }

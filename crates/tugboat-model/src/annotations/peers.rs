@@ -708,14 +708,14 @@ pub const PROXY_BODY_SIZE: &[PeerKey] = &[
     differs(
         NGINX,
         "proxy-body-size",
-        "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+        "without the key there is no limit (ingress-nginx's default is 1m); without Lua in haproxy, a body of unknown length (chunked, HTTP/2 without `Content-Length`) is refused with 411",
     ),
     PeerKey {
         translate: Some(unlimited_as_zero),
         ..differs(
             HI,
             "proxy-body-size",
-            "only a `Content-Length` is checked: a chunked body is not counted (haproxy-ingress buffers and measures it)",
+            "a body of unknown length (chunked, HTTP/2 without `Content-Length`) is counted as it streams, not buffered; without Lua in haproxy it is refused with 411",
         )
     },
 ];
