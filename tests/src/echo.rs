@@ -3,13 +3,17 @@
 //! so a test can tell who answered and what reached the backend. A request header
 //! `x-delay-ms: N` makes it wait N ms (at most 30 s) before answering, for requests
 //! that are still in flight when something stops; `x-echo-status: N` (100 to 599)
-//! makes it answer with that status, for a backend that fails.
+//! makes it answer with that status, for a backend that fails. It reads the whole
+//! request body before answering and tells its length and digest
+//! (`x-echo-body-length`, `x-echo-body-digest`, see [`body_digest`]); the largest body
+//! it received whole is kept ([`EchoServer::largest_body`]).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -22,6 +26,7 @@ use tokio::task::JoinHandle;
 pub struct EchoServer {
     pub addr: SocketAddr,
     task: JoinHandle<()>,
+    largest_body: Arc<AtomicUsize>,
 }
 
 impl Drop for EchoServer {
@@ -41,7 +46,20 @@ pub fn echo_body(
     format!("service={service} endpoint={endpoint} host={host} path={path} query={query}\n")
 }
 
+/// The digest an echo backend gives of a body: FNV-1a, 64 bits, in hex.
+pub fn body_digest(body: &[u8]) -> String {
+    let hash = body.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
 impl EchoServer {
+    /// The size of the largest request body this backend received whole.
+    pub fn largest_body(&self) -> usize {
+        self.largest_body.load(Ordering::SeqCst)
+    }
+
     /// Starts an echo backend for `service` on `addr` (port 0 picks a free port).
     pub async fn start(service: &str, addr: SocketAddr) -> std::io::Result<Self> {
         Self::serve(service, TcpListener::bind(addr).await?)
@@ -57,14 +75,18 @@ impl EchoServer {
     fn serve(service: &str, listener: TcpListener) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let service = service.to_string();
+        let largest_body = Arc::new(AtomicUsize::new(0));
+        let largest = largest_body.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let service = service.clone();
+                let largest = largest.clone();
                 tokio::spawn(async move {
                     let handler = service_fn(move |request: Request<Incoming>| {
+                        let largest = largest.clone();
                         let host = request
                             .headers()
                             .get(hyper::header::HOST)
@@ -98,8 +120,17 @@ impl EchoServer {
                             .and_then(|v| v.parse::<u64>().ok())
                             .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.min(30_000)));
                         async move {
+                            // A body that does not arrive whole gets no answer.
+                            let Ok(received) = request.into_body().collect().await else {
+                                return Err(std::io::Error::other("incomplete body"));
+                            };
+                            let received = received.to_bytes();
+                            largest.fetch_max(received.len(), Ordering::SeqCst);
+                            let response = response
+                                .header("x-echo-body-length", received.len())
+                                .header("x-echo-body-digest", body_digest(&received));
                             tokio::time::sleep(delay).await;
-                            Ok::<_, Infallible>(
+                            Ok::<_, std::io::Error>(
                                 response
                                     .body(Full::new(Bytes::from(body)))
                                     .unwrap_or_default(),
@@ -112,7 +143,11 @@ impl EchoServer {
                 });
             }
         });
-        Ok(Self { addr, task })
+        Ok(Self {
+            addr,
+            task,
+            largest_body,
+        })
     }
 }
 

@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CANARY_COOKIE_PREFIX, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
+    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen,
+    RouteFeatures,
 };
 
 use crate::settings::RenderSettings;
@@ -178,6 +179,12 @@ pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
 }
 
+/// Whether the answers of `cors` allow the request's `Origin` rather than `*`: any
+/// origin with credentials, which browsers refuse as `*`.
+fn cors_echoes_origin(cors: &Cors) -> bool {
+    matches!(cors.origins, CorsOrigins::Any) && cors.credentials
+}
+
 pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRules {
     let sets = &desired.feature_sets;
     let mut rules = FeatureRules::default();
@@ -196,15 +203,9 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&denied)
         );
     }
-    // Bodies larger than the routes accept (by their `Content-Length`), before
-    // anything else looks at the request, as ingress-nginx does.
-    for (size, ids) in group(sets, |f| f.max_body_size) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 413 if {} {{ req.hdr_val(content-length) gt {size} }}",
-            sets_acl(&ids)
-        );
-    }
+    // Bodies larger than the routes accept, before anything else looks at the
+    // request, as ingress-nginx does.
+    crate::body_limit::request_rules(desired, request);
     // Routes that answer by themselves (Gateway API rules without a usable backend).
     for (status, ids) in group(sets, |f| f.answer_status) {
         let _ = writeln!(
@@ -411,8 +412,16 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             late,
             "    http-request set-var(txn.origin) req.hdr(origin) if {acl}"
         );
+        // `*` with credentials: browsers refuse a credentialed answer that allows `*`, so
+        // the request's own `Origin` is allowed instead (as HAProxy Ingress does); a
+        // request without one gets no `Access-Control-Allow-Origin`.
+        let echoes_origin = cors_echoes_origin(cors);
         let (origin, origin_condition) = match &cors.origins {
-            CorsOrigins::Any => ("*".to_string(), String::new()),
+            CorsOrigins::Any if !echoes_origin => ("*".to_string(), String::new()),
+            CorsOrigins::Any => (
+                "%[var(txn.origin)]".to_string(),
+                " { var(txn.origin) -m len gt 0 }".to_string(),
+            ),
             CorsOrigins::List(list) => (
                 "%[var(txn.origin)]".to_string(),
                 format!(" {{ var(txn.origin) -m str {} }}", list.join(" ")),
@@ -452,7 +461,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 "    http-response set-header Access-Control-Allow-Credentials true if {acl}"
             );
         }
-        if matches!(cors.origins, CorsOrigins::List(_)) {
+        if echoes_origin || matches!(cors.origins, CorsOrigins::List(_)) {
             let _ = writeln!(
                 response,
                 "    http-response add-header Vary Origin if {acl}"

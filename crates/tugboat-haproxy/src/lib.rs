@@ -2,6 +2,7 @@
 //!
 //! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
 //! - [`files`] writes them atomically and can put the previous ones back;
+//! - [`body_limit`] holds request bodies to `proxy-body-size` however they are framed;
 //! - [`external_auth`] is the Lua action and the rules of `auth-url`;
 //! - [`error_backend`] is the fallback and the Lua action of `default-backend` and
 //!   `custom-http-errors`;
@@ -13,6 +14,7 @@
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
 
 pub mod apply;
+pub mod body_limit;
 pub mod cli;
 pub mod error_backend;
 pub mod external_auth;

@@ -165,6 +165,16 @@ pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> 
             crate::external_auth::SCRIPT.into(),
         );
     }
+    if crate::body_limit::needed(&desired.feature_sets) {
+        files.insert(
+            settings.body_limit_script(),
+            crate::body_limit::SCRIPT.into(),
+        );
+        files.insert(
+            settings.body_limit_answer(),
+            crate::body_limit::TOO_LARGE_ANSWER.into(),
+        );
+    }
     if crate::error_backend::needs_script(&desired.feature_sets) {
         files.insert(
             settings.error_pages_script(),
@@ -274,6 +284,15 @@ fn config(desired: &Desired, settings: &RenderSettings) -> String {
             settings.external_auth_script().display()
         );
     }
+    if crate::body_limit::needed(&desired.feature_sets) {
+        // Only where haproxy has Lua: without, the routes refuse bodies of unknown
+        // length (411).
+        let _ = write!(
+            lua,
+            "    .if feature(LUA)\n    lua-load {}\n    .endif\n",
+            settings.body_limit_script().display()
+        );
+    }
     if crate::error_backend::needs_script(&desired.feature_sets) {
         // Only where haproxy has Lua: without, haproxy warns and answers pass unchanged;
         // the controller finds out through the environment and reports it.
@@ -300,8 +319,11 @@ defaults
     log global
     option httplog
     option dontlognull
-    option forwardfor
     option redispatch
+    # A request that reaches an old worker on an idle keep-alive connection while it
+    # stops (a reload) gets its answer, with `Connection: close`, instead of a closed
+    # connection.
+    option idle-close-on-response
     retries 3
 "
     );
@@ -331,6 +353,9 @@ defaults
 frontend http
     bind {http}
     bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}
+    # Here rather than in the defaults: a request that passes through an internal
+    # frontend on its way (body limits) gets the header once.
+    option forwardfor
 {normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
@@ -373,7 +398,7 @@ frontend http
         out,
         "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
+{body_limit}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
 # Requests that match no route: 404 (with the 404 error page when one is set), and
@@ -381,6 +406,11 @@ frontend http
 backend {NOT_FOUND_BACKEND}
     http-request return status 200 content-type text/plain string \"ok\\n\" if {{ path /healthz }}
 ",
+        body_limit = {
+            let mut rules = String::new();
+            crate::body_limit::switching_rules(desired, &mut rules);
+            rules
+        },
         default = desired
             .default_backend
             .as_ref()
@@ -411,6 +441,7 @@ frontend stats
     }
     out.push_str(&features.sections);
     out.push_str(&crate::error_backend::section(desired, settings));
+    out.push_str(&crate::body_limit::section(desired, settings));
     out
 }
 

@@ -121,6 +121,23 @@ impl RenderSettings {
         self.config_dir.join(LUA_DIR).join(ERROR_PAGES_SCRIPT)
     }
 
+    /// The Lua filter of body limits.
+    pub fn body_limit_script(&self) -> PathBuf {
+        self.config_dir.join(LUA_DIR).join(BODY_LIMIT_SCRIPT)
+    }
+
+    /// The 413 answer of body limits, as an error file.
+    pub fn body_limit_answer(&self) -> PathBuf {
+        self.config_dir.join(ERRORFILES_DIR).join(BODY_LIMIT_ANSWER)
+    }
+
+    /// The abstract socket of the internal frontend of body limits, named after the
+    /// config folder like [`Self::error_pages_address`].
+    pub fn body_limit_address(&self) -> String {
+        let hash = tugboat_model::stable_hash(self.config_dir.as_os_str().as_encoded_bytes());
+        format!("abns@tugboat-body-limit-{hash:016x}")
+    }
+
     /// The abstract socket of the internal frontend of `custom-http-errors`: named
     /// after the config folder, so that two haproxy processes on one host (tests) never
     /// share it, and the same across reloads.
@@ -160,5 +177,9 @@ pub const BACKEND_TLS_DIR: &str = "backend-tls";
 pub const LUA_DIR: &str = "lua";
 pub const EXTERNAL_AUTH_SCRIPT: &str = "external-auth.lua";
 pub const ERROR_PAGES_SCRIPT: &str = "error-pages.lua";
+pub const BODY_LIMIT_SCRIPT: &str = "body-limit.lua";
+/// The 413 answer of body limits (under the error files' folder; not a status code's
+/// name, so never one of the ConfigMap's error pages).
+pub const BODY_LIMIT_ANSWER: &str = "body-limit-413.http";
 /// Pattern files of long access lists (under the config folder).
 pub const PATTERNS_DIR: &str = "patterns";

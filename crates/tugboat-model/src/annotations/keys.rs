@@ -493,7 +493,7 @@ pub const CORS_ALLOW_ORIGIN: Key<CorsOrigins> = key!(
         values: "`*`, or origins (`https://app.example.com`) separated by commas",
         default: KeyDefault::Value("*"),
         example: "https://app.example.com",
-        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
+        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list. `*` with `cors-allow-credentials: true` (the default of ingress-nginx's and HAProxy Ingress's `enable-cors` alone) allows the request's own `Origin`, with `Vary: Origin`, since browsers refuse credentials with `*`: any site may then make credentialed requests; list the origins to restrict them.",
         peers: peers::CORS_ALLOW_ORIGIN,
         ..BASE
     }
@@ -836,7 +836,7 @@ pub const PROXY_BODY_SIZE: Key<Option<u64>> = key!(
         values: "a size: digits and an optional unit `k`, `m` or `g` (powers of 1024), at most 1 TiB; `0` is no limit",
         default: KeyDefault::None("no limit"),
         example: "8m",
-        help: "The largest request body the routes accept: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication). A body sent without a length (chunked) is not counted.",
+        help: "The largest request body the routes accept, however it is sent: a request whose `Content-Length` is larger is answered 413 before it reaches the backend (or authentication); a body of unknown length (`Transfer-Encoding: chunked`, HTTP/2 without `Content-Length`) is counted as it passes, by a Lua filter on its way through haproxy a second time, and the first byte past the limit ends it with 413, so the backend never receives it whole. A haproxy built without Lua refuses bodies of unknown length on these routes with 411.",
         peers: peers::PROXY_BODY_SIZE,
         ..BASE
     }

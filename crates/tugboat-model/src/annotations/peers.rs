@@ -314,7 +314,11 @@ pub const RESPONSE_SET_HEADER: &[PeerKey] = &[differs(
 pub const CORS_ENABLE: &[PeerKey] = &[
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        ..same(NGINX, "enable-cors")
+        ..differs(
+            NGINX,
+            "enable-cors",
+            "with any origin and credentials (the default), the request's `Origin` is allowed, with `Vary: Origin` (ingress-nginx answers `*`, which browsers refuse with credentials), and none without an `Origin` header",
+        )
     },
     differs(
         HT,
@@ -323,7 +327,9 @@ pub const CORS_ENABLE: &[PeerKey] = &[
     ),
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        difference: Some("headers are added to every answer, also without an `Origin` header"),
+        difference: Some(
+            "the methods, headers and credentials headers are added to every answer, also without an `Origin` header",
+        ),
         ..same(HI, "cors-enable")
     },
 ];
@@ -702,14 +708,14 @@ pub const PROXY_BODY_SIZE: &[PeerKey] = &[
     differs(
         NGINX,
         "proxy-body-size",
-        "only a `Content-Length` is checked: a chunked body is not counted; without the key there is no limit (ingress-nginx's default is 1m)",
+        "without the key there is no limit (ingress-nginx's default is 1m); without Lua in haproxy, a body of unknown length (chunked, HTTP/2 without `Content-Length`) is refused with 411",
     ),
     PeerKey {
         translate: Some(unlimited_as_zero),
         ..differs(
             HI,
             "proxy-body-size",
-            "only a `Content-Length` is checked: a chunked body is not counted (haproxy-ingress buffers and measures it)",
+            "a body of unknown length (chunked, HTTP/2 without `Content-Length`) is counted as it streams, not buffered; without Lua in haproxy it is refused with 411",
         )
     },
 ];
