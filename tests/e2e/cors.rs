@@ -1,15 +1,16 @@
-//! CORS with any origin and credentials (`enable-cors: "true"` alone, as ingress-nginx
-//! and HAProxy Ingress users write it): browsers refuse a credentialed answer that
-//! allows `*`, so the answers allow the request's own `Origin`, with `Vary: Origin`,
-//! for the preflight and for the backend's answer; a request without `Origin` gets no
-//! `Access-Control-Allow-Origin`. Without credentials, `*` stays.
+//! CORS with any origin (`enable-cors: "true"` alone, as ingress-nginx and HAProxy
+//! Ingress users write it, whose credentials default to on): browsers refuse
+//! credentials from an answer that allows `*`, and allowing each request's own
+//! `Origin` would let every site read credentialed answers, so `*` goes without
+//! `Access-Control-Allow-Credentials`. Credentials are offered to listed origins only,
+//! which get their own `Origin` back with `Vary: Origin`.
 
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{mk_annotated_ingress, mk_service_of, to_json};
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
-scene_tests!(any_origin_with_credentials_allows_the_requests_origin);
+scene_tests!(credentials_are_offered_to_listed_origins_only);
 
 const HOST: &str = "cors.example.com";
 const ORIGIN: &str = "https://app.example.org";
@@ -30,10 +31,7 @@ fn varies_by_origin(reply: &Reply) -> bool {
         .any(|value| value.trim().eq_ignore_ascii_case("origin"))
 }
 
-async fn any_origin_with_credentials_allows_the_requests_origin(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
+async fn credentials_are_offered_to_listed_origins_only(haproxy: HaproxyBinary, source: Source) {
     let web = start_backends("web", 242, 1).await;
     let mut objects = mk_service_of("web", &web).to_vec();
     objects.extend([
@@ -52,79 +50,74 @@ async fn any_origin_with_credentials_allows_the_requests_origin(
             &[("haproxy-ingress.github.io/cors-enable", "true")],
         )),
         to_json(&mk_annotated_ingress(
-            "anonymous",
+            "listed",
             HOST,
-            "/anonymous",
+            "/listed",
             "web",
             &[
                 ("nginx.ingress.kubernetes.io/enable-cors", "true"),
-                (
-                    "nginx.ingress.kubernetes.io/cors-allow-credentials",
-                    "false",
-                ),
+                ("nginx.ingress.kubernetes.io/cors-allow-origin", ORIGIN),
+                ("nginx.ingress.kubernetes.io/cors-allow-credentials", "true"),
             ],
         )),
     ]);
     let scene = Scene::start(&haproxy, source, &objects).await;
     scene.wait_for_service(HOST, "/nginx", "web").await;
-    scene.wait_for_service(HOST, "/anonymous", "web").await;
+    scene.wait_for_service(HOST, "/hi", "web").await;
+    scene.wait_for_service(HOST, "/listed", "web").await;
 
     let preflight = [
         ("Origin", ORIGIN),
         ("Access-Control-Request-Method", "POST"),
     ];
+    // Any origin: `*`, and no credentials (browsers would refuse them with `*`).
     for path in ["/nginx", "/hi"] {
         let reply = send(&scene, "OPTIONS", path, &preflight).await;
         assert_eq!(reply.status, 204, "{path}: {reply:?}");
-        assert_eq!(
-            reply.header("access-control-allow-origin"),
-            Some(ORIGIN),
-            "{path}: {reply:?}"
-        );
+        assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
             reply.header("access-control-allow-credentials"),
-            Some("true"),
-            "{path}: {reply:?}"
-        );
-        assert!(varies_by_origin(&reply), "{path}: {reply:?}");
-
-        let reply = send(&scene, "GET", path, &preflight[..1]).await;
-        assert_eq!(reply.service(), Some("web"), "{path}: {reply:?}");
-        assert_eq!(
-            reply.header("access-control-allow-origin"),
-            Some(ORIGIN),
-            "{path}: {reply:?}"
-        );
-        assert_eq!(
-            reply.header("access-control-allow-credentials"),
-            Some("true"),
-            "{path}: {reply:?}"
-        );
-        assert!(varies_by_origin(&reply), "{path}: {reply:?}");
-
-        // No `Origin`: not a cross-origin request, no origin allowed (as HAProxy Ingress).
-        let reply = send(&scene, "GET", path, &[]).await;
-        assert_eq!(reply.service(), Some("web"), "{path}: {reply:?}");
-        assert_eq!(
-            reply.header("access-control-allow-origin"),
             None,
             "{path}: {reply:?}"
         );
-        // A preflight without `Origin` is not one: the backend answers it.
-        let reply = send(&scene, "OPTIONS", path, &preflight[1..]).await;
+        let reply = send(&scene, "GET", path, &preflight[..1]).await;
         assert_eq!(reply.service(), Some("web"), "{path}: {reply:?}");
+        assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
         assert_eq!(
-            reply.header("access-control-allow-origin"),
+            reply.header("access-control-allow-credentials"),
             None,
             "{path}: {reply:?}"
         );
     }
-
-    // Without credentials, any origin is `*`.
-    let reply = send(&scene, "OPTIONS", "/anonymous", &preflight).await;
+    // A listed origin gets itself back, with credentials, on the preflight and on the
+    // backend's answer.
+    let reply = send(&scene, "OPTIONS", "/listed", &preflight).await;
     assert_eq!(reply.status, 204, "{reply:?}");
-    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
-    assert_eq!(reply.header("access-control-allow-credentials"), None);
-    let reply = send(&scene, "GET", "/anonymous", &preflight[..1]).await;
-    assert_eq!(reply.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(reply.header("access-control-allow-origin"), Some(ORIGIN));
+    assert_eq!(
+        reply.header("access-control-allow-credentials"),
+        Some("true")
+    );
+    assert!(varies_by_origin(&reply), "{reply:?}");
+    let reply = send(&scene, "GET", "/listed", &preflight[..1]).await;
+    assert_eq!(reply.service(), Some("web"), "{reply:?}");
+    assert_eq!(reply.header("access-control-allow-origin"), Some(ORIGIN));
+    assert_eq!(
+        reply.header("access-control-allow-credentials"),
+        Some("true")
+    );
+    assert!(varies_by_origin(&reply), "{reply:?}");
+    // Another origin is not allowed.
+    let reply = send(
+        &scene,
+        "GET",
+        "/listed",
+        &[("Origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        None,
+        "{reply:?}"
+    );
 }

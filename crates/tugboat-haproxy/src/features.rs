@@ -14,8 +14,7 @@ use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen,
-    RouteFeatures,
+    CANARY_COOKIE_PREFIX, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
 };
 
 use crate::settings::RenderSettings;
@@ -177,12 +176,6 @@ pub fn limit_table(id: &FeatureSetId) -> String {
 /// The stick table of a rate-limited set.
 pub fn rate_table(id: &FeatureSetId) -> String {
     format!("tugboat_rate_{id}")
-}
-
-/// Whether the answers of `cors` allow the request's `Origin` rather than `*`: any
-/// origin with credentials, which browsers refuse as `*`.
-fn cors_echoes_origin(cors: &Cors) -> bool {
-    matches!(cors.origins, CorsOrigins::Any) && cors.credentials
 }
 
 pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRules {
@@ -412,16 +405,8 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             late,
             "    http-request set-var(txn.origin) req.hdr(origin) if {acl}"
         );
-        // `*` with credentials: browsers refuse a credentialed answer that allows `*`, so
-        // the request's own `Origin` is allowed instead (as HAProxy Ingress does); a
-        // request without one gets no `Access-Control-Allow-Origin`.
-        let echoes_origin = cors_echoes_origin(cors);
         let (origin, origin_condition) = match &cors.origins {
-            CorsOrigins::Any if !echoes_origin => ("*".to_string(), String::new()),
-            CorsOrigins::Any => (
-                "%[var(txn.origin)]".to_string(),
-                " { var(txn.origin) -m len gt 0 }".to_string(),
-            ),
+            CorsOrigins::Any => ("*".to_string(), String::new()),
             CorsOrigins::List(list) => (
                 "%[var(txn.origin)]".to_string(),
                 format!(" {{ var(txn.origin) -m str {} }}", list.join(" ")),
@@ -461,7 +446,7 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 "    http-response set-header Access-Control-Allow-Credentials true if {acl}"
             );
         }
-        if echoes_origin || matches!(cors.origins, CorsOrigins::List(_)) {
+        if matches!(cors.origins, CorsOrigins::List(_)) {
             let _ = writeln!(
                 response,
                 "    http-response add-header Vary Origin if {acl}"

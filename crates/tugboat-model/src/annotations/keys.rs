@@ -493,7 +493,7 @@ pub const CORS_ALLOW_ORIGIN: Key<CorsOrigins> = key!(
         values: "`*`, or origins (`https://app.example.com`) separated by commas",
         default: KeyDefault::Value("*"),
         example: "https://app.example.com",
-        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list. `*` with `cors-allow-credentials: true` (the default of ingress-nginx's and HAProxy Ingress's `enable-cors` alone) allows the request's own `Origin`, with `Vary: Origin`, since browsers refuse credentials with `*`: any site may then make credentialed requests; list the origins to restrict them.",
+        help: "Allowed origins; with a list, the request's `Origin` is echoed when it is in the list.",
         peers: peers::CORS_ALLOW_ORIGIN,
         ..BASE
     }
@@ -537,7 +537,7 @@ pub const CORS_ALLOW_CREDENTIALS: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Send `Access-Control-Allow-Credentials: true`.",
+        help: "Send `Access-Control-Allow-Credentials: true`, with a list of origins in `cors-allow-origin` only: browsers refuse credentials from an answer that allows any origin (`*`), so none are offered then (allowing each request's own `Origin` instead would let every site read credentialed answers).",
         peers: peers::CORS_ALLOW_CREDENTIALS,
         ..BASE
     }

@@ -314,11 +314,7 @@ pub const RESPONSE_SET_HEADER: &[PeerKey] = &[differs(
 pub const CORS_ENABLE: &[PeerKey] = &[
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        ..differs(
-            NGINX,
-            "enable-cors",
-            "with any origin and credentials (the default), the request's `Origin` is allowed, with `Vary: Origin` (ingress-nginx answers `*`, which browsers refuse with credentials), and none without an `Origin` header",
-        )
+        ..same(NGINX, "enable-cors")
     },
     differs(
         HT,
@@ -327,9 +323,7 @@ pub const CORS_ENABLE: &[PeerKey] = &[
     ),
     PeerKey {
         implies: &[("cors-allow-credentials", "true")],
-        difference: Some(
-            "the methods, headers and credentials headers are added to every answer, also without an `Origin` header",
-        ),
+        difference: Some("headers are added to every answer, also without an `Origin` header"),
         ..same(HI, "cors-enable")
     },
 ];
@@ -360,9 +354,21 @@ pub const CORS_ALLOW_HEADERS: &[PeerKey] = &[
     same(HI, "cors-allow-headers"),
 ];
 pub const CORS_ALLOW_CREDENTIALS: &[PeerKey] = &[
-    same(NGINX, "cors-allow-credentials"),
-    same(HT, "cors-allow-credentials"),
-    same(HI, "cors-allow-credentials"),
+    differs(
+        NGINX,
+        "cors-allow-credentials",
+        "with any origin (`*`, the default) no `Access-Control-Allow-Credentials` is sent: ingress-nginx sends it beside `*`, which browsers refuse for credentialed requests; list the origins to allow credentials",
+    ),
+    differs(
+        HT,
+        "cors-allow-credentials",
+        "with any origin (`*`) no `Access-Control-Allow-Credentials` is sent (browsers refuse credentials with `*`); list the origins to allow credentials",
+    ),
+    differs(
+        HI,
+        "cors-allow-credentials",
+        "with any origin (`*`, the default) no `Access-Control-Allow-Credentials` is sent, where HAProxy Ingress allows the request's own `Origin` with credentials (any site may then read credentialed answers); list the origins to allow credentials",
+    ),
 ];
 pub const CORS_MAX_AGE: &[PeerKey] = &[
     differs(

@@ -8,9 +8,9 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, AffinityCanaryBehavior, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, CanaryRules, ClientLimits, Cors, ExternalAuth, GlobalOptions, HealthCheck,
-    Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen, RouteFeatures,
-    ServerTls, Snippet,
+    BackendOptions, CanaryRules, ClientLimits, Cors, CorsOrigins, ExternalAuth, GlobalOptions,
+    HealthCheck, Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen,
+    RouteFeatures, ServerTls, Snippet,
 };
 use crate::problem::{ObjectRef, ProblemReason};
 use crate::validate;
@@ -80,11 +80,17 @@ pub fn route_features(
     features.request_headers = resolver.get(&REQUEST_SET_HEADER).unwrap_or_default();
     features.response_headers = resolver.get(&RESPONSE_SET_HEADER).unwrap_or_default();
     if resolver.get_or_default(&CORS_ENABLE) {
+        let origins = resolver.get_or_default(&CORS_ALLOW_ORIGIN);
+        // Browsers refuse credentials from an answer that allows any origin (`*`), and
+        // allowing each request's own `Origin` instead would let every site read
+        // credentialed answers: with `*`, credentials are not offered.
+        let credentials = resolver.get_or_default(&CORS_ALLOW_CREDENTIALS)
+            && !matches!(origins, CorsOrigins::Any);
         features.cors = Some(Cors {
-            origins: resolver.get_or_default(&CORS_ALLOW_ORIGIN),
+            origins,
             methods: resolver.get_or_default(&CORS_ALLOW_METHODS),
             headers: resolver.get_or_default(&CORS_ALLOW_HEADERS),
-            credentials: resolver.get_or_default(&CORS_ALLOW_CREDENTIALS),
+            credentials,
             max_age: resolver.get_or_default(&CORS_MAX_AGE),
         });
     }
