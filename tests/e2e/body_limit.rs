@@ -518,4 +518,32 @@ async fn body_limits_hold_whatever_the_framing(haproxy: HaproxyBinary, source: S
     // A request without a body on a limited route goes straight on.
     let reply = scene.get(HOST, "/large").await.expect("an answer");
     assert_eq!(Outcome::of(&reply), Outcome::passed(&[]), "{reply:?}");
+
+    // A reload (a new Service behind a new Ingress) keeps the internal frontend and
+    // the limits.
+    let before = scene.reloads().await;
+    let other = start_backends("other", 244, 1).await;
+    for object in mk_service_of("other", &other) {
+        scene.apply(&object);
+    }
+    scene.apply(&mk_annotated_ingress(
+        "other",
+        "other.bodies.example.com",
+        "/",
+        "other",
+        &[],
+    ));
+    scene
+        .wait_for_service("other.bodies.example.com", "/", "other")
+        .await;
+    assert!(scene.reloads().await > before, "no reload happened");
+    let within = body_of(SMALL);
+    let reply = post_chunked(addr, "/small", &within)
+        .await
+        .expect("an answer");
+    assert_eq!(Outcome::of(&reply), Outcome::passed(&within), "{reply:?}");
+    let reply = post_chunked(addr, "/small", &body_of(SMALL + 1))
+        .await
+        .expect("an answer");
+    assert_eq!(reply.status, 413, "after a reload: {reply:?}");
 }
