@@ -1450,6 +1450,39 @@ pub fn find_peer(ecosystem: Ecosystem, name: &str) -> Vec<(&'static KeySpec, &'s
         .collect()
 }
 
+/// The Tugboat keys an annotation `ecosystem` + `name` is read as, each with the peer
+/// reading that translates its value (`None`: written as Tugboat's). Under Tugboat's
+/// prefix a key is Tugboat's; under the legacy prefix (`ingress.kubernetes.io/`) a key
+/// that the controllers which used that prefix gave another meaning is read with theirs
+/// (its entries in [`peers`], e.g. a lone `auth-secret` turns basic authentication on),
+/// any other as Tugboat's. The one reading of an annotation's name: the builder, the
+/// references and `tugboat migrate` all take it from here.
+pub fn targets(
+    ecosystem: Ecosystem,
+    name: &str,
+) -> Vec<(&'static KeySpec, Option<&'static PeerKey>)> {
+    let peers = || {
+        find_peer(ecosystem, name)
+            .into_iter()
+            .map(|(spec, peer)| (spec, Some(peer)))
+            .collect::<Vec<_>>()
+    };
+    let own = || {
+        find_key(name)
+            .map(|spec| (spec, None))
+            .into_iter()
+            .collect()
+    };
+    match ecosystem {
+        Ecosystem::Tugboat => own(),
+        Ecosystem::Legacy => {
+            let legacy = peers();
+            if legacy.is_empty() { own() } else { legacy }
+        }
+        _ => peers(),
+    }
+}
+
 /// The timeouts of haproxy's `defaults` section when the ConfigMap sets none: the keys'
 /// default values, by haproxy name.
 pub fn default_timeouts() -> std::collections::BTreeMap<&'static str, String> {

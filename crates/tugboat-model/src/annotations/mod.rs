@@ -12,6 +12,7 @@
 //! - [`parse`]: the parsers, the door for these values: each accepts only the syntax it
 //!   documents, so a value that passes can be written into haproxy's config as it is;
 //! - [`snippet`]: the operator's raw lines, checked directive by directive;
+//! - [`nginx_snippet`]: ingress-nginx's snippets, never run, and whether they restrict access;
 //! - [`peers`]: other controllers' keys read as Tugboat's, and what differs;
 //! - [`prefixes`]: the prefixes read, other controllers' included, and which unsupported
 //!   keys restrict access;
@@ -21,6 +22,7 @@
 
 pub mod keys;
 pub mod layer;
+pub mod nginx_snippet;
 pub mod parse;
 pub mod peers;
 pub mod prefixes;

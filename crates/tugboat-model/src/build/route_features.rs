@@ -316,16 +316,22 @@ impl Builder<'_> {
         }
         if let Some(auth_secret) = lookups.auth_secret {
             let realm = annotations::auth_realm(&mut resolver);
+            // What the client gets: 403 when the routes fail closed anyway (a refused
+            // `auth-secret` does), else the 401 of a list without users.
+            let refused = if features.deny_all { 403 } else { 401 };
             let userlist = match auth_secret {
-                Some(secret) => self.userlist(&ingress_layer.object, &service.namespace, &secret),
+                Some(secret) => {
+                    self.userlist(&ingress_layer.object, &service.namespace, &secret, refused)
+                }
                 None => {
                     resolver.problems.push(ObjectProblem {
                         object: ingress_layer.object.clone(),
                         field: "metadata.annotations".into(),
                         reason: ProblemReason::InvalidField,
-                        message: "auth-type basic-auth needs a valid auth-secret: every request \
-                                  is refused (401) until it has one"
-                            .into(),
+                        message: format!(
+                            "auth-type basic-auth needs a valid auth-secret: every request \
+                             is refused ({refused}) until it has one"
+                        ),
                     });
                     self.userlists.entry(NO_USERS.into()).or_default();
                     NO_USERS.to_string()
@@ -458,8 +464,15 @@ impl Builder<'_> {
     }
 
     /// The userlist of a basic-auth Secret, named `<namespace>_<secret>`; the empty
-    /// [`NO_USERS`] list when the Secret cannot be used.
-    pub(super) fn userlist(&mut self, object: &ObjectRef, namespace: &str, secret: &str) -> String {
+    /// [`NO_USERS`] list when the Secret cannot be used, and then a problem saying the
+    /// routes answer `refused` (401, or 403 when they fail closed anyway).
+    pub(super) fn userlist(
+        &mut self,
+        object: &ObjectRef,
+        namespace: &str,
+        secret: &str,
+        refused: u16,
+    ) -> String {
         let key = ObjectKey::new(namespace, secret);
         let name = format!("{namespace}_{secret}");
         if self.userlists.contains_key(&name) {
@@ -486,8 +499,8 @@ impl Builder<'_> {
                     field: "metadata.annotations.auth-secret".into(),
                     reason,
                     message: format!(
-                        "auth-secret {key}: {message}; every request is refused (401) until \
-                         it can be used"
+                        "auth-secret {key}: {message}; every request is refused ({refused}) \
+                         until it can be used"
                     ),
                 });
                 self.userlists.entry(NO_USERS.into()).or_default();
