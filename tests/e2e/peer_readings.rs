@@ -1,6 +1,6 @@
 //! What users moving from the other controllers wrote, read with the meaning they gave
 //! it, end to end on real haproxy: the legacy prefix `ingress.kubernetes.io/` protects
-//! what its users protected (a lone `auth-secret`, `auth-type: basic`); ingress-nginx's
+//! what its users protected (a lone `auth-secret`, `auth-type: basic`); the peers'
 //! snippets, never run, fail closed when their directives restrict access; the
 //! remaining differences answer as docs/migrating.md says; and `tugboat migrate` reports
 //! each of them as the controller serves it, old `extensions/v1beta1` manifests included.
@@ -22,7 +22,7 @@ use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, scene_tests};
 
 scene_tests!(
     legacy_prefix_and_haproxy_ingress_auth_type_protect_their_routes,
-    refused_nginx_snippets_that_restrict_access_fail_closed,
+    refused_snippets_that_restrict_access_fail_closed,
     restricting_snippets_are_served_when_the_operator_says_so,
     remaining_differences_answer_as_documented,
 );
@@ -146,13 +146,11 @@ async fn legacy_prefix_and_haproxy_ingress_auth_type_protect_their_routes(
     );
 }
 
-/// ingress-nginx's snippets are never run. One whose directives restrict access fails
-/// closed (403 to everyone, a problem naming the key and the directive); one that only
-/// adds headers, whatever its comments and quoted text say, is served with a warning.
-async fn refused_nginx_snippets_that_restrict_access_fail_closed(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
+/// ingress-nginx's snippets (nginx) and the HAProxy controllers' (haproxy lines) are
+/// never run. One whose directives restrict access fails closed (403 to everyone, a
+/// problem naming the key and the directive); one that only adds headers, whatever its
+/// comments and quoted text say, is served with a warning.
+async fn refused_snippets_that_restrict_access_fail_closed(haproxy: HaproxyBinary, source: Source) {
     const NGINX: &str = "nginx.ingress.kubernetes.io/";
     let web = start_backends("web", 247, 1).await;
     let mut objects = mk_service_of("web", &web).to_vec();
@@ -196,15 +194,39 @@ async fn refused_nginx_snippets_that_restrict_access_fail_closed(
             "configuration-snippet",
             "return 301 https://elsewhere.example.com$request_uri;",
         ),
+        // The HAProxy controllers' snippets are haproxy lines, never run either.
+        to_json(&ingress(
+            "ht-denied",
+            "/ht-denied",
+            &[(
+                "haproxy.org/backend-config-snippet",
+                "# office only\nhttp-request deny if !{ src 10.0.0.0/8 }",
+            )],
+        )),
+        to_json(&ingress(
+            "hi-headers",
+            "/hi-headers",
+            &[(
+                "haproxy-ingress.github.io/config-backend",
+                "http-response set-header X-Team shop",
+            )],
+        )),
         to_json(&ingress("site", "/", &[])),
     ]);
     let scene = Scene::start(&haproxy, source, &objects).await;
     scene.wait_for_status(HOST, "/denied", 403).await;
-    for path in ["/denied", "/listed", "/staff", "/guarded/x", "/limited"] {
+    for path in [
+        "/denied",
+        "/listed",
+        "/staff",
+        "/guarded/x",
+        "/limited",
+        "/ht-denied",
+    ] {
         let reply = send(&scene, path, &[("X-Token", "s3cret")]).await;
         assert_eq!(reply.status, 403, "{path}: {reply:?}");
     }
-    for path in ["/headers", "/moved", "/"] {
+    for path in ["/headers", "/moved", "/hi-headers", "/"] {
         assert_eq!(send(&scene, path, &[]).await.status, 200, "{path}");
     }
     for (name, key, directive) in [
@@ -225,8 +247,21 @@ async fn refused_nginx_snippets_that_restrict_access_fail_closed(
             assert!(event.to_string().contains(&key), "{event}");
         }
     }
-    for name in ["headers", "moved"] {
-        let message = problem_of(&scene, name, &format!("{NGINX}configuration-snippet"));
+    let message = problem_of(&scene, "ht-denied", "haproxy.org/backend-config-snippet");
+    assert!(
+        message.contains("`http-request deny if !{ src 10.0.0.0/8 }` restricts access"),
+        "{message}"
+    );
+    assert!(message.contains("answer 403"), "{message}");
+    for (name, key) in [
+        (
+            "headers",
+            "nginx.ingress.kubernetes.io/configuration-snippet",
+        ),
+        ("moved", "nginx.ingress.kubernetes.io/configuration-snippet"),
+        ("hi-headers", "haproxy-ingress.github.io/config-backend"),
+    ] {
+        let message = problem_of(&scene, name, key);
         assert!(message.contains("no effect"), "{message}");
     }
 }

@@ -279,7 +279,10 @@ fn unsupported_message(
         ),
     };
     if let Some(directive) = directive {
-        let reason = reason.unwrap_or("nginx configuration is never run");
+        let reason = reason.unwrap_or(match ecosystem {
+            Ecosystem::IngressNginx | Ecosystem::Legacy => "nginx configuration is never run",
+            _ => "another controller's raw configuration is never run",
+        });
         what = format!(
             "{what} ({reason}); the snippet's {} restricts access",
             printable(directive)

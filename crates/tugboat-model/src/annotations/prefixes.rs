@@ -6,8 +6,8 @@
 //! (see [`super::KEYS`]) or the object gets a problem naming it. Keys that restrict who
 //! may reach a route ([`restricts_access`]) and that Tugboat cannot honour make the
 //! routes refuse every request (fail closed) unless the operator says otherwise
-//! ([`UnsupportedAccess`]). An ingress-nginx snippet (never run) restricts access when
-//! one of its nginx directives does ([`unread_restriction`]).
+//! ([`UnsupportedAccess`]). Another controller's snippet (never run) restricts access
+//! when one of its directives does ([`unread_restriction`]).
 
 use std::fmt;
 
@@ -159,7 +159,21 @@ pub fn unread_restriction(ecosystem: Ecosystem, key: &str, value: &str) -> Optio
     if nginx && super::nginx_snippet::is_snippet_key(key) {
         return super::nginx_snippet::restriction(value).map(Some);
     }
+    if is_haproxy_snippet_key(ecosystem, key) {
+        return super::snippet::restriction(value).map(Some);
+    }
     None
+}
+
+/// The HAProxy controllers' raw haproxy lines: HAProxy Technologies'
+/// `*-config-snippet`, HAProxy Ingress' `config-*`.
+fn is_haproxy_snippet_key(ecosystem: Ecosystem, key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    match ecosystem {
+        Ecosystem::HaproxyTech => key.contains("snippet"),
+        Ecosystem::HaproxyIngress => key.starts_with("config-") || key.contains("snippet"),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -258,9 +272,21 @@ mod tests {
         );
         // By name, whatever the value.
         assert_eq!(unread_restriction(nginx, "auth-snippet", "x"), Some(None));
-        // haproxy's syntax is not nginx's: HAProxy Ingress' keys are judged by name.
+        // The HAProxy controllers' snippets are haproxy lines.
         assert_eq!(
-            unread_restriction(Ecosystem::HaproxyIngress, "config-snippet", "deny all;"),
+            unread_restriction(
+                Ecosystem::HaproxyTech,
+                "backend-config-snippet",
+                "http-request deny"
+            ),
+            Some(Some("`http-request deny`".into()))
+        );
+        assert_eq!(
+            unread_restriction(
+                Ecosystem::HaproxyIngress,
+                "config-backend",
+                "http-response set-header X-A b"
+            ),
             None
         );
     }

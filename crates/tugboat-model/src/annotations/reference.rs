@@ -206,7 +206,9 @@ pub fn migrating_markdown() -> String {
              snippet under this prefix whose directives restrict access.\n"
         } else {
             "\nAny other key under this prefix is not supported: it gets a warning, and \
-             fails closed when it restricts access.\n"
+             fails closed when it restricts access; a snippet of raw configuration (never \
+             run) restricts access when one of its directives does (`deny all;`, \
+             `http-request deny`, `maxconn`, ...; in doubt, it does).\n"
         });
     }
     out
