@@ -16,8 +16,9 @@ use std::fmt;
 pub enum Ecosystem {
     /// `tugboat.dev/`.
     Tugboat,
-    /// `ingress.kubernetes.io/`: the legacy prefix, read as an alias of Tugboat's own
-    /// (HAProxy Technologies' controller and early releases of the others used it).
+    /// `ingress.kubernetes.io/`: the legacy prefix (HAProxy Ingress' backward-compatible
+    /// one; early releases of the others used it), read as Tugboat's own except for the
+    /// keys those controllers gave another meaning (see [`super::keys::targets`]).
     Legacy,
     /// ingress-nginx: `nginx.ingress.kubernetes.io/`.
     IngressNginx,

@@ -1,6 +1,7 @@
 //! The operator's raw haproxy lines (`*-config-snippet` keys, only with
 //! `--allow-snippets`): one directive per line, and none that opens a section, reads
-//! files, loads code, runs programs or changes the process.
+//! files, loads code, runs programs or changes the process. Also whether the HAProxy
+//! controllers' snippets, which Tugboat does not run, restrict access ([`restriction`]).
 
 use super::parse::{Parsed, ValueError};
 use crate::validate::printable;
