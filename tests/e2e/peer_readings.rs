@@ -147,7 +147,7 @@ async fn legacy_prefix_and_haproxy_ingress_auth_type_protect_their_routes(
 }
 
 /// ingress-nginx's snippets (nginx) and the HAProxy controllers' (haproxy lines) are
-/// never run. One whose directives restrict access fails closed (403 to everyone, a
+/// never run, nor Tugboat's own while raw snippets are off. One whose directives restrict access fails closed (403 to everyone, a
 /// problem naming the key and the directive); one that only adds headers, whatever its
 /// comments and quoted text say, is served with a warning.
 async fn refused_snippets_that_restrict_access_fail_closed(haproxy: HaproxyBinary, source: Source) {
@@ -211,6 +211,23 @@ async fn refused_snippets_that_restrict_access_fail_closed(haproxy: HaproxyBinar
                 "http-response set-header X-Team shop",
             )],
         )),
+        // Tugboat's own, not applied while raw snippets are off.
+        to_json(&ingress(
+            "own-denied",
+            "/own-denied",
+            &[(
+                "tugboat.dev/backend-config-snippet",
+                "http-request deny unless { src 10.0.0.0/8 }",
+            )],
+        )),
+        to_json(&ingress(
+            "own-headers",
+            "/own-headers",
+            &[(
+                "tugboat.dev/backend-config-snippet",
+                "http-response set-header X-Team shop",
+            )],
+        )),
         to_json(&ingress("site", "/", &[])),
     ]);
     let scene = Scene::start(&haproxy, source, &objects).await;
@@ -222,11 +239,12 @@ async fn refused_snippets_that_restrict_access_fail_closed(haproxy: HaproxyBinar
         "/guarded/x",
         "/limited",
         "/ht-denied",
+        "/own-denied",
     ] {
         let reply = send(&scene, path, &[("X-Token", "s3cret")]).await;
         assert_eq!(reply.status, 403, "{path}: {reply:?}");
     }
-    for path in ["/headers", "/moved", "/hi-headers", "/"] {
+    for path in ["/headers", "/moved", "/hi-headers", "/own-headers", "/"] {
         assert_eq!(send(&scene, path, &[]).await.status, 200, "{path}");
     }
     for (name, key, directive) in [
@@ -253,6 +271,17 @@ async fn refused_snippets_that_restrict_access_fail_closed(haproxy: HaproxyBinar
         "{message}"
     );
     assert!(message.contains("answer 403"), "{message}");
+    let message = problem_of(&scene, "own-denied", "tugboat.dev/backend-config-snippet");
+    assert!(
+        message.contains("`http-request deny unless { src 10.0.0.0/8 }` restricts access"),
+        "{message}"
+    );
+    assert!(message.contains("answer 403"), "{message}");
+    let message = problem_of(&scene, "own-headers", "tugboat.dev/backend-config-snippet");
+    assert!(
+        message.contains("is ignored: raw snippets are off"),
+        "{message}"
+    );
     for (name, key) in [
         (
             "headers",

@@ -451,6 +451,43 @@ fn a_refused_nginx_snippet_that_restricts_access_fails_closed() {
     assert!(headers.problems[0].message.contains("no effect"));
 }
 
+/// Tugboat's own backend snippet, not applied while raw snippets are off (the
+/// default): one that restricts access fails closed, one that sets headers does not.
+#[test]
+fn a_backend_snippet_not_applied_that_restricts_access_fails_closed() {
+    let key = "tugboat.dev/backend-config-snippet";
+    let output = one_ingress(json!({ key: "http-request deny if { src 10.0.0.0/8 }" }));
+    assert!(features(&output).deny_all);
+    let problem = &output.problems[0];
+    assert!(problem.field.ends_with(key), "{problem}");
+    assert!(
+        problem
+            .message
+            .contains("`http-request deny if { src 10.0.0.0/8 }` restricts access"),
+        "{problem}"
+    );
+    let headers = one_ingress(json!({ key: "http-response set-header X-A b" }));
+    assert!(!features(&headers).deny_all);
+    assert!(headers.problems[0].message.contains("is ignored"));
+    // With snippets on, the snippet is applied: nothing to refuse.
+    let on = build(
+        &snapshot(
+            &[ingress(
+                "shop",
+                "/",
+                json!({ key: "http-request deny if { src 10.0.0.0/8 }" }),
+            )],
+            json!({}),
+        ),
+        &Settings {
+            allow_snippets: true,
+            ..settings(UnsupportedAccess::Deny)
+        },
+    );
+    assert!(!features(&on).deny_all);
+    assert!(on.problems.is_empty(), "{:?}", on.problems);
+}
+
 #[test]
 fn references_follow_other_controllers_keys() {
     let snapshot = snapshot(

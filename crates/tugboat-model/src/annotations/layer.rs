@@ -457,6 +457,19 @@ impl<'a> Resolver<'a> {
         );
     }
 
+    /// The values of `key` the layers of these scopes set (valid or not), highest
+    /// precedence first, each with its object and field.
+    pub fn raw_values(&self, key: &KeySpec, scopes: &[Scope]) -> Vec<(&ObjectRef, &str, &str)> {
+        self.layers
+            .iter()
+            .filter(|l| scopes.contains(&l.scope))
+            .filter_map(|l| {
+                let (field, value) = l.values.get(key.name)?;
+                Some((&l.object, field.as_str(), value.as_str()))
+            })
+            .collect()
+    }
+
     /// Whether some layer of these scopes sets `key` (valid or not).
     pub fn is_set_in(&self, key: &KeySpec, scopes: &[Scope]) -> bool {
         let key = key.name;

@@ -40,7 +40,7 @@ pub use parse::{AccessList, BackendPath, ConfigMapKeyRef, ValueError, parse_patt
 pub use prefixes::{Ecosystem, UnsupportedAccess};
 pub use read::{
     BackendLookups, CanarySettings, RouteLookups, ServedHosts, auth_realm, backend_options, canary,
-    global_options, route_features,
+    global_options, refused_snippet_restricts, route_features,
 };
 pub use reference::{Support, migrating_markdown, reference_markdown, support};
 

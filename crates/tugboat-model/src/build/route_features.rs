@@ -286,10 +286,15 @@ impl Builder<'_> {
         let (mut features, lookups) = annotations::route_features(&mut resolver, hosts);
         // Fail closed: a restriction Tugboat cannot honour, or whose value it cannot
         // read, refuses everybody.
+        // A backend snippet that restricts access, not applied with raw snippets off,
+        // is such a restriction too.
+        let refused_snippet =
+            !self.settings.allow_snippets && annotations::refused_snippet_restricts(&resolver);
         features.deny_all = resolver.refused_restriction
             || self.settings.unsupported_access == UnsupportedAccess::Deny
                 && (!service_layer.unsupported_access.is_empty()
-                    || !ingress_layer.unsupported_access.is_empty());
+                    || !ingress_layer.unsupported_access.is_empty()
+                    || refused_snippet);
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 &ingress_layer.object,
