@@ -20,6 +20,7 @@ mod kube;
 mod migration;
 mod nginx_keys;
 mod normalize;
+mod peer_readings;
 mod references;
 mod regex_paths;
 mod reload;

@@ -71,6 +71,11 @@ pub struct FolderContents {
     pub snapshot: Snapshot,
     /// The IngressClasses, by name (the namespace of the key is empty).
     pub ingress_classes: Objects<IngressClass>,
+    /// Ingresses written with an API version Kubernetes no longer serves
+    /// (`extensions/v1beta1`, `networking.k8s.io/v1beta1`), read as
+    /// `networking.k8s.io/v1` for `tugboat migrate`, with the version written. They are
+    /// never served (the cluster would not take them either): each is also a problem.
+    pub old_ingresses: std::collections::BTreeMap<ObjectKey, (String, Arc<Ingress>)>,
     pub problems: Vec<ManifestProblem>,
 }
 
@@ -258,6 +263,18 @@ fn add_object(
         let object = Some(format!("{kind} {namespace}/{name}"));
         (namespace, object)
     };
+    if kind == "Ingress"
+        && tugboat_model::migration::OLD_INGRESS_VERSIONS.contains(&api_version.as_str())
+        && !name.is_empty()
+    {
+        old_ingress(value.clone(), &api_version, &namespace, &name, contents).unwrap_or_else(
+            |(field, message)| {
+                contents
+                    .problems
+                    .push(problem(object.clone(), Some(field), message));
+            },
+        );
+    }
     if api_version != expected {
         contents.problems.push(problem(
             object,
@@ -330,6 +347,29 @@ fn add_object(
 }
 
 /// Parses one object and stores it under `key`; the error names the field at fault.
+/// An Ingress of an old API version, read as `networking.k8s.io/v1` into
+/// [`FolderContents::old_ingresses`].
+fn old_ingress(
+    value: Value,
+    api_version: &str,
+    namespace: &str,
+    name: &str,
+    contents: &mut FolderContents,
+) -> Result<(), (String, String)> {
+    let value = tugboat_model::migration::ingress_v1_from_v1beta1(value)?;
+    let key = ObjectKey::new(namespace, name);
+    let mut read = Objects::default();
+    insert::<Ingress>(value, &key, &mut read, |o| &mut o.metadata.namespace)
+        .map_err(|(field, message)| (field.unwrap_or_else(|| "spec".into()), message))?;
+    if let Some(ingress) = read.remove(&key) {
+        contents
+            .old_ingresses
+            .entry(key)
+            .or_insert((api_version.to_string(), ingress));
+    }
+    Ok(())
+}
+
 fn insert<K: DeserializeOwned>(
     value: Value,
     key: &ObjectKey,

@@ -10,9 +10,9 @@ use crate::objects::Ingress;
 use k8s_openapi::api::core::v1::Secret;
 use serde::Serialize;
 
-use crate::annotations::keys::{KeySpec, Scope, find_key, find_peer};
-use crate::annotations::peers::{PeerKey, not_supported_reason};
-use crate::annotations::prefixes::{self, Ecosystem};
+use crate::annotations::keys::{Scope, targets};
+use crate::annotations::peers::not_supported_reason;
+use crate::annotations::prefixes;
 use crate::annotations::{Layer, UnsupportedAccess};
 use crate::auth::users_from_secret;
 use crate::problem::ObjectRef;
@@ -68,6 +68,10 @@ pub struct IngressReport {
     /// What to change so that Tugboat serves it; `None`: nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class_change: Option<String>,
+    /// The manifest's API version is one Kubernetes no longer serves: how to rewrite
+    /// it (the report reads it as rewritten).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version_change: Option<String>,
     pub keys: Vec<KeyReport>,
 }
 
@@ -104,6 +108,23 @@ impl Report {
             .count()
     }
 
+    /// Notes the Ingresses that were written with an old API version (`OLD_INGRESS_VERSIONS`,
+    /// read with [`ingress_v1_from_v1beta1`]): key -> the version written.
+    pub fn note_api_versions(&mut self, written: &BTreeMap<ObjectKey, String>) {
+        for ingress in &mut self.ingresses {
+            let key = ObjectKey::new(&ingress.namespace, &ingress.name);
+            if let Some(version) = written.get(&key) {
+                ingress.api_version_change = Some(format!(
+                    "rewrite it as networking.k8s.io/v1 (now: {}; Kubernetes 1.22 and later \
+                     serve no other): serviceName/servicePort become service.name and \
+                     service.port.number or .name, spec.backend becomes spec.defaultBackend, \
+                     and each path needs a pathType (ImplementationSpecific where it had none)",
+                    printable(version)
+                ));
+            }
+        }
+    }
+
     /// Whether everything moves as it is (no key unsupported, no Secret to fix).
     pub fn all_supported(&self) -> bool {
         self.count(Status::NotSupported) == 0 && self.secrets.is_empty()
@@ -131,6 +152,7 @@ pub fn report(ingresses: &Objects<Ingress>, secrets: &Objects<Secret>, class: &s
             namespace: key.namespace.to_string(),
             name: key.name.to_string(),
             class_change: class_change(ingress, requested.as_deref(), class),
+            api_version_change: None,
             class: requested,
             keys,
         });
@@ -189,6 +211,89 @@ fn auth_secret(key: &ObjectKey, annotations: Option<&BTreeMap<String, String>>) 
     values.get("auth-secret").map(|s| s.to_string())
 }
 
+/// The API versions Ingresses had before `networking.k8s.io/v1`, which Kubernetes 1.22
+/// stopped serving; manifests in repositories still have them.
+pub const OLD_INGRESS_VERSIONS: &[&str] = &["extensions/v1beta1", "networking.k8s.io/v1beta1"];
+
+/// An Ingress written as `extensions/v1beta1` or `networking.k8s.io/v1beta1`, rewritten
+/// as `networking.k8s.io/v1` the way the API server converted it: `serviceName` and
+/// `servicePort` become `service.name` and `service.port.number` (a number) or
+/// `service.port.name` (a string), `spec.backend` becomes `spec.defaultBackend`, and a
+/// path without `pathType` gets `ImplementationSpecific` (v1beta1's default). Every
+/// other field is kept. The error names the field (as written) and what is wrong.
+pub fn ingress_v1_from_v1beta1(
+    mut object: serde_json::Value,
+) -> Result<serde_json::Value, (String, String)> {
+    use serde_json::{Value, json};
+    fn backend(value: &mut Value, field: &str) -> Result<(), (String, String)> {
+        let Value::Object(map) = value else {
+            return Err((field.to_string(), "expected a mapping".into()));
+        };
+        let name = map.remove("serviceName");
+        let port = map.remove("servicePort");
+        if map.contains_key("resource") {
+            if name.is_some() || port.is_some() {
+                return Err((
+                    field.to_string(),
+                    "a backend is either serviceName/servicePort or resource, not both".into(),
+                ));
+            }
+            return Ok(());
+        }
+        let name = match name {
+            Some(Value::String(name)) => name,
+            _ => {
+                return Err((
+                    format!("{field}.serviceName"),
+                    "expected the name of a Service".into(),
+                ));
+            }
+        };
+        let port = match port {
+            Some(Value::Number(number)) => json!({ "number": number }),
+            Some(Value::String(port)) => json!({ "name": port }),
+            _ => {
+                return Err((
+                    format!("{field}.servicePort"),
+                    "expected a port number or name".into(),
+                ));
+            }
+        };
+        map.insert("service".into(), json!({ "name": name, "port": port }));
+        Ok(())
+    }
+    if let Value::Object(map) = &mut object {
+        map.insert("apiVersion".into(), "networking.k8s.io/v1".into());
+    }
+    let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(object);
+    };
+    if let Some(mut default) = spec.remove("backend") {
+        backend(&mut default, "spec.backend")?;
+        spec.insert("defaultBackend".into(), default);
+    }
+    let rules = spec.get_mut("rules").and_then(Value::as_array_mut);
+    for (r, rule) in rules.into_iter().flatten().enumerate() {
+        let paths = rule
+            .get_mut("http")
+            .and_then(|http| http.get_mut("paths"))
+            .and_then(Value::as_array_mut);
+        for (p, path) in paths.into_iter().flatten().enumerate() {
+            let field = format!("spec.rules[{r}].http.paths[{p}]");
+            let Value::Object(path) = path else {
+                return Err((field, "expected a mapping".into()));
+            };
+            path.entry("pathType")
+                .or_insert_with(|| "ImplementationSpecific".into());
+            match path.get_mut("backend") {
+                Some(value) => backend(value, &format!("{field}.backend"))?,
+                None => return Err((format!("{field}.backend"), "missing".into())),
+            }
+        }
+    }
+    Ok(object)
+}
+
 /// What to change so that Tugboat's class `class` serves the Ingress.
 fn class_change(ingress: &Ingress, requested: Option<&str>, class: &str) -> Option<String> {
     let in_spec = ingress
@@ -215,7 +320,14 @@ fn class_change(ingress: &Ingress, requested: Option<&str>, class: &str) -> Opti
 /// knows.
 fn key_report(annotation: &str, value: &str, namespace: &str) -> Option<KeyReport> {
     let (ecosystem, name) = prefixes::split_annotation(annotation)?;
-    let restricts = prefixes::restricts_access(name);
+    // The reading of the builder ([`Layer::from_annotations`]).
+    let targets = targets(ecosystem, name);
+    let unread = if targets.is_empty() {
+        prefixes::unread_restriction(ecosystem, name, value)
+    } else {
+        None
+    };
+    let restricts = unread.is_some() || prefixes::restricts_access(name);
     let mut report = KeyReport {
         annotation: annotation.to_string(),
         controller: ecosystem.controller(),
@@ -224,23 +336,13 @@ fn key_report(annotation: &str, value: &str, namespace: &str) -> Option<KeyRepor
         note: None,
         restricts_access: restricts,
     };
-    let targets: Vec<(&'static KeySpec, Option<&'static PeerKey>)> = match ecosystem {
-        Ecosystem::Tugboat | Ecosystem::Legacy => find_key(name)
-            .map(|spec| (spec, None))
-            .into_iter()
-            .collect(),
-        _ => find_peer(ecosystem, name)
-            .into_iter()
-            .map(|(spec, peer)| (spec, Some(peer)))
-            .collect(),
-    };
     if targets.is_empty() {
         report.status = Status::NotSupported;
-        report.note = Some(
-            not_supported_reason(ecosystem, name)
-                .unwrap_or("Tugboat has no such key")
-                .to_string(),
-        );
+        let reason = not_supported_reason(ecosystem, name).unwrap_or("Tugboat has no such key");
+        report.note = Some(match unread.flatten() {
+            Some(directive) => format!("{reason}; its {} restricts access", printable(&directive)),
+            None => reason.to_string(),
+        });
         return Some(report);
     }
     let mut differences = Vec::new();
@@ -284,6 +386,9 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     for ingress in &report.ingresses {
         out.push_str(&format!("Ingress {}/{}\n", ingress.namespace, ingress.name));
+        if let Some(change) = &ingress.api_version_change {
+            out.push_str(&format!("  apiVersion: {change}\n"));
+        }
         if let Some(change) = &ingress.class_change {
             out.push_str(&format!("  class: {change}\n"));
         }

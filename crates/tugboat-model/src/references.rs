@@ -347,14 +347,9 @@ fn default_backend_annotation(ingress: &Ingress) -> impl Iterator<Item = &str> {
         .flatten()
         .filter(move |(key, _)| {
             annotations::prefixes::split_annotation(key).is_some_and(|(ecosystem, name)| {
-                match ecosystem {
-                    annotations::Ecosystem::Tugboat | annotations::Ecosystem::Legacy => {
-                        annotations::find_key(name).is_some_and(|spec| spec.name == wanted)
-                    }
-                    _ => annotations::keys::find_peer(ecosystem, name)
-                        .iter()
-                        .any(|(spec, _)| spec.name == wanted),
-                }
+                annotations::keys::targets(ecosystem, name)
+                    .iter()
+                    .any(|(spec, _)| spec.name == wanted)
             })
         })
         .map(|(_, value)| value.as_str())

@@ -336,6 +336,158 @@ fn digest_auth_and_secrets_of_other_namespaces_fail_closed() {
     }
 }
 
+/// The legacy prefix is read with the meaning its users gave it: HAProxy Ingress' (a
+/// lone `auth-secret` turns basic authentication on) and ingress-nginx's before 0.9
+/// (`auth-type: basic`); HAProxy Ingress' own deprecated `auth-type: basic` too.
+#[test]
+fn the_legacy_prefix_and_haproxy_ingress_auth_type_turn_basic_auth_on() {
+    for annotations in [
+        json!({"ingress.kubernetes.io/auth-secret": "users"}),
+        json!({"ingress.kubernetes.io/auth-secret": "default/users",
+               "ingress.kubernetes.io/auth-realm": "Staff"}),
+        json!({"ingress.kubernetes.io/auth-type": "basic",
+               "ingress.kubernetes.io/auth-secret": "users"}),
+        json!({"ingress.kubernetes.io/auth-type": "basic-auth",
+               "ingress.kubernetes.io/auth-secret": "users"}),
+        json!({"haproxy-ingress.github.io/auth-type": "basic",
+               "haproxy-ingress.github.io/auth-secret": "users"}),
+    ] {
+        let output = one_ingress(annotations.clone());
+        let features = features(&output);
+        assert!(!features.deny_all, "{annotations}");
+        let auth = features.basic_auth.expect("basic auth");
+        assert_eq!(auth.userlist, "tugboat_no_users", "{annotations}");
+        // Only the missing Secret is a problem.
+        assert!(
+            output
+                .problems
+                .iter()
+                .all(|p| p.message.contains("default/users") && p.message.contains("(401)")),
+            "{annotations}: {:?}",
+            output.problems
+        );
+    }
+    let realm = features(&one_ingress(json!({
+        "ingress.kubernetes.io/auth-secret": "users",
+        "ingress.kubernetes.io/auth-realm": "Staff",
+    })));
+    assert_eq!(realm.basic_auth.expect("basic auth").realm, "Staff");
+}
+
+#[test]
+fn a_legacy_auth_type_tugboat_cannot_honour_fails_closed_and_names_the_key() {
+    let output = one_ingress(json!({"ingress.kubernetes.io/auth-type": "digest"}));
+    assert!(features(&output).deny_all);
+    let problem = &output.problems[0];
+    assert_eq!(
+        problem.field,
+        "metadata.annotations.ingress.kubernetes.io/auth-type"
+    );
+    assert!(
+        problem
+            .message
+            .starts_with("key 'ingress.kubernetes.io/auth-type': 'digest' is not supported"),
+        "{problem}"
+    );
+    assert!(problem.message.contains("403"), "{problem}");
+}
+
+/// A refused `auth-secret` fails closed: every problem says 403, none 401.
+#[test]
+fn a_refused_auth_secret_is_reported_with_the_answer_clients_get() {
+    for annotations in [
+        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
+               "nginx.ingress.kubernetes.io/auth-secret": "other/users"}),
+        json!({"tugboat.dev/auth-type": "basic-auth",
+               "tugboat.dev/auth-secret": "other/users"}),
+    ] {
+        let output = one_ingress(annotations.clone());
+        assert!(features(&output).deny_all, "{annotations}");
+        assert!(!output.problems.is_empty(), "{annotations}");
+        for problem in &output.problems {
+            assert!(problem.message.contains("403"), "{problem}");
+            assert!(!problem.message.contains("401"), "{problem}");
+        }
+    }
+}
+
+/// HAProxy Ingress redirects to HTTPS with 302 (its `ssl-redirect-code` default).
+#[test]
+fn haproxy_ingress_ssl_redirect_keeps_its_302() {
+    let redirect = features(&one_ingress(
+        json!({"haproxy-ingress.github.io/ssl-redirect": "true"}),
+    ))
+    .https_redirect
+    .expect("a redirect");
+    assert_eq!(redirect.code, 302);
+    let own = features(&one_ingress(json!({
+        "haproxy-ingress.github.io/ssl-redirect": "true",
+        "tugboat.dev/ssl-redirect-code": "308",
+    })))
+    .https_redirect
+    .expect("a redirect");
+    assert_eq!(own.code, 308);
+}
+
+/// ingress-nginx's snippets are never run: one whose directives restrict access fails
+/// closed (the operator's setting obeyed), one that adds headers is a warning only.
+#[test]
+fn a_refused_nginx_snippet_that_restricts_access_fails_closed() {
+    let key = "nginx.ingress.kubernetes.io/configuration-snippet";
+    let denies = json!({ key: "more_set_headers \"X: y\";\n  deny all; # office only" });
+    let output = one_ingress(denies.clone());
+    assert!(features(&output).deny_all);
+    let problem = &output.problems[0];
+    assert!(problem.field.ends_with(key), "{problem}");
+    assert!(problem.message.contains("`deny`"), "{problem}");
+    assert!(problem.message.contains("403"), "{problem}");
+    let ignored = build(
+        &snapshot(&[ingress("shop", "/", denies)], json!({})),
+        &settings(UnsupportedAccess::Ignore),
+    );
+    assert!(!features(&ignored).deny_all);
+    let headers = one_ingress(json!({ key: "more_set_headers \"X-Deny: deny all;\";" }));
+    assert!(!features(&headers).deny_all);
+    assert!(headers.problems[0].message.contains("no effect"));
+}
+
+/// Tugboat's own backend snippet, not applied while raw snippets are off (the
+/// default): one that restricts access fails closed, one that sets headers does not.
+#[test]
+fn a_backend_snippet_not_applied_that_restricts_access_fails_closed() {
+    let key = "tugboat.dev/backend-config-snippet";
+    let output = one_ingress(json!({ key: "http-request deny if { src 10.0.0.0/8 }" }));
+    assert!(features(&output).deny_all);
+    let problem = &output.problems[0];
+    assert!(problem.field.ends_with(key), "{problem}");
+    assert!(
+        problem
+            .message
+            .contains("`http-request deny if { src 10.0.0.0/8 }` restricts access"),
+        "{problem}"
+    );
+    let headers = one_ingress(json!({ key: "http-response set-header X-A b" }));
+    assert!(!features(&headers).deny_all);
+    assert!(headers.problems[0].message.contains("is ignored"));
+    // With snippets on, the snippet is applied: nothing to refuse.
+    let on = build(
+        &snapshot(
+            &[ingress(
+                "shop",
+                "/",
+                json!({ key: "http-request deny if { src 10.0.0.0/8 }" }),
+            )],
+            json!({}),
+        ),
+        &Settings {
+            allow_snippets: true,
+            ..settings(UnsupportedAccess::Deny)
+        },
+    );
+    assert!(!features(&on).deny_all);
+    assert!(on.problems.is_empty(), "{:?}", on.problems);
+}
+
 #[test]
 fn references_follow_other_controllers_keys() {
     let snapshot = snapshot(

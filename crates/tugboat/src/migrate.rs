@@ -2,6 +2,7 @@
 //! manifests or from a cluster and prints what Tugboat does with each of their keys
 //! (see [`tugboat_model::migration`]); exits 1 when anything is not supported.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -45,14 +46,31 @@ pub struct MigrateArgs {
 
 /// The report of the Ingresses the arguments name.
 pub fn report(args: &MigrateArgs) -> anyhow::Result<Report> {
+    let mut old_versions = BTreeMap::new();
     let (ingresses, secrets) = match &args.manifests {
         Some(folder) => {
             let contents = tugboat_kube::load_folder(folder)
                 .with_context(|| format!("cannot read --manifests {}", folder.display()))?;
-            for problem in &contents.problems {
-                eprintln!("warning: {problem}");
+            let mut ingresses = contents.snapshot.ingresses;
+            // Ingresses of an old API version are read as networking.k8s.io/v1 and
+            // reported with the rewrite to make (a v1 one of the same name wins).
+            for (key, (version, ingress)) in contents.old_ingresses {
+                if !ingresses.contains_key(&key) {
+                    ingresses.insert(key.clone(), ingress);
+                    old_versions.insert(key, version);
+                }
             }
-            (contents.snapshot.ingresses, contents.snapshot.secrets)
+            for problem in &contents.problems {
+                let reported = problem.field.as_deref() == Some("apiVersion")
+                    && old_versions.keys().any(|key| {
+                        problem.object.as_deref()
+                            == Some(format!("Ingress {}/{}", key.namespace, key.name).as_str())
+                    });
+                if !reported {
+                    eprintln!("warning: {problem}");
+                }
+            }
+            (ingresses, contents.snapshot.secrets)
         }
         None => {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -62,7 +80,9 @@ pub fn report(args: &MigrateArgs) -> anyhow::Result<Report> {
             runtime.block_on(from_cluster(args))?
         }
     };
-    Ok(migration::report(&ingresses, &secrets, &args.ingress_class))
+    let mut report = migration::report(&ingresses, &secrets, &args.ingress_class);
+    report.note_api_versions(&old_versions);
+    Ok(report)
 }
 
 /// The Ingresses of the cluster, and the basic-auth Secrets they name.

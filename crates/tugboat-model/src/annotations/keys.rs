@@ -1316,7 +1316,7 @@ pub const BACKEND_CONFIG_SNIPPET: Key<Vec<String>> = key!(
         values: "haproxy backend directives, one per line (at most 64 lines, 8 KB)",
         default: KeyDefault::None("none"),
         example: "http-response set-header X-Backend shop",
-        help: "Raw lines for the backend section, after Tugboat's own. Only with the controller's `--allow-snippets`. Refused (with a problem naming the directive): section keywords (`frontend`, `backend`, `global`, ...), `server`/`default-server`/`server-template` (Tugboat owns the servers), lines starting with `.` (conditional blocks), what reads files (`-f`, `*-file` and `file` arguments, `errorfile*`, `crt*`, `ca-base`, `key-base`, `server-state-*`, `load-server-state-from-file`, `default-path`, map and ACL file functions such as `map_str(...)`, `set-map(...)`, `add-acl(...)`), loads code (`lua*`, `ssl-engine`, `ssl-provider*`, `51degrees-*`, `deviceatlas-*`, `wurfl-*`, `filter`, `spoe`), runs programs or changes the process (`external-check`, `insecure-*`, `setenv`, `presetenv`, `resetenv`, `unsetenv`, `stats socket`, `master-worker`, `user`, `group`, `uid`, `gid`, `chroot`, `daemon`, `pidfile`, `set-dumpable`, `expose-experimental-directives`), reads the environment (`$`, `env(`) and runtime expressions (`%[`). Control characters other than the line breaks are refused. When haproxy refuses the resulting configuration, the snippet is left out, the rest is applied and the object gets a problem.",
+        help: "Raw lines for the backend section, after Tugboat's own. Only with the controller's `--allow-snippets`. Refused (with a problem naming the directive): section keywords (`frontend`, `backend`, `global`, ...), `server`/`default-server`/`server-template` (Tugboat owns the servers), lines starting with `.` (conditional blocks), what reads files (`-f`, `*-file` and `file` arguments, `errorfile*`, `crt*`, `ca-base`, `key-base`, `server-state-*`, `load-server-state-from-file`, `default-path`, map and ACL file functions such as `map_str(...)`, `set-map(...)`, `add-acl(...)`), loads code (`lua*`, `ssl-engine`, `ssl-provider*`, `51degrees-*`, `deviceatlas-*`, `wurfl-*`, `filter`, `spoe`), runs programs or changes the process (`external-check`, `insecure-*`, `setenv`, `presetenv`, `resetenv`, `unsetenv`, `stats socket`, `master-worker`, `user`, `group`, `uid`, `gid`, `chroot`, `daemon`, `pidfile`, `set-dumpable`, `expose-experimental-directives`), reads the environment (`$`, `env(`) and runtime expressions (`%[`). Control characters other than the line breaks are refused. When haproxy refuses the resulting configuration, the snippet is left out, the rest is applied and the object gets a problem. While raw snippets are off, a snippet is not applied and gets a warning; one whose lines restrict access (`http-request`/`tcp-request` denials, `auth`, `tarpit`, `reject`, a `return` of 400 or more, trackers, `maxconn`; in doubt, a directive not known to be harmless) makes its routes answer 403 to every request, as any restriction Tugboat cannot honour (unless `--unsupported-access-keys=ignore`).",
         ..BASE
     }
 );
@@ -1448,6 +1448,39 @@ pub fn find_peer(ecosystem: Ecosystem, name: &str) -> Vec<(&'static KeySpec, &'s
         .flat_map(|spec| spec.peers.iter().map(move |peer| (spec, peer)))
         .filter(|(_, peer)| peer.ecosystem == ecosystem && peer.name == name)
         .collect()
+}
+
+/// The Tugboat keys an annotation `ecosystem` + `name` is read as, each with the peer
+/// reading that translates its value (`None`: written as Tugboat's). Under Tugboat's
+/// prefix a key is Tugboat's; under the legacy prefix (`ingress.kubernetes.io/`) a key
+/// that the controllers which used that prefix gave another meaning is read with theirs
+/// (its entries in [`peers`], e.g. a lone `auth-secret` turns basic authentication on),
+/// any other as Tugboat's. The one reading of an annotation's name: the builder, the
+/// references and `tugboat migrate` all take it from here.
+pub fn targets(
+    ecosystem: Ecosystem,
+    name: &str,
+) -> Vec<(&'static KeySpec, Option<&'static PeerKey>)> {
+    let peers = || {
+        find_peer(ecosystem, name)
+            .into_iter()
+            .map(|(spec, peer)| (spec, Some(peer)))
+            .collect::<Vec<_>>()
+    };
+    let own = || {
+        find_key(name)
+            .map(|spec| (spec, None))
+            .into_iter()
+            .collect()
+    };
+    match ecosystem {
+        Ecosystem::Tugboat => own(),
+        Ecosystem::Legacy => {
+            let legacy = peers();
+            if legacy.is_empty() { own() } else { legacy }
+        }
+        _ => peers(),
+    }
 }
 
 /// The timeouts of haproxy's `defaults` section when the ConfigMap sets none: the keys'

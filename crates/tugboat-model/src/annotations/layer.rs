@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::keys::{Key, KeySpec, Refers, Scope, find_key, find_peer};
+use super::keys::{Key, KeySpec, Refers, Scope, find_key, targets};
 use super::parse::ValueError;
 use super::peers::PeerKey;
 use super::prefixes::{self, Ecosystem, UnsupportedAccess};
@@ -45,7 +45,16 @@ impl Layer {
                 continue;
             };
             let field = format!("metadata.annotations.{name}");
-            let restricts = prefixes::restricts_access(rest);
+            let targets: Vec<(&'static KeySpec, Option<&'static PeerKey>)> =
+                targets(ecosystem, rest);
+            // A key Tugboat does not read is judged by its name, and a snippet by its
+            // directives.
+            let unread = if targets.is_empty() {
+                prefixes::unread_restriction(ecosystem, rest, value)
+            } else {
+                None
+            };
+            let restricts = unread.is_some() || prefixes::restricts_access(rest);
             let mut refuse = |message: String, problems: &mut Vec<ObjectProblem>| {
                 if restricts && !unsupported_access.contains(name) {
                     unsupported_access.push(name.clone());
@@ -57,18 +66,16 @@ impl Layer {
                     message,
                 });
             };
-            let targets: Vec<(&'static KeySpec, Option<&'static PeerKey>)> = match ecosystem {
-                Ecosystem::Tugboat | Ecosystem::Legacy => find_key(rest)
-                    .map(|spec| (spec, None))
-                    .into_iter()
-                    .collect(),
-                _ => find_peer(ecosystem, rest)
-                    .into_iter()
-                    .map(|(spec, peer)| (spec, Some(peer)))
-                    .collect(),
-            };
             if targets.is_empty() {
-                let message = unsupported_message(ecosystem, rest, scope, restricts, access);
+                let directive = unread.flatten();
+                let message = unsupported_message(
+                    ecosystem,
+                    rest,
+                    directive.as_deref(),
+                    scope,
+                    restricts,
+                    access,
+                );
                 refuse(message, problems);
                 continue;
             }
@@ -120,7 +127,8 @@ impl Layer {
                     refuse(message, problems);
                     continue;
                 }
-                read.set(spec.name, 2, field.clone(), value);
+                let rank = if ecosystem == Ecosystem::Legacy { 1 } else { 2 };
+                read.set(spec.name, rank, field.clone(), value);
                 implied.extend(
                     peer.implies
                         .iter()
@@ -228,10 +236,12 @@ fn peer_value_message(
     restricts: bool,
     access: UnsupportedAccess,
 ) -> String {
+    let whose = match peer.ecosystem {
+        Ecosystem::Legacy => format!("key '{}{}'", peer.ecosystem.prefix(), peer.name),
+        ecosystem => format!("{ecosystem} key '{}'", peer.name),
+    };
     let what = format!(
-        "{} key '{}': '{}' is not supported by Tugboat, expected {expected}",
-        peer.ecosystem,
-        peer.name,
+        "{whose}: '{}' is not supported by Tugboat, expected {expected}",
         printable(value)
     );
     match (restricts, access) {
@@ -248,15 +258,18 @@ fn peer_value_message(
 }
 
 /// The problem of an annotation under a known prefix that Tugboat does not read.
+/// `directive`: the nginx directive of a snippet that makes it restrict access.
 fn unsupported_message(
     ecosystem: Ecosystem,
     key: &str,
+    directive: Option<&str>,
     scope: Scope,
     restricts: bool,
     access: UnsupportedAccess,
 ) -> String {
+    let reason = super::peers::not_supported_reason(ecosystem, key);
     let key = printable(key);
-    let what = match ecosystem {
+    let mut what = match ecosystem {
         Ecosystem::Tugboat | Ecosystem::Legacy => {
             format!("unknown key '{key}': see docs/annotations.md for the keys Tugboat reads")
         }
@@ -265,6 +278,16 @@ fn unsupported_message(
              for the keys Tugboat reads"
         ),
     };
+    if let Some(directive) = directive {
+        let reason = reason.unwrap_or(match ecosystem {
+            Ecosystem::IngressNginx | Ecosystem::Legacy => "nginx configuration is never run",
+            _ => "another controller's raw configuration is never run",
+        });
+        what = format!(
+            "{what} ({reason}); the snippet's {} restricts access",
+            printable(directive)
+        );
+    }
     let routes = match scope {
         Scope::Service => "the routes to this Service",
         _ => "the routes of this Ingress",
@@ -432,6 +455,19 @@ impl<'a> Resolver<'a> {
             (name, field, value),
             &format!("cannot apply: {why}"),
         );
+    }
+
+    /// The values of `key` the layers of these scopes set (valid or not), highest
+    /// precedence first, each with its object and field.
+    pub fn raw_values(&self, key: &KeySpec, scopes: &[Scope]) -> Vec<(&ObjectRef, &str, &str)> {
+        self.layers
+            .iter()
+            .filter(|l| scopes.contains(&l.scope))
+            .filter_map(|l| {
+                let (field, value) = l.values.get(key.name)?;
+                Some((&l.object, field.as_str(), value.as_str()))
+            })
+            .collect()
     }
 
     /// Whether some layer of these scopes sets `key` (valid or not).

@@ -3,7 +3,9 @@
 //!
 //! A key can be set in the controller's ConfigMap (plain key), on an Ingress (its
 //! routes) and, where it makes sense, on a Service (its backends and the routes to it),
-//! as an annotation `tugboat.dev/<key>` (or the alias prefix `ingress.kubernetes.io/`).
+//! as an annotation `tugboat.dev/<key>` (or the legacy prefix `ingress.kubernetes.io/`,
+//! read as Tugboat's except for the keys its users gave another meaning, see
+//! [`keys::targets`]).
 //! Service beats Ingress beats ConfigMap beats the built-in default. A value that does
 //! not parse is ignored for that object only (the next scope down applies) and becomes a
 //! problem naming the key, the value and what was expected.
@@ -11,7 +13,10 @@
 //! - [`keys`]: every key as one typed definition ([`KEYS`] is the reference);
 //! - [`parse`]: the parsers, the door for these values: each accepts only the syntax it
 //!   documents, so a value that passes can be written into haproxy's config as it is;
-//! - [`snippet`]: the operator's raw lines, checked directive by directive;
+//! - [`snippet`]: the operator's raw lines, checked directive by directive, and whether
+//!   the HAProxy controllers' (never run) restrict access;
+//! - [`nginx_snippet`]: ingress-nginx's snippets, never run, and whether they restrict
+//!   access;
 //! - [`peers`]: other controllers' keys read as Tugboat's, and what differs;
 //! - [`prefixes`]: the prefixes read, other controllers' included, and which unsupported
 //!   keys restrict access;
@@ -21,6 +26,7 @@
 
 pub mod keys;
 pub mod layer;
+pub mod nginx_snippet;
 pub mod parse;
 pub mod peers;
 pub mod prefixes;
@@ -34,11 +40,13 @@ pub use parse::{AccessList, BackendPath, ConfigMapKeyRef, ValueError, parse_patt
 pub use prefixes::{Ecosystem, UnsupportedAccess};
 pub use read::{
     BackendLookups, CanarySettings, RouteLookups, ServedHosts, auth_realm, backend_options, canary,
-    global_options, route_features,
+    global_options, refused_snippet_restricts, route_features,
 };
 pub use reference::{Support, migrating_markdown, reference_markdown, support};
 
 /// The annotation prefix of Tugboat's keys.
 pub const PREFIX: &str = "tugboat.dev/";
-/// The prefix accepted as an alias (other controllers' users have it).
+/// The legacy prefix (HAProxy Ingress' backward-compatible one, ingress-nginx's before
+/// 0.9): an alias of Tugboat's, except for the keys those controllers gave another
+/// meaning.
 pub const ALIAS_PREFIX: &str = "ingress.kubernetes.io/";

@@ -50,7 +50,7 @@ const fn differs(ecosystem: Ecosystem, name: &'static str, difference: &'static 
     }
 }
 
-use Ecosystem::{HaproxyIngress as HI, HaproxyTech as HT, IngressNginx as NGINX};
+use Ecosystem::{HaproxyIngress as HI, HaproxyTech as HT, IngressNginx as NGINX, Legacy as LEGACY};
 
 // ---- Value translations ----
 
@@ -99,6 +99,16 @@ fn nginx_auth_type(value: &str, _: &str) -> Parsed<Option<String>> {
     match value {
         "basic" => Ok(Some("basic-auth".into())),
         _ => refuse("basic (digest authentication is not supported)"),
+    }
+}
+
+/// `auth-type: basic`, as ingress-nginx, HAProxy Ingress (deprecated there) and the
+/// legacy prefix's users write it; `basic-auth` (Tugboat's and HAProxy Technologies'
+/// spelling) is read too.
+fn basic_auth_type(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "basic" | "basic-auth" => Ok(Some("basic-auth".into())),
+        _ => refuse("basic or basic-auth (digest authentication is not supported)"),
     }
 }
 
@@ -213,7 +223,13 @@ pub const SSL_REDIRECT: &[PeerKey] = &[
         implies: &[("ssl-redirect-code", "302")],
         ..same(HT, "ssl-redirect")
     },
-    same(HI, "ssl-redirect"),
+    PeerKey {
+        implies: &[("ssl-redirect-code", "302")],
+        difference: Some(
+            "the key redirects with HAProxy Ingress' 302; a TLS host without the key is redirected with Tugboat's 308 (set `ssl-redirect-code: 302` in the ConfigMap for HAProxy Ingress' default everywhere)",
+        ),
+        ..same(HI, "ssl-redirect")
+    },
 ];
 
 pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
@@ -426,12 +442,25 @@ pub const AUTH_TYPE: &[PeerKey] = &[
         implies: &[("auth-realm", "Protected Content")],
         ..same(HT, "auth-type")
     },
+    // Deprecated in HAProxy Ingress (`auth-secret` alone turns it on), still common.
+    PeerKey {
+        translate: Some(basic_auth_type),
+        ..same(HI, "auth-type")
+    },
+    PeerKey {
+        translate: Some(basic_auth_type),
+        difference: Some(LEGACY_AUTH),
+        ..same(LEGACY, "auth-type")
+    },
 ];
-const HASHES: &str = "hashes `$1$`, `$2b$`/`$2y$`, `$5$`, `$6$`; `$apr1$` and plain passwords are refused (every request gets 401)";
+/// What the legacy prefix's authentication keys mean: what its users (HAProxy Ingress,
+/// ingress-nginx before 0.9) wrote with it.
+const LEGACY_AUTH: &str = "read as HAProxy Ingress and ingress-nginx before 0.9 read it: `auth-type: basic` (or `basic-auth`) turns basic authentication on, and so does `auth-secret` alone (HAProxy Ingress); `digest` is refused (403); the realm defaults to `Restricted`";
+const NGINX_AUTH_SECRET: &str = "a Secret in the Ingress' namespace only (`NAMESPACE/NAME` of another namespace is refused: 403); hashes `$1$`, `$2b$`/`$2y$`, `$5$`, `$6$`; `$apr1$` and plain passwords are refused (every request gets 401); a Secret without an `auth` key is read as one key per user (`auth-secret-type: auth-map`), and one without users answers 401 where ingress-nginx answers 503";
 pub const AUTH_SECRET: &[PeerKey] = &[
     PeerKey {
         translate: Some(secret_in_own_namespace),
-        difference: Some(HASHES),
+        difference: Some(NGINX_AUTH_SECRET),
         ..same(NGINX, "auth-secret")
     },
     PeerKey {
@@ -450,6 +479,12 @@ pub const AUTH_SECRET: &[PeerKey] = &[
         ),
         implies: &[("auth-type", "basic-auth"), ("auth-realm", "localhost")],
         ..same(HI, "auth-secret")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(LEGACY_AUTH),
+        implies: &[("auth-type", "basic-auth")],
+        ..same(LEGACY, "auth-secret")
     },
 ];
 pub const AUTH_REALM: &[PeerKey] = &[
@@ -754,6 +789,9 @@ pub const AFFINITY_CANARY_BEHAVIOR: &[PeerKey] = &[same(NGINX, "affinity-canary-
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 
+/// ingress-nginx's snippets: what happens to them.
+const NGINX_SNIPPET: &str = "nginx syntax: never run; remove it. A snippet whose directives restrict access (`allow`, `deny`, `satisfy`, `internal`, `auth_*`, `limit_*`, `return` of a 4xx or 5xx status, `if` blocks holding one, Lua, njs or Perl handlers, `include`, `ssl_verify_client`, `modsecurity*`) fails closed: its routes answer 403 (unless `--unsupported-access-keys=ignore`); so does one that cannot be read (an unclosed quote or block). One that only sets headers, rewrites or redirects is a warning and its routes are served";
+
 /// Other controllers' keys Tugboat knows and does not read, with the reason or what to
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.
@@ -778,16 +816,10 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
         "affinity-mode",
         "a client stays on its server while it lives (`persistent`)",
     ),
-    (
-        NGINX,
-        "configuration-snippet",
-        "nginx syntax: never run; remove it",
-    ),
-    (
-        NGINX,
-        "server-snippet",
-        "nginx syntax: never run; remove it",
-    ),
+    (NGINX, "configuration-snippet", NGINX_SNIPPET),
+    (NGINX, "server-snippet", NGINX_SNIPPET),
+    (NGINX, "auth-snippet", NGINX_SNIPPET),
+    (NGINX, "stream-snippet", NGINX_SNIPPET),
     (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,
@@ -839,11 +871,7 @@ mod tests {
     fn every_implied_value_is_a_valid_value_of_a_key() {
         for key in KEYS {
             for peer in key.peers {
-                assert!(
-                    !matches!(peer.ecosystem, Ecosystem::Tugboat | Ecosystem::Legacy),
-                    "{}",
-                    peer.name
-                );
+                assert!(peer.ecosystem != Ecosystem::Tugboat, "{}", peer.name);
                 for (name, value) in peer.implies {
                     let spec = find_key(name).unwrap_or_else(|| panic!("{name} is a key"));
                     assert_eq!((spec.check)(value), Ok(()), "{name}: {value}");

@@ -6,7 +6,8 @@
 //! (see [`super::KEYS`]) or the object gets a problem naming it. Keys that restrict who
 //! may reach a route ([`restricts_access`]) and that Tugboat cannot honour make the
 //! routes refuse every request (fail closed) unless the operator says otherwise
-//! ([`UnsupportedAccess`]).
+//! ([`UnsupportedAccess`]). Another controller's snippet (never run) restricts access
+//! when one of its directives does ([`unread_restriction`]).
 
 use std::fmt;
 
@@ -15,8 +16,9 @@ use std::fmt;
 pub enum Ecosystem {
     /// `tugboat.dev/`.
     Tugboat,
-    /// `ingress.kubernetes.io/`: the legacy prefix, read as an alias of Tugboat's own
-    /// (HAProxy Technologies' controller and early releases of the others used it).
+    /// `ingress.kubernetes.io/`: the legacy prefix (HAProxy Ingress' backward-compatible
+    /// one; early releases of the others used it), read as Tugboat's own except for the
+    /// keys those controllers gave another meaning (see [`super::keys::targets`]).
     Legacy,
     /// ingress-nginx: `nginx.ingress.kubernetes.io/`.
     IngressNginx,
@@ -146,6 +148,35 @@ pub fn restricts_access(key: &str) -> bool {
     STARTS.iter().any(|s| key.starts_with(s)) || CONTAINS.iter().any(|c| key.contains(c))
 }
 
+/// Why an annotation that Tugboat does not read restricts access: by its name
+/// ([`restricts_access`]: `None` in the tuple's second place), or, for ingress-nginx's
+/// snippets (also under the legacy prefix its early releases used), by a directive of
+/// the nginx configuration it holds (named). `None`: it restricts nothing.
+pub fn unread_restriction(ecosystem: Ecosystem, key: &str, value: &str) -> Option<Option<String>> {
+    if restricts_access(key) {
+        return Some(None);
+    }
+    let nginx = matches!(ecosystem, Ecosystem::IngressNginx | Ecosystem::Legacy);
+    if nginx && super::nginx_snippet::is_snippet_key(key) {
+        return super::nginx_snippet::restriction(value).map(Some);
+    }
+    if is_haproxy_snippet_key(ecosystem, key) {
+        return super::snippet::restriction(value).map(Some);
+    }
+    None
+}
+
+/// The HAProxy controllers' raw haproxy lines: HAProxy Technologies'
+/// `*-config-snippet`, HAProxy Ingress' `config-*`.
+fn is_haproxy_snippet_key(ecosystem: Ecosystem, key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    match ecosystem {
+        Ecosystem::HaproxyTech => key.contains("snippet"),
+        Ecosystem::HaproxyIngress => key.starts_with("config-") || key.contains("snippet"),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +254,41 @@ mod tests {
         ] {
             assert!(!restricts_access(key), "{key}");
         }
+    }
+
+    #[test]
+    fn an_nginx_snippet_restricts_access_by_its_directives() {
+        let nginx = Ecosystem::IngressNginx;
+        assert_eq!(
+            unread_restriction(nginx, "configuration-snippet", "deny all;"),
+            Some(Some("`deny`".into()))
+        );
+        assert_eq!(
+            unread_restriction(Ecosystem::Legacy, "server-snippet", "satisfy any;"),
+            Some(Some("`satisfy`".into()))
+        );
+        assert_eq!(
+            unread_restriction(nginx, "configuration-snippet", "more_set_headers \"X: y\";"),
+            None
+        );
+        // By name, whatever the value.
+        assert_eq!(unread_restriction(nginx, "auth-snippet", "x"), Some(None));
+        // The HAProxy controllers' snippets are haproxy lines.
+        assert_eq!(
+            unread_restriction(
+                Ecosystem::HaproxyTech,
+                "backend-config-snippet",
+                "http-request deny"
+            ),
+            Some(Some("`http-request deny`".into()))
+        );
+        assert_eq!(
+            unread_restriction(
+                Ecosystem::HaproxyIngress,
+                "config-backend",
+                "http-response set-header X-A b"
+            ),
+            None
+        );
     }
 }

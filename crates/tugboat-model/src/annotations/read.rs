@@ -12,7 +12,7 @@ use crate::features::{
     HealthCheck, Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen,
     RouteFeatures, ServerTls, Snippet,
 };
-use crate::problem::{ObjectRef, ProblemReason};
+use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate;
 
 /// What the route keys say, besides the features: what the builder must look up.
@@ -304,6 +304,17 @@ pub struct BackendLookups {
 const SNIPPETS_OFF: &str =
     "raw snippets are off; the operator can allow them with --allow-snippets";
 
+/// Whether a `backend-config-snippet` the routes' layers set, not applied because raw
+/// snippets are off, restricts access (a line that denies, authenticates, limits):
+/// those routes then fail closed as for any restriction Tugboat cannot honour.
+pub fn refused_snippet_restricts(resolver: &Resolver<'_>) -> bool {
+    let all = [Scope::Service, Scope::Ingress, Scope::ConfigMap];
+    resolver
+        .raw_values(&BACKEND_CONFIG_SNIPPET.spec, &all)
+        .into_iter()
+        .any(|(_, _, value)| super::snippet::restriction(value).is_some())
+}
+
 /// What the backend keys say. Snippets only when `allow_snippets`.
 pub fn backend_options(
     resolver: &mut Resolver<'_>,
@@ -347,12 +358,31 @@ pub fn backend_options(
             .get_sourced(&BACKEND_CONFIG_SNIPPET, &all)
             .map(|(lines, source)| Snippet { lines, source })
     } else {
-        resolver.refuse(
-            &BACKEND_CONFIG_SNIPPET.spec,
-            &all,
-            ProblemReason::NotAllowed,
-            SNIPPETS_OFF,
-        );
+        let refused: Vec<(ObjectRef, String, Option<String>)> = resolver
+            .raw_values(&BACKEND_CONFIG_SNIPPET.spec, &all)
+            .into_iter()
+            .map(|(object, field, value)| {
+                let restricts = super::snippet::restriction(value);
+                (object.clone(), field.to_string(), restricts)
+            })
+            .collect();
+        for (object, field, restricts) in refused {
+            let key = BACKEND_CONFIG_SNIPPET.spec.name;
+            let message = match restricts {
+                None => format!("key '{key}' is ignored: {SNIPPETS_OFF}"),
+                Some(line) => format!(
+                    "key '{key}' is not applied: {SNIPPETS_OFF}; its {line} restricts \
+                     access, so its routes answer 403 to every request (unless the operator \
+                     runs with --unsupported-access-keys=ignore)"
+                ),
+            };
+            resolver.problems.push(ObjectProblem {
+                object,
+                field,
+                reason: ProblemReason::NotAllowed,
+                message,
+            });
+        }
         None
     };
     let options = BackendOptions {

@@ -16,7 +16,9 @@ pub fn reference_markdown() -> String {
          Set a key in the controller's ConfigMap (`--configmap NAMESPACE/NAME`, plain key: a \
          default for everything), on an Ingress (its routes) or on a Service (its backends and \
          the routes to it) as the annotation `tugboat.dev/<key>`; `ingress.kubernetes.io/<key>` \
-         is accepted as an alias. Service beats Ingress beats ConfigMap beats the default. A value \
+         is accepted as an alias, except where the controllers that used that legacy prefix \
+         (HAProxy Ingress, ingress-nginx before 0.9) gave a key another meaning: there theirs \
+         applies (`auth-type: basic`, a lone `auth-secret`; see docs/migrating.md). Service beats Ingress beats ConfigMap beats the default. A value \
          that does not parse is ignored for that object only, with a warning naming the key, the \
          value and what was expected; except for a key that restricts access (allow and deny \
          lists, authentication, rate limits): its routes then refuse every request (403) until \
@@ -132,7 +134,16 @@ pub fn migrating_markdown() -> String {
          client certificates, rate limits, external authentication, firewalls) its routes \
          answer 403 until the key is removed or supported, unless the controller runs with \
          `--unsupported-access-keys=ignore`. A restriction whose value Tugboat cannot honour \
-         (a digest authentication, an allow list with exceptions) is refused the same way.\n\n\
+         (a digest authentication, an allow list with exceptions) is refused the same way, \
+         and so is an ingress-nginx snippet (never run) whose nginx directives restrict \
+         access (`deny`, `allow`, `auth_basic`, `return 403`, `limit_req`, ...): the report \
+         names the directive.\n\n\
+         Manifests still written as `extensions/v1beta1` or `networking.k8s.io/v1beta1` are \
+         read as the API server converted them (`serviceName`/`servicePort` as \
+         `service.name`/`service.port`, `backend` as `defaultBackend`, `pathType: \
+         ImplementationSpecific` where none is set) and reported as v1 ones, with the \
+         rewrite to make: Kubernetes 1.22 and later, and Tugboat's `--manifests`, take only \
+         `networking.k8s.io/v1`.\n\n\
          Switching: set `spec.ingressClassName: tugboat` on each Ingress (or make Tugboat's \
          IngressClass the default), and replace `$apr1$` hashes with bcrypt ones: \
          `htpasswd -nbB USER PASSWORD`, or `openssl passwd -6 PASSWORD` for SHA-512-crypt.\n",
@@ -141,6 +152,7 @@ pub fn migrating_markdown() -> String {
         Ecosystem::IngressNginx,
         Ecosystem::HaproxyTech,
         Ecosystem::HaproxyIngress,
+        Ecosystem::Legacy,
     ] {
         let _ = write!(
             out,
@@ -185,10 +197,19 @@ pub fn migrating_markdown() -> String {
                 what.replace('|', "\\|")
             );
         }
-        out.push_str(
+        out.push_str(if ecosystem == Ecosystem::Legacy {
+            "\nHAProxy Ingress documents this prefix as its backward-compatible one, and \
+             ingress-nginx used it before 0.9: the keys above are read with their meaning, \
+             never more open than theirs. Any other key under this prefix is read as \
+             Tugboat's key of that name (docs/annotations.md); one Tugboat does not have gets \
+             a warning, and fails closed when it restricts access, as does an ingress-nginx \
+             snippet under this prefix whose directives restrict access.\n"
+        } else {
             "\nAny other key under this prefix is not supported: it gets a warning, and \
-             fails closed when it restricts access.\n",
-        );
+             fails closed when it restricts access; a snippet of raw configuration (never \
+             run) restricts access when one of its directives does (`deny all;`, \
+             `http-request deny`, `maxconn`, ...; in doubt, it does).\n"
+        });
     }
     out
 }

@@ -1,6 +1,7 @@
 //! The operator's raw haproxy lines (`*-config-snippet` keys, only with
 //! `--allow-snippets`): one directive per line, and none that opens a section, reads
-//! files, loads code, runs programs or changes the process.
+//! files, loads code, runs programs or changes the process. Also whether the HAProxy
+//! controllers' snippets, which Tugboat does not run, restrict access ([`restriction`]).
 
 use super::parse::{Parsed, ValueError};
 use crate::validate::printable;
@@ -162,9 +163,164 @@ pub fn parse_snippet(value: &str) -> Parsed<Vec<String>> {
     Ok(lines)
 }
 
+/// Directives of a haproxy snippet that restrict nobody's access.
+const OPEN_DIRECTIVES: &[&str] = &[
+    "acl",
+    "option",
+    "no",
+    "timeout",
+    "balance",
+    "hash-type",
+    "hash-balance-factor",
+    "cookie",
+    "compression",
+    "retries",
+    "retry-on",
+    "http-reuse",
+    "http-check",
+    "stick-table",
+    "stick",
+    "log",
+    "log-format",
+    "capture",
+    "description",
+    "redirect",
+    "http-send-name-header",
+    "unique-id-format",
+    "unique-id-header",
+    "max-keep-alive-queue",
+    "source",
+];
+
+/// `http-request` and kin: actions that restrict nobody's access.
+const OPEN_ACTIONS: &[&str] = &[
+    "set-header",
+    "add-header",
+    "del-header",
+    "replace-header",
+    "replace-value",
+    "set-path",
+    "set-pathq",
+    "set-query",
+    "set-uri",
+    "replace-path",
+    "replace-pathq",
+    "replace-uri",
+    "set-method",
+    "set-var",
+    "set-var-fmt",
+    "unset-var",
+    "set-log-level",
+    "set-nice",
+    "set-tos",
+    "set-mark",
+    "capture",
+    "redirect",
+    "normalize-uri",
+    "early-hint",
+    "set-timeout",
+    "cache-use",
+    "cache-store",
+    "set-status",
+    "strict-mode",
+    "del-acl",
+];
+
+/// The first line of a haproxy snippet (another controller's, which Tugboat does not
+/// run) that restricts who may reach its routes, as `` `LINE` `` for the problem;
+/// `None` when no line does. Denials, authentication, tarpits, rejections, `return`s
+/// and trackers of `http-request`, `http-response`, `tcp-request` and kin, and
+/// connection limits (`maxconn`, `rate-limit`) restrict; so does, in doubt, a directive
+/// not known to be harmless.
+pub fn restriction(value: &str) -> Option<String> {
+    for line in value.lines() {
+        // Up to a comment.
+        let words: Vec<String> = line
+            .split_whitespace()
+            .take_while(|w| !w.starts_with('#'))
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let Some(first) = words.first() else {
+            continue;
+        };
+        let restricts = match first.as_str() {
+            "http-request"
+            | "http-response"
+            | "http-after-response"
+            | "tcp-request"
+            | "tcp-response" => {
+                let action = words[1..]
+                    .iter()
+                    .find(|w| !matches!(w.as_str(), "content" | "connection" | "session"));
+                match action.map(String::as_str) {
+                    // `inspect-delay` only waits.
+                    Some("inspect-delay") => false,
+                    Some("return") => !returns_success(&words),
+                    Some(action) => !OPEN_ACTIONS.contains(&action),
+                    None => true,
+                }
+            }
+            other => !OPEN_DIRECTIVES.contains(&other),
+        };
+        if restricts {
+            return Some(format!("`{}`", printable(&words.join(" "))));
+        }
+    }
+    None
+}
+
+/// Whether a `return` line answers with a status below 400 (`status CODE`).
+fn returns_success(words: &[String]) -> bool {
+    let code = words
+        .iter()
+        .position(|w| w == "status")
+        .and_then(|i| words.get(i + 1))
+        .and_then(|code| code.parse::<u16>().ok());
+    // haproxy's `return` answers 200 without a status.
+    match code {
+        Some(code) => code < 400,
+        None => !words.iter().any(|w| w == "status"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn haproxy_lines_that_restrict_access_are_found() {
+        for (snippet, found) in [
+            (
+                "http-request deny if !{ src 10.0.0.0/8 }",
+                "`http-request deny if !{ src 10.0.0.0/8 }`",
+            ),
+            (
+                "acl office src 10.0.0.0/8\nhttp-request auth unless office",
+                "`http-request auth unless office`",
+            ),
+            ("tcp-request content reject", "`tcp-request content reject`"),
+            ("http-request track-sc0 src", "`http-request track-sc0 src`"),
+            (
+                "http-request return status 403",
+                "`http-request return status 403`",
+            ),
+            ("http-request tarpit", "`http-request tarpit`"),
+            ("maxconn 10", "`maxconn 10`"),
+            ("http-request lua.check", "`http-request lua.check`"),
+        ] {
+            assert_eq!(restriction(snippet), Some(found.into()), "{snippet}");
+        }
+        for snippet in [
+            "http-response set-header X-Team shop",
+            "# http-request deny\nhttp-request set-header X-A b\t# deny",
+            "option forwardfor\ntimeout server 30s",
+            "http-request return status 200 content-type text/plain string ok",
+            "http-request redirect scheme https",
+            "tcp-request inspect-delay 5s",
+        ] {
+            assert_eq!(restriction(snippet), None, "{snippet}");
+        }
+    }
 
     #[test]
     fn snippets_refuse_what_reads_files_loads_code_or_runs_programs() {

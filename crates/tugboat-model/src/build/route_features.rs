@@ -286,10 +286,15 @@ impl Builder<'_> {
         let (mut features, lookups) = annotations::route_features(&mut resolver, hosts);
         // Fail closed: a restriction Tugboat cannot honour, or whose value it cannot
         // read, refuses everybody.
+        // A backend snippet that restricts access, not applied with raw snippets off,
+        // is such a restriction too.
+        let refused_snippet =
+            !self.settings.allow_snippets && annotations::refused_snippet_restricts(&resolver);
         features.deny_all = resolver.refused_restriction
             || self.settings.unsupported_access == UnsupportedAccess::Deny
                 && (!service_layer.unsupported_access.is_empty()
-                    || !ingress_layer.unsupported_access.is_empty());
+                    || !ingress_layer.unsupported_access.is_empty()
+                    || refused_snippet);
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 &ingress_layer.object,
@@ -316,16 +321,22 @@ impl Builder<'_> {
         }
         if let Some(auth_secret) = lookups.auth_secret {
             let realm = annotations::auth_realm(&mut resolver);
+            // What the client gets: 403 when the routes fail closed anyway (a refused
+            // `auth-secret` does), else the 401 of a list without users.
+            let refused = if features.deny_all { 403 } else { 401 };
             let userlist = match auth_secret {
-                Some(secret) => self.userlist(&ingress_layer.object, &service.namespace, &secret),
+                Some(secret) => {
+                    self.userlist(&ingress_layer.object, &service.namespace, &secret, refused)
+                }
                 None => {
                     resolver.problems.push(ObjectProblem {
                         object: ingress_layer.object.clone(),
                         field: "metadata.annotations".into(),
                         reason: ProblemReason::InvalidField,
-                        message: "auth-type basic-auth needs a valid auth-secret: every request \
-                                  is refused (401) until it has one"
-                            .into(),
+                        message: format!(
+                            "auth-type basic-auth needs a valid auth-secret: every request \
+                             is refused ({refused}) until it has one"
+                        ),
                     });
                     self.userlists.entry(NO_USERS.into()).or_default();
                     NO_USERS.to_string()
@@ -458,8 +469,15 @@ impl Builder<'_> {
     }
 
     /// The userlist of a basic-auth Secret, named `<namespace>_<secret>`; the empty
-    /// [`NO_USERS`] list when the Secret cannot be used.
-    pub(super) fn userlist(&mut self, object: &ObjectRef, namespace: &str, secret: &str) -> String {
+    /// [`NO_USERS`] list when the Secret cannot be used, and then a problem saying the
+    /// routes answer `refused` (401, or 403 when they fail closed anyway).
+    pub(super) fn userlist(
+        &mut self,
+        object: &ObjectRef,
+        namespace: &str,
+        secret: &str,
+        refused: u16,
+    ) -> String {
         let key = ObjectKey::new(namespace, secret);
         let name = format!("{namespace}_{secret}");
         if self.userlists.contains_key(&name) {
@@ -486,8 +504,8 @@ impl Builder<'_> {
                     field: "metadata.annotations.auth-secret".into(),
                     reason,
                     message: format!(
-                        "auth-secret {key}: {message}; every request is refused (401) until \
-                         it can be used"
+                        "auth-secret {key}: {message}; every request is refused ({refused}) \
+                         until it can be used"
                     ),
                 });
                 self.userlists.entry(NO_USERS.into()).or_default();

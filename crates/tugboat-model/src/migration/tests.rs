@@ -194,3 +194,61 @@ fn apr1_secrets_are_named_with_the_command_that_makes_a_supported_hash() {
     assert_eq!(keys[0]["status"], "supported-with-difference");
     assert_eq!(keys[1]["status"], "supported");
 }
+
+#[test]
+fn a_v1beta1_ingress_is_read_as_the_api_server_converted_it() {
+    let old = json!({
+        "apiVersion": "extensions/v1beta1", "kind": "Ingress",
+        "metadata": {"name": "shop", "namespace": "shop"},
+        "spec": {
+            "backend": {"serviceName": "fallback", "servicePort": 8080},
+            "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
+            "rules": [{"host": "shop.example.com", "http": {"paths": [
+                {"path": "/", "backend": {"serviceName": "web", "servicePort": "http"}},
+                {"path": "/api", "pathType": "Exact",
+                 "backend": {"serviceName": "api", "servicePort": 80}},
+                {"path": "/static", "backend": {"resource": {
+                    "apiGroup": "k8s.example.com", "kind": "Bucket", "name": "static"}}},
+            ]}}],
+        },
+    });
+    let v1 = ingress_v1_from_v1beta1(old).expect("converted");
+    assert_eq!(
+        v1,
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "shop", "namespace": "shop"},
+            "spec": {
+                "defaultBackend": {"service": {"name": "fallback", "port": {"number": 8080}}},
+                "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
+                "rules": [{"host": "shop.example.com", "http": {"paths": [
+                    {"path": "/", "pathType": "ImplementationSpecific",
+                     "backend": {"service": {"name": "web", "port": {"name": "http"}}}},
+                    {"path": "/api", "pathType": "Exact",
+                     "backend": {"service": {"name": "api", "port": {"number": 80}}}},
+                    {"path": "/static", "pathType": "ImplementationSpecific",
+                     "backend": {"resource": {
+                        "apiGroup": "k8s.example.com", "kind": "Bucket", "name": "static"}}},
+                ]}}],
+            },
+        })
+    );
+    let _: Ingress = serde_json::from_value(v1).expect("a v1 Ingress");
+}
+
+#[test]
+fn a_v1beta1_backend_without_a_service_name_is_named() {
+    let old = json!({
+        "apiVersion": "networking.k8s.io/v1beta1", "kind": "Ingress",
+        "metadata": {"name": "shop"},
+        "spec": {"rules": [{"http": {"paths": [
+            {"path": "/", "backend": {"servicePort": 80}}]}}]},
+    });
+    assert_eq!(
+        ingress_v1_from_v1beta1(old),
+        Err((
+            "spec.rules[0].http.paths[0].backend.serviceName".into(),
+            "expected the name of a Service".into()
+        ))
+    );
+}
