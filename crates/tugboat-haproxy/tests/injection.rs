@@ -125,6 +125,13 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
     if key.name.starts_with("session-cookie-") {
         annotations.insert("tugboat.dev/affinity".into(), "cookie".into());
     }
+    // Credentials are offered to listed origins only.
+    if key.name == "cors-allow-credentials" {
+        annotations.insert(
+            "tugboat.dev/cors-allow-origin".into(),
+            "https://app.example.com".into(),
+        );
+    }
     let mut data = BTreeMap::new();
     if let Some(value) = value {
         if key.scopes.contains(&Scope::Ingress) {

@@ -284,14 +284,20 @@ fn a_peer_value_tugboat_cannot_honour_is_a_problem_naming_key_and_value() {
 }
 
 #[test]
-fn ingress_nginx_cors_keeps_its_credentials_default_unless_set() {
+fn ingress_nginx_cors_keeps_its_credentials_default_for_listed_origins_unless_set() {
     let on = features(&one_ingress(json!({
         "nginx.ingress.kubernetes.io/enable-cors": "true",
+        "nginx.ingress.kubernetes.io/cors-allow-origin": "https://app.example.com",
         "nginx.ingress.kubernetes.io/cors-allow-methods": "get, post",
     })));
     let cors = on.cors.expect("CORS");
     assert!(cors.credentials);
     assert_eq!(cors.methods, "GET, POST");
+    // Any origin (the default): browsers refuse credentials beside `*`, none offered.
+    let any = features(&one_ingress(json!({
+        "nginx.ingress.kubernetes.io/enable-cors": "true",
+    })));
+    assert!(!any.cors.expect("CORS").credentials);
     let off = features(&one_ingress(json!({
         "nginx.ingress.kubernetes.io/enable-cors": "true",
         "nginx.ingress.kubernetes.io/cors-allow-credentials": "false",
