@@ -51,6 +51,7 @@ scene_tests!(
 tugboat_testkit::haproxy_tests!(
     gateway_status_has_the_published_addresses_and_follows_generations,
     only_the_leader_writes_gateway_status_and_a_new_leader_takes_over,
+    the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redirect_feature,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -2575,4 +2576,75 @@ async fn a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counte
         .await;
     wait_for_route_condition(&scene, "second", "Accepted", ("True", "Accepted")).await;
     wait_for_attached_routes(&scene, "on-bind", 0, 1).await;
+}
+
+/// Through the API: a Gateway without a valid listener is `Accepted=False`, reason
+/// `ListenersNotValid`, one with some valid `Accepted=True` for the same reason; an
+/// invalid listener lists no kinds; the class lists `HTTPRoutePortRedirect`.
+async fn the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redirect_feature(
+    haproxy: HaproxyBinary,
+) {
+    let invalid = mk_listener("invalid", "INVALID", 1111, None);
+    let objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway("none-valid", "tugboat", vec![invalid.clone()]),
+        mk_gateway(
+            "some-valid",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, None), invalid],
+        ),
+    ];
+    let scene = start(&haproxy, Source::Api, &objects).await;
+    let api = scene.api().expect("the API source");
+    // `(status, reason)` of the Gateway's Accepted condition, and the number of kinds
+    // of each listener, once written.
+    let written = |name: &str| {
+        let gateway = api.get("Gateway", "default", name)?;
+        let status = &gateway["status"];
+        let accepted = status["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Accepted")?;
+        let kinds: Vec<usize> = status["listeners"]
+            .as_array()?
+            .iter()
+            .map(|l| l["supportedKinds"].as_array().map_or(usize::MAX, Vec::len))
+            .collect();
+        Some((
+            accepted["status"].as_str()?.to_string(),
+            accepted["reason"].as_str()?.to_string(),
+            kinds,
+        ))
+    };
+    let none = eventually("none-valid's status", Duration::from_secs(15), || async {
+        written("none-valid")
+    })
+    .await;
+    assert_eq!(
+        none,
+        ("False".into(), "ListenersNotValid".into(), vec![0]),
+        "not accepted, the invalid listener takes no kind"
+    );
+    let some = eventually("some-valid's status", Duration::from_secs(15), || async {
+        written("some-valid")
+    })
+    .await;
+    assert_eq!(
+        some,
+        ("True".into(), "ListenersNotValid".into(), vec![1, 0])
+    );
+    let features = eventually("the class' features", Duration::from_secs(15), || async {
+        let class = api.get("GatewayClass", "", "tugboat")?;
+        let names: Vec<String> = class["status"]["supportedFeatures"]
+            .as_array()?
+            .iter()
+            .filter_map(|f| f["name"].as_str().map(str::to_string))
+            .collect();
+        (!names.is_empty()).then_some(names)
+    })
+    .await;
+    assert!(
+        features.iter().any(|f| f == "HTTPRoutePortRedirect"),
+        "{features:?}"
+    );
 }
