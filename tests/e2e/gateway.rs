@@ -14,9 +14,9 @@ use tugboat_model::gateway::objects::{
 };
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
-    mk_gateway_class, mk_http_route, mk_https_listener, mk_listener, mk_reference_grant,
-    mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at, with_filter,
-    with_filter_json, with_matches_json,
+    mk_gateway_class, mk_http_route, mk_https_listener, mk_https_listener_for, mk_listener,
+    mk_reference_grant, mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at,
+    with_filter, with_filter_json, with_matches_json,
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
@@ -43,11 +43,15 @@ scene_tests!(
     a_redirect_without_a_port_keeps_the_listeners_port,
     a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
     the_examples_route_and_report_their_conditions,
+    the_first_and_the_last_wildcard_route_are_map_updates,
+    an_https_listener_without_a_hostname_serves_its_certificate_for_any_name,
+    a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
 );
 
 tugboat_testkit::haproxy_tests!(
     gateway_status_has_the_published_addresses_and_follows_generations,
     only_the_leader_writes_gateway_status_and_a_new_leader_takes_over,
+    the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redirect_feature,
 );
 
 /// The Gateway API on, listeners on haproxy's ports.
@@ -2316,4 +2320,331 @@ async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, 
     )
     .await;
     assert_eq!(reason, "RefNotPermitted");
+}
+
+/// Waits until listener `index` of the Gateway `gateway` counts `expected` attached
+/// routes (from the API server, or the controller's report with a folder).
+async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, expected: i64) {
+    eventually(
+        &format!("Gateway {gateway} listener {index} attachedRoutes={expected}"),
+        Duration::from_secs(15),
+        || async {
+            let count = match scene.api() {
+                Some(api) => api.get("Gateway", "default", gateway)?["status"]["listeners"][index]
+                    ["attachedRoutes"]
+                    .as_i64()?,
+                None => {
+                    let status = scene.status();
+                    let state = status
+                        .gateway
+                        .gateways
+                        .get(&ObjectKey::new("default", gateway))?;
+                    i64::from(state.listeners.get(index)?.attached_routes)
+                }
+            };
+            (count == expected).then_some(())
+        },
+    )
+    .await;
+}
+
+/// The frontend has one structure whatever the routes' hosts: the first route of a
+/// Gateway API wildcard host (a listener's `*.` hostname, or the route's own) and the
+/// removal of the last are map updates, without a reload.
+async fn the_first_and_the_last_wildcard_route_are_map_updates(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 240, 1).await;
+    let api = start_backends("api", 241, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))],
+        ),
+    ];
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    // Exact hosts only, so that both backends exist from the start.
+    for (name, host, service) in [("a", "a.example.com", "web"), ("b", "b.example.com", "api")] {
+        objects.push(http_route_json(&mk_http_route(
+            name,
+            "gw",
+            &[host],
+            vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+        )));
+    }
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("a.example.com", "/", "web").await;
+    scene.wait_for_service("b.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("x.example.com", "/")
+            .await
+            .expect("answer")
+            .status,
+        404
+    );
+    let reloads = scene.reloads().await;
+
+    // The listener's wildcard, for a route without hostnames.
+    let listeners = mk_http_route(
+        "listeners",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+    );
+    scene.apply(&http_route_json(&listeners));
+    scene.wait_for_service("x.example.com", "/", "api").await;
+    scene.wait_for_service("x.y.example.com", "/", "api").await;
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "an exact host first"
+    );
+    // The route's own wildcard, deeper.
+    let own = mk_http_route(
+        "own",
+        "gw",
+        &["*.shop.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    );
+    scene.apply(&http_route_json(&own));
+    scene
+        .wait_for_service("a.b.shop.example.com", "/", "web")
+        .await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "the first wildcard routes are map updates"
+    );
+
+    scene.delete(&http_route_json(&own));
+    scene.delete(&http_route_json(&listeners));
+    scene.wait_for_status("x.example.com", "/", 404).await;
+    scene
+        .wait_for_status("a.b.shop.example.com", "/", 404)
+        .await;
+    assert_eq!(
+        scene
+            .get("a.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web")
+    );
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "removing the last wildcard routes is a map update"
+    );
+}
+
+/// An HTTPS listener without a hostname takes every name on its port: its certificate
+/// is the one served for a name no route has, whose requests then get 404.
+async fn an_https_listener_without_a_hostname_serves_its_certificate_for_any_name(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 242, 1).await;
+    let (cert, key, der) = certificate(&["example.org", "*.example.org"], false);
+    let gateway = mk_gateway(
+        "gw",
+        "tugboat",
+        vec![mk_https_listener_for("https", None, (None, "site-tls"))],
+    );
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        gateway.clone(),
+        to_json(&mk_tls_secret("site-tls", &cert, &key)),
+    ];
+    objects.extend(services(&[("web", &web)]));
+    objects.push(http_route_json(&mk_http_route(
+        "site",
+        "gw",
+        &["example.org"],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    let https = scene.https_addr();
+    let served = |sni: &'static str| async move {
+        exchange(https, sni, "/", &[b"http/1.1"])
+            .await
+            .expect("TLS exchange")
+    };
+    let routed = eventually("the route over TLS", Duration::from_secs(15), || async {
+        let found = served("example.org").await;
+        (found.reply.as_ref()?.service() == Some("web")).then_some(found)
+    })
+    .await;
+    assert_eq!(routed.certificate, der, "the listener's certificate");
+    for sni in ["unknown-example.org", "other.example.net"] {
+        let other = served(sni).await;
+        assert_eq!(other.certificate, der, "{sni}: the listener's certificate");
+        assert_eq!(other.reply.expect("an answer").status, 404, "{sni}");
+    }
+
+    // Without the Gateway, the controller's own certificate again (at runtime).
+    let reloads = scene.reloads().await;
+    scene.delete(&gateway);
+    let fallback = fallback_certificate_der(&scene.lib_dir);
+    eventually(
+        "the fallback certificate",
+        Duration::from_secs(15),
+        || async { (served("unknown-example.org").await.certificate == fallback).then_some(()) },
+    )
+    .await;
+    assert_eq!(scene.reloads().await, reloads, "a certificate update");
+}
+
+/// Two Gateways' HTTP listeners on port 80 and on the HTTP bind's own port (8080 in a
+/// pod) share haproxy's HTTP bind: a route of the second listener whose every host and
+/// path the older route of the first already has serves nothing, and its status says so
+/// (`Accepted=False`); its listener does not count it. A path of its own makes it
+/// accepted and counted.
+async fn a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 243, 1).await;
+    let api = start_backends("api", 244, 1).await;
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw80",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, None)],
+        ),
+    ];
+    objects.extend(services(&[("web", &web), ("api", &api)]));
+    objects.push(http_route_json(&route_created_at(
+        mk_http_route(
+            "first",
+            "gw80",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+        ),
+        "2030-01-01T00:00:00Z",
+    )));
+    let scene = start(&haproxy, source, &objects).await;
+    scene.wait_for_service("shop.example.com", "/", "web").await;
+    // The HTTP bind's port is only known now.
+    let bind_port = i32::from(scene.http_addr().port());
+    scene.apply(&mk_gateway(
+        "on-bind",
+        "tugboat",
+        vec![mk_listener("http", "HTTP", bind_port, None)],
+    ));
+    // Created a second later.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut second = route_created_at(
+        mk_http_route(
+            "second",
+            "on-bind",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+        ),
+        "2031-01-01T00:00:00Z",
+    );
+    scene.apply(&http_route_json(&second));
+    wait_for_route_condition(&scene, "second", "Accepted", ("False", "UnsupportedValue")).await;
+    wait_for_route_condition(&scene, "first", "Accepted", ("True", "Accepted")).await;
+    wait_for_attached_routes(&scene, "on-bind", 0, 0).await;
+    wait_for_attached_routes(&scene, "gw80", 0, 1).await;
+    assert_eq!(
+        scene
+            .get("shop.example.com", "/")
+            .await
+            .expect("answer")
+            .service(),
+        Some("web"),
+        "the older route keeps its host and path"
+    );
+
+    second
+        .spec
+        .rules
+        .push(mk_rule_to(&[("PathPrefix", "/api")], "api", 80));
+    scene.apply(&http_route_json(&second));
+    scene
+        .wait_for_service("shop.example.com", "/api/x", "api")
+        .await;
+    wait_for_route_condition(&scene, "second", "Accepted", ("True", "Accepted")).await;
+    wait_for_attached_routes(&scene, "on-bind", 0, 1).await;
+}
+
+/// Through the API: a Gateway without a valid listener is `Accepted=False`, reason
+/// `ListenersNotValid`, one with some valid `Accepted=True` for the same reason; an
+/// invalid listener lists no kinds; the class lists `HTTPRoutePortRedirect`.
+async fn the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redirect_feature(
+    haproxy: HaproxyBinary,
+) {
+    let invalid = mk_listener("invalid", "INVALID", 1111, None);
+    let objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway("none-valid", "tugboat", vec![invalid.clone()]),
+        mk_gateway(
+            "some-valid",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, None), invalid],
+        ),
+    ];
+    let scene = start(&haproxy, Source::Api, &objects).await;
+    let api = scene.api().expect("the API source");
+    // `(status, reason)` of the Gateway's Accepted condition, and the number of kinds
+    // of each listener, once written.
+    let written = |name: &str| {
+        let gateway = api.get("Gateway", "default", name)?;
+        let status = &gateway["status"];
+        let accepted = status["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Accepted")?;
+        let kinds: Vec<usize> = status["listeners"]
+            .as_array()?
+            .iter()
+            .map(|l| l["supportedKinds"].as_array().map_or(usize::MAX, Vec::len))
+            .collect();
+        Some((
+            accepted["status"].as_str()?.to_string(),
+            accepted["reason"].as_str()?.to_string(),
+            kinds,
+        ))
+    };
+    let none = eventually("none-valid's status", Duration::from_secs(15), || async {
+        written("none-valid")
+    })
+    .await;
+    assert_eq!(
+        none,
+        ("False".into(), "ListenersNotValid".into(), vec![0]),
+        "not accepted, the invalid listener takes no kind"
+    );
+    let some = eventually("some-valid's status", Duration::from_secs(15), || async {
+        written("some-valid")
+    })
+    .await;
+    assert_eq!(
+        some,
+        ("True".into(), "ListenersNotValid".into(), vec![1, 0])
+    );
+    let features = eventually("the class' features", Duration::from_secs(15), || async {
+        let class = api.get("GatewayClass", "", "tugboat")?;
+        let names: Vec<String> = class["status"]["supportedFeatures"]
+            .as_array()?
+            .iter()
+            .filter_map(|f| f["name"].as_str().map(str::to_string))
+            .collect();
+        (!names.is_empty()).then_some(names)
+    })
+    .await;
+    assert!(
+        features.iter().any(|f| f == "HTTPRoutePortRedirect"),
+        "{features:?}"
+    );
 }

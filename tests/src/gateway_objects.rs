@@ -220,7 +220,16 @@ pub fn mk_reference_grant(namespace: &str, name: &str, from: (&str, &str), to_ki
 /// An HTTPS listener on port 443 for `hostname`, terminating TLS with the Secret `name`
 /// (in `namespace`, or the Gateway's).
 pub fn mk_https_listener(name: &str, hostname: &str, secret: (Option<&str>, &str)) -> Listener {
-    let mut listener = mk_listener(name, "HTTPS", 443, Some(hostname));
+    mk_https_listener_for(name, Some(hostname), secret)
+}
+
+/// [`mk_https_listener`], for `hostname` or (`None`) any host.
+pub fn mk_https_listener_for(
+    name: &str,
+    hostname: Option<&str>,
+    secret: (Option<&str>, &str),
+) -> Listener {
+    let mut listener = mk_listener(name, "HTTPS", 443, hostname);
     listener.tls = Some(ListenerTls {
         mode: None,
         certificate_refs: vec![ObjectReference {

@@ -8,10 +8,12 @@
 //!   `Prefix` rules, longest key first, so that the longest prefix wins.
 //!
 //! Keys start with the lower-cased host (`a.example.com/...`), the wildcard suffix
-//! (`.example.com/...`, looked up with the request's first label removed) or nothing at
-//! all for rules without a host (`/...`). The three kinds of key never overlap, so one
-//! map of each type serves all of them; the frontend looks up exact host, then wildcard,
-//! then any host, and in each first the exact map, then the prefix map.
+//! (`.example.com/...`, looked up with the request's first label removed), a Gateway API
+//! wildcard's suffix and `*` (`example.com*/...`, looked up with one label removed, then
+//! two, and so on) or nothing at all for rules without a host (`/...`). The four kinds
+//! of key never overlap, so one map of each type serves all of them; the frontend looks
+//! up exact host, then wildcard, then Gateway API wildcard, then any host, and in each
+//! first the exact map, then the prefix map.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -372,7 +374,7 @@ frontend http
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
 {restore}{feature_request}",
         normalize = normalize_rules(keeps_original_path(desired)),
-        subdomains = subdomain_rules(desired, &exact, &prefix),
+        subdomains = subdomain_rules(&exact, &prefix),
         regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
         regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard),
         regex_any = regex_route_rules(&desired.routes, RegexHosts::Any),
@@ -636,35 +638,28 @@ fn normalize_rules(keep_original: bool) -> String {
 pub const SUBDOMAIN_DEPTH: usize = 8;
 
 /// The lookups of Gateway API wildcard hosts (any depth), after the one-label wildcard
-/// lookups of Ingresses: `*` and the host without its first label, then without its
-/// first two, and so on, the longest suffix first. Empty when no route has such a host
-/// (an Ingress-only config is unchanged).
-fn subdomain_rules(
-    desired: &Desired,
-    exact: &impl std::fmt::Display,
-    prefix: &impl std::fmt::Display,
-) -> String {
-    if !desired.routes.iter().any(|r| r.host.is_subdomains()) {
-        return String::new();
-    }
-    let mut out = String::from(
-        "    http-request set-var(txn.deep) var(txn.wild) if !{ var(txn.route) -m found }\n",
-    );
+/// lookups of Ingresses: the host without its first label, then without its first two,
+/// and so on, the longest suffix first (`a.b.example.com`: `b.example.com*`, then
+/// `example.com*`, then `com*`; see [`key`]).
+///
+/// Always written, whatever the routes' hosts: the frontend keeps one structure, so the
+/// first route of a wildcard host (and the removal of the last) is a map update, not a
+/// reload. They cost a request that a lookup before them routed one variable check
+/// per line; the others one `field` and a tree lookup per line, which find nothing once
+/// the host has no label left. Each line computes its own suffix (`field` of the host
+/// from a label on), so there are two lines per level, none to cut labels.
+fn subdomain_rules(exact: &impl std::fmt::Display, prefix: &impl std::fmt::Display) -> String {
+    let mut out = String::new();
     for level in 0..SUBDOMAIN_DEPTH {
-        if level > 0 {
-            // The leading `.` and the next label go (`.` is any character here, and the
-            // value always starts with a dot).
-            out.push_str(
-                "    http-request set-var(txn.deep) var(txn.deep),regsub(^.[^.]*,) if !{ var(txn.route) -m found } { var(txn.deep) -m beg . }\n",
-            );
-        }
+        // The host from its label `level + 2` on.
+        let from = level + 2;
         for (map, lookup) in [
             (exact.to_string(), "map_str"),
             (prefix.to_string(), "map_beg"),
         ] {
             let _ = writeln!(
                 out,
-                "    http-request set-var(txn.route) str(*),concat(,txn.deep),concat(,txn.path),{lookup}({map}) if !{{ var(txn.route) -m found }} {{ var(txn.deep) -m beg . }}"
+                "    http-request set-var(txn.route) var(txn.host),field({from},.,0),concat(*,txn.path),{lookup}({map}) if !{{ var(txn.route) -m found }}"
             );
         }
     }
@@ -861,8 +856,12 @@ fn key(host: &HostMatch, path: &str) -> String {
     match host {
         HostMatch::Any => path.to_string(),
         HostMatch::Exact(host) | HostMatch::Wildcard(host) => format!("{host}{path}"),
-        // `*` keeps them apart from the one-label wildcards of Ingresses.
-        HostMatch::Subdomains(suffix) => format!("*{suffix}{path}"),
+        // The suffix without its leading dot, then `*`: apart from the one-label
+        // wildcards of Ingresses (`.example.com/`) and from hosts (no `*` in them); a
+        // host without labels left looks up `*/...`, which no key is.
+        HostMatch::Subdomains(suffix) => {
+            format!("{}*{path}", suffix.strip_prefix('.').unwrap_or(suffix))
+        }
     }
 }
 

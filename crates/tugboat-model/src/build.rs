@@ -233,9 +233,14 @@ pub(crate) fn build_with(
         builder.add_ingress(key, ingress);
     }
     builder.join_canaries();
-    let gateway = builder.add_gateway_api();
+    let (gateway, listener_default_certificate) = builder.add_gateway_api();
     let default_backend_service = builder.default_backend_service();
-    let default_certificate = builder.default_certificate();
+    // An HTTPS listener without a hostname takes every host on the HTTPS bind: its
+    // certificate is the default there, before --default-ssl-certificate.
+    let default_certificate = match listener_default_certificate {
+        Some(pem) => Some(pem),
+        None => builder.default_certificate(),
+    };
     let error_pages = builder.error_pages();
     builder.problems.sort();
     builder.problems.dedup();

@@ -141,13 +141,6 @@ pub enum HostMatch {
     Subdomains(String),
 }
 
-impl HostMatch {
-    /// Whether any route host needs the lookups of [`HostMatch::Subdomains`].
-    pub fn is_subdomains(&self) -> bool {
-        matches!(self, HostMatch::Subdomains(_))
-    }
-}
-
 impl fmt::Display for HostMatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

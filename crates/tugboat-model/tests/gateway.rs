@@ -1747,3 +1747,325 @@ fn host_in_the_auth_url_host_of_a_service_needs_an_exact_hostname() {
         problems[0].message
     );
 }
+
+/// `attachedRoutes` of each listener of the Gateway `gateway`.
+fn attached_routes(output: &BuildOutput, gateway: (&str, &str)) -> Vec<i32> {
+    output.gateway.gateways[&ObjectKey::new(gateway.0, gateway.1)]
+        .listeners
+        .iter()
+        .map(|listener| listener.attached_routes)
+        .collect()
+}
+
+#[test]
+fn attached_routes_count_only_the_routes_each_listener_accepts() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            http_listener("exact", Some("a.example.com"), json!(null)),
+            {"name": "wild", "port": 8080, "protocol": "HTTP", "hostname": "*.example.com"},
+            http_listener("org", Some("x.org"), json!(null)),
+        ]),
+    );
+    let to_web_everywhere = || json!([{"backendRefs": [{"name": "web", "port": 80}]}]);
+    // Accepted by the two listeners whose hostnames it meets.
+    add_shop_route(
+        &mut snapshot,
+        "a",
+        on_gw(json!(["a.example.com"]), to_web_everywhere()),
+    );
+    // Accepted by every listener, though its backend is missing (ResolvedRefs=False).
+    add_shop_route(
+        &mut snapshot,
+        "missing-backend",
+        on_gw(
+            json!([]),
+            json!([{"backendRefs": [{"name": "nowhere", "port": 80}]}]),
+        ),
+    );
+    // Not accepted: no hostname in common, an unsupported filter.
+    add_shop_route(
+        &mut snapshot,
+        "no-host",
+        on_gw(json!(["b.example.net"]), to_web_everywhere()),
+    );
+    add_shop_route(
+        &mut snapshot,
+        "mirror",
+        on_gw(
+            json!(["a.example.com"]),
+            json!([{"filters": [{"type": "RequestMirror",
+                                 "requestMirror": {"backendRef": {"name": "api", "port": 80}}}],
+                    "backendRefs": [{"name": "web", "port": 80}]}]),
+        ),
+    );
+    let output = build(&snapshot);
+    assert_eq!(
+        route_condition(&output, "shop", "missing-backend", "ResolvedRefs"),
+        (false, "BackendNotFound".into())
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "no-host", "Accepted"),
+        (false, "NoMatchingListenerHostname".into())
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "mirror", "Accepted"),
+        (false, "UnsupportedValue".into())
+    );
+    assert_eq!(attached_routes(&output, ("shop", "gw")), [2, 2, 1]);
+}
+
+/// [`base`] with two Gateways whose HTTP listeners (ports 80 and 8080, any host) share
+/// haproxy's HTTP bind, and the route `first` (older) on `gw80` and `second` on
+/// `gw8080`, both for `shop.example.com` with these rules.
+fn two_gateways_on_one_bind(first: Value, second: Value) -> Snapshot {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw80",
+        "tugboat",
+        json!([{"name": "http", "port": 80, "protocol": "HTTP"}]),
+    );
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw8080",
+        "tugboat",
+        json!([{"name": "http", "port": 8080, "protocol": "HTTP"}]),
+    );
+    let on = |gateway: &str, rules: Value| {
+        json!({"parentRefs": [{"name": gateway}], "hostnames": ["shop.example.com"],
+               "rules": rules})
+    };
+    add_route(
+        &mut snapshot,
+        "shop",
+        "first",
+        "2024-01-01T00:00:00Z",
+        on("gw80", first),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "second",
+        "2024-02-01T00:00:00Z",
+        on("gw8080", second),
+    );
+    snapshot
+}
+
+#[test]
+fn a_route_that_loses_every_host_and_path_is_not_accepted_there() {
+    let prefix = |path: &str, service: &str| {
+        json!({"matches": [{"path": {"type": "PathPrefix", "value": path}}],
+               "backendRefs": [{"name": service, "port": 80}]})
+    };
+    // Every path of `second` is `first`'s: it serves nothing.
+    let output = build(&two_gateways_on_one_bind(
+        json!([prefix("/", "web")]),
+        json!([prefix("/", "api")]),
+    ));
+    assert_eq!(
+        routes(&output),
+        [(
+            "shop.example.com".into(),
+            "/ (Prefix)".into(),
+            "shop_web_80".into()
+        )]
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "first", "Accepted"),
+        (true, "Accepted".into())
+    );
+    let parents = route_parents(&output, "shop", "second");
+    let accepted = condition(&parents[0].conditions, "Accepted");
+    assert_eq!(
+        (accepted.status, accepted.reason),
+        (false, "UnsupportedValue")
+    );
+    assert!(
+        accepted.message.contains("HTTPRoute shop/first"),
+        "{}",
+        accepted.message
+    );
+    assert_eq!(accepted.observed_generation, 5);
+    assert_eq!(attached_routes(&output, ("shop", "gw80")), [1]);
+    assert_eq!(attached_routes(&output, ("shop", "gw8080")), [0]);
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.reason == ProblemReason::RouteConflict),
+        "{:?}",
+        output.problems
+    );
+
+    // A route that keeps one of its paths is accepted.
+    let output = build(&two_gateways_on_one_bind(
+        json!([prefix("/", "web")]),
+        json!([prefix("/", "api"), prefix("/api", "api")]),
+    ));
+    assert_eq!(
+        route_condition(&output, "shop", "second", "Accepted"),
+        (true, "Accepted".into())
+    );
+    assert_eq!(attached_routes(&output, ("shop", "gw8080")), [1]);
+}
+
+#[test]
+fn a_gateway_without_a_valid_listener_is_not_accepted() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "none-valid",
+        "tugboat",
+        json!([{"name": "invalid", "port": 1111, "protocol": "INVALID"}]),
+    );
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "some-valid",
+        "tugboat",
+        json!([
+            {"name": "http", "port": 80, "protocol": "HTTP"},
+            {"name": "invalid", "port": 1111, "protocol": "INVALID"},
+            {"name": "odd-port", "port": 8081, "protocol": "HTTP"},
+        ]),
+    );
+    let output = build(&snapshot);
+    let gateway = |name: &str| &output.gateway.gateways[&ObjectKey::new("shop", name)];
+    let accepted = |name: &str| {
+        let found = condition(&gateway(name).conditions, "Accepted");
+        (found.status, found.reason)
+    };
+    assert_eq!(accepted("none-valid"), (false, "ListenersNotValid"));
+    assert!(!condition(&gateway("none-valid").conditions, "Programmed").status);
+    assert_eq!(
+        listener_condition(&output, ("shop", "none-valid"), 0, "Accepted"),
+        (false, "UnsupportedProtocol".into())
+    );
+    assert!(
+        gateway("none-valid").listeners[0]
+            .supported_kinds
+            .is_empty()
+    );
+
+    // Some valid: accepted, the reason names the others, which take no kinds.
+    assert_eq!(accepted("some-valid"), (true, "ListenersNotValid"));
+    let message = &condition(&gateway("some-valid").conditions, "Accepted").message;
+    assert!(
+        message.contains("invalid") && message.contains("odd-port"),
+        "{message}"
+    );
+    let kinds: Vec<usize> = gateway("some-valid")
+        .listeners
+        .iter()
+        .map(|l| l.supported_kinds.len())
+        .collect();
+    assert_eq!(kinds, [1, 0, 0]);
+
+    // All valid: accepted for the reason Accepted.
+    let output = build(&simple());
+    let found = condition(
+        &output.gateway.gateways[&ObjectKey::new("shop", "gw")].conditions,
+        "Accepted",
+    );
+    assert_eq!((found.status, found.reason), (true, "Accepted"));
+}
+
+#[test]
+fn supported_features_list_the_port_redirect() {
+    let output = build(&simple());
+    let features = &output.gateway.classes["tugboat"].supported_features;
+    assert!(features.contains(&"HTTPRoutePortRedirect"), "{features:?}");
+    assert!(features.is_sorted(), "{features:?}");
+}
+
+/// A `kubernetes.io/tls` Secret `shop/<name>` of a new certificate for `host` (valid
+/// from 1975: see [`build_now`]); its certificate PEM.
+fn add_tls_secret(snapshot: &mut Snapshot, name: &str, host: &str) -> String {
+    use k8s_openapi::ByteString;
+    let params = rcgen::CertificateParams::new(vec![host.to_string()]).expect("params");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.self_signed(&key).expect("certificate");
+    let data: std::collections::BTreeMap<String, ByteString> =
+        [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())]
+            .into_iter()
+            .map(|(field, text)| (field.to_string(), ByteString(text.into_bytes())))
+            .collect();
+    let secret = k8s_openapi::api::core::v1::Secret {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("shop".into()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(data),
+        ..Default::default()
+    };
+    snapshot
+        .secrets
+        .insert(ObjectKey::new("shop", name), Arc::new(secret));
+    cert.pem()
+}
+
+/// [`build`] at a time the certificates of [`add_tls_secret`] are valid.
+fn build_now(snapshot: &Snapshot) -> BuildOutput {
+    let settings = Settings {
+        now: 1_800_000_000,
+        ..settings()
+    };
+    tugboat_model::build(snapshot, &settings)
+}
+
+#[test]
+fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
+    let mut snapshot = base();
+    let named = add_tls_secret(&mut snapshot, "named-tls", "a.example.com");
+    let any = add_tls_secret(&mut snapshot, "any-tls", "any.example.com");
+    let https = |name: &str, hostname: Option<&str>, secret: &str| {
+        let mut listener = json!({"name": name, "port": 443, "protocol": "HTTPS",
+                                  "tls": {"certificateRefs": [{"name": secret}]}});
+        if let Some(hostname) = hostname {
+            listener["hostname"] = json!(hostname);
+        }
+        listener
+    };
+    // A listener with a hostname: its certificate is for that host only.
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([https("named", Some("a.example.com"), "named-tls")]),
+    );
+    let output = build_now(&snapshot);
+    assert!(output.desired.default_certificate.is_none());
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+
+    // Without a hostname: the listener takes every host, its certificate is the default.
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        json!([
+            https("named", Some("a.example.com"), "named-tls"),
+            https("any", None, "any-tls"),
+        ]),
+    );
+    let output = build_now(&snapshot);
+    let default = output
+        .desired
+        .default_certificate
+        .as_ref()
+        .expect("a default certificate");
+    assert!(default.as_str().contains(any.trim()), "the listener's own");
+    assert!(!default.as_str().contains(named.trim()));
+}

@@ -16,25 +16,54 @@ use super::{Builder, SecretUse};
 use crate::annotations::{Layer, Scope};
 use crate::desired::{Backend, BackendName, ServicePortRef};
 use crate::features::FeatureSetId;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::desired::{HostMatch, PathMatch};
 use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
-use crate::gateway::{GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, translate};
+use crate::gateway::{
+    GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, settle_attachments, translate,
+};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
+use crate::tls::Pem;
 
 /// The status HTTP rules without a usable backend answer.
 const UNRESOLVED_STATUS: u16 = 500;
 
+/// Which parents of which routes (by their place in the route's status) have rules
+/// served, and to whom the others lost their hosts and paths.
+#[derive(Debug, Default)]
+struct Served {
+    served: BTreeSet<(ObjectKey, usize)>,
+    lost_to: BTreeMap<(ObjectKey, usize), String>,
+}
+
+impl Served {
+    fn serve(&mut self, rule: &RuleRoute) {
+        for &parent in &rule.parents {
+            self.served.insert((rule.route.clone(), parent));
+        }
+    }
+
+    fn lose(&mut self, rule: &RuleRoute, owner: &str) {
+        for &parent in &rule.parents {
+            self.lost_to
+                .entry((rule.route.clone(), parent))
+                .or_insert_with(|| owner.to_string());
+        }
+    }
+}
+
 impl Builder<'_> {
-    /// Adds the routes and certificates of the Gateway API objects; their status.
-    pub(super) fn add_gateway_api(&mut self) -> GatewayStatus {
+    /// Adds the routes and certificates of the Gateway API objects; their status, and
+    /// the certificate of an HTTPS listener without a hostname, the HTTPS bind's default
+    /// ([`crate::gateway::Translation::default_certificate`]).
+    pub(super) fn add_gateway_api(&mut self) -> (GatewayStatus, Option<Pem>) {
         let Some(settings) = self.settings.gateway.clone() else {
-            return GatewayStatus::default();
+            return (GatewayStatus::default(), None);
         };
         let snapshot = self.snapshot;
         let translation = translate(snapshot, &settings, &mut |secret: &ObjectKey| {
@@ -46,6 +75,19 @@ impl Builder<'_> {
         for certificate in &translation.certificates {
             self.add_listener_certificate(certificate);
         }
+        // Read as a Secret of another use: a rotation rebuilds (the default is no
+        // certificate of the crt-list that a patch can replace).
+        let default_certificate = translation
+            .default_certificate
+            .as_ref()
+            .and_then(|c| self.checked_secret(&c.secret, SecretUse::Other).ok());
+        // The parents of routes that give rules: each must serve one of them.
+        let offered: BTreeSet<(ObjectKey, usize)> = translation
+            .rules
+            .iter()
+            .flat_map(|rule| rule.parents.iter().map(|&p| (rule.route.clone(), p)))
+            .collect();
+        let mut served = Served::default();
         // The rules of each host and path, in precedence order (the first claimer's
         // slot keeps its place among the slots).
         let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
@@ -59,10 +101,26 @@ impl Builder<'_> {
             slots[index].push(rule);
         }
         for rules in slots {
-            self.add_gateway_slot(rules);
+            self.add_gateway_slot(rules, &mut served);
         }
         self.add_gateway_fallbacks();
-        translation.status
+        let mut status = translation.status;
+        settle_attachments(&mut status, &translation.attachments, |route, parent| {
+            let id = (route.clone(), parent);
+            if !offered.contains(&id) || served.served.contains(&id) {
+                return None;
+            }
+            let owner = served
+                .lost_to
+                .get(&id)
+                .map_or("other routes", String::as_str);
+            Some(format!(
+                "every host and path of this route on this parent is already routed by \
+                 {owner}: it serves nothing here (listeners of one haproxy bind, such as \
+                 ports 80 and 8080, share its hosts and paths)"
+            ))
+        });
+        (status, default_certificate)
     }
 
     /// A host and path whose rules all have conditions sends the requests that meet none
@@ -410,7 +468,7 @@ impl Builder<'_> {
     /// The rules of one host and path (in the order of precedence the translation gives:
     /// oldest route first). Without conditions the first takes the slot; with some, the
     /// route's map entry leads to a [`Dispatch`] of them in the spec's order.
-    fn add_gateway_slot(&mut self, rules: Vec<RuleRoute>) {
+    fn add_gateway_slot(&mut self, rules: Vec<RuleRoute>, served: &mut Served) {
         let Some(first) = rules.first() else {
             return;
         };
@@ -420,6 +478,7 @@ impl Builder<'_> {
             let owner = format!("the Ingress {} (Ingresses come first)", existing.ingress);
             let mut told = BTreeSet::new();
             for rule in &rules {
+                served.lose(rule, &owner);
                 if told.insert(rule.route.clone()) {
                     self.gateway_conflict(rule, owner.clone());
                 }
@@ -443,6 +502,7 @@ impl Builder<'_> {
                     if merged[index].conditions.tls != rule.conditions.tls {
                         merged[index].conditions.tls = None;
                     }
+                    join_parents(&mut merged[index], &rule);
                 }
                 None => merged.push(rule),
             }
@@ -463,10 +523,15 @@ impl Builder<'_> {
         let mut kept: Vec<&RuleRoute> = Vec::new();
         for rule in &merged {
             match kept.iter().find(|k| k.conditions == rule.conditions) {
-                None => kept.push(rule),
-                Some(winner) if winner.route == rule.route => {}
+                None => {
+                    served.serve(rule);
+                    kept.push(rule);
+                }
+                // The same route's: served by it all the same.
+                Some(winner) if winner.route == rule.route => served.serve(rule),
                 Some(winner) => {
                     let owner = format!("the older HTTPRoute {}", winner.route);
+                    served.lose(rule, &owner);
                     self.gateway_conflict(rule, owner);
                 }
             }
@@ -721,11 +786,19 @@ fn merge_listener_ports(rules: Vec<RuleRoute>) -> Vec<RuleRoute> {
                     redirect.port = None;
                     redirect.request_port = true;
                 }
+                join_parents(kept, &rule);
             }
             None => merged.push(rule),
         }
     }
     merged
+}
+
+/// `into` stands for `rule` too: it comes from the parents of both.
+fn join_parents(into: &mut RuleRoute, rule: &RuleRoute) {
+    into.parents.extend(&rule.parents);
+    into.parents.sort_unstable();
+    into.parents.dedup();
 }
 
 /// One rule a fall back may reach: its host and path, and the condition on the path
@@ -913,6 +986,7 @@ mod tests {
                 }),
                 ..GatewayFeatures::default()
             },
+            parents: vec![usize::from(port.is_some())],
         };
         let merged = merge_listener_ports(vec![
             on(None, false, "spec.rules[0]"),
@@ -943,5 +1017,6 @@ mod tests {
             "three ports of the HTTP bind are one rule; the HTTPS bind and another rule \
              keep theirs"
         );
+        assert_eq!(merged[0].parents, [0, 1], "the rule of both parents");
     }
 }

@@ -28,7 +28,10 @@ pub use status::{
     ClassState, Condition, GatewayState, GatewayStatus, ListenerState, PublishedAddresses,
     RequestedAddress, RouteParentState, RouteState,
 };
-pub use translate::{ListenerCertificate, RuleBackend, RuleRoute, Translation, translate};
+pub use translate::{
+    Attachment, ListenerCertificate, RuleBackend, RuleRoute, Translation, settle_attachments,
+    translate,
+};
 
 /// The operator's Gateway API settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

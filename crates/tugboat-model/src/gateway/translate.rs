@@ -30,7 +30,7 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 10] = [
+pub const SUPPORTED_FEATURES: [&str; 11] = [
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
@@ -39,6 +39,7 @@ pub const SUPPORTED_FEATURES: [&str; 10] = [
     "HTTPRoutePathRewrite",
     "HTTPRouteSchemeRedirect",
     "HTTPRoutePathRedirect",
+    "HTTPRoutePortRedirect",
     "HTTPRouteQueryParamMatching",
     "HTTPRouteMethodMatching",
 ];
@@ -69,6 +70,22 @@ pub struct RuleRoute {
     pub backend: RuleBackend,
     /// The rule's filters (the split is the builder's to fill in).
     pub features: GatewayFeatures,
+    /// The parents it comes from: their places in the route's status
+    /// ([`RouteState::parents`]), sorted.
+    pub parents: Vec<usize>,
+}
+
+/// A route accepted by some listeners of one of its parents: counted in their
+/// `attachedRoutes` once the builder knows the route serves something there
+/// ([`settle_attachments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    pub route: ObjectKey,
+    /// The parent's place in the route's status ([`RouteState::parents`]).
+    pub parent: usize,
+    pub gateway: ObjectKey,
+    /// The listeners (by index) that accepted the route.
+    pub listeners: Vec<usize>,
 }
 
 /// A certificate an HTTPS listener serves: its Secret and the hosts it is for.
@@ -87,7 +104,13 @@ pub struct Translation {
     /// In precedence order: the first rule of a host and path wins.
     pub rules: Vec<RuleRoute>,
     pub certificates: Vec<ListenerCertificate>,
+    /// The certificate of the HTTPS listener without a hostname (of the oldest Gateway
+    /// that has one): the HTTPS bind's default, served for every name no other
+    /// certificate is for, as the listener takes every host on its port.
+    pub default_certificate: Option<ListenerCertificate>,
     pub status: GatewayStatus,
+    /// Where routes are accepted: the listeners' counts wait for the builder.
+    pub attachments: Vec<Attachment>,
     /// What is wrong, for the log (the conditions carry the same).
     pub problems: Vec<ObjectProblem>,
 }
@@ -127,6 +150,8 @@ struct ListenerInfo {
 
 /// The Gateway's status in the making, and its listeners for routes.
 struct GatewayInfo {
+    /// `metadata.creationTimestamp`, for the oldest Gateway's default certificate.
+    created: Option<String>,
     accepted: bool,
     listeners: Vec<ListenerInfo>,
     state: GatewayState,
@@ -181,6 +206,22 @@ pub fn translate(
         );
     }
 
+    // The oldest Gateway's first HTTPS listener without a hostname gives the default.
+    let mut by_age: Vec<(&ObjectKey, &GatewayInfo)> = gateways.iter().collect();
+    by_age.sort_by(|(ka, a), (kb, b)| a.created.cmp(&b.created).then_with(|| ka.cmp(kb)));
+    out.default_certificate = by_age.iter().find_map(|(key, info)| {
+        info.listeners
+            .iter()
+            .find(|l| l.usable && l.tls && l.hostname.is_none() && l.certificate.is_some())
+            .and_then(|listener| {
+                Some(ListenerCertificate {
+                    gateway: (*key).clone(),
+                    listener: listener.name.clone(),
+                    secret: listener.certificate.clone()?,
+                    hosts: Vec::new(),
+                })
+            })
+    });
     for (key, info) in gateways {
         for listener in &info.listeners {
             let Some(secret) = &listener.certificate else {
@@ -208,6 +249,47 @@ pub fn translate(
     out.problems.sort();
     out.problems.dedup();
     out
+}
+
+/// Settles the status that only the builder can tell: a route accepted by a parent
+/// whose every host and path there went to other routes (`serves_nothing` says by
+/// whom) serves nothing through it, and its `Accepted` condition for that parent says
+/// so: `False`, reason `UnsupportedValue` (the spec's reason for what a controller
+/// cannot serve as asked; its other reasons name attachment faults that are not the
+/// case). Then each listener counts the routes it accepted (`attachedRoutes`: as
+/// Gateway API v1.5 counts, only routes whose `Accepted` condition is `True`).
+pub fn settle_attachments(
+    status: &mut GatewayStatus,
+    attachments: &[Attachment],
+    mut serves_nothing: impl FnMut(&ObjectKey, usize) -> Option<String>,
+) {
+    for attachment in attachments {
+        if let Some(message) = serves_nothing(&attachment.route, attachment.parent) {
+            let parent = status
+                .routes
+                .get_mut(&attachment.route)
+                .and_then(|route| route.parents.get_mut(attachment.parent));
+            for condition in parent.into_iter().flat_map(|p| &mut p.conditions) {
+                if condition.type_ == "Accepted" {
+                    *condition = Condition::new(
+                        "Accepted",
+                        false,
+                        "UnsupportedValue",
+                        message.clone(),
+                        condition.observed_generation,
+                    );
+                }
+            }
+            continue;
+        }
+        if let Some(gateway) = status.gateways.get_mut(&attachment.gateway) {
+            for &index in &attachment.listeners {
+                if let Some(listener) = gateway.listeners.get_mut(index) {
+                    listener.attached_routes += 1;
+                }
+            }
+        }
+    }
 }
 
 /// The names of the GatewayClasses of ours that are accepted; their status goes to
@@ -305,11 +387,21 @@ fn gateway_info(
         listeners.push(info);
         states.push(state);
     }
+    // An invalid listener (not accepted, or conflicted) takes no route of any kind.
+    for (info, state) in listeners.iter().zip(&mut states) {
+        if !info.usable {
+            state.supported_kinds.clear();
+        }
+    }
+    let invalid: Vec<&str> = listeners
+        .iter()
+        .filter(|l| !l.usable)
+        .map(|l| l.name.as_str())
+        .collect();
+    let valid = listeners.len() - invalid.len();
     let mut conditions = Vec::new();
-    let accepted = unsupported_types.is_empty();
-    if accepted {
-        conditions.push(Condition::new("Accepted", true, "Accepted", "", generation));
-    } else {
+    let accepted = unsupported_types.is_empty() && valid > 0;
+    if !unsupported_types.is_empty() {
         let message = format!(
             "spec.addresses: the address type {} is not supported: IPAddress and Hostname \
              are, naming an address the controller publishes (--publish-service, \
@@ -329,6 +421,31 @@ fn gateway_info(
             message,
             generation,
         ));
+    } else if valid == 0 {
+        conditions.push(Condition::new(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            "no listener of this Gateway is valid: see the listeners' conditions",
+            generation,
+        ));
+    } else if !invalid.is_empty() {
+        conditions.push(Condition::new(
+            "Accepted",
+            true,
+            "ListenersNotValid",
+            format!(
+                "listeners not valid (see their conditions): {}; the others are served",
+                invalid
+                    .iter()
+                    .map(|name| validate::printable(name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            generation,
+        ));
+    } else {
+        conditions.push(Condition::new("Accepted", true, "Accepted", "", generation));
     }
     let programmed = accepted && listeners.iter().any(|l| l.usable);
     conditions.push(if programmed {
@@ -348,6 +465,7 @@ fn gateway_info(
         }
     }
     GatewayInfo {
+        created: gateway.metadata.creation_timestamp.clone(),
         accepted,
         listeners,
         state: GatewayState {
@@ -979,8 +1097,16 @@ fn attach_route(
             });
         }
         if accepted.status {
-            for (listener, tls, port, hosts) in attached {
-                for host in &hosts {
+            let place = parents.len();
+            out.attachments.push(Attachment {
+                route: key.clone(),
+                parent: place,
+                gateway: gateway_key.clone(),
+                listeners: attached.iter().map(|listener| listener.index).collect(),
+            });
+            for listener in attached {
+                let (tls, port) = (listener.tls, listener.port);
+                for host in &listener.hosts {
                     for (field, paths, backend, filters) in &rules.rules {
                         for (path, conditions) in paths {
                             out.rules.push(RuleRoute {
@@ -994,14 +1120,15 @@ fn attach_route(
                                 },
                                 backend: backend.clone(),
                                 features: features_on_listener(filters, path, tls, port),
+                                parents: vec![place],
                             });
                         }
                     }
                 }
                 listener_hosts
-                    .entry((gateway_key.clone(), listener))
+                    .entry((gateway_key.clone(), listener.name))
                     .or_default()
-                    .extend(hosts);
+                    .extend(listener.hosts);
             }
         }
         parents.push(RouteParentState {
@@ -1032,12 +1159,15 @@ fn attach_route(
     }
 }
 
-/// Attaches a route to the listeners of one Gateway its `parent` selects: the Accepted
-/// condition, and the listeners it attached to with the hosts it got on each (empty
-/// when not accepted). Counts the route on the listeners that allow it.
-/// A listener a route attaches to: its name, whether the HTTPS bind serves it, its port,
-/// and the route's hostnames there.
-type AttachedListener = (String, bool, i32, Vec<String>);
+/// A listener a route attaches to: its index and name, whether the HTTPS bind serves
+/// it, its port, and the route's hostnames there.
+struct AttachedListener {
+    index: usize,
+    name: String,
+    tls: bool,
+    port: i32,
+    hosts: Vec<String>,
+}
 
 /// The features of a rule's path on a listener: a redirect that sets neither scheme nor
 /// port keeps the listener's port, left out of the location when it is the well-known
@@ -1061,6 +1191,9 @@ fn features_on_listener(
     features
 }
 
+/// Attaches a route to the listeners of one Gateway its `parent` selects: the Accepted
+/// condition, and the listeners that accept it with the hosts it got on each (empty
+/// when not accepted).
 fn attach_to_gateway(
     snapshot: &Snapshot,
     key: &ObjectKey,
@@ -1116,21 +1249,19 @@ fn attach_to_gateway(
             "no listener selected allows HTTPRoutes from this namespace".into(),
         );
     }
-    for &index in &allowed {
-        gateway.state.listeners[index].attached_routes += 1;
-    }
     let attached: Vec<AttachedListener> = allowed
         .iter()
         .map(|&index| {
             let listener = &gateway.listeners[index];
-            (
-                listener.name.clone(),
-                listener.tls,
-                listener.port,
-                intersect(listener.hostname.as_deref(), &rules.hostnames),
-            )
+            AttachedListener {
+                index,
+                name: listener.name.clone(),
+                tls: listener.tls,
+                port: listener.port,
+                hosts: intersect(listener.hostname.as_deref(), &rules.hostnames),
+            }
         })
-        .filter(|(_, _, _, hosts)| !hosts.is_empty())
+        .filter(|listener| !listener.hosts.is_empty())
         .collect();
     if attached.is_empty() {
         return refuse(
