@@ -236,11 +236,11 @@ pub(crate) fn build_with(
     let (gateway, listener_default_certificate) = builder.add_gateway_api();
     let default_backend_service = builder.default_backend_service();
     // An HTTPS listener without a hostname takes every host on the HTTPS bind: its
-    // certificate is the default there, before --default-ssl-certificate.
-    let default_certificate = match listener_default_certificate {
-        Some(pem) => Some(pem),
-        None => builder.default_certificate(),
-    };
+    // certificate is the default there, unless the operator chose one
+    // (--default-ssl-certificate), which a Gateway does not override.
+    let default_certificate = builder
+        .default_certificate()
+        .or(listener_default_certificate);
     let error_pages = builder.error_pages();
     builder.problems.sort();
     builder.problems.dedup();

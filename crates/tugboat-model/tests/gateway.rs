@@ -2068,4 +2068,22 @@ fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
         .expect("a default certificate");
     assert!(default.as_str().contains(any.trim()), "the listener's own");
     assert!(!default.as_str().contains(named.trim()));
+
+    // The operator's --default-ssl-certificate is not overridden by a Gateway.
+    let operators = add_tls_secret(&mut snapshot, "operator-tls", "operator.example.com");
+    let settings = Settings {
+        now: 1_800_000_000,
+        default_certificate: Some(ObjectKey::new("shop", "operator-tls")),
+        ..settings()
+    };
+    let output = tugboat_model::build(&snapshot, &settings);
+    let default = output
+        .desired
+        .default_certificate
+        .as_ref()
+        .expect("a default certificate");
+    assert!(
+        default.as_str().contains(operators.trim()),
+        "the operator's"
+    );
 }

@@ -151,7 +151,7 @@ impl Builder<'_> {
                     field: "data".into(),
                     reason,
                     message: format!(
-                        "--default-ssl-certificate: {message}; the controller's own \
+                        "--default-ssl-certificate: {message}; a hostless HTTPS listener's or the controller's own \
                          certificate is served instead"
                     ),
                 });
