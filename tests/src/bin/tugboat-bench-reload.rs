@@ -1,8 +1,11 @@
 //! `tugboat-bench-reload [--rate N] [--reloads N] [SERIES...]`: what reloads cost new
 //! connections, against real haproxy.
 //!
-//! haproxy runs the configuration the controller renders (a controller in this process,
-//! no Ingress: every request gets haproxy's own 404, so no backend limits the rate).
+//! haproxy runs the configuration the controller renders (a controller in this process),
+//! for one Ingress with a body limit and custom error pages, so that the internal
+//! frontends on abstract sockets are there to be handed over too. The benchmark's
+//! requests name another host: each gets haproxy's own 404, so no backend limits the
+//! rate.
 //! Client tasks open new connections at a bounded rate (`--rate`, default 3000 per
 //! second; no keep-alive: one request per connection, `Connection: close`) on 127.0.0.1,
 //! first for a few seconds with no reload, then across a series of reloads (`--reloads`,
@@ -25,6 +28,9 @@ use anyhow::{Context, bail};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tugboat_haproxy::ReloadOutcome;
+use tugboat_testkit::cluster_pod::TUGBOAT_CLASS;
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{mk_ingress, mk_service_of, to_json, to_yaml, with_keys};
 use tugboat_testkit::{HaproxyBinary, Pod};
 
 /// Upper bounds of the whole run, whatever happens.
@@ -147,12 +153,24 @@ impl Counts {
 }
 
 async fn run(binary: &HaproxyBinary, rate: u64, reloads: usize) -> anyhow::Result<()> {
-    let pod = Pod::start(binary, &[]).await;
+    let shop = start_backends("shop", 90, 1).await;
+    let mut objects: Vec<_> = mk_service_of("shop", &shop).into();
+    objects.push(to_json(&with_keys(
+        mk_ingress("shop", "shop.example.com", "shop"),
+        &[("proxy-body-size", "1m"), ("custom-http-errors", "404,503")],
+    )));
+    let objects = to_yaml(&objects);
+    let pod = Pod::start(
+        binary,
+        &[("class.yaml", TUGBOAT_CLASS), ("shop.yaml", &objects)],
+    )
+    .await;
     let addr = pod.http_addr();
     // The controller's first apply (a reload from the seeded configuration).
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if pod.status.borrow().ready && pod.get("bench.example", "/").await.is_ok() {
+        let shop = pod.get("shop.example.com", "/").await;
+        if pod.status.borrow().ready && shop.is_ok_and(|reply| reply.status == 200) {
             break;
         }
         if Instant::now() > deadline {
@@ -161,6 +179,12 @@ async fn run(binary: &HaproxyBinary, rate: u64, reloads: usize) -> anyhow::Resul
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let first_reload_lines = pod.log().matches(NO_SOCKETS).count();
+    let config = tugboat_testkit::haproxy::read_config(&pod.config_dir).unwrap_or_default();
+    let binds = config
+        .lines()
+        .filter(|l| l.trim().starts_with("bind "))
+        .count();
+    let abstract_binds = config.matches("bind abns@").count();
 
     let steady = Arc::new(Counts::default());
     let took = load(addr, rate, steady.clone(), async {
@@ -211,6 +235,7 @@ async fn run(binary: &HaproxyBinary, rate: u64, reloads: usize) -> anyhow::Resul
         &format!("{} reloads", after.reloads - before.reloads),
         reloading_took,
     );
+    println!("listening sockets to hand over: {binds} binds, {abstract_binds} of them abstract");
     println!(
         "'{NO_SOCKETS}' in haproxy's log: {first_reload_lines} at the controller's first \
          reload (from the seeded configuration), {later_lines} during the reloads"
