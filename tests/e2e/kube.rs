@@ -36,6 +36,7 @@ haproxy_tests!(
     waits_for_an_api_server_that_is_not_up_yet,
     access_lists_from_config_maps_are_watched,
     a_restarted_leader_rewrites_no_status_that_is_right,
+    every_watch_is_back_soon_after_an_api_server_outage,
 );
 
 /// A fake API server with Tugboat's IngressClass, a Service `web` (one echo backend on
@@ -732,4 +733,60 @@ async fn access_lists_from_config_maps_are_watched(haproxy: HaproxyBinary) {
     server.apply(&list("192.0.2.0/24"));
     pod.wait_for_service("guarded.example.com", "/", "web")
         .await;
+}
+
+/// How long the API server stays away: long enough for a doubling backoff to have
+/// fallen far behind (kube-rs' default was then asleep for up to 25 s more).
+const OUTAGE: Duration = Duration::from_secs(12);
+/// How soon after the API server's return every change made meanwhile must be served.
+const BACK_WITHIN: Duration = Duration::from_secs(3);
+
+async fn every_watch_is_back_soon_after_an_api_server_outage(haproxy: HaproxyBinary) {
+    let web = start_backends("web", 40, 2).await;
+    let extra = start_backends("extra", 41, 1).await;
+    let mut server = FakeApiServer::start().await;
+    server.apply_yaml(TUGBOAT_CLASS);
+    apply_service(&server, "web", &web[..1]);
+    server.apply(&mk_ingress("one", "one.example.com", "web"));
+    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    pod.wait_for_service("one.example.com", "/", "web").await;
+
+    // The API server goes away (connections refused) for a while: every watch fails
+    // and backs off.
+    server.stop();
+    tokio::time::sleep(OUTAGE).await;
+    // Changes made meanwhile (as through another API server), one per kind a route
+    // needs: an Ingress, the Service it names, that Service's EndpointSlice, and a new
+    // endpoint of an existing Service.
+    apply_service(&server, "extra", &extra);
+    server.apply(&mk_ingress("late", "late.example.com", "extra"));
+    apply_service(&server, "web", &web[1..]);
+    server.restart().await;
+    let back = std::time::Instant::now();
+
+    // Served within a couple of seconds of the API server's return.
+    eventually(
+        "the changes made during the outage are served",
+        BACK_WITHIN,
+        || async {
+            let late = pod.get("late.example.com", "/").await.ok()?;
+            let one = pod.get("one.example.com", "/").await.ok()?;
+            let served = late.status == 200
+                && late.service() == Some("extra")
+                && one.status == 200
+                && one.endpoint() == Some(web[1].addr.to_string().as_str());
+            served.then_some(())
+        },
+    )
+    .await;
+    eprintln!("served {:?} after the API server's return", back.elapsed());
+    // And a change made after the return too, at once.
+    server.apply(&mk_ingress("later", "later.example.com", "web"));
+    let changed = std::time::Instant::now();
+    pod.wait_for_service("later.example.com", "/", "web").await;
+    assert!(
+        changed.elapsed() < BACK_WITHIN,
+        "a change after the return took {:?}",
+        changed.elapsed()
+    );
 }

@@ -11,6 +11,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::Value;
 use tugboat_haproxy::{Applier, ProcInfo};
 use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::master_relay::MasterRelay;
 use tugboat_testkit::objects::{
     mk_endpoint_slice, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
 };
@@ -24,6 +25,7 @@ scene_tests!(
     new_backends_reload_once_per_burst,
     unexpected_runtime_answer_falls_back_to_reload,
     restarted_haproxy_keeps_converging,
+    restarted_haproxy_takes_the_next_change_at_once,
     thousands_of_routes_at_once_are_split_not_dropped,
     refused_config_is_retried_only_when_the_desired_state_changes,
     whole_endpoint_sets_flip_under_load_without_a_failed_request,
@@ -252,6 +254,69 @@ async fn restarted_haproxy_keeps_converging(haproxy: HaproxyBinary, source: Sour
     pod.apply(&endpoints("web", &all[1..3]));
     wait_for_endpoints(&pod, "a.example.com", &all[1..3]).await;
     assert_no_reload(&before, &pod.show_proc().await);
+}
+
+/// How soon after haproxy is back (a container restart) the changes pending and made
+/// meanwhile must be served.
+const AFTER_RESTART: Duration = Duration::from_secs(2);
+
+/// haproxy restarts (killed, started again) while a change is pending, several times.
+/// Right after a start the master answers `@1` with "no worker yet", and 3.4.0 leaves
+/// about one such connection in fifty open with no more answer: the controller's
+/// master socket goes through a relay that plays that, once after each start, on every
+/// series. Whatever it does, the change pending and one made right after haproxy is
+/// back are served within [`AFTER_RESTART`].
+async fn restarted_haproxy_takes_the_next_change_at_once(haproxy: HaproxyBinary, source: Source) {
+    let all = start_backends("web", 47, 4).await;
+    let mut relay = MasterRelay::start();
+    let relay_path = relay.path().to_path_buf();
+    let mut pod = Scene::start_with(
+        &haproxy,
+        source,
+        &objects(&[("web", &all[..1])], &[("a", "a.example.com", "web")]),
+        |config| {
+            config.master_socket = relay_path;
+            // The pending change, not the periodic check, meets the new haproxy first.
+            config.haproxy_check_interval = Duration::from_secs(3600);
+        },
+    )
+    .await;
+    relay.relay_to(&pod.master_socket);
+    wait_for_endpoints(&pod, "a.example.com", &all[..1]).await;
+    for round in 0..4 {
+        // haproxy goes away; its socket refuses connections.
+        relay.stop();
+        pod.kill().await;
+        // A change while it is away: the controller is waiting for the socket.
+        let next = &all[round % 3 + 1..round % 3 + 2];
+        pod.apply(&endpoints("web", next));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // haproxy is back.
+        pod.start_again().await;
+        relay.hang_next_worker_connection();
+        relay.serve();
+        let back = Instant::now();
+        // A change right after: a new host on the same backend (a map update).
+        let host = format!("r{round}.example.com");
+        pod.apply(&mk_ingress(&format!("r{round}"), &host, "web"));
+        let expected: BTreeSet<String> = next.iter().map(|s| s.addr.to_string()).collect();
+        eventually(
+            &format!("round {round}: both changes served after the restart"),
+            AFTER_RESTART,
+            || async {
+                let reply = pod.get(&host, "/").await.ok()?;
+                let served = reply.status == 200
+                    && endpoints_seen(&pod, "a.example.com", 4).await == expected;
+                served.then_some(())
+            },
+        )
+        .await;
+        eprintln!(
+            "round {round}: served {:?} after haproxy was back",
+            back.elapsed()
+        );
+    }
+    assert_eq!(relay.hung(), 4, "every round left a connection hanging");
 }
 
 async fn restarted_controller_adopts_without_reload(haproxy: HaproxyBinary) {

@@ -152,7 +152,19 @@ impl Haproxy {
     /// Kills haproxy and starts it again on the same folders, as a container restart
     /// does; returns once the new master answers.
     pub async fn restart(&mut self) {
+        self.kill().await;
+        self.start_again().await;
+    }
+
+    /// Kills haproxy (master and worker), as a crash or a stopping container does; its
+    /// master socket stays behind and refuses connections.
+    pub async fn kill(&mut self) {
         let _ = self.child.kill().await;
+    }
+
+    /// Starts haproxy again on the same folders after [`Haproxy::kill`]; returns once
+    /// the new master answers.
+    pub async fn start_again(&mut self) {
         self.child = launch(
             &self.binary,
             &self.master_socket,

@@ -11,6 +11,7 @@ pub mod gateway_objects;
 pub mod haproxy;
 pub mod http;
 pub mod manifests;
+pub mod master_relay;
 pub mod objects;
 pub mod pod_runner;
 pub mod rbac;

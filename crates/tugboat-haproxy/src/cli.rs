@@ -8,15 +8,24 @@
 //! `reload` differs by version: 3.0 answers `Success=1|0` followed by the startup log;
 //! 2.6 answers nothing and closes, and the outcome shows only in `show proc` (the reload
 //! counter moves, and `[failed: N]` counts failures since the last success).
+//!
+//! Right after haproxy (re)starts, its worker is not reachable yet: the master answers
+//! `@1 ...` with `Can't find the target PID matching the prefix '@1'` (on 3.2+ while
+//! `show proc` already lists the worker, for as long as it initializes), and on 3.4.0
+//! about one such connection in fifty then stays open with no more answer. So no
+//! exchange waits longer than [`EXCHANGE_IDLE`] for a byte: a silent connection is
+//! abandoned; an exchange the master answered that way is abandoned at once; both are
+//! tried again on a new connection, once `show proc` lists a worker, until the command's
+//! deadline.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep, timeout, timeout_at};
 use tugboat_model::backoff::Backoff;
 
 /// What went wrong talking to the master CLI.
@@ -36,11 +45,29 @@ pub enum CliError {
     },
     #[error("haproxy answered '{command}' with something unexpected: {reply}")]
     UnexpectedReply { command: String, reply: String },
+    #[error("haproxy's worker did not become reachable for '{command}' within {waited:?}: {last}")]
+    NoWorker {
+        command: String,
+        waited: Duration,
+        last: String,
+    },
 }
 
 /// Bounds of the retry loop for one command.
 const RETRY_FIRST: Duration = Duration::from_millis(10);
 const RETRY_MAX: Duration = Duration::from_millis(500);
+/// The longest wait between two tries while the worker is not reachable yet.
+const NO_WORKER_RETRY_MAX: Duration = Duration::from_millis(100);
+
+/// How long an exchange may go without a byte from haproxy before it is abandoned and
+/// tried again on a new connection. haproxy answers a command in milliseconds; a batch
+/// answers command after command. Well below the command timeout, so that a connection
+/// the master left hanging costs about this much, not the whole timeout.
+pub const EXCHANGE_IDLE: Duration = Duration::from_secs(1);
+
+/// What the master answers to `@1 ...` while there is no worker it can reach: before the
+/// first worker is forked, or (3.2+) while it still initializes.
+const NO_WORKER_YET: &str = "Can't find the target PID matching the prefix '@1'";
 
 /// Client of one master socket. Cheap to clone; holds no connection.
 #[derive(Debug, Clone)]
@@ -50,6 +77,8 @@ pub struct MasterCli {
     command_timeout: Duration,
     /// How long a reload may take (3.0 answers when the new worker is up).
     reload_timeout: Duration,
+    /// How long an exchange may wait for a byte before it is tried again.
+    exchange_idle: Duration,
 }
 
 /// The master and current worker, from `show proc`.
@@ -80,7 +109,14 @@ impl MasterCli {
             path: path.into(),
             command_timeout: Duration::from_secs(10),
             reload_timeout: Duration::from_secs(60),
+            exchange_idle: EXCHANGE_IDLE,
         }
+    }
+
+    /// The same client with another [`EXCHANGE_IDLE`].
+    pub fn with_exchange_idle(mut self, idle: Duration) -> Self {
+        self.exchange_idle = idle;
+        self
     }
 
     /// The same client with other time limits: `command` for one command (retries
@@ -95,18 +131,30 @@ impl MasterCli {
         &self.path
     }
 
-    /// Runs one command, retrying while the socket is away (reloading, restarting) for up
+    /// Runs one command, retrying while the socket is away (reloading, restarting), while
+    /// an `@1` command finds no worker to reach, and after an exchange that stalled, for up
     /// to the command timeout. Returns the full reply.
     pub async fn command(&self, command: &str) -> Result<String, CliError> {
-        let deadline = Instant::now() + self.command_timeout;
+        self.command_within(command, self.command_timeout).await
+    }
+
+    async fn command_within(&self, command: &str, limit: Duration) -> Result<String, CliError> {
+        let deadline = Instant::now() + limit;
+        let to_worker = targets_worker(command);
         let mut backoff = Backoff::new(RETRY_FIRST, RETRY_MAX);
         loop {
-            let last_error = match self.exchange(command, self.command_timeout).await {
-                Ok(reply) if !reply.is_empty() => return Ok(reply),
-                Ok(_) => CliError::Io {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let last_error = match self.exchange(command, remaining).await {
+                Ok(ReadEnd::Eof(reply)) if reply.is_empty() => CliError::Io {
                     path: self.path.clone(),
                     source: io::Error::new(io::ErrorKind::UnexpectedEof, "empty reply"),
                 },
+                Ok(ReadEnd::Eof(reply)) if to_worker && is_no_worker(&reply) => {
+                    self.no_worker(command, limit, &reply)
+                }
+                Ok(ReadEnd::Eof(reply)) => return Ok(reply),
+                Ok(ReadEnd::NoWorker(reply)) => self.no_worker(command, limit, &reply),
+                Ok(ReadEnd::Stalled(_)) => self.stalled(command),
                 Err(err @ CliError::Io { .. }) if is_transient(&err) => err,
                 Err(err) => return Err(err),
             };
@@ -114,6 +162,22 @@ impl MasterCli {
                 return Err(last_error);
             }
             sleep(backoff.next_delay()).await;
+        }
+    }
+
+    fn no_worker(&self, command: &str, waited: Duration, reply: &str) -> CliError {
+        CliError::NoWorker {
+            command: first_line(command).to_string(),
+            waited,
+            last: reply.trim().chars().take(200).collect(),
+        }
+    }
+
+    fn stalled(&self, command: &str) -> CliError {
+        CliError::Timeout {
+            path: self.path.clone(),
+            command: first_line(command).to_string(),
+            waited: self.exchange_idle,
         }
     }
 
@@ -125,13 +189,15 @@ impl MasterCli {
     /// Runs several commands on one connection, in order, and returns one answer per
     /// command. Each command is a line, or a line ending in `<<` followed by its payload
     /// lines and an empty line. The session runs in `prompt` mode, whose prompt after
-    /// every answer is what tells the answers apart. Not retried: a connection lost in
-    /// the middle returns an error and the caller decides (the applier reloads).
+    /// every answer is what tells the answers apart.
+    ///
+    /// A batch the master answers with "no worker to reach" (haproxy just started), or
+    /// that stalls for [`EXCHANGE_IDLE`], is abandoned and sent again on a new
+    /// connection once `show proc` lists a worker, until the command timeout: haproxy
+    /// took none of it, or (a worker lost in the middle) what it took again gives an
+    /// unexpected answer, and the caller reloads. A connection lost in the middle
+    /// returns an error and the caller decides (the applier reloads).
     pub async fn batch(&self, commands: &[String]) -> Result<Vec<String>, CliError> {
-        let io_error = |source| CliError::Io {
-            path: self.path.clone(),
-            source,
-        };
         let mut request = String::from("prompt\n");
         for command in commands {
             request.push_str(command);
@@ -139,33 +205,40 @@ impl MasterCli {
                 request.push('\n');
             }
         }
+        let what = format!("a batch of {} commands", commands.len());
         let limit = self.command_timeout + Duration::from_millis(commands.len() as u64);
-        let work = async {
-            let stream = connect_retrying(&self.path, self.command_timeout)
+        let deadline = Instant::now() + limit;
+        let to_worker = commands.iter().any(|command| targets_worker(command));
+        let mut backoff = Backoff::new(RETRY_FIRST, NO_WORKER_RETRY_MAX);
+        let mut tries = 0;
+        let reply = loop {
+            tries += 1;
+            let attempt = timeout_at(deadline, self.batch_once(&request, to_worker))
                 .await
-                .map_err(io_error)?;
-            let (mut reader, mut writer) = stream.into_split();
-            // Write and read at once: a large batch must not fill both socket buffers.
-            let write = async {
-                writer.write_all(request.as_bytes()).await?;
-                writer.shutdown().await
+                .map_err(|_| CliError::Timeout {
+                    path: self.path.clone(),
+                    command: what.clone(),
+                    waited: limit,
+                })??;
+            let problem = match attempt {
+                ReadEnd::Eof(reply) => break reply,
+                ReadEnd::NoWorker(reply) => self.no_worker(&what, limit, &reply),
+                ReadEnd::Stalled(_) => self.stalled(&what),
             };
-            let mut reply = Vec::new();
-            let (written, read) = tokio::join!(write, reader.read_to_end(&mut reply));
-            written.map_err(io_error)?;
-            read.map_err(io_error)?;
-            Ok(String::from_utf8_lossy(&reply).into_owned())
+            tracing::debug!(tries, "{problem}; sending the batch again");
+            if Instant::now() + backoff.peek() >= deadline {
+                return Err(problem);
+            }
+            sleep(backoff.next_delay()).await;
+            if to_worker {
+                self.wait_for_worker(deadline, &what).await?;
+            }
         };
-        let reply = timeout(limit, work).await.map_err(|_| CliError::Timeout {
-            path: self.path.clone(),
-            command: format!("a batch of {} commands", commands.len()),
-            waited: limit,
-        })??;
         let answers = split_prompted(&reply);
         // The first answer is the one to `prompt` itself.
         if answers.len() < commands.len() + 1 {
             return Err(CliError::UnexpectedReply {
-                command: format!("a batch of {} commands", commands.len()),
+                command: what,
                 reply: format!(
                     "{} answers: the connection closed early",
                     answers.len().saturating_sub(1)
@@ -178,6 +251,55 @@ impl MasterCli {
             .take(commands.len())
             .map(|answer| answer.trim_start_matches("+ ").to_string())
             .collect())
+    }
+
+    /// One connection for a whole batch: the request written while the answers are
+    /// read (a large batch must not fill both socket buffers).
+    async fn batch_once(&self, request: &str, to_worker: bool) -> Result<ReadEnd, CliError> {
+        let io_error = |source| CliError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let stream = connect_retrying(&self.path, self.command_timeout)
+            .await
+            .map_err(io_error)?;
+        let (mut reader, mut writer) = stream.into_split();
+        let write = async {
+            writer.write_all(request.as_bytes()).await?;
+            writer.shutdown().await
+        };
+        let read = read_reply(&mut reader, self.exchange_idle, to_worker);
+        tokio::pin!(write, read);
+        let mut written = None;
+        let end = loop {
+            tokio::select! {
+                result = &mut write, if written.is_none() => written = Some(result),
+                end = &mut read => break end,
+            }
+        };
+        let end = end.map_err(io_error)?;
+        // A write that failed matters only when the master closed without a reason.
+        if let (ReadEnd::Eof(_), Some(Err(source))) = (&end, written) {
+            return Err(io_error(source));
+        }
+        Ok(end)
+    }
+
+    /// Waits until `show proc` lists a worker (not yet right after a start, before the
+    /// master forks it), up to `deadline`.
+    async fn wait_for_worker(&self, deadline: Instant, what: &str) -> Result<(), CliError> {
+        let mut backoff = Backoff::new(RETRY_FIRST, NO_WORKER_RETRY_MAX);
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let reply = self.command_within("show proc", remaining).await?;
+            if parse_show_proc(&reply).is_some_and(|info| info.worker_pid.is_some()) {
+                return Ok(());
+            }
+            if Instant::now() + backoff.peek() >= deadline {
+                return Err(self.no_worker(what, remaining, "'show proc' lists no worker"));
+            }
+            sleep(backoff.next_delay()).await;
+        }
     }
 
     /// `show proc`, parsed.
@@ -315,8 +437,8 @@ impl MasterCli {
         Ok(String::from_utf8_lossy(&reply).into_owned())
     }
 
-    /// One connection, one command, the whole reply.
-    async fn exchange(&self, command: &str, limit: Duration) -> Result<String, CliError> {
+    /// One connection, one command: the whole reply, or where the reading stopped.
+    async fn exchange(&self, command: &str, limit: Duration) -> Result<ReadEnd, CliError> {
         let io_error = |source| CliError::Io {
             path: self.path.clone(),
             source,
@@ -328,9 +450,9 @@ impl MasterCli {
             line.push(b'\n');
             stream.write_all(&line).await.map_err(io_error)?;
             stream.shutdown().await.map_err(io_error)?;
-            let mut reply = Vec::new();
-            stream.read_to_end(&mut reply).await.map_err(io_error)?;
-            Ok(String::from_utf8_lossy(&reply).into_owned())
+            read_reply(&mut stream, self.exchange_idle, targets_worker(command))
+                .await
+                .map_err(io_error)
         };
         timeout(limit, work).await.map_err(|_| CliError::Timeout {
             path: self.path.clone(),
@@ -424,6 +546,58 @@ fn is_busy_reloading(reply: &str) -> bool {
     reply.starts_with("Success=0") && reply.contains("Another reload is still in progress")
 }
 
+/// Where the reading of a reply stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ReadEnd {
+    /// haproxy closed the connection: the whole reply.
+    Eof(String),
+    /// The master said it has no worker to reach (only looked for in exchanges that
+    /// address the worker): what came so far.
+    NoWorker(String),
+    /// Nothing came for the idle time: what came so far.
+    Stalled(String),
+}
+
+/// Reads a reply to EOF, giving up when nothing comes for `idle`, or as soon as the
+/// master says it has no worker to reach when `to_worker`.
+async fn read_reply<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    idle: Duration,
+    to_worker: bool,
+) -> io::Result<ReadEnd> {
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let Ok(read) = timeout(idle, reader.read(&mut chunk)).await else {
+            return Ok(ReadEnd::Stalled(
+                String::from_utf8_lossy(&reply).into_owned(),
+            ));
+        };
+        let read = read?;
+        if read == 0 {
+            return Ok(ReadEnd::Eof(String::from_utf8_lossy(&reply).into_owned()));
+        }
+        // The marker may straddle two reads: look at the end of the reply so far.
+        let from = reply.len().saturating_sub(NO_WORKER_YET.len());
+        reply.extend_from_slice(&chunk[..read]);
+        if to_worker && memchr::memmem::find(&reply[from..], NO_WORKER_YET.as_bytes()).is_some() {
+            return Ok(ReadEnd::NoWorker(
+                String::from_utf8_lossy(&reply).into_owned(),
+            ));
+        }
+    }
+}
+
+/// Whether a command line goes to the current worker.
+fn targets_worker(command: &str) -> bool {
+    command.starts_with("@1 ")
+}
+
+/// Whether a reply says that the master has no worker to reach.
+fn is_no_worker(reply: &str) -> bool {
+    reply.contains(NO_WORKER_YET)
+}
+
 fn first_line(command: &str) -> &str {
     command.lines().next().unwrap_or("")
 }
@@ -500,6 +674,139 @@ mod tests {
 # old workers\n\
 18924           worker          1               0d00h00m04s     2.6.12-1+deb12u4\n\
 # programs\n\n";
+
+    /// A fake master socket: each connection gets the next behaviour in `script` (the
+    /// last one repeats); `show proc` is always answered with a worker.
+    async fn fake_master(script: Vec<Fake>) -> (tempfile::TempDir, MasterCli) {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let path = dir.path().join("master.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        tokio::spawn(async move {
+            let mut script = script.into_iter().peekable();
+            let mut hung = Vec::new();
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut request = Vec::new();
+                if stream.read_to_end(&mut request).await.is_err() {
+                    continue;
+                }
+                let request = String::from_utf8_lossy(&request).into_owned();
+                if request.starts_with("show proc") {
+                    let _ = stream.write_all(SHOW_PROC.as_bytes()).await;
+                    continue;
+                }
+                let fake = match script.next() {
+                    Some(fake) if script.peek().is_none() => {
+                        let again = fake.clone();
+                        script = vec![again].into_iter().peekable();
+                        fake
+                    }
+                    Some(fake) => fake,
+                    None => return,
+                };
+                match fake {
+                    Fake::NoWorkerThenHang => {
+                        let _ = stream
+                            .write_all(format!("master> {NO_WORKER_YET}\n").as_bytes())
+                            .await;
+                        hung.push(stream);
+                    }
+                    Fake::Silent => hung.push(stream),
+                    Fake::Answer => {
+                        // One answer per line, as a prompt session gives them.
+                        let mut reply = String::from("master> ");
+                        for line in request.lines().skip(1) {
+                            reply.push_str(&format!("done {line}\n\nmaster> "));
+                        }
+                        let _ = stream.write_all(reply.as_bytes()).await;
+                    }
+                }
+            }
+        });
+        let cli = MasterCli::new(path)
+            .with_timeouts(Duration::from_secs(5), Duration::from_secs(5))
+            .with_exchange_idle(Duration::from_millis(300));
+        (dir, cli)
+    }
+
+    #[derive(Debug, Clone)]
+    enum Fake {
+        /// What 3.4.0 does to some connections right after it starts.
+        NoWorkerThenHang,
+        /// Never a byte.
+        Silent,
+        Answer,
+    }
+
+    fn batch_of(commands: &[&str]) -> Vec<String> {
+        commands.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_batch_the_master_answers_with_no_worker_and_leaves_hanging_is_sent_again_at_once() {
+        let (_dir, cli) = fake_master(vec![Fake::NoWorkerThenHang, Fake::Answer]).await;
+        let started = Instant::now();
+        let answers = cli
+            .batch(&batch_of(&["@1 set map m k v", "@1 del map m x"]))
+            .await
+            .expect("the batch is answered on a new connection");
+        assert_eq!(
+            answers,
+            ["done @1 set map m k v\n\n", "done @1 del map m x\n\n"]
+        );
+        // Not after the exchange's idle time, and far from the command timeout.
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_left_without_any_answer_is_abandoned_after_the_idle_time() {
+        let (_dir, cli) = fake_master(vec![Fake::Silent, Fake::Answer]).await;
+        let started = Instant::now();
+        let answers = cli
+            .batch(&batch_of(&["@1 set map m k v"]))
+            .await
+            .expect("the batch is answered on a new connection");
+        assert_eq!(answers, ["done @1 set map m k v\n\n"]);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_never_comes_ends_the_batch_at_its_deadline_with_the_reason() {
+        let (_dir, cli) = fake_master(vec![Fake::NoWorkerThenHang]).await;
+        let cli = cli.with_timeouts(Duration::from_millis(800), Duration::from_secs(1));
+        let started = Instant::now();
+        let err = cli
+            .batch(&batch_of(&["@1 set map m k v"]))
+            .await
+            .expect_err("no worker, no answer");
+        assert!(matches!(err, CliError::NoWorker { .. }), "{err}");
+        assert!(err.to_string().contains(NO_WORKER_YET), "{err}");
+        assert!(started.elapsed() < Duration::from_millis(1500));
+    }
+
+    #[tokio::test]
+    async fn a_worker_command_answered_with_no_worker_is_tried_again() {
+        let (_dir, cli) = fake_master(vec![Fake::NoWorkerThenHang, Fake::Answer]).await;
+        let started = Instant::now();
+        cli.worker_command("show env X")
+            .await
+            .expect("answered on a new connection");
+        assert!(
+            started.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 
     #[test]
     fn a_reload_refused_while_another_loads_is_told_apart_from_a_refused_config() {

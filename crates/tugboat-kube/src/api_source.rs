@@ -35,6 +35,7 @@ use tugboat_model::{
 };
 
 use crate::store::{ObjectStore, StoreWriter, Union, merged, object_store};
+use crate::watch_backoff::WatchBackoff;
 use crate::watched::Watched;
 
 /// Secrets are watched except the kinds no Ingress can use (and that can be large or
@@ -554,7 +555,7 @@ where
 {
     let (store, writer) = object_store();
     let kind = K::Wire::kind(&()).into_owned();
-    let stream = watcher(api, config).default_backoff();
+    let stream = watcher(api, config).backoff(WatchBackoff::default());
     tasks.push(tokio::spawn(drive(kind, stream, writer, changed.clone())));
     store
 }

@@ -251,7 +251,8 @@ where
                 "the API server now serves {version} {kind}: watching it"
             );
         }
-        let stream = watcher(api, watcher::Config::default()).default_backoff();
+        let stream = watcher(api, watcher::Config::default())
+            .backoff(crate::watch_backoff::WatchBackoff::default());
         crate::api_source::drive(kind, stream, writer, changed).await;
     }));
     store

@@ -13,6 +13,7 @@ pub mod leader;
 pub mod manifests;
 pub mod status;
 pub mod store;
+pub mod watch_backoff;
 pub mod watched;
 
 pub use manifests::{ManifestProblem, load_folder, watch_folder};
