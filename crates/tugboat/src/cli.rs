@@ -332,11 +332,11 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         Command::Render(args) => render(&args),
         Command::AnnotationsReference => {
-            print_out(&tugboat_model::annotations::reference_markdown());
+            crate::command_edges::print_out(&tugboat_model::annotations::reference_markdown());
             Ok(ExitCode::SUCCESS)
         }
         Command::MigratingReference => {
-            print_out(&tugboat_model::annotations::migrating_markdown());
+            crate::command_edges::print_out(&tugboat_model::annotations::migrating_markdown());
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate(args) => crate::migrate::run(&args),
@@ -390,7 +390,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     controller::run_with_manifests(config, manifests.clone(), class, status).await
                 }
                 None => {
-                    let client = kube_client(args.cluster.kubeconfig.as_deref()).await?;
+                    let client = crate::command_edges::kube_client(args.cluster.kubeconfig.as_deref()).await?;
                     let options = cluster_options(&args.cluster, &args.model, &args.haproxy, &client)?;
                     tracing::info!(
                         namespaces = ?options.source.namespaces,
@@ -420,25 +420,6 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// A client from `--kubeconfig`, else `KUBECONFIG` / `~/.kube/config`, else the
-/// in-cluster service account.
-pub(crate) async fn kube_client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read --kubeconfig {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &Default::default())
-                .await
-                .with_context(|| format!("cannot use --kubeconfig {}", path.display()))?
-        }
-        None => kube::Config::infer().await.context(
-            "cannot find the Kubernetes API: not in a cluster, and no --kubeconfig, \
-             KUBECONFIG or ~/.kube/config (or pass --manifests DIR)",
-        )?,
-    };
-    kube::Client::try_from(config).context("cannot create the Kubernetes client")
 }
 
 /// File holding the pod's namespace in a service-account mount.
@@ -562,16 +543,9 @@ pub fn render_folder(args: &RenderArgs) -> anyhow::Result<RenderOutput> {
     })
 }
 
-/// Writes `text` to standard output. A reader that stops early (`| head`) is not an
-/// error: what it did not read is not wanted.
-pub(crate) fn print_out(text: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stdout().write_all(text.as_bytes());
-}
-
 fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     let output = render_folder(args)?;
-    print_out(&output.files);
+    crate::command_edges::print_out(&output.files);
     for note in &output.not_served {
         eprintln!("note: {note}");
     }

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod cli;
 pub mod cluster;
+pub mod command_edges;
 pub mod controller;
 pub mod logging;
 pub mod metrics;

@@ -87,7 +87,7 @@ pub fn report(args: &MigrateArgs) -> anyhow::Result<Report> {
 
 /// The Ingresses of the cluster, and the basic-auth Secrets they name.
 async fn from_cluster(args: &MigrateArgs) -> anyhow::Result<(Objects<Ingress>, Objects<Secret>)> {
-    let client = crate::cli::kube_client(args.kubeconfig.as_deref()).await?;
+    let client = crate::command_edges::kube_client(args.kubeconfig.as_deref()).await?;
     let api: Api<k8s_openapi::api::networking::v1::Ingress> = match &args.namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
@@ -130,7 +130,7 @@ pub fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&report).context("cannot write the report")? + "\n"
         }
     };
-    crate::cli::print_out(&text);
+    crate::command_edges::print_out(&text);
     Ok(if report.all_supported() {
         ExitCode::SUCCESS
     } else {
