@@ -20,7 +20,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::IngressClass;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -34,8 +33,10 @@ use tugboat_model::{
     NarrowMemo, ObjectKey, Objects, References, ReferencesMemo, Settings, Snapshot,
 };
 
-use crate::store::{ObjectStore, StoreWriter, Union, merged, object_store};
+use crate::store::{ObjectStore, Union, merged, object_store};
 use crate::watch_backoff::WatchBackoff;
+pub use crate::watch_driver::ObjectCounts;
+use crate::watch_driver::drive;
 use crate::watched::Watched;
 
 /// Secrets are watched except the kinds no Ingress can use (and that can be large or
@@ -75,9 +76,6 @@ impl Default for ApiSourceConfig {
         }
     }
 }
-
-/// Number of objects held in the stores, by kind (a metric).
-pub type ObjectCounts = BTreeMap<&'static str, usize>;
 
 /// The stores of every kind the source watches. Cheap to clone; the readers see the
 /// watches' latest state.
@@ -558,38 +556,6 @@ where
     let stream = watcher(api, config).backoff(WatchBackoff::default());
     tasks.push(tokio::spawn(drive(kind, stream, writer, changed.clone())));
     store
-}
-
-pub(crate) async fn drive<S, K>(
-    kind: String,
-    stream: S,
-    mut writer: StoreWriter<K>,
-    changed: Arc<Notify>,
-) where
-    S: Stream<Item = Result<watcher::Event<K::Wire>, watcher::Error>>,
-    K: Watched,
-{
-    let mut stream = std::pin::pin!(stream);
-    let mut failing = false;
-    while let Some(event) = stream.next().await {
-        match event {
-            Ok(event) => {
-                if failing {
-                    tracing::info!(kind, "watch is back");
-                    failing = false;
-                }
-                if writer.apply(event) {
-                    changed.notify_one();
-                }
-            }
-            Err(err) => {
-                if !failing {
-                    tracing::warn!(kind, "watch failed, retrying with backoff: {err}");
-                }
-                failing = true;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

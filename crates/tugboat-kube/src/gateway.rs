@@ -189,7 +189,7 @@ impl GatewayStores {
         );
     }
 
-    pub fn counts(&self, counts: &mut crate::api_source::ObjectCounts) {
+    pub fn counts(&self, counts: &mut crate::watch_driver::ObjectCounts) {
         fn total<K>(stores: &[ObjectStore<K>]) -> usize {
             stores.iter().map(ObjectStore::len).sum()
         }
@@ -253,7 +253,7 @@ where
         }
         let stream = watcher(api, watcher::Config::default())
             .backoff(crate::watch_backoff::WatchBackoff::default());
-        crate::api_source::drive(kind, stream, writer, changed).await;
+        crate::watch_driver::drive(kind, stream, writer, changed).await;
     }));
     store
 }

@@ -14,6 +14,7 @@ pub mod manifests;
 pub mod status;
 pub mod store;
 pub mod watch_backoff;
+pub mod watch_driver;
 pub mod watched;
 
 pub use manifests::{ManifestProblem, load_folder, watch_folder};
