@@ -9,79 +9,10 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
+use crate::features::{BackendOptions, GlobalOptions, RouteFeatures};
+pub use crate::route_parts::{BackendName, Canary, FeatureSetId, ServicePortRef};
 use crate::snapshot::ObjectKey;
 use crate::tls::Pem;
-use crate::validate;
-
-/// Name of a backend: `<namespace>_<service>_<port>`. Built only from validated parts
-/// (DNS labels and a port number or name), so it is always a safe haproxy identifier.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BackendName(String);
-
-impl BackendName {
-    /// The name of the backend for one port of one Service. Fails when a part is not a
-    /// valid Kubernetes name, so that no other text can become a backend name.
-    pub fn for_service_port(
-        service: &ObjectKey,
-        port: &ServicePortRef,
-    ) -> Result<Self, validate::InvalidValue> {
-        validate::dns_label(&service.namespace)?;
-        validate::dns_label(&service.name)?;
-        Ok(Self(format!(
-            "{}_{}_{}",
-            service.namespace, service.name, port
-        )))
-    }
-
-    /// The backend of Gateway API rules whose backend does not resolve: it has no
-    /// servers, and the rules' feature set answers 500 before it is reached. Not a
-    /// `<namespace>_<service>_<port>` name, so it never meets a Service's.
-    pub fn unresolved() -> Self {
-        Self("tugboat_unresolved".to_string())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Reads back a name written by [`BackendName::for_service_port`]; `None` for any
-    /// other text (e.g. the controller's own backends).
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut parts = text.splitn(3, '_');
-        let (namespace, service, port) = (parts.next()?, parts.next()?, parts.next()?);
-        let port = match port.parse::<i32>() {
-            Ok(number) => ServicePortRef::Number(validate::port_number(number).ok()?),
-            Err(_) => {
-                validate::port_name(port).ok()?;
-                ServicePortRef::Name(port.to_string())
-            }
-        };
-        Self::for_service_port(&ObjectKey::new(namespace, service), &port).ok()
-    }
-}
-
-impl fmt::Display for BackendName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A Service port as an Ingress names it: by number or by name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ServicePortRef {
-    Number(u16),
-    Name(String),
-}
-
-impl fmt::Display for ServicePortRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServicePortRef::Number(n) => write!(f, "{n}"),
-            ServicePortRef::Name(name) => f.write_str(name),
-        }
-    }
-}
 
 /// One ready endpoint of a backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -174,28 +105,6 @@ impl fmt::Display for PathMatch {
             PathMatch::Prefix(p) => write!(f, "{p} (Prefix)"),
             PathMatch::Regex(p) => write!(f, "{p} (regex)"),
         }
-    }
-}
-
-/// The canary of a route: another Ingress's backend that gets a share of its requests
-/// (see [`crate::features::CanaryRules`] for the header and cookie rules).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Canary {
-    pub backend: BackendName,
-    /// The share of the requests that header and cookie leave undecided, in millionths
-    /// (0 to 1000000).
-    pub per_million: u32,
-    /// The canary Ingress.
-    pub ingress: ObjectKey,
-}
-
-impl Canary {
-    /// Millionths of `weight` out of `total` (ingress-nginx's: a total below 100 counts
-    /// as 100, a weight above the total is all).
-    pub fn per_million(weight: u64, total: u64) -> u32 {
-        let total = total.max(100);
-        let share = weight.min(total) * 1_000_000 / total;
-        u32::try_from(share).unwrap_or(1_000_000)
     }
 }
 

@@ -17,16 +17,10 @@
 //! into haproxy's config as it is.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use crate::desired::BackendName;
 use crate::problem::ObjectRef;
+pub use crate::route_parts::{BackendName, FeatureSetId};
 use crate::snapshot::ObjectKey;
-
-/// The identifier of one distinct [`RouteFeatures`]: `f` and 16 hex digits of a stable
-/// hash of its contents, so an unchanged set keeps its id whatever else changes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FeatureSetId(String);
 
 impl FeatureSetId {
     /// The id of a feature set: its contents fed through their `Hash` implementation
@@ -36,17 +30,7 @@ impl FeatureSetId {
         use std::hash::{Hash, Hasher};
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         features.hash(&mut hasher);
-        Self(format!("f{:016x}", hasher.finish()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for FeatureSetId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        Self::from_hash(hasher.finish())
     }
 }
 

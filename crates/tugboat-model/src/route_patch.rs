@@ -19,10 +19,10 @@ use crate::build::{
 };
 use crate::desired::{BackendName, HostMatch, PathMatch, ServicePortRef};
 use crate::features::BackendOptions;
-use crate::incremental::{IngressRoutes, Patch, diff_key, diff_values};
+use crate::patch::{IngressRoutes, Patch};
 use crate::problem::{ObjectProblem, ProblemReason};
 use crate::references::backend_services;
-use crate::snapshot::{ObjectKey, Snapshot};
+use crate::snapshot::{ObjectKey, Snapshot, diff_key, diff_values};
 use crate::{BuildOutput, Settings};
 
 /// At most this many Ingresses changed at once are worked out one by one; more make a

@@ -180,3 +180,26 @@ impl Snapshot {
         self.len() == 0
     }
 }
+
+/// One change between two snapshots' maps of objects of kind `K`.
+pub(crate) type ObjectDiff<'a, K> = DiffItem<'a, 'a, ObjectKey, Arc<K>>;
+
+/// The key of the object that changed.
+pub(crate) fn diff_key<'a, K>(item: &ObjectDiff<'a, K>) -> &'a ObjectKey {
+    match *item {
+        DiffItem::Add(key, _) | DiffItem::Remove(key, _) => key,
+        DiffItem::Update { new: (key, _), .. } => key,
+    }
+}
+
+/// The object before and after the change.
+pub(crate) fn diff_values<'a, K>(item: &ObjectDiff<'a, K>) -> (Option<&'a K>, Option<&'a K>) {
+    match *item {
+        DiffItem::Add(_, new) => (None, Some(Arc::as_ref(new))),
+        DiffItem::Remove(_, old) => (Some(Arc::as_ref(old)), None),
+        DiffItem::Update {
+            old: (_, old),
+            new: (_, new),
+        } => (Some(Arc::as_ref(old)), Some(Arc::as_ref(new))),
+    }
+}

@@ -6,7 +6,7 @@
 //! Every string here has passed [`crate::validate`]: header names and values, hosts and
 //! literal paths can be written into haproxy's config as they are.
 
-use crate::desired::BackendName;
+use crate::route_parts::{BackendName, Canary, FeatureSetId};
 
 /// Header changes of a `RequestHeaderModifier` or `ResponseHeaderModifier`, in the order
 /// haproxy applies them: set, add, remove.
@@ -165,9 +165,9 @@ impl Conditions {
 pub struct Candidate {
     pub conditions: Conditions,
     pub backend: BackendName,
-    pub features: Option<crate::features::FeatureSetId>,
+    pub features: Option<FeatureSetId>,
     /// The canary of an Ingress route a fall back reaches (drawn as on that route).
-    pub canary: Option<crate::desired::Canary>,
+    pub canary: Option<Canary>,
 }
 
 /// What a request of a host and path that meets no candidate's conditions gets.
@@ -176,7 +176,7 @@ pub enum Otherwise {
     /// No rule without conditions: 404.
     NotFound,
     /// The rule without conditions: the route's backend, with these features.
-    Route(Option<crate::features::FeatureSetId>),
+    Route(Option<FeatureSetId>),
 }
 
 /// The rules of one host and path when some have conditions, in precedence order: the
