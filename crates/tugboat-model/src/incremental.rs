@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::build::{ParsedSecrets, Reads, SecretUse, build_with, slice_endpoints};
 use crate::desired::{BackendName, ServicePortRef};
 pub use crate::patch::{IngressRoutes, Patch, replace_routes};
-use crate::route_patch::{RouteChanges, RoutesSeen};
+use crate::route_patch::{NeedsBuild, RouteChanges, RoutesSeen};
 use crate::snapshot::{ObjectKey, Snapshot, diff_key, diff_values, same_objects, stored_key};
 use crate::{BuildOutput, Settings};
 
@@ -32,7 +32,8 @@ pub enum Rebuilt {
     Settings,
     /// A certificate's validity period began or ended.
     Validity,
-    Ingresses,
+    /// Ingresses changed in a way a patch cannot carry; why.
+    Ingresses(&'static str),
     Services,
     ConfigMaps,
     /// A Secret used for more than a `spec.tls` certificate, or one whose check
@@ -48,11 +49,20 @@ impl Rebuilt {
             Rebuilt::First => "first",
             Rebuilt::Settings => "settings",
             Rebuilt::Validity => "certificate-validity",
-            Rebuilt::Ingresses => "ingresses",
+            Rebuilt::Ingresses(_) => "ingresses",
             Rebuilt::Services => "services",
             Rebuilt::ConfigMaps => "configmaps",
             Rebuilt::Secrets => "secrets",
             Rebuilt::GatewayApi => "gateway-api",
+        }
+    }
+
+    /// What the reason does not say by itself: why the changed Ingresses could not be
+    /// patched.
+    pub fn detail(self) -> Option<&'static str> {
+        match self {
+            Rebuilt::Ingresses(why) => Some(why),
+            _ => None,
         }
     }
 }
@@ -170,10 +180,11 @@ impl Model {
             // Built whole: Ingress and Secret changes together (not worked out one
             // against the other), and Ingresses beside HTTPRoutes (they share route
             // keys).
-            if !same_objects(&seen.snapshot.secrets, &snapshot.secrets)
-                || !snapshot.http_routes.is_empty()
-            {
-                return Err(Rebuilt::Ingresses);
+            if !same_objects(&seen.snapshot.secrets, &snapshot.secrets) {
+                return Err(Rebuilt::Ingresses("Secrets changed with them"));
+            }
+            if !snapshot.http_routes.is_empty() {
+                return Err(Rebuilt::Ingresses("HTTPRoutes share their route keys"));
             }
             let Seen {
                 snapshot: before,
@@ -198,7 +209,7 @@ impl Model {
                     backends_of_service,
                     &mut patch,
                 )
-                .map_err(|_| Rebuilt::Ingresses)?;
+                .map_err(|NeedsBuild(why)| Rebuilt::Ingresses(why))?;
         }
         // Secrets first: they are the only part that can still call for a full build.
         if !same_objects(&seen.snapshot.secrets, &snapshot.secrets) {

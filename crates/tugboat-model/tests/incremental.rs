@@ -434,7 +434,7 @@ fn endpoint_and_certificate_changes_are_patches() {
     );
     assert!(matches!(
         model.update(&snapshot, &settings),
-        Update::Full(_, tugboat_model::Rebuilt::Ingresses)
+        Update::Full(_, tugboat_model::Rebuilt::Ingresses(_))
     ));
 }
 
@@ -484,6 +484,6 @@ fn a_route_moved_between_services_is_a_patch_of_its_routes() {
     );
     assert!(matches!(
         model.update(&snapshot, &settings),
-        Update::Full(_, tugboat_model::Rebuilt::Ingresses)
+        Update::Full(_, tugboat_model::Rebuilt::Ingresses(_))
     ));
 }

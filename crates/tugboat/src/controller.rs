@@ -322,7 +322,11 @@ async fn update(
             build_full(state, snapshot, settings).await
         }
         Update::Full(output, reason) => {
-            tracing::debug!(reason = reason.as_str(), "full build");
+            tracing::debug!(
+                reason = reason.as_str(),
+                detail = reason.detail().unwrap_or(""),
+                "full build"
+            );
             *output
         }
     };
