@@ -202,8 +202,9 @@ impl Applier {
         let applied = self.applied.take()?;
         match plan::plan_patch(applied, patch, &self.settings) {
             Ok(plan) => Some(plan),
-            Err(applied) => {
-                self.applied = Some(*applied);
+            Err(refused) => {
+                tracing::debug!(why = refused.why, "the patch is planned as a whole state");
+                self.applied = Some(refused.applied);
                 None
             }
         }

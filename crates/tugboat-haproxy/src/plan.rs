@@ -239,19 +239,33 @@ fn server_changes(
     }
 }
 
+/// Why [`plan_patch`] planned nothing, with the state haproxy runs, untouched.
+#[derive(Debug)]
+pub struct Refused {
+    pub applied: Applied,
+    /// What in the patch needs the whole state planned.
+    pub why: &'static str,
+}
+
+impl Refused {
+    fn of(applied: Applied, why: &'static str) -> Self {
+        Self { applied, why }
+    }
+}
+
 /// Plans a [`Patch`] of the state haproxy runs, when the model says that only the
 /// endpoints of some backends, the PEM of some certificates and the routes of some
 /// Ingresses changed: the cost is what the patch touches (the config's sections of
 /// those backends and the map lines of those routes are replaced, not the whole state
 /// rendered again), and the plan is the one [`plan`] makes for the patched state.
-/// `Err` gives `applied` back, untouched, when the patch needs more than
+/// `Err` gives `applied` back, untouched, with why, when the patch needs more than
 /// runtime changes (a server added to a backend that refuses them, a certificate too
 /// large for one command) or names what haproxy does not run: plan the whole state then.
 pub fn plan_patch(
     mut applied: Applied,
     patch: &Patch,
     settings: &RenderSettings,
-) -> Result<Plan, Box<Applied>> {
+) -> Result<Plan, Box<Refused>> {
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     // Everything is checked before anything changes, so that `Err` leaves `applied` whole.
     let mut backends = Vec::new();
@@ -274,7 +288,12 @@ pub fn plan_patch(
             {
                 endpoints.insert(name, (&joined.endpoints, &joined.draining));
             }
-            _ => return Err(Box::new(applied)),
+            _ => {
+                return Err(Box::new(Refused::of(
+                    applied,
+                    "a backend joins with other options than those haproxy keeps for it",
+                )));
+            }
         }
     }
     endpoints.extend(
@@ -288,10 +307,13 @@ pub fn plan_patch(
             applied.desired.backends.get(name),
             applied.layout.backends.get(name),
         ) else {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(
+                applied,
+                "a backend haproxy does not run",
+            )));
         };
         if backend.external.is_some() {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(applied, "an ExternalName backend")));
         }
         if backend.endpoints == *ready && backend.draining == *draining {
             continue;
@@ -301,7 +323,10 @@ pub fn plan_patch(
         next.draining.clone_from(draining);
         let (slots, changes) = evolve_slots(current, &next);
         if changes.iter().any(|c| c.added) && !next.options.allows_dynamic_servers() {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(
+                applied,
+                "a server added to a backend that refuses dynamic servers",
+            )));
         }
         let old_section = backend_section(name, backend, current, rule_timeouts, settings);
         let new_section = backend_section(name, &next, &slots, rule_timeouts, settings);
@@ -322,10 +347,16 @@ pub fn plan_patch(
             applied.desired.certificates.get(name),
             applied.files.get(&path),
         ) else {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(
+                applied,
+                "a certificate haproxy does not have",
+            )));
         };
         if pem.as_str().len() > MAX_CERTIFICATE {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(
+                applied,
+                "a certificate too large for one command",
+            )));
         }
         if old != pem.as_str() {
             runtime.push(RuntimeChange::CertUpload {
@@ -340,7 +371,7 @@ pub fn plan_patch(
     let has_maps = applied.files.files.contains_key(&exact_path)
         && applied.files.files.contains_key(&prefix_path);
     if !patch.routes.is_empty() && !has_maps {
-        return Err(Box::new(applied));
+        return Err(Box::new(Refused::of(applied, "no route maps to edit")));
     }
     // Regex routes are rules of the config, not map lines: a change of them reloads.
     let regex_routes_change = patch.routes.values().any(|change| {
@@ -352,24 +383,33 @@ pub fn plan_patch(
             .any(|path| matches!(path, PathMatch::Regex(_)))
     });
     if regex_routes_change {
-        return Err(Box::new(applied));
+        return Err(Box::new(Refused::of(applied, "a regular-expression route")));
     }
     // The fallback of `default-backend` has a rule per backend its routes use: a change
     // of such a route may change those rules, so it reloads.
     if !patch.routes.is_empty() && fallback_routes_change(&applied.desired, &patch.routes) {
-        return Err(Box::new(applied));
+        return Err(Box::new(Refused::of(
+            applied,
+            "a route that default-backend's fallback rules name",
+        )));
     }
     // Where each old section is, found before anything changes; then replaced from the
     // last to the first, so that the positions before stay right.
     let mut places_by_file = Vec::with_capacity(config_edits.len());
     for (path, edits) in config_edits {
         let Some(config) = applied.files.get(&path) else {
-            return Err(Box::new(applied));
+            return Err(Box::new(Refused::of(
+                applied,
+                "a backends file that is not known",
+            )));
         };
         let mut places = Vec::with_capacity(edits.len());
         for (old, new) in edits {
             let Some(at) = memchr::memmem::find(config.as_bytes(), old.as_bytes()) else {
-                return Err(Box::new(applied));
+                return Err(Box::new(Refused::of(
+                    applied,
+                    "a backend section not found as it was rendered",
+                )));
             };
             places.push((at, old.len(), new));
         }
@@ -1426,7 +1466,7 @@ mod tests {
                         proptest::prop_assert_eq!(sorted(patched.changed), sorted(expected.changed));
                     }
                     Err(back) => {
-                        proptest::prop_assert_eq!(&*back, &current);
+                        proptest::prop_assert_eq!(&back.applied, &current);
                         proptest::prop_assert!(expected.reload.is_some(), "declined a runtime plan");
                     }
                 }
