@@ -22,7 +22,7 @@ use crate::layout::{Layout, SlotChange, evolve_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
     FileText, RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
-    backends_file_index, has_rule_timeouts, path_text, render, server_options,
+    backends_file_index, has_rule_timeouts, path_text, render, server_options, with_layout,
 };
 use crate::runtime::{
     CertText, MAX_CERTIFICATE, RuntimeChange, certificate_changes, is_slot_line, make_before_break,
@@ -129,13 +129,19 @@ pub fn plan_within(
 /// Plans the change from `applied` (`None`: unknown) to `desired`.
 pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettings) -> Plan {
     let Some(applied) = applied else {
-        return reload_plan(None, desired, settings, ReloadReason::UnknownState);
+        return reload_plan(None, desired, None, settings, ReloadReason::UnknownState);
     };
     let desired = keep_unrouted_backends(applied, desired);
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
     if !same_structure(&applied.files, &files, settings) {
-        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+        return reload_plan(
+            Some(applied),
+            desired,
+            Some(files),
+            settings,
+            ReloadReason::Structure,
+        );
     }
     // Files with no runtime path (error pages) reload when they change. A file that
     // goes away needs no reload: with the structure unchanged, nothing left in the
@@ -150,7 +156,13 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
     if changed.iter().any(|p| !runtime_file(p)) {
-        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+        return reload_plan(
+            Some(applied),
+            desired,
+            Some(files),
+            settings,
+            ReloadReason::Structure,
+        );
     }
     // Hash-based balancing refuses servers added at runtime: those need a reload.
     let refuses_added_servers = slot_changes.iter().any(|(backend, changes)| {
@@ -161,7 +173,13 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
                 .is_some_and(|b| !b.options.allows_dynamic_servers())
     });
     if refuses_added_servers {
-        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+        return reload_plan(
+            Some(applied),
+            desired,
+            Some(files),
+            settings,
+            ReloadReason::Structure,
+        );
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
@@ -183,7 +201,13 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let new_certs = certificates(&files, settings);
     if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
         // Too large for one runtime command: haproxy loads it from the file.
-        return reload_plan(Some(applied), desired, settings, ReloadReason::Structure);
+        return reload_plan(
+            Some(applied),
+            desired,
+            Some(files),
+            settings,
+            ReloadReason::Structure,
+        );
     }
     let list = settings.crt_list();
     runtime.extend(certificate_changes(
@@ -614,14 +638,20 @@ fn keep_backend_files(applied: &Applied, desired: &mut Desired, backend: &tugboa
     }
 }
 
+/// A reload to `desired` with a fresh slot layout. `rendered` is what `desired` already
+/// rendered with another layout: only its backends files are rendered again.
 fn reload_plan(
     applied: Option<&Applied>,
     desired: Desired,
+    rendered: Option<RenderedFiles>,
     settings: &RenderSettings,
     reason: ReloadReason,
 ) -> Plan {
     let layout = Layout::fresh(&desired);
-    let files = render(&desired, &layout, settings);
+    let files = match rendered {
+        Some(files) => with_layout(files, &desired, &layout, settings),
+        None => render(&desired, &layout, settings),
+    };
     let (changed, removed) = match applied {
         Some(applied) => (
             changed_files(&applied.files, &files),
@@ -990,6 +1020,27 @@ mod tests {
         );
         assert_eq!(plan.reload, Some(ReloadReason::Structure));
         assert!(plan.runtime.is_empty());
+    }
+
+    #[test]
+    fn a_reload_gives_the_files_of_a_whole_render_with_a_fresh_layout() {
+        // web's last endpoint keeps its slot in the evolved layout, and takes the first
+        // one in a fresh layout: the backends files of the two differ.
+        let before = applied(state(&[("web", &[1, 2, 3])], &[]));
+        let after = state(&[("web", &[3]), ("api", &[2])], &[]);
+        let (evolved, _) = before.layout.evolve(&after);
+        let fresh = Layout::fresh(&after);
+        assert_ne!(
+            render(&after, &evolved, &settings()),
+            render(&after, &fresh, &settings())
+        );
+        let plan = plan(Some(&before), after, &settings());
+        assert_eq!(plan.reload, Some(ReloadReason::Structure));
+        assert_eq!(plan.next.layout, fresh);
+        assert_eq!(
+            plan.next.files,
+            render(&plan.next.desired, &fresh, &settings())
+        );
     }
 
     #[test]

@@ -120,6 +120,21 @@ impl From<&Pem> for FileText {
 
 /// Renders the desired state with its server slots. Pure: the same input always gives
 /// the same bytes.
+/// `files`, rendered for `desired` with another slot layout, with the backends files of
+/// `layout`: they are the only files the layout changes (their paths depend on the
+/// number of backends, not on the layout).
+pub fn with_layout(
+    mut files: RenderedFiles,
+    desired: &Desired,
+    layout: &Layout,
+    settings: &RenderSettings,
+) -> RenderedFiles {
+    for (path, text) in backends_files(desired, layout, settings) {
+        files.files.insert(path, rendered(text));
+    }
+    files
+}
+
 pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
     let (exact, prefix) = route_maps(&desired.routes);
     let mut files = BTreeMap::new();
