@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::objects::EndpointSlice;
 use crate::objects::Ingress;
 
-use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
+use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess, read_keys};
 use crate::desired::{
     Backend, BackendName, Desired, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
 };
@@ -209,12 +209,14 @@ pub(crate) fn build_with(
 ) -> (BuildOutput, Reads) {
     let mut problems = Vec::new();
     let config_map_layer = config_map_layer(snapshot, settings, &mut problems);
-    let mut global_resolver = Resolver::new(vec![&config_map_layer]);
-    let global = annotations::global_options(&mut global_resolver, settings.allow_snippets);
-    let config_map_redirect = global_resolver
-        .get_in(&annotations::keys::SSL_REDIRECT, &[Scope::ConfigMap])
-        .unwrap_or(true);
-    problems.append(&mut global_resolver.problems);
+    let (global, config_map_redirect) =
+        read_keys(vec![&config_map_layer], &mut problems, |resolver| {
+            let global = annotations::global_options(resolver, settings.allow_snippets);
+            let redirect = resolver
+                .get_in(&annotations::keys::SSL_REDIRECT, &[Scope::ConfigMap])
+                .unwrap_or(true);
+            (global, redirect)
+        });
     let mut builder = Builder::new(
         snapshot,
         settings,
@@ -473,9 +475,11 @@ impl<'a> Builder<'a> {
             self.settings.unsupported_access,
             &mut self.problems,
         );
-        let mut canary_resolver = Resolver::new(vec![&ingress_layer]);
-        let canary = annotations::canary(&mut canary_resolver);
-        self.problems.append(&mut canary_resolver.problems);
+        let canary = read_keys(
+            vec![&ingress_layer],
+            &mut self.problems,
+            annotations::canary,
+        );
         if let Some(settings) = canary {
             self.saw_canary = true;
             self.add_canary(object, key, spec, ingress_layer, settings);

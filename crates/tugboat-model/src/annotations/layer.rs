@@ -315,6 +315,19 @@ fn object_kind_plural(scope: Scope) -> &'static str {
 }
 
 /// Reads keys through the layers of one route or backend, highest precedence first.
+/// Reads keys from `layers` (the first wins) with `read`; the problems of the values read
+/// join `problems`. The one way the builder reads keys whose problems it reports.
+pub fn read_keys<'a, T>(
+    layers: Vec<&'a Layer>,
+    problems: &mut Vec<ObjectProblem>,
+    read: impl FnOnce(&mut Resolver<'a>) -> T,
+) -> T {
+    let mut resolver = Resolver::new(layers);
+    let value = read(&mut resolver);
+    problems.append(&mut resolver.problems);
+    value
+}
+
 pub struct Resolver<'a> {
     layers: Vec<&'a Layer>,
     pub problems: Vec<ObjectProblem>,

@@ -1,7 +1,7 @@
 //! What an Ingress' annotations (and its Service's) make of its routes: feature sets,
 //! redirects, rewrites, regex paths, aliases, allow lists, basic auth, backend options.
 
-use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess};
+use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess, read_keys};
 use crate::desired::{BackendName, HostMatch, PathMatch, UserHash};
 use crate::features::{
     BackendOptions, BasicAuth, ErrorBackend, FeatureSetId, HttpsRedirect, PathRewrite, Redirect,
@@ -20,11 +20,12 @@ impl Builder<'_> {
     /// whether its paths are regular expressions, and the replacement of `rewrite-target`
     /// (which makes them regular expressions too).
     pub(super) fn regex_keys(&mut self, ingress_layer: &Layer) -> (bool, Option<String>) {
-        let mut resolver = Resolver::new(vec![ingress_layer, self.config_map_layer]);
-        let rewrite = resolver.get(&annotations::keys::REWRITE_TARGET);
-        let regex = resolver.get_or_default(&annotations::keys::USE_REGEX) || rewrite.is_some();
-        self.problems.append(&mut resolver.problems);
-        (regex, rewrite)
+        let layers = vec![ingress_layer, self.config_map_layer];
+        read_keys(layers, &mut self.problems, |resolver| {
+            let rewrite = resolver.get(&annotations::keys::REWRITE_TARGET);
+            let regex = resolver.get_or_default(&annotations::keys::USE_REGEX) || rewrite.is_some();
+            (regex, rewrite)
+        })
     }
 
     /// ingress-nginx's `server-alias` of an Ingress: the field that sets it and the
@@ -33,9 +34,9 @@ impl Builder<'_> {
         &mut self,
         ingress_layer: &Layer,
     ) -> Option<(String, Vec<String>)> {
-        let mut resolver = Resolver::new(vec![ingress_layer]);
-        let aliases = resolver.get_in(&annotations::keys::SERVER_ALIAS, &[Scope::Ingress]);
-        self.problems.append(&mut resolver.problems);
+        let aliases = read_keys(vec![ingress_layer], &mut self.problems, |resolver| {
+            resolver.get_in(&annotations::keys::SERVER_ALIAS, &[Scope::Ingress])
+        });
         let field = ingress_layer.field_of(&annotations::keys::SERVER_ALIAS.spec)?;
         Some((field.to_string(), aliases?))
     }
@@ -43,9 +44,9 @@ impl Builder<'_> {
     /// The field of ingress-nginx's `from-to-www-redirect` of an Ingress, when it is
     /// set to `true`.
     pub(super) fn www_redirect_field(&mut self, ingress_layer: &Layer) -> Option<String> {
-        let mut resolver = Resolver::new(vec![ingress_layer]);
-        let on = resolver.get_in(&annotations::keys::FROM_TO_WWW_REDIRECT, &[Scope::Ingress]);
-        self.problems.append(&mut resolver.problems);
+        let on = read_keys(vec![ingress_layer], &mut self.problems, |resolver| {
+            resolver.get_in(&annotations::keys::FROM_TO_WWW_REDIRECT, &[Scope::Ingress])
+        });
         if on != Some(true) {
             return None;
         }
@@ -170,13 +171,14 @@ impl Builder<'_> {
         ingress_layer: &Layer,
         used: &mut BTreeSet<BackendName>,
     ) -> Option<ErrorBackend> {
-        let mut resolver = Resolver::new(vec![ingress_layer]);
         let scopes = [Scope::Ingress];
-        let service = resolver.get_in(&annotations::keys::DEFAULT_BACKEND, &scopes);
-        let codes = resolver
-            .get_in(&annotations::keys::CUSTOM_HTTP_ERRORS, &scopes)
-            .unwrap_or_default();
-        self.problems.append(&mut resolver.problems);
+        let (service, codes) = read_keys(vec![ingress_layer], &mut self.problems, |resolver| {
+            let service = resolver.get_in(&annotations::keys::DEFAULT_BACKEND, &scopes);
+            let codes = resolver
+                .get_in(&annotations::keys::CUSTOM_HTTP_ERRORS, &scopes)
+                .unwrap_or_default();
+            (service, codes)
+        });
         let backend = service
             .and_then(|name| self.default_backend_annotation(object, ingress, ingress_layer, name));
         if backend.is_none() && codes.is_empty() {
@@ -525,10 +527,11 @@ impl Builder<'_> {
     ) -> Option<BackendOptions> {
         let service_layer = self.service_layer(service).clone();
         let config_map_layer = self.config_map_layer;
-        let mut resolver = Resolver::new(vec![&service_layer, ingress_layer, config_map_layer]);
-        let (mut options, lookups) =
-            annotations::backend_options(&mut resolver, self.settings.allow_snippets);
-        self.problems.append(&mut resolver.problems);
+        let layers = vec![&service_layer, ingress_layer, config_map_layer];
+        let allow_snippets = self.settings.allow_snippets;
+        let (mut options, lookups) = read_keys(layers, &mut self.problems, |resolver| {
+            annotations::backend_options(resolver, allow_snippets)
+        });
         let object = ingress_layer.object.clone();
         if let Some(tls) = options.tls.as_mut() {
             tls.server_name = lookups
