@@ -375,7 +375,9 @@ fn config_map_layer(
     }
 }
 
-pub(super) fn host_match(host: &str) -> HostMatch {
+/// The match of an Ingress host (validated): `*.example.com` is a one-label wildcard
+/// (`bar.example.com`, not `baz.bar.example.com`), as the Ingress spec says.
+pub(super) fn ingress_host_match(host: &str) -> HostMatch {
     match host.strip_prefix('*') {
         Some(suffix) => HostMatch::Wildcard(suffix.to_string()),
         None => HostMatch::Exact(host.to_string()),
@@ -540,7 +542,7 @@ impl<'a> Builder<'a> {
             let exact_hosts = matches!(host, HostMatch::Exact(_))
                 && host_aliases
                     .iter()
-                    .all(|alias| matches!(host_match(alias), HostMatch::Exact(_)));
+                    .all(|alias| matches!(ingress_host_match(alias), HostMatch::Exact(_)));
             let mut rule_backend = None;
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
@@ -609,7 +611,7 @@ impl<'a> Builder<'a> {
                         &object,
                         alias_field,
                         key,
-                        host_match(alias),
+                        ingress_host_match(alias),
                         path_match.clone(),
                         backend.clone(),
                         features.clone(),
@@ -704,7 +706,7 @@ impl<'a> Builder<'a> {
         match host {
             None | Some("") => Some(HostMatch::Any),
             Some(host) => match validate::ingress_host(host) {
-                Ok(host) => Some(host_match(&host)),
+                Ok(host) => Some(ingress_host_match(&host)),
                 Err(err) => {
                     self.problem(object, format!("{field}.host"), err.0);
                     None

@@ -8,7 +8,7 @@ use crate::tls::Pem;
 use crate::validate;
 use std::collections::BTreeSet;
 
-use super::{Builder, SecretUse, host_match};
+use super::{Builder, SecretUse, ingress_host_match};
 
 impl Builder<'_> {
     /// One `spec.tls` entry: its hosts are served with its Secret's certificate when the
@@ -32,7 +32,10 @@ impl Builder<'_> {
         }
         // As ingress-nginx's server aliases: the aliases of a TLS host are served with
         // its certificate and redirected as it is.
-        if hosts.iter().any(|h| aliased_hosts.contains(&host_match(h))) {
+        if hosts
+            .iter()
+            .any(|h| aliased_hosts.contains(&ingress_host_match(h)))
+        {
             for alias in aliases {
                 if !hosts.contains(alias) {
                     hosts.push(alias.clone());
@@ -40,7 +43,7 @@ impl Builder<'_> {
             }
         }
         for host in &hosts {
-            self.tls_hosts.insert(host_match(host));
+            self.tls_hosts.insert(ingress_host_match(host));
         }
         let Some(secret_name) = tls.secret_name.as_deref().filter(|s| !s.is_empty()) else {
             if !hosts.is_empty() {

@@ -845,7 +845,9 @@ pub(crate) fn intersect(listener: Option<&str>, route: &[String]) -> Vec<String>
     hosts
 }
 
-fn host_match(host: &str) -> HostMatch {
+/// The match of a Gateway API hostname (validated): none is any host, and
+/// `*.example.com` is any depth of subdomains, as the Gateway API says.
+fn gateway_host_match(host: &str) -> HostMatch {
     if host.is_empty() {
         HostMatch::Any
     } else if let Some(suffix) = host.strip_prefix('*') {
@@ -1112,7 +1114,7 @@ fn attach_route(
                             out.rules.push(RuleRoute {
                                 route: key.clone(),
                                 field: field.clone(),
-                                host: host_match(host),
+                                host: gateway_host_match(host),
                                 path: path.clone(),
                                 conditions: Conditions {
                                     tls: Some(tls),
