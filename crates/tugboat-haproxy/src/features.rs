@@ -17,55 +17,8 @@ use tugboat_model::features::{
     CANARY_COOKIE_PREFIX, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
 };
 
+use crate::rules::{FEATURE_SEPARATOR, FeatureRules, group, group_of, sets_acl};
 use crate::settings::RenderSettings;
-
-/// The separator between a route's backend and its feature set in the maps' values.
-pub const FEATURE_SEPARATOR: char = '.';
-
-/// The rules of the features, by where they go in the frontend.
-#[derive(Debug, Default)]
-pub struct FeatureRules {
-    /// `http-request` rules after the route lookup, before the HTTPS redirect for TLS
-    /// hosts.
-    pub request: String,
-    /// The condition that leaves the default HTTPS redirect to the feature sets that
-    /// decide it themselves (empty when none).
-    pub default_redirect_exception: String,
-    /// `http-request` rules after the HTTPS redirect.
-    pub late_request: String,
-    /// `http-response` rules.
-    pub response: String,
-    /// Sections: userlists and stick tables.
-    pub sections: String,
-}
-
-/// `{ var(txn.fs) -m str f1 f2 }`: true for the requests of these sets.
-pub(crate) fn sets_acl(ids: &[&FeatureSetId]) -> String {
-    let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
-    format!("{{ var(txn.fs) -m str {} }}", ids.join(" "))
-}
-
-/// The ACL of every set of `groups`, in order.
-pub(crate) fn groups_acl<T>(groups: &BTreeMap<T, Vec<&FeatureSetId>>) -> String {
-    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
-    all.sort();
-    sets_acl(&all)
-}
-
-/// The sets grouped by the value `pick` gives them (sets where it gives `None` are left
-/// out).
-pub(crate) fn group<'a, T: Ord + 'a>(
-    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
-    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
-) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
-    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
-    for (id, features) in sets {
-        if let Some(value) = pick(features) {
-            groups.entry(value).or_default().push(id);
-        }
-    }
-    groups
-}
 
 /// Canaries (ingress-nginx's order: session affinity, header, cookie, then weight). The route map's
 /// value carries the canary's backend and its share in millionths after the feature set
@@ -151,21 +104,6 @@ fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut Stri
         "    http-request set-var(txn.to_canary) bool(true) if {all} {undecided} {{ rand(1000000),neg,add(txn.canary_share) -m int gt 0 }}\n    \
          http-request set-var(txn.backend) var(txn.canary) if {all} {{ var(txn.to_canary) -m bool }} {{ var(txn.canary) -m len gt 0 }}"
     );
-}
-
-/// The sets of `ids` grouped by the value `pick` gives them.
-fn group_of<'a, T: Ord + 'a>(
-    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
-    ids: &[&'a FeatureSetId],
-    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
-) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
-    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
-    for id in ids {
-        if let Some(value) = sets.get(*id).and_then(&pick) {
-            groups.entry(value).or_default().push(id);
-        }
-    }
-    groups
 }
 
 /// The stick table of a set with ingress-nginx's limits.

@@ -27,7 +27,7 @@ use tugboat_model::gateway::features::{
     PathReplacement, Redirect, Share,
 };
 
-use crate::features::{FEATURE_SEPARATOR, FeatureRules, group, sets_acl};
+use crate::rules::{FEATURE_SEPARATOR, FeatureRules, group, sets_acl};
 
 /// The server timeout of the request (milliseconds, 0: none), set by the feature sets of
 /// rules with `timeouts`; every backend applies it ([`SERVER_TIMEOUT_RULE`]).

@@ -24,14 +24,12 @@ use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
 use tugboat_model::tls::Pem;
 use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, stable_hash};
 
-use crate::features::{FEATURE_SEPARATOR, feature_rules};
+use crate::features::feature_rules;
 use crate::layout::{Layout, Server, fresh_slots};
 use crate::map_text::{self, MapOrder};
+use crate::rules::{FEATURE_SEPARATOR, NOT_FOUND_BACKEND};
 use crate::runtime::server_line;
 pub use crate::settings::*;
-
-/// The backend that answers requests no route matches, when no Ingress sets one.
-pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 
 /// Every file haproxy needs, by absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
