@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use tugboat_model::Desired;
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 
-use crate::features::{group, sets_acl};
+use crate::rules::{group, sets_acl};
 use crate::settings::RenderSettings;
 
 /// The Lua filter, loaded with `lua-load` when some route has a body limit.

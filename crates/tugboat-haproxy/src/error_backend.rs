@@ -33,8 +33,7 @@ use tugboat_model::features::{ErrorBackend, FeatureSetId, RouteFeatures};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{BackendName, Desired, ObjectProblem, ObjectRef};
 
-use crate::features::{group, groups_acl, sets_acl};
-use crate::render::NOT_FOUND_BACKEND;
+use crate::rules::{NOT_FOUND_BACKEND, group, groups_acl, sets_acl};
 use crate::settings::RenderSettings;
 
 /// The Lua script, loaded with `lua-load` when some route uses `custom-http-errors`.

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 
-use crate::features::{group, groups_acl, sets_acl};
+use crate::rules::{group, groups_acl, sets_acl};
 
 /// The Lua script, loaded with `lua-load` when some route uses external authentication.
 pub const SCRIPT: &str = include_str!("lua/external_auth.lua");

@@ -3,68 +3,203 @@
 //!
 //! The route maps' values are `<backend>.<feature set id>` (or just the backend), so the
 //! frontend knows, after the route lookup, which set applies (`txn.fs`); a route with a
-//! canary adds `.<canary backend>.<share in millionths>` (see `canary_rules`). Each rule here
+//! canary adds `.<canary backend>.<share in millionths>` (see `canary`). Each rule here
 //! tests that variable against the ids of the sets that share one value of one
 //! feature: the config grows with distinct settings, and a route that moves to another
 //! existing set changes only a map entry. Values come validated from the model and are
 //! written as they are.
+//!
+//! [`WRITERS`] lists the writers in the order their rules are written: each says the
+//! [`Phase`] it writes into, and the phases keep the order haproxy meets them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CANARY_COOKIE_PREFIX, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen, RouteFeatures,
+    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen,
+    RouteFeatures,
 };
 
+use crate::rules::{FEATURE_SEPARATOR, FeatureRules, Phase, Writer, group, group_of, sets_acl};
 use crate::settings::RenderSettings;
+use crate::{body_limit, error_backend, external_auth, gateway_features};
 
-/// The separator between a route's backend and its feature set in the maps' values.
-pub const FEATURE_SEPARATOR: char = '.';
+/// The writers of the features' rules, in the order of their phases; writers of one
+/// phase write in the order listed here.
+pub const WRITERS: &[Writer] = &[
+    (Phase::Dispatch, |d, _, out| {
+        gateway_features::dispatch(&d.feature_sets, out)
+    }),
+    (Phase::Deny, deny_all),
+    (Phase::BodySize, |d, _, out| {
+        body_limit::request_rules(d, out)
+    }),
+    (Phase::Answer, answers),
+    (Phase::ClientAddress, client_address),
+    (Phase::Lists, address_lists),
+    (Phase::Lists, pattern_files),
+    (Phase::Canary, canary),
+    (Phase::Redirects, redirects),
+    (Phase::Redirects, app_root),
+    (Phase::Redirects, https_redirects),
+    (Phase::GatewayBackend, |d, _, out| {
+        gateway_features::splits(&d.feature_sets, out)
+    }),
+    (Phase::GatewayBackend, |d, _, out| {
+        gateway_features::server_timeouts(&d.feature_sets, out)
+    }),
+    (Phase::GatewayRedirect, |d, _, out| {
+        gateway_features::redirects(&d.feature_sets, out)
+    }),
+    (Phase::HttpsException, default_https_redirect),
+    (Phase::Limits, rate_limits),
+    (Phase::Limits, client_limits),
+    (Phase::Cors, cors_preflight),
+    (Phase::Auth, basic_auth),
+    (Phase::Auth, |d, _, out| {
+        external_auth::rules(&d.feature_sets, out)
+    }),
+    (Phase::Rewrite, path_rewrite),
+    (Phase::Rewrite, set_host),
+    (Phase::Rewrite, request_headers),
+    (Phase::Rewrite, |d, _, out| {
+        gateway_features::host_rewrites(&d.feature_sets, out)
+    }),
+    (Phase::Rewrite, |d, _, out| {
+        gateway_features::path_rewrites(&d.feature_sets, out)
+    }),
+    (Phase::Rewrite, |d, _, out| {
+        gateway_features::request_headers(&d.feature_sets, out)
+    }),
+    (Phase::Fallback, |d, _, out| {
+        error_backend::request_rules(d, out)
+    }),
+    (Phase::Response, cors_response),
+    (Phase::Response, hsts),
+    (Phase::Response, response_headers),
+    (Phase::Response, |d, _, out| {
+        gateway_features::response_headers(&d.feature_sets, out)
+    }),
+    (Phase::Response, error_backend::response_rules),
+    (Phase::Switching, |d, _, out| {
+        body_limit::switching_rules(d, out)
+    }),
+    (Phase::Sections, rate_tables),
+    (Phase::Sections, client_limit_tables),
+    (Phase::Sections, userlists),
+    (Phase::Sections, |d, s, out| {
+        out.push_str(&error_backend::section(d, s))
+    }),
+    (Phase::Sections, |d, s, out| {
+        out.push_str(&body_limit::section(d, s))
+    }),
+];
 
-/// The rules of the features, by where they go in the frontend.
-#[derive(Debug, Default)]
-pub struct FeatureRules {
-    /// `http-request` rules after the route lookup, before the HTTPS redirect for TLS
-    /// hosts.
-    pub request: String,
-    /// The condition that leaves the default HTTPS redirect to the feature sets that
-    /// decide it themselves (empty when none).
-    pub default_redirect_exception: String,
-    /// `http-request` rules after the HTTPS redirect.
-    pub late_request: String,
-    /// `http-response` rules.
-    pub response: String,
-    /// Sections: userlists and stick tables.
-    pub sections: String,
+/// The rules of the desired state's features, by phase.
+pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRules {
+    FeatureRules::write(WRITERS, desired, settings)
 }
 
-/// `{ var(txn.fs) -m str f1 f2 }`: true for the requests of these sets.
-pub(crate) fn sets_acl(ids: &[&FeatureSetId]) -> String {
-    let ids: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
-    format!("{{ var(txn.fs) -m str {} }}", ids.join(" "))
+/// The sets for which `has` holds.
+fn sets_with(
+    sets: &BTreeMap<FeatureSetId, RouteFeatures>,
+    has: impl Fn(&RouteFeatures) -> bool,
+) -> Vec<&FeatureSetId> {
+    sets.iter()
+        .filter(|(_, f)| has(f))
+        .map(|(id, _)| id)
+        .collect()
 }
 
-/// The ACL of every set of `groups`, in order.
-pub(crate) fn groups_acl<T>(groups: &BTreeMap<T, Vec<&FeatureSetId>>) -> String {
-    let mut all: Vec<&FeatureSetId> = groups.values().flatten().copied().collect();
-    all.sort();
-    sets_acl(&all)
+/// Routes whose objects restrict access in a way Tugboat cannot honour: nobody.
+fn deny_all(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    let denied = sets_with(&desired.feature_sets, |f| f.deny_all);
+    if !denied.is_empty() {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {}",
+            sets_acl(&denied)
+        );
+    }
 }
 
-/// The sets grouped by the value `pick` gives them (sets where it gives `None` are left
-/// out).
-pub(crate) fn group<'a, T: Ord + 'a>(
-    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
-    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
-) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
-    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
-    for (id, features) in sets {
-        if let Some(value) = pick(features) {
-            groups.entry(value).or_default().push(id);
+/// Routes that answer by themselves (Gateway API rules without a usable backend).
+fn answers(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    for (status, ids) in group(&desired.feature_sets, |f| f.answer_status) {
+        let _ = writeln!(
+            request,
+            "    http-request return status {status} if {}",
+            sets_acl(&ids)
+        );
+    }
+}
+
+/// The client address for access lists and rate limits.
+fn client_address(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    let sets = &desired.feature_sets;
+    let needs_address = sets.values().any(|f| {
+        !f.allow_list.is_empty()
+            || !f.deny_list.is_empty()
+            || f.allow_file.is_some()
+            || f.deny_file.is_some()
+            || f.rate_limit.is_some()
+            || f.client_limits.is_some()
+    });
+    if needs_address {
+        request.push_str("    http-request set-var(txn.src) src\n");
+        for (header, ids) in group(sets, |f| f.src_ip_header.as_deref()) {
+            let _ = writeln!(
+                request,
+                "    http-request set-var(txn.src) req.hdr_ip({header},-1) if {}",
+                sets_acl(&ids)
+            );
         }
     }
-    groups
+}
+
+/// Access lists written in the sets.
+fn address_lists(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    let sets = &desired.feature_sets;
+    for (list, ids) in group(sets, |f| (!f.deny_list.is_empty()).then_some(&f.deny_list)) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip {} }}",
+            sets_acl(&ids),
+            list.join(" ")
+        );
+    }
+    for (list, ids) in group(sets, |f| {
+        (!f.allow_list.is_empty()).then_some(&f.allow_list)
+    }) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip {} }}",
+            sets_acl(&ids),
+            list.join(" ")
+        );
+    }
+}
+
+/// Long access lists, from pattern files.
+fn pattern_files(desired: &Desired, settings: &RenderSettings, request: &mut String) {
+    let sets = &desired.feature_sets;
+    for (file, ids) in group(sets, |f| f.deny_file.as_deref()) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip -f {} }}",
+            sets_acl(&ids),
+            settings.pattern_file(file).display()
+        );
+    }
+    for (file, ids) in group(sets, |f| f.allow_file.as_deref()) {
+        let _ = writeln!(
+            request,
+            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip -f {} }}",
+            sets_acl(&ids),
+            settings.pattern_file(file).display()
+        );
+    }
 }
 
 /// Canaries (ingress-nginx's order: session affinity, header, cookie, then weight). The route map's
@@ -72,7 +207,8 @@ pub(crate) fn group<'a, T: Ord + 'a>(
 /// (`<backend>.<set>.<canary backend>.<share>`), so that a change of weight is a map
 /// update; the header and cookie names are the set's. `txn.to_canary` holds the first
 /// decision taken.
-fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut String) {
+fn canary(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    let sets = &desired.feature_sets;
     let all: Vec<&FeatureSetId> = sets
         .iter()
         .filter(|(_, f)| f.canary.is_some())
@@ -153,123 +289,11 @@ fn canary_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, request: &mut Stri
     );
 }
 
-/// The sets of `ids` grouped by the value `pick` gives them.
-fn group_of<'a, T: Ord + 'a>(
-    sets: &'a BTreeMap<FeatureSetId, RouteFeatures>,
-    ids: &[&'a FeatureSetId],
-    pick: impl Fn(&'a RouteFeatures) -> Option<T>,
-) -> BTreeMap<T, Vec<&'a FeatureSetId>> {
-    let mut groups: BTreeMap<T, Vec<&FeatureSetId>> = BTreeMap::new();
-    for id in ids {
-        if let Some(value) = sets.get(*id).and_then(&pick) {
-            groups.entry(value).or_default().push(id);
-        }
-    }
-    groups
-}
-
-/// The stick table of a set with ingress-nginx's limits.
-pub fn limit_table(id: &FeatureSetId) -> String {
-    format!("tugboat_limit_{id}")
-}
-
-/// The stick table of a rate-limited set.
-pub fn rate_table(id: &FeatureSetId) -> String {
-    format!("tugboat_rate_{id}")
-}
-
-pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRules {
-    let sets = &desired.feature_sets;
-    let mut rules = FeatureRules::default();
-    let request = &mut rules.request;
-
-    // Routes whose objects restrict access in a way Tugboat cannot honour: nobody.
-    let denied: Vec<&FeatureSetId> = sets
-        .iter()
-        .filter(|(_, f)| f.deny_all)
-        .map(|(id, _)| id)
-        .collect();
-    if !denied.is_empty() {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 403 if {}",
-            sets_acl(&denied)
-        );
-    }
-    // Bodies larger than the routes accept, before anything else looks at the
-    // request, as ingress-nginx does.
-    crate::body_limit::request_rules(desired, request);
-    // Routes that answer by themselves (Gateway API rules without a usable backend).
-    for (status, ids) in group(sets, |f| f.answer_status) {
-        let _ = writeln!(
-            request,
-            "    http-request return status {status} if {}",
-            sets_acl(&ids)
-        );
-    }
-
-    // The client address for access lists and rate limits.
-    let needs_address = sets.values().any(|f| {
-        !f.allow_list.is_empty()
-            || !f.deny_list.is_empty()
-            || f.allow_file.is_some()
-            || f.deny_file.is_some()
-            || f.rate_limit.is_some()
-            || f.client_limits.is_some()
-    });
-    if needs_address {
-        request.push_str("    http-request set-var(txn.src) src\n");
-        for (header, ids) in group(sets, |f| f.src_ip_header.as_deref()) {
-            let _ = writeln!(
-                request,
-                "    http-request set-var(txn.src) req.hdr_ip({header},-1) if {}",
-                sets_acl(&ids)
-            );
-        }
-    }
-    for (list, ids) in group(sets, |f| (!f.deny_list.is_empty()).then_some(&f.deny_list)) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip {} }}",
-            sets_acl(&ids),
-            list.join(" ")
-        );
-    }
-    for (list, ids) in group(sets, |f| {
-        (!f.allow_list.is_empty()).then_some(&f.allow_list)
-    }) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip {} }}",
-            sets_acl(&ids),
-            list.join(" ")
-        );
-    }
-
-    // Long lists, from pattern files.
-    for (file, ids) in group(sets, |f| f.deny_file.as_deref()) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 403 if {} {{ var(txn.src) -m ip -f {} }}",
-            sets_acl(&ids),
-            settings.pattern_file(file).display()
-        );
-    }
-    for (file, ids) in group(sets, |f| f.allow_file.as_deref()) {
-        let _ = writeln!(
-            request,
-            "    http-request deny deny_status 403 if {} !{{ var(txn.src) -m ip -f {} }}",
-            sets_acl(&ids),
-            settings.pattern_file(file).display()
-        );
-    }
-
-    canary_rules(sets, request);
-
-    // Redirects to a URL or host (`permanent-redirect`, `temporal-redirect`,
-    // `from-to-www-redirect`) before the HTTPS redirect, as ingress-nginx answers them
-    // (its `return` comes before its HTTPS redirect).
-    for (redirect, ids) in group(sets, |f| f.redirect.as_ref()) {
+/// Redirects to a URL or host (`permanent-redirect`, `temporal-redirect`,
+/// `from-to-www-redirect`) before the HTTPS redirect, as ingress-nginx answers them
+/// (its `return` comes before its HTTPS redirect).
+fn redirects(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    for (redirect, ids) in group(&desired.feature_sets, |f| f.redirect.as_ref()) {
         let acl = sets_acl(&ids);
         let code = redirect.code;
         match &redirect.target {
@@ -289,18 +313,24 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             }
         }
     }
-    // app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
-    // `$scheme://$http_host`), also before the HTTPS redirect (ingress-nginx's server
-    // `return` for `/`); the path was validated (no `%` or `$`).
-    for (root, ids) in group(sets, |f| f.app_root.as_deref()) {
+}
+
+/// app-root: the request for `/`, to the same scheme and host (as ingress-nginx's
+/// `$scheme://$http_host`), also before the HTTPS redirect (ingress-nginx's server
+/// `return` for `/`); the path was validated (no `%` or `$`).
+fn app_root(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    for (root, ids) in group(&desired.feature_sets, |f| f.app_root.as_deref()) {
         let _ = writeln!(
             request,
             "    http-request redirect location %[ssl_fc,iif(https,http)]://%[req.hdr(host)]{root} code 302 if {} {{ path / }}",
             sets_acl(&ids)
         );
     }
-    // HTTPS redirects of the sets that decide them.
-    for (redirect, ids) in group(sets, |f| f.https_redirect) {
+}
+
+/// HTTPS redirects of the sets that decide them.
+fn https_redirects(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    for (redirect, ids) in group(&desired.feature_sets, |f| f.https_redirect) {
         let condition = match redirect.when {
             RedirectWhen::Never => continue,
             RedirectWhen::Always => String::new(),
@@ -319,18 +349,44 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&ids)
         );
     }
-    let deciding: Vec<&FeatureSetId> = sets
-        .iter()
-        .filter(|(_, f)| f.https_redirect.is_some())
-        .map(|(id, _)| id)
-        .collect();
-    if !deciding.is_empty() {
-        rules.default_redirect_exception = format!(" !{}", sets_acl(&deciding));
-    }
+}
 
-    let late = &mut rules.late_request;
-    // Rate limits, before authentication so that guessing passwords is limited too.
-    for (id, features) in sets {
+/// The default HTTPS redirect of TLS hosts, but for the sets that decide it themselves.
+fn default_https_redirect(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    if !desired.ssl_redirect {
+        return;
+    }
+    let global = &desired.global;
+    let target = match global.ssl_redirect_port {
+        None => "scheme https".to_string(),
+        Some(port) => format!("location https://%[var(txn.host)]:{port}%[capture.req.uri]"),
+    };
+    let deciding = sets_with(&desired.feature_sets, |f| f.https_redirect.is_some());
+    let exception = if deciding.is_empty() {
+        String::new()
+    } else {
+        format!(" !{}", sets_acl(&deciding))
+    };
+    let _ = writeln!(
+        request,
+        "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{exception}",
+        global.ssl_redirect_code
+    );
+}
+
+/// The stick table of a set with ingress-nginx's limits.
+pub fn limit_table(id: &FeatureSetId) -> String {
+    format!("tugboat_limit_{id}")
+}
+
+/// The stick table of a rate-limited set.
+pub fn rate_table(id: &FeatureSetId) -> String {
+    format!("tugboat_rate_{id}")
+}
+
+/// Rate limits, before authentication so that guessing passwords is limited too.
+fn rate_limits(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (id, features) in &desired.feature_sets {
         if let Some(limit) = &features.rate_limit {
             let acl = sets_acl(&[id]);
             let _ = writeln!(
@@ -341,8 +397,16 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 limit.status,
                 limit.requests
             );
+        }
+    }
+}
+
+/// The stick tables of the rate limits.
+fn rate_tables(desired: &Desired, _: &RenderSettings, sections: &mut String) {
+    for (id, features) in &desired.feature_sets {
+        if let Some(limit) = &features.rate_limit {
             let _ = write!(
-                rules.sections,
+                sections,
                 "\n# Request rates per client address of feature set {id}.\nbackend {}\n    \
                  stick-table type ipv6 size 100k expire {period} store http_req_rate({period})\n",
                 rate_table(id),
@@ -350,11 +414,14 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             );
         }
     }
-    // ingress-nginx's limits: a table per set, with the requests of the last second,
-    // whose entries count the requests in progress (`sc_trackers`: nginx's
-    // `limit_conn` counts connections with a request in progress); another with the
-    // requests of the last 10 seconds.
-    for (id, features) in sets {
+}
+
+/// ingress-nginx's limits: a table per set, with the requests of the last second,
+/// whose entries count the requests in progress (`sc_trackers`: nginx's `limit_conn`
+/// counts connections with a request in progress); another with the requests of the
+/// last 10 seconds.
+fn client_limits(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (id, features) in &desired.feature_sets {
         let Some(limits) = &features.client_limits else {
             continue;
         };
@@ -386,32 +453,52 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
                 rate.saturating_add(burst),
                 rate.saturating_mul(10).saturating_add(burst),
             );
+        }
+    }
+}
+
+/// The stick tables of ingress-nginx's limits.
+fn client_limit_tables(desired: &Desired, _: &RenderSettings, sections: &mut String) {
+    for (id, features) in &desired.feature_sets {
+        let Some(limits) = &features.client_limits else {
+            continue;
+        };
+        let table = limit_table(id);
+        if limits.requests_per_second.is_some() {
             let _ = write!(
-                rules.sections,
+                sections,
                 "\n# Requests per client address of feature set {id} in 10 seconds.\nbackend {table}_10s\n    \
                  stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n",
             );
         }
         let _ = write!(
-            rules.sections,
+            sections,
             "\n# Requests in a second and in progress per client address of feature set {id}.\nbackend {table}\n    \
              stick-table type ipv6 size 100k expire 10s store http_req_rate(1s)\n",
         );
     }
-    // CORS: preflight answers (before authentication: browsers send no credentials).
-    for (cors, ids) in group(sets, |f| f.cors.as_ref()) {
+}
+
+/// The origin a CORS answer names, and the condition on the request's origin.
+fn cors_origin(cors: &Cors) -> (String, String) {
+    match &cors.origins {
+        CorsOrigins::Any => ("*".to_string(), String::new()),
+        CorsOrigins::List(list) => (
+            "%[var(txn.origin)]".to_string(),
+            format!(" {{ var(txn.origin) -m str {} }}", list.join(" ")),
+        ),
+    }
+}
+
+/// CORS: preflight answers (before authentication: browsers send no credentials).
+fn cors_preflight(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (cors, ids) in group(&desired.feature_sets, |f| f.cors.as_ref()) {
         let acl = sets_acl(&ids);
         let _ = writeln!(
             late,
             "    http-request set-var(txn.origin) req.hdr(origin) if {acl}"
         );
-        let (origin, origin_condition) = match &cors.origins {
-            CorsOrigins::Any => ("*".to_string(), String::new()),
-            CorsOrigins::List(list) => (
-                "%[var(txn.origin)]".to_string(),
-                format!(" {{ var(txn.origin) -m str {} }}", list.join(" ")),
-            ),
-        };
+        let (origin, origin_condition) = cors_origin(cors);
         let credentials = if cors.credentials {
             " hdr Access-Control-Allow-Credentials true"
         } else {
@@ -425,7 +512,14 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
              {{ req.hdr(access-control-request-method) -m found }}{origin_condition}",
             cors.methods, cors.headers, cors.max_age
         );
-        let response = &mut rules.response;
+    }
+}
+
+/// CORS: the headers of the answers.
+fn cors_response(desired: &Desired, _: &RenderSettings, response: &mut String) {
+    for (cors, ids) in group(&desired.feature_sets, |f| f.cors.as_ref()) {
+        let acl = sets_acl(&ids);
+        let (origin, origin_condition) = cors_origin(cors);
         let _ = writeln!(
             response,
             "    http-response set-header Access-Control-Allow-Origin \"{origin}\" if {acl}{origin_condition}"
@@ -453,7 +547,11 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             );
         }
     }
-    for (auth, ids) in group(sets, |f| f.basic_auth.as_ref()) {
+}
+
+/// Basic authentication.
+fn basic_auth(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (auth, ids) in group(&desired.feature_sets, |f| f.basic_auth.as_ref()) {
         let _ = writeln!(
             late,
             "    http-request auth realm \"{}\" if {} !{{ http_auth({}) }}",
@@ -462,8 +560,21 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             auth.userlist
         );
     }
-    crate::external_auth::rules(sets, late);
-    for (rewrite, ids) in group(sets, |f| f.path_rewrite.as_ref()) {
+}
+
+/// The userlists of basic authentication.
+fn userlists(desired: &Desired, _: &RenderSettings, sections: &mut String) {
+    for (name, users) in &desired.userlists {
+        let _ = writeln!(sections, "\nuserlist {name}");
+        for user in users {
+            let _ = writeln!(sections, "    user {} password {}", user.user, user.hash);
+        }
+    }
+}
+
+/// Path rewrites (`rewrite-target`).
+fn path_rewrite(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (rewrite, ids) in group(&desired.feature_sets, |f| f.path_rewrite.as_ref()) {
         let _ = writeln!(
             late,
             "    http-request replace-path '{}' '{}' if {}",
@@ -472,14 +583,22 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&ids)
         );
     }
-    for (host, ids) in group(sets, |f| f.set_host.as_deref()) {
+}
+
+/// The `Host` header the backend gets.
+fn set_host(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (host, ids) in group(&desired.feature_sets, |f| f.set_host.as_deref()) {
         let _ = writeln!(
             late,
             "    http-request set-header Host {host} if {}",
             sets_acl(&ids)
         );
     }
-    for (headers, ids) in group(sets, |f| {
+}
+
+/// Headers set on the request.
+fn request_headers(desired: &Desired, _: &RenderSettings, late: &mut String) {
+    for (headers, ids) in group(&desired.feature_sets, |f| {
         (!f.request_headers.is_empty()).then_some(&f.request_headers)
     }) {
         for (name, value) in headers {
@@ -490,9 +609,11 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             );
         }
     }
+}
 
-    let response = &mut rules.response;
-    for (hsts, ids) in group(sets, |f| f.hsts.as_ref()) {
+/// Strict-Transport-Security, on answers over TLS.
+fn hsts(desired: &Desired, _: &RenderSettings, response: &mut String) {
+    for (hsts, ids) in group(&desired.feature_sets, |f| f.hsts.as_ref()) {
         let _ = writeln!(
             response,
             "    http-response set-header Strict-Transport-Security \"{}\" if {{ ssl_fc }} {}",
@@ -500,7 +621,11 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             sets_acl(&ids)
         );
     }
-    for (headers, ids) in group(sets, |f| {
+}
+
+/// Headers set on the answer.
+fn response_headers(desired: &Desired, _: &RenderSettings, response: &mut String) {
+    for (headers, ids) in group(&desired.feature_sets, |f| {
         (!f.response_headers.is_empty()).then_some(&f.response_headers)
     }) {
         for (name, value) in headers {
@@ -511,20 +636,19 @@ pub fn feature_rules(desired: &Desired, settings: &RenderSettings) -> FeatureRul
             );
         }
     }
+}
 
-    for (name, users) in &desired.userlists {
-        let _ = writeln!(rules.sections, "\nuserlist {name}");
-        for user in users {
-            let _ = writeln!(
-                rules.sections,
-                "    user {} password {}",
-                user.user, user.hash
-            );
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading [`WRITERS`] top to bottom is reading the rules in the order they are
+    /// written.
+    #[test]
+    fn the_writers_are_listed_in_the_order_of_their_phases() {
+        let phases: Vec<Phase> = WRITERS.iter().map(|(phase, _)| *phase).collect();
+        let mut sorted = phases.clone();
+        sorted.sort();
+        assert_eq!(phases, sorted);
     }
-    crate::gateway_features::add_rules(sets, &mut rules);
-    // Last: the fallback looks at the backend every rule above has chosen.
-    crate::error_backend::request_rules(desired, &mut rules.late_request);
-    crate::error_backend::response_rules(desired, settings, &mut rules.response);
-    rules
 }

@@ -1,6 +1,7 @@
 //! The haproxy rules of the Gateway API's filters and weighted backends
 //! ([`GatewayFeatures`]), guarded by the feature sets that have them, as the other route
-//! features are (see [`crate::features`]).
+//! features are (see [`crate::features`]); each writer here writes into the phase
+//! [`crate::features::WRITERS`] gives it.
 //!
 //! - A weighted split draws `rand(total)` once per request into `txn.pick` and sets
 //!   `txn.backend` by range (a share without a backend answers 500), before the frontend's
@@ -27,7 +28,7 @@ use tugboat_model::gateway::features::{
     PathReplacement, Redirect, Share,
 };
 
-use crate::features::{FEATURE_SEPARATOR, FeatureRules, group, sets_acl};
+use crate::rules::{FEATURE_SEPARATOR, group, sets_acl};
 
 /// The server timeout of the request (milliseconds, 0: none), set by the feature sets of
 /// rules with `timeouts`; every backend applies it ([`SERVER_TIMEOUT_RULE`]).
@@ -42,31 +43,38 @@ fn gateway(features: &RouteFeatures) -> Option<&GatewayFeatures> {
     features.gateway.as_ref()
 }
 
-/// Adds the rules of the sets' Gateway API features to `rules`.
-pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut FeatureRules) {
-    // First of all: the routes of one bind only (the other bind's requests get 404),
-    // then the rules of a host and path with conditions, which pick the set of the
-    // request before any other set's rule looks at it.
-    let mut dispatch = String::new();
+type Sets = BTreeMap<FeatureSetId, RouteFeatures>;
+
+/// First of all: the routes of one bind only (the other bind's requests get 404), then
+/// the rules of a host and path with conditions, which pick the set of the request
+/// before any other set's rule looks at it.
+pub fn dispatch(sets: &Sets, out: &mut String) {
     for (tls, ids) in group(sets, |f| gateway(f).and_then(|g| g.only_tls)) {
         let other = if tls { "!{ ssl_fc }" } else { "{ ssl_fc }" };
         let _ = writeln!(
-            dispatch,
+            out,
             "    http-request return status 404 if {} {other}",
             sets_acl(&ids)
         );
     }
     for (id, features) in sets {
         if let Some(found) = gateway(features).and_then(|g| g.dispatch.as_ref()) {
-            dispatch_rules(id, found, &mut dispatch);
+            dispatch_rules(id, found, out);
         }
     }
-    rules.request.insert_str(0, &dispatch);
+}
+
+/// Weighted backends.
+pub fn splits(sets: &Sets, out: &mut String) {
     for (split, ids) in group(sets, |f| {
         gateway(f).map(|g| &g.split).filter(|s| !s.is_empty())
     }) {
-        split_rules(split, &sets_acl(&ids), &mut rules.request);
+        split_rules(split, &sets_acl(&ids), out);
     }
+}
+
+/// The server timeouts of rules, for the backends to apply.
+pub fn server_timeouts(sets: &Sets, out: &mut String) {
     for (timeout, ids) in group(sets, |f| gateway(f).and_then(|g| g.server_timeout_ms)) {
         // haproxy's `set-timeout` does not take 0 for no timeout: its longest one is.
         let timeout = if timeout == 0 {
@@ -75,47 +83,57 @@ pub fn add_rules(sets: &BTreeMap<FeatureSetId, RouteFeatures>, rules: &mut Featu
             timeout
         };
         let _ = writeln!(
-            rules.request,
+            out,
             "    http-request set-var({SERVER_TIMEOUT_VAR}) int({timeout}) if {}",
             sets_acl(&ids)
         );
     }
+}
+
+/// Redirects.
+pub fn redirects(sets: &Sets, out: &mut String) {
     for (redirect, ids) in group(sets, |f| gateway(f).and_then(|g| g.redirect.as_ref())) {
-        redirect_rules(redirect, &sets_acl(&ids), &mut rules.request);
+        redirect_rules(redirect, &sets_acl(&ids), out);
     }
+}
+
+/// The `Host` header the backend gets.
+pub fn host_rewrites(sets: &Sets, out: &mut String) {
     for (host, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_host.as_deref())) {
         let _ = writeln!(
-            rules.late_request,
+            out,
             "    http-request set-header Host {host} if {}",
             sets_acl(&ids)
         );
     }
+}
+
+/// Path rewrites.
+pub fn path_rewrites(sets: &Sets, out: &mut String) {
     for (path, ids) in group(sets, |f| gateway(f).and_then(|g| g.rewrite_path.as_ref())) {
-        rewrite_rules(path, &sets_acl(&ids), &mut rules.late_request);
+        rewrite_rules(path, &sets_acl(&ids), out);
     }
+}
+
+/// Changes of the request's headers.
+pub fn request_headers(sets: &Sets, out: &mut String) {
     for (changes, ids) in group(sets, |f| {
         gateway(f)
             .map(|g| &g.request_headers)
             .filter(|c| !c.is_empty())
     }) {
-        header_rules(
-            "http-request",
-            changes,
-            &sets_acl(&ids),
-            &mut rules.late_request,
-        );
+        header_rules("http-request", changes, &sets_acl(&ids), out);
     }
+}
+
+/// Changes of the answer's headers.
+pub fn response_headers(sets: &Sets, out: &mut String) {
     for (changes, ids) in group(sets, |f| {
         gateway(f)
             .map(|g| &g.response_headers)
             .filter(|c| !c.is_empty())
     }) {
-        header_rules(
-            "http-response",
-            changes,
-            &sets_acl(&ids),
-            &mut rules.response,
-        );
+        header_rules("http-response", changes, &sets_acl(&ids), out);
     }
 }
 
@@ -340,15 +358,24 @@ mod tests {
         BackendName::parse(name).expect("a backend name")
     }
 
-    fn rules_of(gateway: GatewayFeatures) -> (FeatureSetId, FeatureRules) {
+    /// The rules of one set, by where the frontend has them.
+    #[derive(Default)]
+    struct Written {
+        request: String,
+    }
+
+    fn rules_of(gateway: GatewayFeatures) -> (FeatureSetId, Written) {
         let features = RouteFeatures {
             gateway: Some(gateway),
             ..RouteFeatures::default()
         };
         let id = FeatureSetId::of(&features);
         let sets = BTreeMap::from([(id.clone(), features)]);
-        let mut rules = FeatureRules::default();
-        add_rules(&sets, &mut rules);
+        let mut rules = Written::default();
+        dispatch(&sets, &mut rules.request);
+        splits(&sets, &mut rules.request);
+        server_timeouts(&sets, &mut rules.request);
+        redirects(&sets, &mut rules.request);
         (id, rules)
     }
 

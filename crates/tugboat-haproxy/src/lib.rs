@@ -25,6 +25,7 @@ pub mod layout;
 pub mod map_text;
 pub mod plan;
 pub mod render;
+pub mod rules;
 pub mod runtime;
 pub mod settings;
 

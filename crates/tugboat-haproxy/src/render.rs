@@ -24,14 +24,12 @@ use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
 use tugboat_model::tls::Pem;
 use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, stable_hash};
 
-use crate::features::{FEATURE_SEPARATOR, feature_rules};
+use crate::features::feature_rules;
 use crate::layout::{Layout, Server, fresh_slots};
 use crate::map_text::{self, MapOrder};
+use crate::rules::{FEATURE_SEPARATOR, NOT_FOUND_BACKEND, Place};
 use crate::runtime::server_line;
 pub use crate::settings::*;
-
-/// The backend that answers requests no route matches, when no Ingress sets one.
-pub const NOT_FOUND_BACKEND: &str = "tugboat_not_found";
 
 /// Every file haproxy needs, by absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -394,28 +392,15 @@ frontend http
         regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard),
         regex_any = regex_route_rules(&desired.routes, RegexHosts::Any),
         restore = restore_rules(desired),
-        feature_request = features.request,
+        feature_request = features.text(Place::Rules),
         default_cert = default_cert.display(),
         crt_list = crt_list.display(),
     );
-    if desired.ssl_redirect {
-        let target = match global.ssl_redirect_port {
-            None => "scheme https".to_string(),
-            Some(port) => format!("location https://%[var(txn.host)]:{port}%[capture.req.uri]"),
-        };
-        let _ = writeln!(
-            out,
-            "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{}",
-            global.ssl_redirect_code, features.default_redirect_exception
-        );
-    }
-    out.push_str(&features.late_request);
-    out.push_str(&features.response);
     let _ = write!(
         out,
         "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
     http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-{body_limit}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
+{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
 # Requests that match no route: 404 (with the 404 error page when one is set), and
@@ -423,11 +408,7 @@ frontend http
 backend {NOT_FOUND_BACKEND}
     http-request return status 200 content-type text/plain string \"ok\\n\" if {{ path /healthz }}
 ",
-        body_limit = {
-            let mut rules = String::new();
-            crate::body_limit::switching_rules(desired, &mut rules);
-            rules
-        },
+        switching = features.text(Place::Switching),
         default = desired
             .default_backend
             .as_ref()
@@ -456,9 +437,7 @@ frontend stats
             address(settings.bind_address, settings.stats_port)
         );
     }
-    out.push_str(&features.sections);
-    out.push_str(&crate::error_backend::section(desired, settings));
-    out.push_str(&crate::body_limit::section(desired, settings));
+    out.push_str(&features.text(Place::Sections));
     out
 }
 
@@ -853,7 +832,7 @@ impl<'a> RoutesAtPath<'a> {
 }
 
 /// The map value of a route: its backend, its feature set when it has one, then its
-/// canary's backend and share (see `features::canary_rules`).
+/// canary's backend and share (see `features::canary`).
 fn map_value(route: &Route) -> String {
     let sep = FEATURE_SEPARATOR;
     match (&route.features, &route.canary) {
