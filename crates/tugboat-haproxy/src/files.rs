@@ -178,6 +178,11 @@ pub fn remove(path: &Path) -> Result<(), FileError> {
     }
 }
 
+/// Reads the text of one file.
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    fs::read_to_string(path).map_err(file_error("read", path))
+}
+
 /// Reads the current contents of the given paths; missing files are left out.
 pub fn read_current<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> RenderedFiles {
     let mut current = RenderedFiles::default();
