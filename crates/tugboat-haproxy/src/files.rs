@@ -12,6 +12,14 @@
 //! than the rest of a change. Durability only matters across a machine crash: haproxy's
 //! master does not survive one, so the controller adopts nothing after it and rewrites
 //! every file at its start (an emptyDir on disk may keep torn files until then).
+//!
+//! Every function here blocks. The [`Applier`](crate::Applier) calls them through
+//! [`blocking`](crate::blocking::blocking); the controller's own certificate is stored
+//! before the async runtime starts.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the file work itself: called off the async runtime (see above)"
+)]
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
