@@ -2,6 +2,10 @@
 //! haproxy series of the matrix (`tugboat_testkit::haproxy_tests!`), against real
 //! haproxy, real HTTP and, where objects come from the cluster, the fake API server.
 //! Select a suite with `cargo nextest run -p tugboat-testkit --test e2e -E 'test(/^kube::/)'`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 
 mod annotations;
 mod api_features;

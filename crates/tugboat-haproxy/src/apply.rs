@@ -6,15 +6,22 @@
 //! haproxy last loaded it, a runtime command with an unexpected answer falls back to a
 //! reload of the (already written) files, and a restarted controller can adopt a running
 //! haproxy without reloading it (see [`Applier::adopt`]).
+//!
+//! Its file work (publishing, removing, restoring, syncing, reading back, the marker and
+//! the fingerprint of the files) runs on a blocking thread ([`blocking`]): the plan and
+//! the state it needs move there and back, so the runtime's workers never wait for the
+//! disk.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use tugboat_model::{Desired, Patch, stable_hash};
 
+use crate::blocking::blocking;
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
 use crate::layout::{Layout, Server};
@@ -89,13 +96,22 @@ const MARKER_HEADER_WIDTH: usize = 80;
 /// Applies plans to one haproxy, one at a time.
 pub struct Applier {
     cli: MasterCli,
-    settings: RenderSettings,
+    /// Shared with the blocking threads that do the file work.
+    settings: Arc<RenderSettings>,
     applied: Option<Applied>,
     master: Option<ProcInfo>,
+    /// What the marker on disk was written from; moves to the blocking thread that
+    /// writes the next one, and back.
+    marker: MarkerState,
+}
+
+/// What the next marker is written from.
+#[derive(Debug, Default)]
+struct MarkerState {
     /// The hash of each applied file, for the marker's fingerprint.
     hashes: FileHashes,
     /// The listing of the marker on disk, when this applier wrote it.
-    marker_listing: Option<String>,
+    listing: Option<String>,
 }
 
 /// The hash of each file, kept between applies, so that the fingerprint of a large
@@ -148,11 +164,10 @@ impl Applier {
     pub fn new(cli: MasterCli, settings: RenderSettings) -> Self {
         Self {
             cli,
-            settings,
+            settings: Arc::new(settings),
             applied: None,
             master: None,
-            hashes: FileHashes::default(),
-            marker_listing: None,
+            marker: MarkerState::default(),
         }
     }
 
@@ -180,19 +195,13 @@ impl Applier {
     pub async fn plan_blocking(&mut self, desired: Desired, window: ReloadWindow) -> Plan {
         let applied = self.applied.take();
         let settings = self.settings.clone();
-        let planned = tokio::task::spawn_blocking(move || {
+        let (plan, applied) = blocking(move || {
             let plan = plan::plan_within(applied.as_ref(), desired, &settings, window);
             (plan, applied)
         })
         .await;
-        match planned {
-            Ok((plan, applied)) => {
-                self.applied = applied;
-                plan
-            }
-            // The planner panicked: the same panic, here.
-            Err(err) => std::panic::resume_unwind(err.into_panic()),
-        }
+        self.applied = applied;
+        plan
     }
 
     /// Plans a patch of what haproxy runs (see [`plan::plan_patch`]); `None` when the
@@ -220,7 +229,8 @@ impl Applier {
     /// restart with unchanged inputs costs no reload.
     pub async fn adopt(&mut self, desired: &Desired) -> bool {
         // No marker (a fresh haproxy): nothing to adopt, nothing to render.
-        let Ok(marker) = std::fs::read_to_string(self.settings.config_dir.join(MARKER)) else {
+        let marker_path = self.settings.config_dir.join(MARKER);
+        let Ok(marker) = blocking(move || files::read_text(&marker_path)).await else {
             return false;
         };
         let Ok(info) = self.cli.show_proc().await else {
@@ -236,19 +246,28 @@ impl Applier {
             .filter(|line| !line.is_empty())
             .map(PathBuf::from)
             .collect();
+        let settings = self.settings.clone();
+        let rendered = desired.clone();
+        let (on_disk, on_disk_fingerprint) = blocking(move || {
+            paths.extend(
+                plan::plan(None, rendered, &settings)
+                    .next
+                    .files
+                    .files
+                    .into_keys()
+                    .filter(|path| !settings.is_backends_file(path)),
+            );
+            paths.extend(files::config_files_in(&settings.config_dir).unwrap_or_default());
+            let on_disk = files::read_current(paths.iter());
+            // Only files that are all there can match the marker.
+            let on_disk_fingerprint =
+                (on_disk.files.len() == paths.len()).then(|| fingerprint(&on_disk));
+            (on_disk, on_disk_fingerprint)
+        })
+        .await;
+        let adopted =
+            on_disk_fingerprint.is_some_and(|sum| header == marker_header(&info, sum).trim_end());
         let settings = &self.settings;
-        paths.extend(
-            plan::plan(None, desired.clone(), settings)
-                .next
-                .files
-                .files
-                .into_keys()
-                .filter(|path| !settings.is_backends_file(path)),
-        );
-        paths.extend(files::config_files_in(&settings.config_dir).unwrap_or_default());
-        let on_disk = files::read_current(paths.iter());
-        let adopted = on_disk.files.len() == paths.len()
-            && header == marker_header(&info, fingerprint(&on_disk)).trim_end();
         if adopted {
             let mut layout = Layout::default();
             for (path, config) in &on_disk.files {
@@ -289,18 +308,21 @@ impl Applier {
         // files it renders, and config files it does not (removed before a reload). Read
         // for this apply only: kept, a large state's files would be held twice. (A patch
         // plan holds the applied state, and never reloads.)
-        let on_disk = if self.applied.is_none() && plan.reload.is_some() {
-            let configs = files::config_files_in(&self.settings.config_dir).unwrap_or_default();
-            Some(files::read_current(
-                plan.next.files.files.keys().chain(&configs),
-            ))
-        } else {
-            None
-        };
-        let started = Instant::now();
-        // Published (renamed into place) now; flushed to disk after a reload.
-        report.files_written = files::publish(&plan.next.files, &plan.changed)?;
-        report.write = started.elapsed();
+        let read_on_disk = self.applied.is_none() && plan.reload.is_some();
+        let settings = self.settings.clone();
+        let (mut plan, on_disk, published) = blocking(move || {
+            let on_disk = read_on_disk.then(|| {
+                let configs = files::config_files_in(&settings.config_dir).unwrap_or_default();
+                files::read_current(plan.next.files.files.keys().chain(&configs))
+            });
+            let started = Instant::now();
+            // Published (renamed into place) now; flushed to disk after a reload.
+            let published = files::publish(&plan.next.files, &plan.changed)
+                .map(|written| (written, started.elapsed()));
+            (plan, on_disk, published)
+        })
+        .await;
+        (report.files_written, report.write) = published?;
 
         let mut reload = plan.reload;
         if reload.is_none() && !plan.runtime.is_empty() {
@@ -328,21 +350,32 @@ impl Applier {
             }
             // haproxy loads every `*.cfg` of its folder: a backends' file left from a
             // state with more of them would define its backends twice.
-            for path in files::config_files_in(&self.settings.config_dir)? {
-                if !plan.next.files.files.contains_key(&path) {
-                    files::remove(&path)?;
-                }
-            }
+            let settings = self.settings.clone();
+            let (returned, removed) = blocking(move || {
+                let removed = remove_other_configs(&settings.config_dir, &plan.next.files);
+                (plan, removed)
+            })
+            .await;
+            plan = returned;
+            removed?;
             let started = Instant::now();
             let outcome = self.cli.reload().await;
             report.reload = started.elapsed();
             match outcome {
                 Ok(ReloadOutcome::Loaded { log }) => tracing::debug!(%log, "haproxy reloaded"),
                 Ok(ReloadOutcome::Refused { message }) => {
-                    let previous = self.applied.as_ref().map(|a| &a.files).or(on_disk.as_ref());
-                    if let Some(previous) = previous {
-                        files::restore(previous, &plan.next.files)?;
-                    }
+                    let applied = self.applied.take();
+                    let (applied, restored) = blocking(move || {
+                        let previous = applied.as_ref().map(|a| &a.files).or(on_disk.as_ref());
+                        let restored = match previous {
+                            Some(previous) => files::restore(previous, &plan.next.files),
+                            None => Ok(()),
+                        };
+                        (applied, restored)
+                    })
+                    .await;
+                    self.applied = applied;
+                    restored?;
                     return Err(ApplyError::Refused { message });
                 }
                 Err(err) => {
@@ -352,45 +385,34 @@ impl Applier {
                 }
             }
         }
-        // A reload's files are flushed to disk; a runtime update's are left to the
-        // kernel's writeback (see the `files` module: only a machine crash loses them,
-        // and the controller rewrites every file at its next start). An `fsync` per
-        // update was about half of the controller's CPU for a change.
-        if reload.is_some() {
-            let synced = Instant::now();
-            files::sync(&plan.changed)?;
-            report.write += synced.elapsed();
-        }
-        for path in &plan.removed {
-            files::remove(path)?;
+        // A reload's files are flushed to disk, a runtime update's left to the kernel's
+        // writeback (see [`sync_and_remove`]); files no longer needed go.
+        let reloaded = reload.is_some();
+        if reloaded || !plan.removed.is_empty() {
+            let (returned, synced) = blocking(move || {
+                let synced = sync_and_remove(&plan, reloaded);
+                (plan, synced)
+            })
+            .await;
+            plan = returned;
+            report.write += synced?;
         }
         // Only a reload (or a restart, which the next check finds) changes what
         // `show proc` says.
         if reload.is_some() || self.master.is_none() {
             self.master = self.cli.show_proc().await.ok();
         }
-        if let Some(info) = &self.master {
-            let files_fingerprint =
-                self.hashes
-                    .fingerprint(&plan.next.files, &plan.changed, &plan.removed);
-            let header = marker_header(info, files_fingerprint);
-            let listing = marker_listing(&plan.next.files, &self.settings);
-            let marker = self.settings.config_dir.join(MARKER);
-            // A runtime update that leaves the listing as it is rewrites the header in
-            // place: no new file and rename for each change. A torn header (a crash
-            // during the write) only fails to match: the next start reloads.
-            let in_place = reload.is_none()
-                && self.marker_listing.as_ref() == Some(&listing)
-                && files::overwrite_start(&marker, header.as_bytes()).is_ok();
-            if !in_place {
-                let text = format!("{header}\n{listing}");
-                if reload.is_some() {
-                    files::write_atomic(&marker, text.as_bytes(), 0o644)?;
-                } else {
-                    files::write_visible(&marker, text.as_bytes(), 0o644)?;
-                }
-                self.marker_listing = Some(listing);
-            }
+        if let Some(info) = self.master.clone() {
+            let mut marker = std::mem::take(&mut self.marker);
+            let settings = self.settings.clone();
+            let (returned, marker, written) = blocking(move || {
+                let written = marker.write(&plan, &info, &settings, reloaded);
+                (plan, marker, written)
+            })
+            .await;
+            plan = returned;
+            self.marker = marker;
+            written?;
         }
         self.applied = Some(plan.next);
         Ok(report)
@@ -446,6 +468,71 @@ impl Applier {
         }
         self.master = Some(now);
         Ok(restarted)
+    }
+}
+
+/// Removes the config files of `config_dir` that `files` does not have: haproxy loads
+/// every `*.cfg` of its folder. Blocking.
+fn remove_other_configs(config_dir: &Path, files: &RenderedFiles) -> Result<(), FileError> {
+    for path in files::config_files_in(config_dir)? {
+        if !files.files.contains_key(&path) {
+            files::remove(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// After haproxy took `plan`: flushes its files to disk after a reload (returns how
+/// long that took), and removes the files it no longer needs. Blocking.
+///
+/// A reload's files are flushed to disk; a runtime update's are left to the kernel's
+/// writeback (see the `files` module: only a machine crash loses them, and the
+/// controller rewrites every file at its next start). An `fsync` per update was about
+/// half of the controller's CPU for a change.
+fn sync_and_remove(plan: &Plan, reloaded: bool) -> Result<Duration, FileError> {
+    let mut took = Duration::ZERO;
+    if reloaded {
+        let synced = Instant::now();
+        files::sync(&plan.changed)?;
+        took = synced.elapsed();
+    }
+    for path in &plan.removed {
+        files::remove(path)?;
+    }
+    Ok(took)
+}
+
+impl MarkerState {
+    /// Writes the marker of `plan`'s files, run by the master `info`. Blocking.
+    fn write(
+        &mut self,
+        plan: &Plan,
+        info: &ProcInfo,
+        settings: &RenderSettings,
+        reloaded: bool,
+    ) -> Result<(), FileError> {
+        let files_fingerprint =
+            self.hashes
+                .fingerprint(&plan.next.files, &plan.changed, &plan.removed);
+        let header = marker_header(info, files_fingerprint);
+        let listing = marker_listing(&plan.next.files, settings);
+        let marker = settings.config_dir.join(MARKER);
+        // A runtime update that leaves the listing as it is rewrites the header in
+        // place: no new file and rename for each change. A torn header (a crash during
+        // the write) only fails to match: the next start reloads.
+        let in_place = !reloaded
+            && self.listing.as_ref() == Some(&listing)
+            && files::overwrite_start(&marker, header.as_bytes()).is_ok();
+        if !in_place {
+            let text = format!("{header}\n{listing}");
+            if reloaded {
+                files::write_atomic(&marker, text.as_bytes(), 0o644)?;
+            } else {
+                files::write_visible(&marker, text.as_bytes(), 0o644)?;
+            }
+            self.listing = Some(listing);
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,14 @@
 //! than the rest of a change. Durability only matters across a machine crash: haproxy's
 //! master does not survive one, so the controller adopts nothing after it and rewrites
 //! every file at its start (an emptyDir on disk may keep torn files until then).
+//!
+//! Every function here blocks. The [`Applier`](crate::Applier) calls them through
+//! [`blocking`](crate::blocking::blocking); the controller's own certificate is stored
+//! before the async runtime starts.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the file work itself: called off the async runtime (see above)"
+)]
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -176,6 +184,11 @@ pub fn remove(path: &Path) -> Result<(), FileError> {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(file_error("remove", path)(e)),
         _ => Ok(()),
     }
+}
+
+/// Reads the text of one file.
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    fs::read_to_string(path).map_err(file_error("read", path))
 }
 
 /// Reads the current contents of the given paths; missing files are left out.

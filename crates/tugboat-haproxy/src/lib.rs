@@ -2,6 +2,7 @@
 //!
 //! - [`render`] turns the desired state into haproxy's files (config and maps), pure;
 //! - [`files`] writes them atomically and can put the previous ones back;
+//! - [`blocking`] runs such blocking work off the async runtime;
 //! - [`body_limit`] holds request bodies to `proxy-body-size` however they are framed;
 //! - [`external_auth`] is the Lua action and the rules of `auth-url`;
 //! - [`error_backend`] is the fallback and the Lua action of `default-backend` and
@@ -14,6 +15,7 @@
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
 
 pub mod apply;
+pub mod blocking;
 pub mod body_limit;
 pub mod cli;
 pub mod error_backend;

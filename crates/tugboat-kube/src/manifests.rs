@@ -129,6 +129,13 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
 }
 
 /// Reads every manifest under `dir`. Fails only when the folder itself cannot be read.
+///
+/// Blocking: `tugboat render` and `tugboat migrate` call it outside any async runtime;
+/// [`watch_folder`] still calls it on the runtime.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking by design; its callers choose where it runs (see above)"
+)]
 pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
     let mut files = Vec::new();
     collect_files(dir, &mut files)?;
@@ -149,6 +156,11 @@ pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
     Ok(contents)
 }
 
+/// The manifest files under `dir`, for [`load_folder`]. Blocking.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "part of load_folder, which is blocking by design"
+)]
 fn collect_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;

@@ -15,6 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tugboat_haproxy::MasterCli;
+use tugboat_haproxy::blocking::blocking;
 
 use crate::controller::ControllerStatus;
 use crate::metrics::Metrics;
@@ -84,7 +85,10 @@ async fn route(state: &AdminState, request: &Request<Incoming>) -> Response<Full
             }
         }
         "/metrics" => {
-            let mut response = text(StatusCode::OK, state.metrics.encode());
+            // Encoding reads the process figures from `/proc`: off the runtime.
+            let metrics = state.metrics.clone();
+            let body = blocking(move || metrics.encode()).await;
+            let mut response = text(StatusCode::OK, body);
             if let Ok(value) = "text/plain; version=0.0.4; charset=utf-8".parse() {
                 response.headers_mut().insert("content-type", value);
             }

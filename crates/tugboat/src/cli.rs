@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio::sync::watch;
 use tugboat_haproxy::RenderSettings;
+use tugboat_haproxy::blocking::blocking;
 use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::{ObjectKey, Settings};
 
@@ -391,7 +392,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 }
                 None => {
                     let client = crate::command_edges::kube_client(args.cluster.kubeconfig.as_deref()).await?;
-                    let options = cluster_options(&args.cluster, &args.model, &args.haproxy, &client)?;
+                    let pod = blocking(PodFiles::read).await;
+                    let options =
+                        cluster_options(&args.cluster, &args.model, &args.haproxy, &client, pod)?;
                     tracing::info!(
                         namespaces = ?options.source.namespaces,
                         controller_class = %options.source.class.controller,
@@ -425,31 +428,50 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// File holding the pod's namespace in a service-account mount.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
+/// What the pod's own files say of it, when `POD_NAMESPACE` and `POD_NAME` do not:
+/// each trimmed, `None` when missing or empty.
+struct PodFiles {
+    namespace: Option<String>,
+    hostname: Option<String>,
+}
+
+impl PodFiles {
+    /// Reads them. Blocking: the async caller runs it through
+    /// [`blocking`](tugboat_haproxy::blocking::blocking).
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "its async caller runs it through the blocking helper"
+    )]
+    fn read() -> Self {
+        let read = |path| {
+            std::fs::read_to_string(path)
+                .ok()
+                .map(|text| text.trim().to_string())
+                .filter(|text| !text.is_empty())
+        };
+        Self {
+            namespace: read(SERVICE_ACCOUNT_NAMESPACE),
+            hostname: read("/proc/sys/kernel/hostname"),
+        }
+    }
+}
+
 fn cluster_options(
     args: &ClusterArgs,
     model: &ModelArgs,
     haproxy: &HaproxyArgs,
     client: &kube::Client,
+    pod: PodFiles,
 ) -> anyhow::Result<ClusterOptions> {
     let namespace = std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|ns| !ns.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
-                .ok()
-                .map(|ns| ns.trim().to_string())
-                .filter(|ns| !ns.is_empty())
-        })
+        .or(pod.namespace)
         .unwrap_or_else(|| client.default_namespace().to_string());
     let identity = std::env::var("POD_NAME")
         .ok()
         .filter(|name| !name.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|name| name.trim().to_string())
-                .filter(|name| !name.is_empty())
-        })
+        .or(pod.hostname)
         .context("cannot tell this replica's identity: set POD_NAME")?;
     let mut namespaces = args.watch_namespace.clone();
     namespaces.retain(|ns| !ns.trim().is_empty());

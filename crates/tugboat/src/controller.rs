@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use anyhow::Context;
 use tokio::sync::watch;
 use tugboat_haproxy::apply::fingerprint;
+use tugboat_haproxy::blocking::blocking;
 use tugboat_haproxy::{
     Applier, ApplyError, ApplyReport, Delivery, MasterCli, ReloadWindow, RenderSettings,
 };
@@ -237,18 +238,9 @@ enum Next {
     AfterBackoff,
 }
 
-/// Runs `work` on a blocking thread: building and planning a large state would hold up
-/// the runtime's other tasks (the watches, the admin server) for as long.
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(value) => value,
-        // The work panicked: the same panic, here.
-        Err(err) => std::panic::resume_unwind(err.into_panic()),
-    }
-}
-
 /// The model brought to `snapshot`: a patch when haproxy runs its last output and the
-/// change allows one, else a full build.
+/// change allows one, else a full build. Built on a blocking thread: a large state would
+/// hold up the runtime's other tasks (the watches, the admin server) for as long.
 async fn build(
     state: &mut LoopState,
     snapshot: &Arc<Snapshot>,

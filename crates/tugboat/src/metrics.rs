@@ -220,7 +220,8 @@ impl Metrics {
         self.status_writes.inc_by(count as u64);
     }
 
-    /// The metrics in Prometheus' text format, with fresh process figures.
+    /// The metrics in Prometheus' text format, with fresh process figures. Blocking: it
+    /// reads `/proc`.
     pub fn encode(&self) -> String {
         if let Some(usage) = ProcessUsage::read() {
             self.resident_memory
@@ -256,7 +257,12 @@ impl ProcessUsage {
         Self::read_pid("self")
     }
 
-    /// Reads the figures of process `pid` (a number, or `self`).
+    /// Reads the figures of process `pid` (a number, or `self`). Blocking: the admin
+    /// server encodes the metrics through [`blocking`](tugboat_haproxy::blocking::blocking).
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "reads /proc; its async caller runs it through the blocking helper"
+    )]
     pub fn read_pid(pid: &str) -> Option<Self> {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

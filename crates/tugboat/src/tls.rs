@@ -3,6 +3,13 @@
 //!
 //! It is generated once and kept in the lib folder (a hidden file haproxy never loads),
 //! so a restarted controller serves the same certificate and changes nothing.
+//!
+//! Blocking file work, done before the async runtime starts (`tugboat run`) or without
+//! one (`tugboat render`).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "runs before the async runtime starts, or without one (see above)"
+)]
 
 use std::path::Path;
 

@@ -1,6 +1,10 @@
 //! The controller arguments in the rendered manifests (`deploy/manifests/tugboat.yaml`,
 //! the Helm chart with default values) are accepted by this binary's command line: a
 //! renamed or missing flag fails here, not in a user's cluster.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 
 use clap::Parser;
 use serde::Deserialize;

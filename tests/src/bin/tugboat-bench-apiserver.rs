@@ -22,6 +22,10 @@
 //!
 //! Build the controller first: `cargo build --release -p tugboat` (the binary is taken
 //! from next to this one, or from `TUGBOAT_BIN`).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -17,6 +17,10 @@
 //! worker (the seeded configuration) has no listener to hand over.
 //!
 //! Run: `cargo run --release -p tugboat-testkit --bin tugboat-bench-reload [2.6] [3.0] [3.2] [3.4]`.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 
 use std::io;
 use std::net::SocketAddr;

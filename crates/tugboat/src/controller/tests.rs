@@ -1,6 +1,10 @@
 //! The controller's update step against a fake master socket, without haproxy: what it
 //! does next after an update that applies, one haproxy refuses, one with a snippet
 //! haproxy refuses, one haproxy does not answer, and one that needs Lua haproxy lacks.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 
 use std::path::Path;
 use std::sync::Mutex;
