@@ -26,7 +26,7 @@ use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
 use crate::layout::{Layout, Server};
 use crate::plan::{self, Applied, Plan, ReloadReason, ReloadWindow};
-use crate::render::{RenderSettings, RenderedFiles};
+use crate::render::{self, RenderSettings, RenderedFiles};
 use crate::runtime::{CliStep, is_slot_line};
 
 /// Why an apply did not make the desired state live.
@@ -246,17 +246,9 @@ impl Applier {
             .filter(|line| !line.is_empty())
             .map(PathBuf::from)
             .collect();
+        paths.extend(render::rendered_paths(desired, &self.settings));
         let settings = self.settings.clone();
-        let rendered = desired.clone();
         let (on_disk, on_disk_fingerprint) = blocking(move || {
-            paths.extend(
-                plan::plan(None, rendered, &settings)
-                    .next
-                    .files
-                    .files
-                    .into_keys()
-                    .filter(|path| !settings.is_backends_file(path)),
-            );
             paths.extend(files::config_files_in(&settings.config_dir).unwrap_or_default());
             let on_disk = files::read_current(paths.iter());
             // Only files that are all there can match the marker.

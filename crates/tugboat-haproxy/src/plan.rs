@@ -1508,6 +1508,16 @@ mod tests {
                     ..Patch::default()
                 };
                 let expected = plan(Some(&current), whole, &settings);
+                let paths = crate::render::rendered_paths(&expected.next.desired, &settings);
+                let rendered: std::collections::BTreeSet<PathBuf> = expected
+                    .next
+                    .files
+                    .files
+                    .keys()
+                    .filter(|path| !settings.is_backends_file(path))
+                    .cloned()
+                    .collect();
+                proptest::prop_assert_eq!(paths, rendered);
                 match plan_patch(current.clone(), &patch, &settings) {
                     Ok(patched) => {
                         proptest::prop_assert_eq!(&patched.next, &expected.next);

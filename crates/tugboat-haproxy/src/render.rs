@@ -15,7 +15,7 @@
 //! up exact host, then wildcard, then Gateway API wildcard, then any host, and in each
 //! first the exact map, then the prefix map.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -134,69 +134,118 @@ pub fn with_layout(
 }
 
 pub fn render(desired: &Desired, layout: &Layout, settings: &RenderSettings) -> RenderedFiles {
-    let (exact, prefix) = route_maps(&desired.routes);
     let mut files = BTreeMap::new();
-    files.insert(settings.config_file(), rendered(config(desired, settings)));
+    write_files(desired, settings, &mut files);
     for (path, text) in backends_files(desired, layout, settings) {
         files.insert(path, rendered(text));
     }
-    files.insert(settings.exact_map(), rendered(exact));
-    files.insert(settings.prefix_map(), rendered(prefix));
-    files.insert(settings.tls_hosts_map(), rendered(tls_hosts_map(desired)));
+    RenderedFiles { files }
+}
+
+/// The paths of the files [`render`] writes for `desired`, but for the backends files (how
+/// many there are depends on the backends alone: [`backends_file_count`]), without
+/// rendering a text: what a caller that needs only the paths asks for.
+pub fn rendered_paths(desired: &Desired, settings: &RenderSettings) -> BTreeSet<PathBuf> {
+    let mut paths = BTreeSet::new();
+    write_files(desired, settings, &mut paths);
+    paths
+}
+
+/// Where [`write_files`] puts each file: its text, or only its path (the text is then
+/// never made).
+trait FileSink {
+    fn file(&mut self, path: PathBuf, text: impl FnOnce() -> FileText);
+}
+
+impl FileSink for BTreeMap<PathBuf, FileText> {
+    fn file(&mut self, path: PathBuf, text: impl FnOnce() -> FileText) {
+        self.insert(path, text());
+    }
+}
+
+impl FileSink for BTreeSet<PathBuf> {
+    fn file(&mut self, path: PathBuf, _text: impl FnOnce() -> FileText) {
+        self.insert(path);
+    }
+}
+
+/// Every file of a render but the backends files, into `sink`: one list of the files,
+/// whether their texts are wanted or only their paths.
+fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl FileSink) {
+    sink.file(settings.config_file(), || {
+        rendered(config(desired, settings))
+    });
+    // Both route maps come from one pass over the routes.
+    let mut prefix = None;
+    sink.file(settings.exact_map(), || {
+        let (exact, prefix_text) = route_maps(&desired.routes);
+        prefix = Some(prefix_text);
+        rendered(exact)
+    });
+    sink.file(settings.prefix_map(), || {
+        rendered(
+            prefix
+                .take()
+                .unwrap_or_else(|| route_maps(&desired.routes).1),
+        )
+    });
+    sink.file(settings.tls_hosts_map(), || {
+        rendered(tls_hosts_map(desired))
+    });
     let default = desired
         .default_certificate
         .as_ref()
         .unwrap_or(&settings.fallback_certificate);
-    files.insert(settings.default_certificate(), FileText::from(default));
-    let mut crt_list = String::new();
+    sink.file(settings.default_certificate(), || FileText::from(default));
     for certificate in desired.certificates.values() {
-        let path = settings.certificate(&certificate.name);
-        let _ = writeln!(
-            crt_list,
-            "{}{}{}",
-            path.display(),
-            if certificate.hosts.is_empty() {
-                ""
-            } else {
-                " "
-            },
-            certificate.hosts.join(" ")
-        );
-        files.insert(path, FileText::from(&certificate.pem));
+        sink.file(settings.certificate(&certificate.name), || {
+            FileText::from(&certificate.pem)
+        });
     }
-    files.insert(settings.crt_list(), rendered(crt_list));
+    sink.file(settings.crt_list(), || {
+        let mut crt_list = String::new();
+        for certificate in desired.certificates.values() {
+            let _ = writeln!(
+                crt_list,
+                "{}{}{}",
+                settings.certificate(&certificate.name).display(),
+                if certificate.hosts.is_empty() {
+                    ""
+                } else {
+                    " "
+                },
+                certificate.hosts.join(" ")
+            );
+        }
+        rendered(crt_list)
+    });
     for (code, page) in &desired.error_pages {
-        files.insert(settings.error_page(*code), page.as_str().into());
+        sink.file(settings.error_page(*code), || page.as_str().into());
     }
     for (name, pem) in &desired.backend_files {
-        files.insert(settings.backend_file(name), FileText::from(pem));
+        sink.file(settings.backend_file(name), || FileText::from(pem));
     }
     for (name, entries) in &desired.pattern_files {
-        files.insert(settings.pattern_file(name), entries.as_str().into());
+        sink.file(settings.pattern_file(name), || entries.as_str().into());
     }
     if crate::external_auth::needed(&desired.feature_sets) {
-        files.insert(
-            settings.external_auth_script(),
-            crate::external_auth::SCRIPT.into(),
-        );
+        sink.file(settings.external_auth_script(), || {
+            crate::external_auth::SCRIPT.into()
+        });
     }
     if crate::body_limit::needed(&desired.feature_sets) {
-        files.insert(
-            settings.body_limit_script(),
-            crate::body_limit::SCRIPT.into(),
-        );
-        files.insert(
-            settings.body_limit_answer(),
-            crate::body_limit::TOO_LARGE_ANSWER.into(),
-        );
+        sink.file(settings.body_limit_script(), || {
+            crate::body_limit::SCRIPT.into()
+        });
+        sink.file(settings.body_limit_answer(), || {
+            crate::body_limit::TOO_LARGE_ANSWER.into()
+        });
     }
     if crate::error_backend::needs_script(&desired.feature_sets) {
-        files.insert(
-            settings.error_pages_script(),
-            crate::error_backend::SCRIPT.into(),
-        );
+        sink.file(settings.error_pages_script(), || {
+            crate::error_backend::SCRIPT.into()
+        });
     }
-    RenderedFiles { files }
 }
 
 /// A text built by pushing, which holds up to twice its length: kept for as long as
@@ -946,6 +995,34 @@ mod tests {
         {
             insta::assert_snapshot!(path.display().to_string(), text.as_str());
         }
+    }
+
+    #[test]
+    fn the_rendered_paths_are_those_of_a_render_but_the_backends_files() {
+        let mut desired = with_features(tugboat_model::features::RouteFeatures {
+            max_body_size: Some(1024),
+            ..Default::default()
+        });
+        desired
+            .error_pages
+            .insert(503, "HTTP/1.0 503\r\n\r\n".into());
+        desired
+            .pattern_files
+            .insert("shop_allow".into(), "10.0.0.0/8\n".into());
+        let settings = settings();
+        let rendered = render_fresh(&desired);
+        let expected: BTreeSet<PathBuf> = rendered
+            .files
+            .keys()
+            .filter(|path| !settings.is_backends_file(path))
+            .cloned()
+            .collect();
+        assert!(expected.contains(&settings.error_page(503)), "{expected:?}");
+        assert!(
+            expected.contains(&settings.body_limit_script()),
+            "{expected:?}"
+        );
+        assert_eq!(rendered_paths(&desired, &settings), expected);
     }
 
     #[test]
