@@ -134,14 +134,18 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let desired = keep_unrouted_backends(applied, desired);
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
-    if !same_structure(&applied.files, &files, settings) {
-        return reload_plan(
+    // A change of structure: a reload, with the files rendered here and a fresh layout.
+    let structure_reload = |desired, files| {
+        reload_plan(
             Some(applied),
             desired,
             Some(files),
             settings,
             ReloadReason::Structure,
-        );
+        )
+    };
+    if !same_structure(&applied.files, &files, settings) {
+        return structure_reload(desired, files);
     }
     // Files with no runtime path (error pages) reload when they change. A file that
     // goes away needs no reload: with the structure unchanged, nothing left in the
@@ -156,13 +160,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
     if changed.iter().any(|p| !runtime_file(p)) {
-        return reload_plan(
-            Some(applied),
-            desired,
-            Some(files),
-            settings,
-            ReloadReason::Structure,
-        );
+        return structure_reload(desired, files);
     }
     // Hash-based balancing refuses servers added at runtime: those need a reload.
     let refuses_added_servers = slot_changes.iter().any(|(backend, changes)| {
@@ -173,13 +171,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
                 .is_some_and(|b| !b.options.allows_dynamic_servers())
     });
     if refuses_added_servers {
-        return reload_plan(
-            Some(applied),
-            desired,
-            Some(files),
-            settings,
-            ReloadReason::Structure,
-        );
+        return structure_reload(desired, files);
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
@@ -201,13 +193,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let new_certs = certificates(&files, settings);
     if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
         // Too large for one runtime command: haproxy loads it from the file.
-        return reload_plan(
-            Some(applied),
-            desired,
-            Some(files),
-            settings,
-            ReloadReason::Structure,
-        );
+        return structure_reload(desired, files);
     }
     let list = settings.crt_list();
     runtime.extend(certificate_changes(
