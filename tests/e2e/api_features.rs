@@ -165,73 +165,38 @@ async fn basic_auth_secret_from_the_api_follows_password_changes(haproxy: Haprox
     ));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_status("private.example.com", "/", 401).await;
-    let authorized = eventually(
-        "the right password accepted",
-        Duration::from_secs(10),
-        || async {
-            let reply = get(
-                &pod,
+    let with_password = |authorization: &'static str| {
+        let pod = &pod;
+        async move {
+            get(
+                pod,
                 "private.example.com",
                 "/",
-                &[("Authorization", ANN_S3CRET)],
+                &[("Authorization", authorization)],
             )
-            .await;
-            (reply.status == 200).then_some(reply)
-        },
-    )
-    .await;
+            .await
+        }
+    };
+    // Until the password gets `status` (the answer).
+    let until = |what: &'static str, authorization: &'static str, status: u16| {
+        eventually(what, Duration::from_secs(10), move || async move {
+            let reply = with_password(authorization).await;
+            (reply.status == status).then_some(reply)
+        })
+    };
+    let authorized = until("the right password accepted", ANN_S3CRET, 200).await;
     assert_eq!(authorized.service(), Some("web"), "{authorized:?}");
-    let wrong = get(
-        &pod,
-        "private.example.com",
-        "/",
-        &[("Authorization", ANN_N3WPASS)],
-    )
-    .await;
+    let wrong = with_password(ANN_N3WPASS).await;
     assert_eq!(wrong.status, 401, "{wrong:?}");
 
     // The password changes through the API: the old one is refused, the new one works.
     server.apply(&mk_basic_auth_secret("users", &[("ann", HASH_N3WPASS)]));
-    eventually(
-        "the old password refused",
-        Duration::from_secs(10),
-        || async {
-            let reply = get(
-                &pod,
-                "private.example.com",
-                "/",
-                &[("Authorization", ANN_S3CRET)],
-            )
-            .await;
-            (reply.status == 401).then_some(())
-        },
-    )
-    .await;
+    until("the old password refused", ANN_S3CRET, 401).await;
     // The change is a reload: while the old worker hands its listeners over, a new
     // connection may still meet it (and the old users) for a moment.
-    let new = eventually(
-        "the new password accepted",
-        Duration::from_secs(10),
-        || async {
-            let reply = get(
-                &pod,
-                "private.example.com",
-                "/",
-                &[("Authorization", ANN_N3WPASS)],
-            )
-            .await;
-            (reply.status == 200).then_some(reply)
-        },
-    )
-    .await;
+    let new = until("the new password accepted", ANN_N3WPASS, 200).await;
     assert_eq!(new.service(), Some("web"), "{new:?}");
-    let old = get(
-        &pod,
-        "private.example.com",
-        "/",
-        &[("Authorization", ANN_S3CRET)],
-    )
-    .await;
+    let old = with_password(ANN_S3CRET).await;
     assert_eq!(old.status, 401, "{old:?}");
     assert_eq!(get(&pod, "private.example.com", "/", &[]).await.status, 401);
     let problems = pod.status.borrow().problems.clone();
