@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use tugboat_model::{Desired, Patch, stable_hash};
 
-use crate::blocking::blocking;
+use crate::blocking::{blocking, blocking_with};
 use crate::cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 use crate::files::{self, FileError};
 use crate::layout::{Layout, Server};
@@ -195,9 +195,8 @@ impl Applier {
     pub async fn plan_blocking(&mut self, desired: Desired, window: ReloadWindow) -> Plan {
         let applied = self.applied.take();
         let settings = self.settings.clone();
-        let (plan, applied) = blocking(move || {
-            let plan = plan::plan_within(applied.as_ref(), desired, &settings, window);
-            (plan, applied)
+        let (applied, plan) = blocking_with(applied, move |applied| {
+            plan::plan_within(applied.as_ref(), desired, &settings, window)
         })
         .await;
         self.applied = applied;
@@ -343,12 +342,11 @@ impl Applier {
             // haproxy loads every `*.cfg` of its folder: a backends' file left from a
             // state with more of them would define its backends twice.
             let settings = self.settings.clone();
-            let (returned, removed) = blocking(move || {
-                let removed = remove_other_configs(&settings.config_dir, &plan.next.files);
-                (plan, removed)
+            let removed;
+            (plan, removed) = blocking_with(plan, move |plan| {
+                remove_other_configs(&settings.config_dir, &plan.next.files)
             })
             .await;
-            plan = returned;
             removed?;
             let started = Instant::now();
             let outcome = self.cli.reload().await;
@@ -381,12 +379,8 @@ impl Applier {
         // writeback (see [`sync_and_remove`]); files no longer needed go.
         let reloaded = reload.is_some();
         if reloaded || !plan.removed.is_empty() {
-            let (returned, synced) = blocking(move || {
-                let synced = sync_and_remove(&plan, reloaded);
-                (plan, synced)
-            })
-            .await;
-            plan = returned;
+            let synced;
+            (plan, synced) = blocking_with(plan, move |plan| sync_and_remove(plan, reloaded)).await;
             report.write += synced?;
         }
         // Only a reload (or a restart, which the next check finds) changes what
@@ -395,13 +389,13 @@ impl Applier {
             self.master = self.cli.show_proc().await.ok();
         }
         if let Some(info) = self.master.clone() {
-            let mut marker = std::mem::take(&mut self.marker);
+            let marker = std::mem::take(&mut self.marker);
             let settings = self.settings.clone();
-            let (returned, marker, written) = blocking(move || {
-                let written = marker.write(&plan, &info, &settings, reloaded);
-                (plan, marker, written)
-            })
-            .await;
+            let ((returned, marker), written) =
+                blocking_with((plan, marker), move |(plan, marker)| {
+                    marker.write(plan, &info, &settings, reloaded)
+                })
+                .await;
             plan = returned;
             self.marker = marker;
             written?;

@@ -18,6 +18,23 @@ pub async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'stat
     }
 }
 
+/// Runs `work` on `state` on a blocking thread and hands `state` back with the result:
+/// the state moves to the thread and back instead of being cloned.
+pub async fn blocking_with<S, T>(
+    mut state: S,
+    work: impl FnOnce(&mut S) -> T + Send + 'static,
+) -> (S, T)
+where
+    S: Send + 'static,
+    T: Send + 'static,
+{
+    blocking(move || {
+        let value = work(&mut state);
+        (state, value)
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,6 +48,16 @@ mod tests {
         })
         .await;
         assert_eq!((back, sum), (vec![1, 2, 3], 6));
+    }
+
+    #[tokio::test]
+    async fn hands_the_state_back_with_the_result() {
+        let (state, len) = blocking_with(vec![1, 2], |state| {
+            state.push(3);
+            state.len()
+        })
+        .await;
+        assert_eq!((state, len), (vec![1, 2, 3], 3));
     }
 
     #[tokio::test]
