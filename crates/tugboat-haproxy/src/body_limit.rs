@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use tugboat_model::Desired;
 use tugboat_model::features::{FeatureSetId, RouteFeatures};
 
-use crate::rules::{group, sets_acl};
+use crate::rules::{group, sets_acl, timeouts};
 use crate::settings::RenderSettings;
 
 /// The Lua filter, loaded with `lua-load` when some route has a body limit.
@@ -136,16 +136,8 @@ frontend {FRONTEND}
 /// The frontend's `timeout http-request`: how long a request may wait for its first
 /// body byte.
 fn http_request_timeout(desired: &Desired) -> String {
-    desired
-        .global
-        .timeouts
-        .get("http-request")
-        .cloned()
-        .or_else(|| {
-            tugboat_model::annotations::default_timeouts()
-                .get("http-request")
-                .cloned()
-        })
+    timeouts(desired)
+        .remove("http-request")
         .unwrap_or_else(|| "10s".to_string())
 }
 

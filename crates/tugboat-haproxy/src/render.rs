@@ -27,7 +27,7 @@ use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, 
 use crate::features::feature_rules;
 use crate::layout::{Layout, Server, fresh_slots};
 use crate::map_text::{self, MapOrder};
-use crate::rules::{FEATURE_SEPARATOR, NOT_FOUND_BACKEND, Place};
+use crate::rules::{FEATURE_SEPARATOR, NOT_FOUND_BACKEND, Place, timeouts};
 use crate::runtime::server_line;
 pub use crate::settings::*;
 
@@ -391,12 +391,7 @@ defaults
     retries 3
 "
     );
-    // The keys' defaults, then what the ConfigMap sets.
-    let mut timeouts: BTreeMap<&str, String> = tugboat_model::annotations::default_timeouts();
-    for (name, value) in &global.timeouts {
-        timeouts.insert(name, value.clone());
-    }
-    for (name, value) in timeouts {
+    for (name, value) in timeouts(desired) {
         let _ = writeln!(out, "    timeout {name} {value}");
     }
     if let Some(format) = &global.log_format {

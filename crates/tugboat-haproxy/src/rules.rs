@@ -165,3 +165,12 @@ pub(crate) fn group_of<'a, T: Ord + 'a>(
     }
     groups
 }
+
+/// The defaults' timeouts, by name: the keys' defaults, then what the ConfigMap sets.
+pub(crate) fn timeouts(desired: &Desired) -> BTreeMap<&str, String> {
+    let mut timeouts: BTreeMap<&str, String> = tugboat_model::annotations::default_timeouts();
+    for (name, value) in &desired.global.timeouts {
+        timeouts.insert(name, value.clone());
+    }
+    timeouts
+}
