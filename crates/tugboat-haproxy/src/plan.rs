@@ -102,26 +102,28 @@ impl Plan {
 /// unknown state still reloads at once) and the plan is the part of `desired` that
 /// haproxy can take at runtime ([`runtime_projection`]): new endpoints and routes of
 /// the backends it has. When even that needs a reload, the plan is empty and held.
+///
+/// `desired` is rendered once: the projection is planned only when it needs a reload,
+/// and the reload is planned only when the window lets it go.
 pub fn plan_within(
     applied: Option<&Applied>,
     desired: Desired,
     settings: &RenderSettings,
     window: ReloadWindow,
 ) -> Plan {
-    let whole = plan(applied, desired, settings);
-    let (ReloadWindow::Closed, Some(ReloadReason::Structure), Some(applied)) =
-        (window, whole.reload, applied)
-    else {
-        return whole;
+    let Some(applied) = applied else {
+        return plan(None, desired, settings);
     };
-    let projected = runtime_projection(&applied.desired, &whole.next.desired);
-    let mut now = plan(Some(applied), projected, settings);
-    if now.reload.is_some() {
-        now.changed.clear();
-        now.removed.clear();
-        now.runtime.clear();
-        now.reload = None;
+    let change = match runtime_plan(applied, desired, settings) {
+        Ok(plan) => return plan,
+        Err(change) => change,
+    };
+    if window == ReloadWindow::Open {
+        return change.reload_plan(applied, settings);
     }
+    let projected = runtime_projection(&applied.desired, &change.desired);
+    let mut now =
+        runtime_plan(applied, projected, settings).unwrap_or_else(StructureChange::nothing);
     now.held = Some(ReloadReason::Structure);
     now
 }
@@ -131,21 +133,66 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let Some(applied) = applied else {
         return reload_plan(None, desired, None, settings, ReloadReason::UnknownState);
     };
-    let desired = keep_unrouted_backends(applied, desired);
-    let (layout, slot_changes) = applied.layout.evolve(&desired);
-    let files = render(&desired, &layout, settings);
-    // A change of structure: a reload, with the files rendered here and a fresh layout.
-    let structure_reload = |desired, files| {
+    runtime_plan(applied, desired, settings)
+        .unwrap_or_else(|change| change.reload_plan(applied, settings))
+}
+
+/// A change haproxy can take only by a reload: the desired state (with the backends kept
+/// unused, see [`keep_unrouted_backends`]) and what it rendered with the evolved layout.
+struct StructureChange {
+    desired: Desired,
+    layout: Layout,
+    files: RenderedFiles,
+}
+
+impl StructureChange {
+    /// The reload to this state, with a fresh layout (only the backends files are
+    /// rendered again).
+    fn reload_plan(self: Box<Self>, applied: &Applied, settings: &RenderSettings) -> Plan {
         reload_plan(
             Some(applied),
-            desired,
-            Some(files),
+            self.desired,
+            Some(self.files),
             settings,
             ReloadReason::Structure,
         )
-    };
+    }
+
+    /// A plan that does nothing now. Its `next` (this state, as rendered) is not
+    /// carried out: [`crate::Applier::apply`] keeps what haproxy runs.
+    fn nothing(self: Box<Self>) -> Plan {
+        Plan {
+            next: Applied {
+                desired: self.desired,
+                layout: self.layout,
+                files: self.files,
+            },
+            changed: Vec::new(),
+            removed: Vec::new(),
+            runtime: Vec::new(),
+            reload: None,
+            patched: false,
+            held: None,
+        }
+    }
+}
+
+/// Plans the change from `applied` to `desired` at runtime, or says that it is a change
+/// of structure (boxed, so that a result is not the size of two states).
+fn runtime_plan(
+    applied: &Applied,
+    desired: Desired,
+    settings: &RenderSettings,
+) -> Result<Plan, Box<StructureChange>> {
+    let desired = keep_unrouted_backends(applied, desired);
+    let (layout, slot_changes) = applied.layout.evolve(&desired);
+    let files = render(&desired, &layout, settings);
     if !same_structure(&applied.files, &files, settings) {
-        return structure_reload(desired, files);
+        return Err(Box::new(StructureChange {
+            desired,
+            layout,
+            files,
+        }));
     }
     // Files with no runtime path (error pages) reload when they change. A file that
     // goes away needs no reload: with the structure unchanged, nothing left in the
@@ -159,19 +206,22 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     };
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
-    if changed.iter().any(|p| !runtime_file(p)) {
-        return structure_reload(desired, files);
-    }
     // Hash-based balancing refuses servers added at runtime: those need a reload.
-    let refuses_added_servers = slot_changes.iter().any(|(backend, changes)| {
-        changes.iter().any(|c| c.added)
-            && desired
-                .backends
-                .get(backend)
-                .is_some_and(|b| !b.options.allows_dynamic_servers())
-    });
-    if refuses_added_servers {
-        return structure_reload(desired, files);
+    let refuses_added_servers = || {
+        slot_changes.iter().any(|(backend, changes)| {
+            changes.iter().any(|c| c.added)
+                && desired
+                    .backends
+                    .get(backend)
+                    .is_some_and(|b| !b.options.allows_dynamic_servers())
+        })
+    };
+    if changed.iter().any(|p| !runtime_file(p)) || refuses_added_servers() {
+        return Err(Box::new(StructureChange {
+            desired,
+            layout,
+            files,
+        }));
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
@@ -193,7 +243,11 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
     let new_certs = certificates(&files, settings);
     if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
         // Too large for one runtime command: haproxy loads it from the file.
-        return structure_reload(desired, files);
+        return Err(Box::new(StructureChange {
+            desired,
+            layout,
+            files,
+        }));
     }
     let list = settings.crt_list();
     runtime.extend(certificate_changes(
@@ -210,7 +264,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
             runtime.extend(map_changes(&map, old, new));
         }
     }
-    Plan {
+    Ok(Plan {
         next: Applied {
             desired,
             layout,
@@ -222,7 +276,7 @@ pub fn plan(applied: Option<&Applied>, desired: Desired, settings: &RenderSettin
         reload: None,
         patched: false,
         held: None,
-    }
+    })
 }
 
 /// The runtime changes of one backend's slots.
@@ -1572,6 +1626,69 @@ mod tests {
                 proptest::prop_assert_eq!(haproxy.serving(), after_serving);
                 proptest::prop_assert_eq!(routed(&haproxy), routed_after);
                 current = plan.next;
+            }
+        }
+    }
+
+    /// A generated state, with (when `extra` has endpoints) a backend haproxy may not
+    /// have yet, and a route to it; `hashed`: `web` balances by source address, so a
+    /// server added to it needs a reload.
+    fn with_extra_backend(
+        generated: &Generated,
+        extra: &Option<(Vec<u8>, bool)>,
+        hashed: bool,
+    ) -> Desired {
+        let mut desired = sorted_routes(generated_state(generated));
+        if let Some((endpoints, routed)) = extra {
+            let (name, backend) = backend("extra", endpoints);
+            if *routed {
+                desired.routes.push(route("c.com", &name));
+            }
+            desired.backends.insert(name, backend);
+        }
+        if hashed && let Some(web) = desired.backends.get_mut(&backend("web", &[]).0) {
+            std::sync::Arc::make_mut(&mut web.options).balance =
+                Some(tugboat_model::features::Balance::Source);
+        }
+        desired
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// With the window closed, a change of structure plans what planning the runtime
+        /// projection of the whole planned state plans, held (an empty plan when that
+        /// needs a reload too); with it open, what [`plan`] plans.
+        #[test]
+        fn a_closed_window_plans_the_runtime_projection_of_the_whole_state(
+            before in generated(),
+            after in generated(),
+            same_endpoints_and_routes in proptest::bool::ANY,
+            hashed in proptest::bool::ANY,
+            extra in proptest::collection::vec(
+                proptest::option::of((proptest::collection::vec(1u8..=14, 1..=3), proptest::bool::ANY)),
+                2,
+            ),
+        ) {
+            let settings = settings();
+            let current = applied(with_extra_backend(&before, &extra[0], hashed));
+            let after = if same_endpoints_and_routes { &before } else { &after };
+            let desired = with_extra_backend(after, &extra[1], hashed);
+            let whole = plan(Some(&current), desired.clone(), &settings);
+            let open = plan_within(Some(&current), desired.clone(), &settings, ReloadWindow::Open);
+            proptest::prop_assert_eq!(&open, &whole);
+            let closed = plan_within(Some(&current), desired, &settings, ReloadWindow::Closed);
+            if whole.reload.is_none() {
+                proptest::prop_assert_eq!(&closed, &whole);
+                return Ok(());
+            }
+            let projected = runtime_projection(&current.desired, &whole.next.desired);
+            let expected = plan(Some(&current), projected, &settings);
+            proptest::prop_assert_eq!(closed.held, Some(ReloadReason::Structure));
+            if expected.reload.is_some() {
+                proptest::prop_assert!(closed.is_empty(), "{:?}", closed);
+            } else {
+                proptest::prop_assert_eq!(Plan { held: None, ..closed }, expected);
             }
         }
     }
