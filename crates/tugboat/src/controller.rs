@@ -6,6 +6,7 @@
 //! is not retried until the desired state changes; a failure to reach haproxy is retried
 //! with backoff.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tugboat_haproxy::{
 use tugboat_model::backoff::Backoff;
 use tugboat_model::class::ClassFilter;
 use tugboat_model::features::Snippet;
+use tugboat_model::gateway::GatewayStatus;
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BuildOutput, Desired, Model, ObjectKeys, ObjectProblem, Patch, Rebuilt, Settings, Snapshot,
@@ -296,19 +298,12 @@ async fn update(
     let output = match build(state, snapshot, settings.clone(), patch_allowed).await {
         Update::Patch(patch) => {
             let build = started.elapsed();
-            if let Some(result) = apply_patch(
-                config,
-                applier,
-                state,
-                &patch,
-                status,
-                started,
-                build,
-                snapshot.len(),
-            )
-            .await
-            {
-                return result;
+            if let Some(problems) = patch_problems(applier, state, &patch) {
+                report_problems(config, &mut state.problems, status, problems, None);
+            }
+            let objects = snapshot.len();
+            if let Some(outcome) = apply_patch(applier, &patch, objects, started, build).await {
+                return conclude(config, applier, state, status, outcome);
             }
             // The patch needs the whole state planned.
             build_full(state, snapshot, settings).await
@@ -322,125 +317,175 @@ async fn update(
             *output
         }
     };
-    apply_full(config, applier, state, snapshot, status, output, started).await
+    let output = without_refused_snippets(state, output);
+    let build = started.elapsed();
+    report_problems(
+        config,
+        &mut state.problems,
+        status,
+        Cow::Owned(output.problems),
+        Some(output.gateway),
+    );
+    let objects = snapshot.len();
+    let outcome = apply_full(
+        config,
+        applier,
+        state,
+        objects,
+        output.desired,
+        started,
+        build,
+    )
+    .await;
+    conclude(config, applier, state, status, outcome)
+}
+
+/// How one apply ended. [`conclude`] derives everything that follows from it, in one
+/// place: the metrics, the status, the log line, what the loop remembers, and what it
+/// does next. (The problems of the build are reported before the apply, by
+/// [`report_problems`]: the status names them by the time haproxy serves the state.)
+struct UpdateOutcome<'p> {
+    built: Built<'p>,
+    /// The objects of the snapshot.
+    objects: usize,
+    timings: Timings,
+    result: UpdateResult,
+}
+
+/// What an update built and planned.
+#[derive(Clone, Copy)]
+enum Built<'p> {
+    /// A patch of the state haproxy runs: runtime commands only.
+    Patch(&'p Patch),
+    /// The whole desired state.
+    Full,
+}
+
+impl Built<'_> {
+    fn as_str(self) -> &'static str {
+        match self {
+            Built::Patch(_) => "patch",
+            Built::Full => "full",
+        }
+    }
+}
+
+/// Where the time of an update went (the apply's own timings are in its report).
+struct Timings {
+    build: Duration,
+    render: Duration,
+    /// From the start of the update to the end of the apply.
+    total: Duration,
+}
+
+/// What became of the desired state.
+enum UpdateResult {
+    /// haproxy already runs it. `runs`: the state after a full plan, whose Ingresses the
+    /// status names as served (a patch leaves them as they are).
+    Unchanged { runs: Option<Box<Desired>> },
+    /// Only a reload is left to do, and its window is closed: nothing is sent now.
+    ReloadHeld,
+    /// Its files are those haproxy refused last: not sent again.
+    RefusedBefore,
+    /// haproxy took it. `reload_pending`: a reload its window holds back follows;
+    /// `lua_changed`: haproxy answered otherwise than before on Lua, so the problems
+    /// change.
+    Applied {
+        report: ApplyReport,
+        reload_pending: bool,
+        lua_changed: bool,
+    },
+    /// haproxy refused the new configuration and keeps serving the previous one.
+    /// `files`: the fingerprint of the refused files; `new_snippets`: the snippets (by
+    /// where and lines) haproxy did not run before, the likely cause.
+    Refused {
+        message: String,
+        files: u64,
+        new_snippets: Vec<(String, Vec<String>)>,
+    },
+    /// The update did not get through: a file could not be written, haproxy did not
+    /// answer, or it did not take a runtime command. `reload`: the plan reloaded.
+    Failed { error: ApplyError, reload: bool },
+}
+
+impl UpdateResult {
+    /// How the metrics count it; `None` when nothing was sent to haproxy.
+    fn counted(&self) -> Option<ApplyOutcome> {
+        match self {
+            UpdateResult::Applied { report, .. } => Some(match report.delivery {
+                Delivery::Reload(_) => ApplyOutcome::Reloaded,
+                Delivery::RuntimeThenReload => ApplyOutcome::RuntimeFellBack,
+                Delivery::Runtime | Delivery::Nothing => ApplyOutcome::Runtime,
+            }),
+            UpdateResult::Refused { .. } => Some(ApplyOutcome::Refused),
+            UpdateResult::Failed { reload, .. } => Some(ApplyOutcome::Failed { reload: *reload }),
+            UpdateResult::Unchanged { .. }
+            | UpdateResult::ReloadHeld
+            | UpdateResult::RefusedBefore => None,
+        }
+    }
+}
+
+/// The problems of a patch that changes them, with those of a haproxy without Lua.
+fn patch_problems<'p>(
+    applier: &Applier,
+    state: &LoopState,
+    patch: &'p Patch,
+) -> Option<Cow<'p, [ObjectProblem]>> {
+    match (&patch.problems, applier.applied()) {
+        (Some(problems), Some(applied)) if state.without_lua == Some(true) => Some(Cow::Owned(
+            with_without_lua_problems(problems.clone(), &applied.desired),
+        )),
+        (problems, _) => problems.as_deref().map(Cow::Borrowed),
+    }
 }
 
 /// Carries out a patch of what haproxy runs (endpoints, certificates, the routes of
 /// some Ingresses): runtime commands only, planned at the cost of what changed. `None`
 /// when the patch needs the whole state planned.
-#[allow(clippy::too_many_arguments)]
-async fn apply_patch(
-    config: &ControllerConfig,
+async fn apply_patch<'p>(
     applier: &mut Applier,
-    state: &mut LoopState,
-    patch: &Patch,
-    status: &watch::Sender<ControllerStatus>,
+    patch: &'p Patch,
+    objects: usize,
     started: Instant,
     build: Duration,
-    objects: usize,
-) -> Option<Next> {
-    let with_lua_problems;
-    let problems = match (&patch.problems, applier.applied()) {
-        (Some(problems), Some(applied)) if state.without_lua == Some(true) => {
-            with_lua_problems = with_without_lua_problems(problems.clone(), &applied.desired);
-            Some(&with_lua_problems)
-        }
-        (problems, _) => problems.as_ref(),
+) -> Option<UpdateOutcome<'p>> {
+    let outcome = |result, render| UpdateOutcome {
+        built: Built::Patch(patch),
+        objects,
+        timings: Timings {
+            build,
+            render,
+            total: started.elapsed(),
+        },
+        result,
     };
-    if let Some(problems) = problems {
-        report_problems(config, &mut state.problems, problems);
-        status.send_if_modified(|status| {
-            let changed = status.problems != *problems;
-            status.problems.clone_from(problems);
-            changed
-        });
-    }
     if patch.is_empty() {
-        tracing::debug!("no change");
-        state.in_sync = true;
-        return Some(Next::OnChange);
+        return Some(outcome(
+            UpdateResult::Unchanged { runs: None },
+            Duration::ZERO,
+        ));
     }
     let plan_started = Instant::now();
     let plan = applier.plan_patch(patch)?;
     let render = plan_started.elapsed();
-    let result = applier.apply(plan).await;
-    if let Some(metrics) = &config.metrics {
-        let outcome = match &result {
-            Ok(_) => ApplyOutcome::Runtime,
-            Err(_) => ApplyOutcome::Failed { reload: false },
-        };
-        metrics.record_apply(outcome, started.elapsed());
-    }
-    Some(match result {
-        Ok(report) => {
-            state.in_sync = true;
-            if let Some(applied) = applier.applied() {
-                mark_served(status, &applied.desired, patch);
-            }
-            log_applied(
-                applier, objects, &report, false, build, render, started, "patch",
-            );
-            Next::OnChange
-        }
-        Err(err) => {
-            tracing::error!(total_ms = ms(started.elapsed()), "update failed: {err}");
-            match err {
-                // The whole state follows at once, with a reload.
-                ApplyError::RuntimeNotTaken(_) => Next::Now,
-                _ => Next::AfterBackoff,
-            }
-        }
-    })
+    let result = match applier.apply(plan).await {
+        Ok(report) => UpdateResult::Applied {
+            report,
+            reload_pending: false,
+            lua_changed: false,
+        },
+        Err(error) => UpdateResult::Failed {
+            error,
+            reload: false,
+        },
+    };
+    Some(outcome(result, render))
 }
 
-fn ms(duration: Duration) -> f64 {
-    (duration.as_secs_f64() * 10_000.0).round() / 10.0
-}
-
-/// The update line: what was applied, how, and where the time went.
-#[allow(clippy::too_many_arguments)]
-fn log_applied(
-    applier: &Applier,
-    objects: usize,
-    report: &ApplyReport,
-    reload_pending: bool,
-    build: Duration,
-    render: Duration,
-    started: Instant,
-    built: &str,
-) {
-    let (backends, routes) = applier.applied().map_or((0, 0), |a| {
-        (a.desired.backends.len(), a.desired.routes.len())
-    });
-    tracing::info!(
-        objects,
-        backends,
-        routes,
-        built,
-        delivery = report.delivery.as_str(),
-        reload_pending,
-        files_written = report.files_written,
-        runtime_commands = report.runtime_commands,
-        build_ms = ms(build),
-        render_ms = ms(render),
-        write_ms = ms(report.write),
-        runtime_ms = ms(report.runtime),
-        reload_ms = ms(report.reload),
-        total_ms = ms(started.elapsed()),
-        "applied"
-    );
-}
-
-/// Plans and carries out the whole desired state.
-async fn apply_full(
-    config: &ControllerConfig,
-    applier: &mut Applier,
-    state: &mut LoopState,
-    snapshot: &Snapshot,
-    status: &watch::Sender<ControllerStatus>,
-    mut output: BuildOutput,
-    started: Instant,
-) -> Next {
+/// A full build without the snippets haproxy refused, with the problems those cause and
+/// those of a haproxy without Lua.
+fn without_refused_snippets(state: &mut LoopState, mut output: BuildOutput) -> BuildOutput {
     leave_out_refused_snippets(
         &mut output.desired,
         &mut output.problems,
@@ -449,21 +494,22 @@ async fn apply_full(
     if state.without_lua == Some(true) {
         output.problems = with_without_lua_problems(output.problems, &output.desired);
     }
-    let build = started.elapsed();
-    report_problems(config, &mut state.problems, &output.problems);
-    let gateway = std::mem::take(&mut output.gateway);
-    status.send_if_modified(|status| {
-        let changed = status.problems != output.problems || *status.gateway != gateway;
-        status.problems.clone_from(&output.problems);
-        if *status.gateway != gateway {
-            status.gateway = Arc::new(gateway);
-        }
-        changed
-    });
+    output
+}
 
+/// Plans and carries out the whole desired state.
+async fn apply_full(
+    config: &ControllerConfig,
+    applier: &mut Applier,
+    state: &mut LoopState,
+    objects: usize,
+    desired: Desired,
+    started: Instant,
+    build: Duration,
+) -> UpdateOutcome<'static> {
     if !state.adoption_tried {
         state.adoption_tried = true;
-        if applier.adopt(&output.desired).await {
+        if applier.adopt(&desired).await {
             tracing::info!("adopted the running haproxy: it runs the files on disk");
         }
     }
@@ -471,29 +517,35 @@ async fn apply_full(
     let render_started = Instant::now();
     // The desired state moves into the plan (a large cluster's state is not copied).
     let plan = applier
-        .plan_blocking(output.desired, state.reload_window(config.reload_window))
+        .plan_blocking(desired, state.reload_window(config.reload_window))
         .await;
     let render = render_started.elapsed();
+    let outcome = |result, total| UpdateOutcome {
+        built: Built::Full,
+        objects,
+        timings: Timings {
+            build,
+            render,
+            total,
+        },
+        result,
+    };
     // A reload waits for its window; what can go at runtime goes now.
     let reload_pending = plan.held.is_some();
     if reload_pending {
         state.reload_pending_since.get_or_insert_with(Instant::now);
         if plan.is_empty() {
-            return Next::OnChange;
+            return outcome(UpdateResult::ReloadHeld, started.elapsed());
         }
     }
     if plan.is_empty() {
-        tracing::debug!("no change");
-        state.reload_pending_since = None;
-        state.in_sync = true;
-        mark_ready(status, &plan.next.desired);
-        return Next::OnChange;
+        let runs = Some(Box::new(plan.next.desired));
+        return outcome(UpdateResult::Unchanged { runs }, started.elapsed());
     }
     // Hashing every file is a few milliseconds on a large cluster: done once per plan.
-    let files_fingerprint = fingerprint(&plan.next.files);
-    if state.refused == Some(files_fingerprint) {
-        tracing::debug!("desired state is the one haproxy refused; waiting for a change");
-        return Next::OnChange;
+    let files = fingerprint(&plan.next.files);
+    if state.refused == Some(files) {
+        return outcome(UpdateResult::RefusedBefore, started.elapsed());
     }
 
     let applied_snippets = applier
@@ -506,51 +558,97 @@ async fn apply_full(
         .collect();
     let reload = plan.reload.is_some();
     let result = applier.apply(plan).await;
-    if let Some(metrics) = &config.metrics {
-        let outcome = match &result {
-            Ok(report) => match report.delivery {
-                Delivery::Reload(_) => ApplyOutcome::Reloaded,
-                Delivery::RuntimeThenReload => ApplyOutcome::RuntimeFellBack,
-                Delivery::Runtime | Delivery::Nothing => ApplyOutcome::Runtime,
-            },
-            Err(ApplyError::Refused { .. }) => ApplyOutcome::Refused,
-            Err(_) => ApplyOutcome::Failed { reload },
-        };
-        metrics.record_apply(outcome, started.elapsed());
-    }
-    match result {
+    let total = started.elapsed();
+    let result = match result {
         Ok(report) => {
-            state.refused = None;
+            let lua_changed = (report.delivery.reloaded() || state.without_lua.is_none())
+                && lua_changed(applier, state).await;
+            UpdateResult::Applied {
+                report,
+                reload_pending,
+                lua_changed,
+            }
+        }
+        Err(ApplyError::Refused { message }) => UpdateResult::Refused {
+            message,
+            files,
+            new_snippets,
+        },
+        Err(error) => UpdateResult::Failed { error, reload },
+    };
+    outcome(result, total)
+}
+
+/// Everything that follows from how an apply ended: the metrics, the status, the log
+/// line, what the loop remembers, and what it does next.
+fn conclude(
+    config: &ControllerConfig,
+    applier: &Applier,
+    state: &mut LoopState,
+    status: &watch::Sender<ControllerStatus>,
+    outcome: UpdateOutcome<'_>,
+) -> Next {
+    let UpdateOutcome {
+        built,
+        objects,
+        timings,
+        result,
+    } = outcome;
+    if let (Some(metrics), Some(counted)) = (&config.metrics, result.counted()) {
+        metrics.record_apply(counted, timings.total);
+    }
+    let total_ms = ms(timings.total);
+    match result {
+        UpdateResult::Unchanged { runs } => {
+            tracing::debug!("no change");
+            state.reload_pending_since = None;
+            state.in_sync = true;
+            if let Some(desired) = runs {
+                mark_ready(status, &desired);
+            }
+            Next::OnChange
+        }
+        UpdateResult::ReloadHeld => Next::OnChange,
+        UpdateResult::RefusedBefore => {
+            tracing::debug!("desired state is the one haproxy refused; waiting for a change");
+            Next::OnChange
+        }
+        UpdateResult::Applied {
+            report,
+            reload_pending,
+            lua_changed,
+        } => {
             if !reload_pending {
                 state.reload_pending_since = None;
             }
             if let Some(applied) = applier.applied() {
-                mark_ready(status, &applied.desired);
+                match built {
+                    Built::Patch(patch) => mark_served(status, &applied.desired, patch),
+                    Built::Full => mark_ready(status, &applied.desired),
+                }
             }
-            state.in_sync = !reload_pending;
-            log_applied(
-                applier,
-                snapshot.len(),
-                &report,
-                reload_pending,
-                build,
-                render,
-                started,
-                "full",
-            );
-            if (report.delivery.reloaded() || state.without_lua.is_none())
-                && lua_changed(applier, state).await
-            {
-                // The problems change: the whole state again, to report them.
-                state.in_sync = false;
-                return Next::Now;
+            // A whole state taken ends the wait for a change of the refused one.
+            if let Built::Full = built {
+                state.refused = None;
             }
-            Next::OnChange
+            log_applied(applier, built, objects, &timings, &report, reload_pending);
+            // With what haproxy said of Lua, the problems change: the whole state
+            // again, to report them.
+            state.in_sync = !reload_pending && !lua_changed;
+            if lua_changed {
+                Next::Now
+            } else {
+                Next::OnChange
+            }
         }
-        Err(ApplyError::Refused { message }) if !new_snippets.is_empty() => {
+        UpdateResult::Refused {
+            message,
+            new_snippets,
+            ..
+        } if !new_snippets.is_empty() => {
             // Snippets are the likely cause: leave the new ones out and apply the rest.
             tracing::error!(
-                total_ms = ms(started.elapsed()),
+                total_ms,
                 snippets = new_snippets.len(),
                 "haproxy refused the new configuration, which has new snippets; the previous \
                  files are back in place, and the rest is applied again without them. \
@@ -562,24 +660,63 @@ async fn apply_full(
             }
             Next::Now
         }
-        Err(ApplyError::Refused { message }) => {
+        UpdateResult::Refused { message, files, .. } => {
             tracing::error!(
-                total_ms = ms(started.elapsed()),
+                total_ms,
                 "haproxy refused the new configuration; it keeps serving the previous one \
                  and the previous files are back in place. haproxy said:\n{message}"
             );
-            state.refused = Some(files_fingerprint);
+            state.refused = Some(files);
             state.reload_pending_since = None;
             Next::OnChange
         }
-        Err(err) => {
-            tracing::error!(
-                total_ms = ms(started.elapsed()),
-                "update failed, will retry: {err}"
-            );
-            Next::AfterBackoff
+        UpdateResult::Failed { error, .. } => {
+            match built {
+                Built::Patch(_) => tracing::error!(total_ms, "update failed: {error}"),
+                Built::Full => tracing::error!(total_ms, "update failed, will retry: {error}"),
+            }
+            match error {
+                // The whole state follows at once, with a reload.
+                ApplyError::RuntimeNotTaken(_) => Next::Now,
+                _ => Next::AfterBackoff,
+            }
         }
     }
+}
+
+fn ms(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+/// The update line: what was applied, how, and where the time went.
+fn log_applied(
+    applier: &Applier,
+    built: Built<'_>,
+    objects: usize,
+    timings: &Timings,
+    report: &ApplyReport,
+    reload_pending: bool,
+) {
+    let (backends, routes) = applier.applied().map_or((0, 0), |a| {
+        (a.desired.backends.len(), a.desired.routes.len())
+    });
+    tracing::info!(
+        objects,
+        backends,
+        routes,
+        built = built.as_str(),
+        delivery = report.delivery.as_str(),
+        reload_pending,
+        files_written = report.files_written,
+        runtime_commands = report.runtime_commands,
+        build_ms = ms(timings.build),
+        render_ms = ms(timings.render),
+        write_ms = ms(report.write),
+        runtime_ms = ms(report.runtime),
+        reload_ms = ms(report.reload),
+        total_ms = ms(timings.total),
+        "applied"
+    );
 }
 
 /// Asks haproxy whether it lacks Lua (when its config needs it) and keeps the answer;
@@ -735,24 +872,42 @@ fn served_ingresses(desired: &Desired) -> ObjectKeys {
         .collect()
 }
 
-/// Logs problems that are new since the last update, and those that went away; counts
-/// them in the metrics.
+/// Reports what a build found, before its state is applied: logs the problems that are
+/// new since the last update and those that went away, counts them in the metrics, and
+/// puts them (with the status of the Gateway API objects, after a full build) in the
+/// status.
 fn report_problems(
     config: &ControllerConfig,
     known: &mut BTreeSet<ObjectProblem>,
-    problems: &[ObjectProblem],
+    status: &watch::Sender<ControllerStatus>,
+    problems: Cow<'_, [ObjectProblem]>,
+    gateway: Option<GatewayStatus>,
 ) {
     if let Some(metrics) = &config.metrics {
-        metrics.set_problems(problems);
+        metrics.set_problems(&problems);
     }
-    let problems: BTreeSet<ObjectProblem> = problems.iter().cloned().collect();
-    for problem in problems.difference(known) {
+    let found: BTreeSet<ObjectProblem> = problems.iter().cloned().collect();
+    for problem in found.difference(known) {
         tracing::warn!(reason = problem.reason.as_str(), "{problem}");
     }
-    for problem in known.difference(&problems) {
+    for problem in known.difference(&found) {
         tracing::info!("resolved: {problem}");
     }
-    *known = problems;
+    *known = found;
+    status.send_if_modified(|status| {
+        let mut changed = false;
+        if status.problems != *problems {
+            status.problems = problems.into_owned();
+            changed = true;
+        }
+        if let Some(gateway) = gateway
+            && *status.gateway != gateway
+        {
+            status.gateway = Arc::new(gateway);
+            changed = true;
+        }
+        changed
+    });
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The controller's update step against a fake master socket, without haproxy: what it
 //! does next after an update that applies, one haproxy refuses, one with a snippet
-//! haproxy refuses, one haproxy does not answer, and one that needs Lua haproxy lacks.
+//! haproxy refuses, one haproxy does not answer, and one that needs Lua haproxy lacks;
+//! and the next step and the counts that each way an apply can end gives.
 #![allow(
     clippy::disallowed_methods,
     reason = "test code: blocking file work is fine here"
@@ -429,4 +430,110 @@ async fn custom_http_errors_on_a_haproxy_with_lua_is_no_problem() {
     assert_eq!(step.update(&plain).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert_eq!(master.requests_like("@1 show env"), 0);
+}
+
+/// An outcome of `built` with `result`, after no time at all.
+fn outcome(built: Built<'_>, result: UpdateResult) -> UpdateOutcome<'_> {
+    UpdateOutcome {
+        built,
+        objects: 0,
+        timings: Timings {
+            build: Duration::ZERO,
+            render: Duration::ZERO,
+            total: Duration::ZERO,
+        },
+        result,
+    }
+}
+
+#[tokio::test]
+async fn the_next_step_and_the_counts_follow_from_how_an_apply_ended() {
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let metrics = Arc::new(Metrics::new());
+    step.config.metrics = Some(metrics.clone());
+    let patch = Patch::default();
+    let cases = [
+        (
+            "a runtime command of a patch not taken: the whole state at once",
+            outcome(
+                Built::Patch(&patch),
+                UpdateResult::Failed {
+                    error: ApplyError::RuntimeNotTaken("del server".into()),
+                    reload: false,
+                },
+            ),
+            Next::Now,
+        ),
+        (
+            "a reload that did not get through: again after the backoff",
+            outcome(
+                Built::Full,
+                UpdateResult::Failed {
+                    error: ApplyError::Cli(tugboat_haproxy::CliError::UnexpectedReply {
+                        command: "reload".into(),
+                        reply: "?".into(),
+                    }),
+                    reload: true,
+                },
+            ),
+            Next::AfterBackoff,
+        ),
+        (
+            "refused: not again until the state changes",
+            outcome(
+                Built::Full,
+                UpdateResult::Refused {
+                    message: "[ALERT] bad".into(),
+                    files: 42,
+                    new_snippets: Vec::new(),
+                },
+            ),
+            Next::OnChange,
+        ),
+        (
+            "refused with new snippets: at once, without them",
+            outcome(
+                Built::Full,
+                UpdateResult::Refused {
+                    message: "[ALERT] (1) : config : bad snippet".into(),
+                    files: 43,
+                    new_snippets: vec![("global".into(), vec!["bad".into()])],
+                },
+            ),
+            Next::Now,
+        ),
+        (
+            "a reload held by its window: at the next change or when it opens",
+            outcome(Built::Full, UpdateResult::ReloadHeld),
+            Next::OnChange,
+        ),
+    ];
+    for (case, outcome, next) in cases {
+        let got = conclude(
+            &step.config,
+            &step.applier,
+            &mut step.state,
+            &step.status,
+            outcome,
+        );
+        assert_eq!(got, next, "{case}");
+    }
+    assert_eq!(step.state.refused, Some(42));
+    assert_eq!(
+        step.state
+            .refused_snippets
+            .get(&("global".into(), vec!["bad".into()])),
+        Some(&"config : bad snippet".to_string())
+    );
+    assert!(!step.status.borrow().ready);
+    let text = metrics.encode();
+    for counted in [
+        "tugboat_haproxy_runtime_updates_total{result=\"failed\"} 1",
+        "tugboat_haproxy_reloads_total{result=\"failed\"} 1",
+        "tugboat_haproxy_reloads_total{result=\"refused\"} 2",
+        "tugboat_apply_duration_seconds_count 4",
+    ] {
+        assert!(text.contains(counted), "{counted} in {text}");
+    }
 }
