@@ -99,6 +99,10 @@ pub fn with_creation_timestamp<K: Metadata<Ty = ObjectMeta>>(mut object: K, rfc3
 /// It serializes as the object it holds, with its `apiVersion` and `kind`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a test holds a handful of objects: boxing one kind would only add noise"
+)]
 pub enum Object {
     Ingress(Ingress),
     IngressClass(IngressClass),
