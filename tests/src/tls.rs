@@ -133,19 +133,9 @@ pub fn certificate(hosts: &[&str], expired: bool) -> (String, String, Vec<u8>) {
     (cert.pem(), key.serialize_pem(), cert.der().to_vec())
 }
 
-/// A TLS Secret manifest (`stringData`).
+/// A TLS Secret manifest (YAML of [`crate::objects::mk_tls_secret`]).
 pub fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> String {
-    let indent = |text: &str| {
-        text.lines()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: default}}\n\
-         type: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}  tls.key: |\n{}",
-        indent(cert_pem),
-        indent(key_pem)
-    )
+    crate::objects::to_yaml(&[crate::objects::mk_tls_secret(name, cert_pem, key_pem)])
 }
 
 /// The DER of the default certificate Tugboat generated in haproxy's `lib_dir` (served

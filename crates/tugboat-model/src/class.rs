@@ -214,6 +214,10 @@ impl ServedMemo {
 
 #[cfg(test)]
 mod tests {
+    use tugboat_test_objects::{
+        mk_ingress_class, mk_ingress_with_rules, with_annotations, with_class,
+    };
+
     use super::*;
 
     fn class(name: &str, controller: &str, is_default: bool) -> ClassInfo {
@@ -340,15 +344,11 @@ mod tests {
     }
 
     fn ingress(class_name: Option<&str>, annotation: Option<&str>) -> Ingress {
-        let mut value =
-            serde_json::json!({"metadata": {"name": "x", "namespace": "default"}, "spec": {}});
-        if let Some(name) = class_name {
-            value["spec"]["ingressClassName"] = name.into();
+        let ingress = with_class(mk_ingress_with_rules("x", vec![]), class_name);
+        match annotation {
+            Some(name) => with_annotations(ingress, &[(LEGACY_CLASS_ANNOTATION, name)]).into(),
+            None => ingress.into(),
         }
-        if let Some(name) = annotation {
-            value["metadata"]["annotations"] = serde_json::json!({ LEGACY_CLASS_ANNOTATION: name });
-        }
-        serde_json::from_value(value).expect("valid Ingress")
     }
 
     #[test]
@@ -370,12 +370,9 @@ mod tests {
 
     #[test]
     fn default_class_annotation_must_be_exactly_true() {
-        let make = |value: &str| -> IngressClass {
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": "a", "annotations": {DEFAULT_CLASS_ANNOTATION: value}},
-                "spec": {"controller": OURS}
-            }))
-            .expect("valid IngressClass")
+        let make = |value: &str| {
+            let class = mk_ingress_class("a", OURS, false);
+            with_annotations(class, &[(DEFAULT_CLASS_ANNOTATION, value)])
         };
         assert!(ClassInfo::from_ingress_class(&make("true")).is_default);
         assert!(!ClassInfo::from_ingress_class(&make("false")).is_default);

@@ -360,35 +360,31 @@ mod tests {
     use std::sync::Arc;
 
     use k8s_openapi::api::core::v1::ConfigMap;
-    use serde_json::json;
+    use k8s_openapi::api::networking::v1::IngressTLS;
+    use tugboat_test_objects::{
+        in_namespace, mk_config_map, mk_ingress, mk_ingress_with_rules, mk_service,
+        with_annotations, with_class, with_default_backend,
+    };
 
     use super::*;
     use crate::annotations::{ALIAS_PREFIX, KEYS, PREFIX, Refers};
     use crate::objects::Service;
 
-    fn ingress(namespace: &str, name: &str, annotations: serde_json::Value) -> Ingress {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-            "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{
-                "path": "/", "pathType": "Prefix",
-                "backend": {"service": {"name": "web", "port": {"number": 80}}}
-            }]}}]}
-        }))
-        .expect("valid Ingress")
+    /// Ingress `namespace/name` (without a class) routing `a.example.com` to `web`.
+    fn ingress(namespace: &str, name: &str, annotations: &[(&str, &str)]) -> Ingress {
+        let ingress = with_class(mk_ingress(name, "a.example.com", "web"), None);
+        in_namespace(with_annotations(ingress, annotations), namespace).into()
     }
 
-    fn service(namespace: &str, name: &str, annotations: serde_json::Value) -> Service {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace, "annotations": annotations}
-        }))
-        .expect("valid Service")
+    /// Service `namespace/name`, read as the sources read it.
+    fn service(namespace: &str, name: &str, annotations: &[(&str, &str)]) -> Service {
+        let service = with_annotations(mk_service(name, "http", 80), annotations);
+        let json = serde_json::to_value(in_namespace(service, namespace)).expect("JSON");
+        serde_json::from_value(json).expect("valid Service")
     }
 
-    fn config_map(namespace: &str, name: &str, data: serde_json::Value) -> ConfigMap {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace}, "data": data
-        }))
-        .expect("valid ConfigMap")
+    fn config_map(namespace: &str, name: &str, data: &[(&str, &str)]) -> ConfigMap {
+        in_namespace(mk_config_map(name, data), namespace)
     }
 
     fn with_ingress(ingress: Ingress) -> Snapshot {
@@ -442,31 +438,28 @@ mod tests {
             };
             for prefix in [PREFIX, ALIAS_PREFIX] {
                 // On an Ingress: the Ingress' namespace.
-                let annotated = ingress("shop", "a", json!({ format!("{prefix}{key}"): value }));
+                let annotation = format!("{prefix}{key}");
+                let annotated = ingress("shop", "a", &[(&annotation, value)]);
                 expect("shop", &references(&with_ingress(annotated), &settings()));
 
                 // On a Service an Ingress routes to: the Service's namespace.
-                let mut snapshot = with_ingress(ingress("shop", "a", json!({})));
+                let mut snapshot = with_ingress(ingress("shop", "a", &[]));
                 snapshot.services.insert(
                     ObjectKey::new("shop", "web"),
-                    Arc::new(service(
-                        "shop",
-                        "web",
-                        json!({ format!("{prefix}{key}"): value }),
-                    )),
+                    Arc::new(service("shop", "web", &[(&annotation, value)])),
                 );
                 expect("shop", &references(&snapshot, &settings()));
             }
             // In the controller's ConfigMap: the namespace of every served Ingress.
-            let mut snapshot = with_ingress(ingress("shop", "a", json!({})));
+            let mut snapshot = with_ingress(ingress("shop", "a", &[]));
             snapshot.ingresses.insert(
                 ObjectKey::new("blog", "b"),
-                Arc::new(ingress("blog", "b", json!({}))),
+                Arc::new(ingress("blog", "b", &[])),
             );
             let own = ObjectKey::new("ops", "tugboat");
             snapshot.config_maps.insert(
                 own.clone(),
-                Arc::new(config_map("ops", "tugboat", json!({ key: value }))),
+                Arc::new(config_map("ops", "tugboat", &[(key, value)])),
             );
             let settings = Settings {
                 config_map: Some(own),
@@ -480,11 +473,16 @@ mod tests {
 
     #[test]
     fn tls_secrets_of_ingresses() {
-        let mut tls = ingress("shop", "a", json!({}));
+        let mut tls = ingress("shop", "a", &[]);
         tls.spec.as_mut().expect("spec").tls = Some(vec![
-            serde_json::from_value(json!({"hosts": ["a.example.com"], "secretName": "site"}))
-                .expect("IngressTLS"),
-            serde_json::from_value(json!({"hosts": ["b.example.com"]})).expect("IngressTLS"),
+            IngressTLS {
+                hosts: Some(vec!["a.example.com".into()]),
+                secret_name: Some("site".into()),
+            },
+            IngressTLS {
+                hosts: Some(vec!["b.example.com".into()]),
+                secret_name: None,
+            },
         ]);
         let found = references(&with_ingress(tls), &settings());
         assert_eq!(keys(&found.secrets), ["shop/site"]);
@@ -500,7 +498,7 @@ mod tests {
         let mut snapshot = with_ingress(ingress(
             "shop",
             "a",
-            json!({"tugboat.dev/auth-secret": "users"}),
+            &[("tugboat.dev/auth-secret", "users")],
         ));
         let mut settings = settings();
         let mut check = |snapshot: &Snapshot, settings: &Settings| {
@@ -512,17 +510,13 @@ mod tests {
             Arc::new(ingress(
                 "shop",
                 "a",
-                json!({"tugboat.dev/auth-secret": "others"}),
+                &[("tugboat.dev/auth-secret", "others")],
             )),
         );
         check(&snapshot, &settings);
         snapshot.services.insert(
             ObjectKey::new("shop", "web"),
-            Arc::new(service(
-                "shop",
-                "web",
-                json!({"tugboat.dev/server-ca": "ca"}),
-            )),
+            Arc::new(service("shop", "web", &[("tugboat.dev/server-ca", "ca")])),
         );
         check(&snapshot, &settings);
         settings.config_map = Some(ObjectKey::new("ops", "tugboat"));
@@ -532,7 +526,7 @@ mod tests {
             Arc::new(config_map(
                 "ops",
                 "tugboat",
-                json!({"allow-list": "configmap:nets"}),
+                &[("allow-list", "configmap:nets")],
             )),
         );
         check(&snapshot, &settings);
@@ -558,14 +552,14 @@ mod tests {
         let annotated = ingress(
             "shop",
             "a",
-            json!({
-                // Inline access list, a key that names no object, an invalid name,
-                // another controller's prefix.
-                "tugboat.dev/allow-list": "10.0.0.0/8",
-                "tugboat.dev/set-host": "configmap:not-a-list/x",
-                "tugboat.dev/auth-secret": "Not A Name",
-                "nginx.ingress.kubernetes.io/auth-secret": "theirs",
-            }),
+            // Inline access list, a key that names no object, an invalid name, another
+            // controller's prefix.
+            &[
+                ("tugboat.dev/allow-list", "10.0.0.0/8"),
+                ("tugboat.dev/set-host", "configmap:not-a-list/x"),
+                ("tugboat.dev/auth-secret", "Not A Name"),
+                ("nginx.ingress.kubernetes.io/auth-secret", "theirs"),
+            ],
         );
         let mut snapshot = with_ingress(annotated);
         // A Service no served Ingress routes to.
@@ -574,17 +568,13 @@ mod tests {
             Arc::new(service(
                 "shop",
                 "unused",
-                json!({"tugboat.dev/auth-secret": "x"}),
+                &[("tugboat.dev/auth-secret", "x")],
             )),
         );
         // A ConfigMap key that can name a Secret, but no --configmap is set.
         snapshot.config_maps.insert(
             ObjectKey::new("ops", "tugboat"),
-            Arc::new(config_map(
-                "ops",
-                "tugboat",
-                json!({"auth-secret": "users"}),
-            )),
+            Arc::new(config_map("ops", "tugboat", &[("auth-secret", "users")])),
         );
         assert_eq!(references(&snapshot, &settings()), References::default());
     }
@@ -592,11 +582,8 @@ mod tests {
     #[test]
     fn services_of_the_default_backend_are_read() {
         let mut snapshot = Snapshot::default();
-        let only_default: Ingress = serde_json::from_value(json!({
-            "metadata": {"name": "d", "namespace": "shop"},
-            "spec": {"defaultBackend": {"service": {"name": "fallback", "port": {"number": 80}}}}
-        }))
-        .expect("valid Ingress");
+        let only_default = with_default_backend(mk_ingress_with_rules("d", vec![]), "fallback", 80);
+        let only_default: Ingress = in_namespace(with_class(only_default, None), "shop").into();
         snapshot
             .ingresses
             .insert(ObjectKey::new("shop", "d"), Arc::new(only_default));
@@ -605,7 +592,7 @@ mod tests {
             Arc::new(service(
                 "shop",
                 "fallback",
-                json!({"tugboat.dev/server-ca": "ca"}),
+                &[("tugboat.dev/server-ca", "ca")],
             )),
         );
         assert_eq!(
@@ -635,48 +622,40 @@ mod tests {
     fn the_memo_follows_ingress_changes_as_a_full_walk_does() {
         let mut settings = Settings::new(0);
         settings.config_map = Some(ObjectKey::new("tugboat", "config"));
-        let mut snapshot = with_ingress(ingress("a", "one", json!({})));
+        let mut snapshot = with_ingress(ingress("a", "one", &[]));
         snapshot.config_maps.insert(
             ObjectKey::new("tugboat", "config"),
             Arc::new(config_map(
                 "tugboat",
                 "config",
-                json!({"allow-list": "configmap:shared/ranges"}),
+                &[("allow-list", "configmap:shared/ranges")],
             )),
         );
         snapshot.services.insert(
             ObjectKey::new("a", "web"),
-            Arc::new(service(
-                "a",
-                "web",
-                json!({"tugboat.dev/server-ca": "web-ca"}),
-            )),
+            Arc::new(service("a", "web", &[("tugboat.dev/server-ca", "web-ca")])),
         );
         let mut memo = ReferencesMemo::default();
         let mut steps: Vec<(ObjectKey, Option<Ingress>)> = Vec::new();
         let key = |ns: &str, name: &str| ObjectKey::new(ns, name);
         // Same names, other content; a new Ingress in a known namespace; one in a new
         // namespace; another auth Secret; a removal.
-        let mut changed = ingress("a", "one", json!({}));
+        let mut changed = ingress("a", "one", &[]);
         if let Some(rules) = changed.spec.as_mut().and_then(|s| s.rules.as_mut()) {
             rules[0].host = Some("b.example.com".into());
         }
         steps.push((key("a", "one"), Some(changed)));
         steps.push((
             key("a", "two"),
-            Some(ingress(
-                "a",
-                "two",
-                json!({"tugboat.dev/auth-secret": "users"}),
-            )),
+            Some(ingress("a", "two", &[("tugboat.dev/auth-secret", "users")])),
         ));
-        steps.push((key("b", "three"), Some(ingress("b", "three", json!({})))));
+        steps.push((key("b", "three"), Some(ingress("b", "three", &[]))));
         steps.push((
             key("a", "two"),
             Some(ingress(
                 "a",
                 "two",
-                json!({"tugboat.dev/auth-secret": "others"}),
+                &[("tugboat.dev/auth-secret", "others")],
             )),
         ));
         steps.push((key("b", "three"), None));

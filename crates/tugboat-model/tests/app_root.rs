@@ -3,19 +3,10 @@
 
 mod common;
 
-use serde_json::{Value, json};
 use tugboat_model::BuildOutput;
 
-fn build_with(annotations: Value) -> BuildOutput {
-    let ingress = json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "shop", "namespace": "default", "annotations": annotations},
-        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
-            {"path": "/", "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
-        ]}}]},
-    });
-    common::build_with_web([ingress])
+fn build_with(annotations: &[(&str, &str)]) -> BuildOutput {
+    common::build_with_web([common::shop_ingress("shop", "/", annotations)])
 }
 
 fn app_root(output: &BuildOutput) -> Option<String> {
@@ -29,14 +20,17 @@ fn app_root(output: &BuildOutput) -> Option<String> {
 
 #[test]
 fn ingress_nginx_app_root_is_read() {
-    let output = build_with(json!({"nginx.ingress.kubernetes.io/app-root": "/app1"}));
+    let output = build_with(&[("nginx.ingress.kubernetes.io/app-root", "/app1")]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(app_root(&output), Some("/app1".into()));
 }
 
 #[test]
 fn a_bad_app_root_is_a_problem_and_the_route_is_served_without_it() {
-    let output = build_with(json!({"nginx.ingress.kubernetes.io/app-root": "https://x/%[env(A)]"}));
+    let output = build_with(&[(
+        "nginx.ingress.kubernetes.io/app-root",
+        "https://x/%[env(A)]",
+    )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
     assert_eq!(&*problem.object.name, "shop");

@@ -5,20 +5,18 @@
 
 mod common;
 
-use serde_json::{Value, json};
 use tugboat_model::BuildOutput;
 use tugboat_model::features::BackendOptions;
 
-fn build_with(ingress_annotations: Value, service_annotations: Value) -> BuildOutput {
-    let ingress = json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "shop", "namespace": "default", "annotations": ingress_annotations},
-        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
-            {"path": "/", "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}
-        ]}}]},
-    });
-    let objects = [ingress, common::web_service(service_annotations)];
+fn build_with(
+    ingress_annotations: &[(&str, &str)],
+    service_annotations: &[(&str, &str)],
+) -> BuildOutput {
+    let ingress = common::shop_ingress("shop", "/", ingress_annotations);
+    let objects: [common::Object; 2] = [
+        ingress.into(),
+        common::web_service(service_annotations).into(),
+    ];
     common::build_at_fixed_time(&common::snapshot_of(objects))
 }
 
@@ -34,7 +32,7 @@ fn options(output: &BuildOutput) -> &BackendOptions {
 
 #[test]
 fn the_services_name_is_sent_and_checked_by_default() {
-    let output = build_with(json!({}), json!({"tugboat.dev/server-ssl": "true"}));
+    let output = build_with(&[], &[("tugboat.dev/server-ssl", "true")]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let tls = options(&output).tls.clone().expect("TLS");
     assert_eq!(tls.server_name, "web.default.svc");
@@ -44,11 +42,11 @@ fn the_services_name_is_sent_and_checked_by_default() {
 #[test]
 fn server_ssl_name_sets_the_name() {
     let output = build_with(
-        json!({}),
-        json!({
-            "tugboat.dev/server-ssl": "true",
-            "tugboat.dev/server-ssl-name": "api.internal.example.com",
-        }),
+        &[],
+        &[
+            ("tugboat.dev/server-ssl", "true"),
+            ("tugboat.dev/server-ssl-name", "api.internal.example.com"),
+        ],
     );
     let tls = options(&output).tls.clone().expect("TLS");
     assert_eq!(tls.server_name, "api.internal.example.com");
@@ -57,11 +55,11 @@ fn server_ssl_name_sets_the_name() {
 #[test]
 fn a_bad_server_ssl_name_is_a_problem_naming_the_key() {
     let output = build_with(
-        json!({}),
-        json!({
-            "tugboat.dev/server-ssl": "true",
-            "tugboat.dev/server-ssl-name": "str(x) verify none",
-        }),
+        &[],
+        &[
+            ("tugboat.dev/server-ssl", "true"),
+            ("tugboat.dev/server-ssl-name", "str(x) verify none"),
+        ],
     );
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
@@ -78,12 +76,12 @@ fn a_bad_server_ssl_name_is_a_problem_naming_the_key() {
 #[test]
 fn server_verify_false_does_not_read_the_ca() {
     let output = build_with(
-        json!({}),
-        json!({
-            "tugboat.dev/server-ssl": "true",
-            "tugboat.dev/server-ca": "no-such-secret",
-            "tugboat.dev/server-verify": "false",
-        }),
+        &[],
+        &[
+            ("tugboat.dev/server-ssl", "true"),
+            ("tugboat.dev/server-ca", "no-such-secret"),
+            ("tugboat.dev/server-verify", "false"),
+        ],
     );
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let options = options(&output);
@@ -94,11 +92,11 @@ fn server_verify_false_does_not_read_the_ca() {
 #[test]
 fn server_verify_true_without_a_ca_blocks_the_backend() {
     let output = build_with(
-        json!({}),
-        json!({
-            "tugboat.dev/server-ssl": "true",
-            "tugboat.dev/server-verify": "true",
-        }),
+        &[],
+        &[
+            ("tugboat.dev/server-ssl", "true"),
+            ("tugboat.dev/server-verify", "true"),
+        ],
     );
     assert!(options(&output).blocked);
     assert!(
@@ -113,10 +111,7 @@ fn server_verify_true_without_a_ca_blocks_the_backend() {
 
 #[test]
 fn the_tls_keys_need_server_ssl() {
-    let output = build_with(
-        json!({}),
-        json!({"tugboat.dev/server-ssl-name": "api.example.com"}),
-    );
+    let output = build_with(&[], &[("tugboat.dev/server-ssl-name", "api.example.com")]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     assert!(output.problems[0].message.contains("server-ssl"));
     assert!(options(&output).tls.is_none());
@@ -126,13 +121,19 @@ fn the_tls_keys_need_server_ssl() {
 fn ingress_nginx_proxy_ssl_keys_are_read() {
     // Verification off (ingress-nginx's default): the client certificate only.
     let output = build_with(
-        json!({
-            "nginx.ingress.kubernetes.io/backend-protocol": "HTTPS",
-            "nginx.ingress.kubernetes.io/proxy-ssl-secret": "default/proxy",
-            "nginx.ingress.kubernetes.io/proxy-ssl-name": "backend.local",
-            "nginx.ingress.kubernetes.io/proxy-ssl-server-name": "on",
-        }),
-        json!({}),
+        &[
+            ("nginx.ingress.kubernetes.io/backend-protocol", "HTTPS"),
+            (
+                "nginx.ingress.kubernetes.io/proxy-ssl-secret",
+                "default/proxy",
+            ),
+            (
+                "nginx.ingress.kubernetes.io/proxy-ssl-name",
+                "backend.local",
+            ),
+            ("nginx.ingress.kubernetes.io/proxy-ssl-server-name", "on"),
+        ],
+        &[],
     );
     let tls = options(&output).tls.clone().expect("TLS");
     assert_eq!(tls.server_name, "backend.local");
@@ -152,12 +153,15 @@ fn ingress_nginx_proxy_ssl_keys_are_read() {
 #[test]
 fn ingress_nginx_proxy_ssl_verify_on_reads_the_ca_of_the_secret() {
     let output = build_with(
-        json!({
-            "nginx.ingress.kubernetes.io/backend-protocol": "HTTPS",
-            "nginx.ingress.kubernetes.io/proxy-ssl-secret": "default/proxy",
-            "nginx.ingress.kubernetes.io/proxy-ssl-verify": "on",
-        }),
-        json!({}),
+        &[
+            ("nginx.ingress.kubernetes.io/backend-protocol", "HTTPS"),
+            (
+                "nginx.ingress.kubernetes.io/proxy-ssl-secret",
+                "default/proxy",
+            ),
+            ("nginx.ingress.kubernetes.io/proxy-ssl-verify", "on"),
+        ],
+        &[],
     );
     // The missing Secret is now also the CA's: a problem for each, and 503.
     assert!(
@@ -174,11 +178,11 @@ fn ingress_nginx_proxy_ssl_verify_on_reads_the_ca_of_the_secret() {
 #[test]
 fn ingress_nginx_proxy_ssl_verify_takes_on_or_off() {
     let output = build_with(
-        json!({
-            "nginx.ingress.kubernetes.io/backend-protocol": "HTTPS",
-            "nginx.ingress.kubernetes.io/proxy-ssl-verify": "maybe",
-        }),
-        json!({}),
+        &[
+            ("nginx.ingress.kubernetes.io/backend-protocol", "HTTPS"),
+            ("nginx.ingress.kubernetes.io/proxy-ssl-verify", "maybe"),
+        ],
+        &[],
     );
     assert!(
         output.problems.iter().any(|p| p.field

@@ -2,12 +2,13 @@
 
 mod common;
 
-use serde_json::{Value, json};
+use k8s_openapi::api::networking::v1::{Ingress, IngressRule};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{BuildOutput, HostMatch, ObjectKey, PathMatch, Snapshot};
 
 use common::{
-    build_at_fixed_time, endpoint_slice, ingress, only_problem, path, rule, service, snapshot_of,
+    Object, build_at_fixed_time, endpoint_slice, exact, ingress, mk_endpoint, mk_path, mk_rule,
+    only_problem, prefix, service, snapshot_of, with_default_backend,
 };
 
 /// When the Ingress of most tests was made.
@@ -16,26 +17,26 @@ const FIRST: &str = "2024-01-01T00:00:00Z";
 /// The Services `web` (port 80 named `http`, endpoints on 8080) and `api` (port 80 named
 /// `grpc`, endpoints on 9090), each with one ready endpoint, one without a ready
 /// condition and one not ready; and `ingresses`.
-fn snapshot_with_services(ingresses: impl IntoIterator<Item = Value>) -> Snapshot {
-    let endpoints = json!([
-        {"addresses": ["10.0.0.2"], "conditions": {"ready": true}},
-        {"addresses": ["10.0.0.1"]},
-        {"addresses": ["10.0.0.3"], "conditions": {"ready": false}},
-    ]);
+fn snapshot_with_services(ingresses: impl IntoIterator<Item = Ingress>) -> Snapshot {
+    let endpoints = vec![
+        mk_endpoint("10.0.0.2", Some(true)),
+        mk_endpoint("10.0.0.1", None),
+        mk_endpoint("10.0.0.3", Some(false)),
+    ];
     let services = [("web", "http", 8080), ("api", "grpc", 9090)]
         .into_iter()
         .flat_map(|(name, port_name, target)| {
             [
-                service(name, port_name),
-                endpoint_slice(name, port_name, target, endpoints.clone()),
+                Object::from(service(name, port_name)),
+                endpoint_slice(name, port_name, target, endpoints.clone()).into(),
             ]
         });
-    snapshot_of(services.chain(ingresses))
+    snapshot_of(services.chain(ingresses.into_iter().map(Object::from)))
 }
 
-/// The Ingress `name` created at `created` with `spec`, without annotations.
-fn plain_ingress(name: &str, created: &str, spec: Value) -> Value {
-    ingress(name, created, json!({}), spec)
+/// The Ingress `name` created at `created` with `rules`, without annotations.
+fn plain_ingress(name: &str, created: &str, rules: Vec<IngressRule>) -> Ingress {
+    ingress(name, created, &[], rules)
 }
 
 fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
@@ -64,11 +65,14 @@ fn resolves_ports_by_number_and_name_to_ready_endpoints() {
     let snapshot = snapshot_with_services([plain_ingress(
         "shop",
         FIRST,
-        json!({"rules": [rule(Some("Shop.Example.com"), json!([
-            path("/", "Prefix", "web", json!({"number": 80})),
-            path("/api/", "Prefix", "api", json!({"name": "grpc"})),
-            path("/exact", "Exact", "api", json!({"number": 80})),
-        ]))]}),
+        vec![mk_rule(
+            Some("Shop.Example.com"),
+            &[
+                prefix("/", "web"),
+                prefix("/api/", "api").port_named("grpc"),
+                exact("/exact", "api"),
+            ],
+        )],
     )]);
     let output = build_at_fixed_time(&snapshot);
     assert_eq!(output.problems, vec![]);
@@ -108,10 +112,10 @@ fn hosts_wildcards_and_hostless_rules() {
     let snapshot = snapshot_with_services([plain_ingress(
         "hosts",
         FIRST,
-        json!({"rules": [
-            rule(Some("*.example.com"), json!([path("/", "Prefix", "web", json!({"number": 80}))])),
-            rule(None, json!([path("/", "ImplementationSpecific", "web", json!({"number": 80}))])),
-        ]}),
+        vec![
+            mk_rule(Some("*.example.com"), &[prefix("/", "web")]),
+            mk_rule(None, &[mk_path("/", "ImplementationSpecific", "web")]),
+        ],
     )]);
     let output = build_at_fixed_time(&snapshot);
     let hosts: Vec<&HostMatch> = output.desired.routes.iter().map(|r| &r.host).collect();
@@ -152,17 +156,20 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
     let snapshot = snapshot_with_services([plain_ingress(
         "mixed",
         FIRST,
-        json!({"rules": [
-            rule(Some("bad host.example.com"), json!([path("/", "Prefix", "web", json!({"number": 80}))])),
-            rule(Some("ok.example.com"), json!([
-                path("/good", "Prefix", "web", json!({"number": 80})),
-                path("no-slash", "Prefix", "web", json!({"number": 80})),
-                path("/typo", "Prefixx", "web", json!({"number": 80})),
-                path("/port", "Prefix", "web", json!({"number": 0})),
-                path("/nosvc", "Prefix", "gone", json!({"number": 80})),
-                path("/noport", "Prefix", "web", json!({"number": 81})),
-            ])),
-        ]}),
+        vec![
+            mk_rule(Some("bad host.example.com"), &[prefix("/", "web")]),
+            mk_rule(
+                Some("ok.example.com"),
+                &[
+                    prefix("/good", "web"),
+                    prefix("no-slash", "web"),
+                    mk_path("/typo", "Prefixx", "web"),
+                    prefix("/port", "web").port(0),
+                    prefix("/nosvc", "gone"),
+                    prefix("/noport", "web").port(81),
+                ],
+            ),
+        ],
     )]);
     let output = build_at_fixed_time(&snapshot);
     let paths: Vec<String> = output
@@ -218,10 +225,12 @@ fn bad_fields_are_reported_and_only_their_rule_is_skipped() {
 
 #[test]
 fn default_backend_of_the_oldest_ingress() {
-    let default_backend = |service: &str| json!({"defaultBackend": {"service": {"name": service, "port": {"number": 80}}}});
+    let default_backend = |name: &str, created: &str, service: &str| {
+        with_default_backend(plain_ingress(name, created, vec![]), service, 80)
+    };
     let snapshot = snapshot_with_services([
-        plain_ingress("b", "2024-02-01T00:00:00Z", default_backend("api")),
-        plain_ingress("a", "2024-03-01T00:00:00Z", default_backend("web")),
+        default_backend("b", "2024-02-01T00:00:00Z", "api"),
+        default_backend("a", "2024-03-01T00:00:00Z", "web"),
     ]);
     let output = build_at_fixed_time(&snapshot);
     assert_eq!(
@@ -232,17 +241,21 @@ fn default_backend_of_the_oldest_ingress() {
 
 /// Ingress `name` routing `a.example.com` `/` (Prefix) to `service` port 80, with these
 /// (`nginx.ingress.kubernetes.io/`) annotations.
-fn annotated(name: &str, created: &str, service: &str, annotations: &[(&str, &str)]) -> Value {
-    let annotations: serde_json::Map<String, Value> = annotations
+fn annotated(name: &str, created: &str, service: &str, annotations: &[(&str, &str)]) -> Ingress {
+    let names: Vec<String> = annotations
         .iter()
-        .map(|(k, v)| (format!("nginx.ingress.kubernetes.io/{k}"), json!(v)))
+        .map(|(key, _)| format!("nginx.ingress.kubernetes.io/{key}"))
         .collect();
-    let paths = json!([path("/", "Prefix", service, json!({"number": 80}))]);
+    let annotations: Vec<(&str, &str)> = names
+        .iter()
+        .zip(annotations)
+        .map(|(name, (_, value))| (name.as_str(), *value))
+        .collect();
     ingress(
         name,
         created,
-        Value::Object(annotations),
-        json!({"rules": [rule(Some("a.example.com"), paths)]}),
+        &annotations,
+        vec![mk_rule(Some("a.example.com"), &[prefix("/", service)])],
     )
 }
 

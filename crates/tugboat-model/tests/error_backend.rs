@@ -6,25 +6,26 @@ mod common;
 
 use common::shop_ingress as ingress;
 use common::{prefix_route_features as features, problem_fields};
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_model::desired::ServicePortRef;
 use tugboat_model::features::ErrorBackend;
 use tugboat_model::{BackendName, BuildOutput, ObjectKey, PathMatch};
 
 /// The Service `default/error-pages`, whose first port (8080) is the one used.
-fn error_pages_service() -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "error-pages", "namespace": "default"},
-        "spec": {"ports": [{"name": "http", "port": 8080}, {"name": "admin", "port": 9000}]},
-    })
+fn error_pages_service() -> Service {
+    common::with_service_port(
+        common::mk_service("error-pages", "http", 8080),
+        "admin",
+        9000,
+    )
 }
 
-fn build(objects: &[Value]) -> BuildOutput {
-    let objects = objects
-        .iter()
-        .cloned()
-        .chain([common::web_service(json!({})), error_pages_service()]);
+fn build(ingresses: &[Ingress]) -> BuildOutput {
+    let objects = ingresses.iter().cloned().map(common::Object::from).chain([
+        common::web_service(&[]).into(),
+        error_pages_service().into(),
+    ]);
     common::build_at_fixed_time(&common::snapshot_of(objects))
 }
 
@@ -41,7 +42,7 @@ fn default_backend_is_the_first_port_of_the_named_service() {
     let output = build(&[ingress(
         "shop",
         "/",
-        json!({"nginx.ingress.kubernetes.io/default-backend": "error-pages"}),
+        &[("nginx.ingress.kubernetes.io/default-backend", "error-pages")],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(
@@ -62,7 +63,7 @@ fn custom_http_errors_alone_go_to_the_controller_default_backend() {
     let output = build(&[ingress(
         "shop",
         "/",
-        json!({"nginx.ingress.kubernetes.io/custom-http-errors": "404, 500"}),
+        &[("nginx.ingress.kubernetes.io/custom-http-errors", "404, 500")],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(
@@ -84,10 +85,10 @@ fn a_503_among_the_codes_also_covers_a_backend_without_servers() {
     let output = build(&[ingress(
         "shop",
         "/",
-        json!({
-            "nginx.ingress.kubernetes.io/custom-http-errors": "503",
-            "nginx.ingress.kubernetes.io/default-backend": "error-pages",
-        }),
+        &[
+            ("nginx.ingress.kubernetes.io/custom-http-errors", "503"),
+            ("nginx.ingress.kubernetes.io/default-backend", "error-pages"),
+        ],
     )]);
     let error_backend = features(&output, "/")
         .and_then(|f| f.error_backend.clone())
@@ -99,10 +100,10 @@ fn a_503_among_the_codes_also_covers_a_backend_without_servers() {
 
 /// A bad value: a problem on the key of that Ingress; its routes still go to their
 /// Service, and the other Ingress is untouched.
-fn assert_refused(annotations: Value, key: &str) -> BuildOutput {
+fn assert_refused(annotations: &[(&str, &str)], key: &str) -> BuildOutput {
     let output = build(&[
         ingress("shop", "/shop", annotations),
-        ingress("site", "/", json!({})),
+        ingress("site", "/", &[]),
     ]);
     assert_eq!(
         problem_fields(&output, "shop"),
@@ -125,7 +126,7 @@ fn assert_refused(annotations: Value, key: &str) -> BuildOutput {
 #[test]
 fn error_codes_with_a_word_are_a_problem_naming_the_key() {
     let output = assert_refused(
-        json!({"nginx.ingress.kubernetes.io/custom-http-errors": "404,oops"}),
+        &[("nginx.ingress.kubernetes.io/custom-http-errors", "404,oops")],
         "nginx.ingress.kubernetes.io/custom-http-errors",
     );
     assert!(features(&output, "/shop").is_none());
@@ -134,7 +135,7 @@ fn error_codes_with_a_word_are_a_problem_naming_the_key() {
 #[test]
 fn error_codes_outside_400_to_599_are_a_problem_naming_the_key() {
     let output = assert_refused(
-        json!({"nginx.ingress.kubernetes.io/custom-http-errors": "404,302"}),
+        &[("nginx.ingress.kubernetes.io/custom-http-errors", "404,302")],
         "nginx.ingress.kubernetes.io/custom-http-errors",
     );
     let message = &output.problems[0].message;
@@ -144,10 +145,10 @@ fn error_codes_outside_400_to_599_are_a_problem_naming_the_key() {
 #[test]
 fn a_missing_default_backend_service_is_a_problem_naming_the_key() {
     let output = assert_refused(
-        json!({
-            "nginx.ingress.kubernetes.io/default-backend": "gone",
-            "nginx.ingress.kubernetes.io/custom-http-errors": "404",
-        }),
+        &[
+            ("nginx.ingress.kubernetes.io/default-backend", "gone"),
+            ("nginx.ingress.kubernetes.io/custom-http-errors", "404"),
+        ],
         "nginx.ingress.kubernetes.io/default-backend",
     );
     assert!(output.problems[0].message.contains("default/gone"));
@@ -162,7 +163,10 @@ fn a_missing_default_backend_service_is_a_problem_naming_the_key() {
 #[test]
 fn a_default_backend_in_another_namespace_is_a_problem_naming_the_key() {
     let output = assert_refused(
-        json!({"nginx.ingress.kubernetes.io/default-backend": "other/error-pages"}),
+        &[(
+            "nginx.ingress.kubernetes.io/default-backend",
+            "other/error-pages",
+        )],
         "nginx.ingress.kubernetes.io/default-backend",
     );
     assert!(features(&output, "/shop").is_none());

@@ -6,11 +6,11 @@ mod common;
 
 use common::shop_ingress as ingress;
 use common::{prefix_route_features as features, problem_fields};
-use serde_json::{Value, json};
+use k8s_openapi::api::networking::v1::{Ingress, IngressRule};
 use tugboat_model::BuildOutput;
 use tugboat_model::features::{ExternalAuth, RouteFeatures};
 
-fn build_ingresses(ingresses: &[Value]) -> BuildOutput {
+fn build_ingresses(ingresses: &[Ingress]) -> BuildOutput {
     common::build_with_web(ingresses.iter().cloned())
 }
 
@@ -19,12 +19,21 @@ fn ingress_nginx_keys_read_as_external_authentication() {
     let output = build_ingresses(&[ingress(
         "shop",
         "/",
-        json!({
-            "nginx.ingress.kubernetes.io/auth-url": "http://auth.example.com:4180/oauth2/auth",
-            "nginx.ingress.kubernetes.io/auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
-            "nginx.ingress.kubernetes.io/auth-signin": "https://login.example.com/oauth2/start",
-            "nginx.ingress.kubernetes.io/auth-method": "POST",
-        }),
+        &[
+            (
+                "nginx.ingress.kubernetes.io/auth-url",
+                "http://auth.example.com:4180/oauth2/auth",
+            ),
+            (
+                "nginx.ingress.kubernetes.io/auth-response-headers",
+                "X-Auth-Request-User, X-Auth-Request-Email",
+            ),
+            (
+                "nginx.ingress.kubernetes.io/auth-signin",
+                "https://login.example.com/oauth2/start",
+            ),
+            ("nginx.ingress.kubernetes.io/auth-method", "POST"),
+        ],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let features = features(&output, "/").expect("features");
@@ -45,7 +54,7 @@ fn the_method_defaults_to_get() {
     let output = build_ingresses(&[ingress(
         "shop",
         "/",
-        json!({"tugboat.dev/auth-url": "http://10.0.0.7/check"}),
+        &[("tugboat.dev/auth-url", "http://10.0.0.7/check")],
     )]);
     let auth = features(&output, "/")
         .and_then(|f| f.external_auth.clone())
@@ -57,10 +66,10 @@ fn the_method_defaults_to_get() {
 
 /// Each refused value: a problem naming the Ingress and the key, its routes refuse
 /// everybody, and the other Ingress is served as it was.
-fn assert_fails_closed(annotations: Value, key: &str) {
+fn assert_fails_closed(annotations: &[(&str, &str)], key: &str) {
     let output = build_ingresses(&[
         ingress("guarded", "/guarded", annotations),
-        ingress("site", "/", json!({})),
+        ingress("site", "/", &[]),
     ]);
     assert_eq!(
         problem_fields(&output, "guarded"),
@@ -78,10 +87,16 @@ fn the_oauth2_proxy_form_with_nginx_variables_is_read_as_written() {
     let output = build_ingresses(&[ingress(
         "shop",
         "/",
-        json!({
-            "nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth",
-            "nginx.ingress.kubernetes.io/auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri",
-        }),
+        &[
+            (
+                "nginx.ingress.kubernetes.io/auth-url",
+                "https://$host/oauth2/auth",
+            ),
+            (
+                "nginx.ingress.kubernetes.io/auth-signin",
+                "https://$host/oauth2/start?rd=$escaped_request_uri",
+            ),
+        ],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let auth = features(&output, "/")
@@ -97,13 +112,19 @@ fn the_oauth2_proxy_form_with_nginx_variables_is_read_as_written() {
 #[test]
 fn an_auth_url_with_an_unknown_nginx_variable_fails_closed() {
     assert_fails_closed(
-        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$server_name/oauth2/auth"}),
+        &[(
+            "nginx.ingress.kubernetes.io/auth-url",
+            "https://$server_name/oauth2/auth",
+        )],
         "nginx.ingress.kubernetes.io/auth-url",
     );
     let output = build_ingresses(&[ingress(
         "guarded",
         "/",
-        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$server_name/oauth2/auth"}),
+        &[(
+            "nginx.ingress.kubernetes.io/auth-url",
+            "https://$server_name/oauth2/auth",
+        )],
     )]);
     let message = &output.problems[0].message;
     assert!(
@@ -115,7 +136,7 @@ fn an_auth_url_with_an_unknown_nginx_variable_fails_closed() {
 #[test]
 fn an_auth_url_that_would_break_the_rule_fails_closed() {
     assert_fails_closed(
-        json!({"tugboat.dev/auth-url": "http://auth/check if TRUE"}),
+        &[("tugboat.dev/auth-url", "http://auth/check if TRUE")],
         "tugboat.dev/auth-url",
     );
 }
@@ -123,7 +144,7 @@ fn an_auth_url_that_would_break_the_rule_fails_closed() {
 #[test]
 fn an_auth_url_of_another_scheme_fails_closed() {
     assert_fails_closed(
-        json!({"tugboat.dev/auth-url": "ftp://auth.example.com/check"}),
+        &[("tugboat.dev/auth-url", "ftp://auth.example.com/check")],
         "tugboat.dev/auth-url",
     );
 }
@@ -131,10 +152,13 @@ fn an_auth_url_of_another_scheme_fails_closed() {
 #[test]
 fn a_bad_signin_url_fails_closed() {
     assert_fails_closed(
-        json!({
-            "tugboat.dev/auth-url": "http://auth.example.com/check",
-            "tugboat.dev/auth-signin": "https://login.example.com/start?rd=$request_id",
-        }),
+        &[
+            ("tugboat.dev/auth-url", "http://auth.example.com/check"),
+            (
+                "tugboat.dev/auth-signin",
+                "https://login.example.com/start?rd=$request_id",
+            ),
+        ],
         "tugboat.dev/auth-signin",
     );
 }
@@ -142,10 +166,10 @@ fn a_bad_signin_url_fails_closed() {
 #[test]
 fn a_bad_response_header_list_fails_closed() {
     assert_fails_closed(
-        json!({
-            "tugboat.dev/auth-url": "http://auth.example.com/check",
-            "tugboat.dev/auth-response-headers": "X-User X-Email",
-        }),
+        &[
+            ("tugboat.dev/auth-url", "http://auth.example.com/check"),
+            ("tugboat.dev/auth-response-headers", "X-User X-Email"),
+        ],
         "tugboat.dev/auth-response-headers",
     );
 }
@@ -153,10 +177,13 @@ fn a_bad_response_header_list_fails_closed() {
 #[test]
 fn a_method_the_client_cannot_send_fails_closed() {
     assert_fails_closed(
-        json!({
-            "nginx.ingress.kubernetes.io/auth-url": "http://auth.example.com/check",
-            "nginx.ingress.kubernetes.io/auth-method": "PATCH",
-        }),
+        &[
+            (
+                "nginx.ingress.kubernetes.io/auth-url",
+                "http://auth.example.com/check",
+            ),
+            ("nginx.ingress.kubernetes.io/auth-method", "PATCH"),
+        ],
         "nginx.ingress.kubernetes.io/auth-method",
     );
 }
@@ -166,7 +193,7 @@ fn the_companion_keys_alone_are_refused() {
     let output = build_ingresses(&[ingress(
         "shop",
         "/",
-        json!({"tugboat.dev/auth-signin": "https://login.example.com/start"}),
+        &[("tugboat.dev/auth-signin", "https://login.example.com/start")],
     )]);
     assert_eq!(
         problem_fields(&output, "shop"),
@@ -177,21 +204,13 @@ fn the_companion_keys_alone_are_refused() {
 }
 
 /// An Ingress with one rule (`host`: none when `None`) to `web` on `/`.
-fn ingress_on_host(name: &str, host: Option<&str>, annotations: Value) -> Value {
-    let mut rule = json!({"http": {"paths": [
-        {"path": "/", "pathType": "Prefix",
-         "backend": {"service": {"name": "web", "port": {"number": 80}}}}
-    ]}});
-    if let Some(host) = host {
-        rule["host"] = json!(host);
-    }
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default",
-                     "creationTimestamp": "2024-01-01T00:00:00Z",
-                     "annotations": annotations},
-        "spec": {"rules": [rule]},
-    })
+fn ingress_on_host(name: &str, host: Option<&str>, annotations: &[(&str, &str)]) -> Ingress {
+    common::ingress(
+        name,
+        "2024-01-01T00:00:00Z",
+        annotations,
+        vec![common::mk_rule(host, &[common::prefix("/", "web")])],
+    )
 }
 
 /// The features of the route of this host (`None`: the rule without a host) on `/`.
@@ -219,10 +238,13 @@ fn host_in_the_auth_url_host_is_kept_on_an_exact_host() {
     let output = build_ingresses(&[ingress_on_host(
         "shop",
         Some("shop.example.com"),
-        json!({
-            "nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY,
-            "nginx.ingress.kubernetes.io/server-alias": "store.example.com",
-        }),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-url", HOST_IN_AUTHORITY),
+            (
+                "nginx.ingress.kubernetes.io/server-alias",
+                "store.example.com",
+            ),
+        ],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     for host in ["shop.example.com", "store.example.com"] {
@@ -265,9 +287,9 @@ fn host_in_the_auth_url_host_is_refused_on_a_rule_without_a_host() {
         ingress_on_host(
             "open",
             None,
-            json!({"nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY}),
+            &[("nginx.ingress.kubernetes.io/auth-url", HOST_IN_AUTHORITY)],
         ),
-        ingress_on_host("site", Some("site.example.com"), json!({})),
+        ingress_on_host("site", Some("site.example.com"), &[]),
     ]);
     assert_host_refused(
         &output,
@@ -291,7 +313,7 @@ fn braced_host_in_the_auth_url_host_is_refused_on_a_wildcard_host() {
     let output = build_ingresses(&[ingress_on_host(
         "wild",
         Some("*.example.com"),
-        json!({"tugboat.dev/auth-url": "http://auth.${host}:4180/check"}),
+        &[("tugboat.dev/auth-url", "http://auth.${host}:4180/check")],
     )]);
     assert_host_refused(
         &output,
@@ -306,10 +328,13 @@ fn host_in_the_auth_url_host_is_refused_when_an_alias_is_a_wildcard() {
     let output = build_ingresses(&[ingress_on_host(
         "aliased",
         Some("shop.example.com"),
-        json!({
-            "nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY,
-            "nginx.ingress.kubernetes.io/server-alias": "*.shop.example.com",
-        }),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-url", HOST_IN_AUTHORITY),
+            (
+                "nginx.ingress.kubernetes.io/server-alias",
+                "*.shop.example.com",
+            ),
+        ],
     )]);
     assert_host_refused(
         &output,
@@ -325,7 +350,7 @@ fn host_in_the_auth_url_path_and_query_is_kept_on_a_rule_without_a_host() {
     let output = build_ingresses(&[ingress_on_host(
         "open",
         None,
-        json!({"nginx.ingress.kubernetes.io/auth-url": url}),
+        &[("nginx.ingress.kubernetes.io/auth-url", url)],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let features = features_on(&output, None);
@@ -339,13 +364,19 @@ fn host_in_the_auth_url_path_and_query_is_kept_on_a_rule_without_a_host() {
 #[test]
 fn another_variable_in_the_auth_url_host_is_refused_even_on_an_exact_host() {
     assert_fails_closed(
-        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$http_x_auth_host/check"}),
+        &[(
+            "nginx.ingress.kubernetes.io/auth-url",
+            "https://$http_x_auth_host/check",
+        )],
         "nginx.ingress.kubernetes.io/auth-url",
     );
     let output = build_ingresses(&[ingress(
         "guarded",
         "/",
-        json!({"nginx.ingress.kubernetes.io/auth-url": "https://$http_x_auth_host/check"}),
+        &[(
+            "nginx.ingress.kubernetes.io/auth-url",
+            "https://$http_x_auth_host/check",
+        )],
     )]);
     let message = &output.problems[0].message;
     assert!(
@@ -359,10 +390,13 @@ fn host_in_the_signin_host_is_kept_on_a_rule_without_a_host() {
     let output = build_ingresses(&[ingress_on_host(
         "open",
         None,
-        json!({
-            "tugboat.dev/auth-url": "http://127.0.0.1:9000/check",
-            "tugboat.dev/auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri",
-        }),
+        &[
+            ("tugboat.dev/auth-url", "http://127.0.0.1:9000/check"),
+            (
+                "tugboat.dev/auth-signin",
+                "https://$host/oauth2/start?rd=$escaped_request_uri",
+            ),
+        ],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert!(!features_on(&output, None).deny_all);
@@ -371,10 +405,10 @@ fn host_in_the_signin_host_is_kept_on_a_rule_without_a_host() {
 #[test]
 fn another_variable_in_the_signin_host_is_refused() {
     assert_fails_closed(
-        json!({
-            "tugboat.dev/auth-url": "http://auth.example.com/check",
-            "tugboat.dev/auth-signin": "https://$arg_next/oauth2/start",
-        }),
+        &[
+            ("tugboat.dev/auth-url", "http://auth.example.com/check"),
+            ("tugboat.dev/auth-signin", "https://$arg_next/oauth2/start"),
+        ],
         "tugboat.dev/auth-signin",
     );
 }
@@ -384,12 +418,18 @@ fn an_ingress_with_an_exact_host_and_a_catch_all_rule_refuses_only_the_catch_all
     let mut both = ingress_on_host(
         "both",
         Some("shop.example.com"),
-        json!({"nginx.ingress.kubernetes.io/auth-url": HOST_IN_AUTHORITY}),
+        &[("nginx.ingress.kubernetes.io/auth-url", HOST_IN_AUTHORITY)],
     );
-    let exact_rule = both["spec"]["rules"][0].clone();
-    let mut catch_all = exact_rule.clone();
-    catch_all.as_object_mut().expect("a rule").remove("host");
-    both["spec"]["rules"] = json!([exact_rule, catch_all]);
+    let rules = both
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.rules.as_mut())
+        .expect("rules");
+    let catch_all = IngressRule {
+        host: None,
+        ..rules[0].clone()
+    };
+    rules.push(catch_all);
     let output = build_ingresses(&[both]);
     assert_host_refused(
         &output,

@@ -8,13 +8,14 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::shop_ingress as ingress;
-use serde_json::{Value, json};
+use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_model::annotations::UnsupportedAccess;
 use tugboat_model::{BuildOutput, ObjectKey, Settings, Snapshot, build};
 
-fn snapshot(ingresses: &[Value], service_annotations: Value) -> Snapshot {
+fn snapshot(ingresses: &[Ingress], service_annotations: &[(&str, &str)]) -> Snapshot {
     let service = common::web_service(service_annotations);
-    common::snapshot_of(ingresses.iter().cloned().chain([service]))
+    let ingresses = ingresses.iter().cloned().map(common::Object::from);
+    common::snapshot_of(ingresses.chain([service.into()]))
 }
 
 fn settings(access: UnsupportedAccess) -> Settings {
@@ -48,11 +49,14 @@ fn an_unsupported_peer_access_key_refuses_the_routes_of_its_ingress_only() {
             ingress(
                 "office",
                 "/office",
-                json!({"nginx.ingress.kubernetes.io/auth-tls-secret": "default/client-ca"}),
+                &[(
+                    "nginx.ingress.kubernetes.io/auth-tls-secret",
+                    "default/client-ca",
+                )],
             ),
-            ingress("site", "/", json!({})),
+            ingress("site", "/", &[]),
         ],
-        json!({}),
+        &[],
     );
     let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
     let denied = denied_by_path(&output);
@@ -88,9 +92,12 @@ fn with_ignore_the_routes_are_served_and_the_problem_says_so() {
         &[ingress(
             "office",
             "/office",
-            json!({"haproxy-ingress.github.io/auth-url": "http://auth.example.com/"}),
+            &[(
+                "haproxy-ingress.github.io/auth-url",
+                "http://auth.example.com/",
+            )],
         )],
-        json!({}),
+        &[],
     );
     let output = build(&snapshot, &settings(UnsupportedAccess::Ignore));
     assert!(denied_by_path(&output).values().all(|d| !d));
@@ -113,14 +120,14 @@ fn an_unsupported_key_that_does_not_restrict_access_is_a_problem_only() {
         &[ingress(
             "proxy",
             "/",
-            json!({
-                "nginx.ingress.kubernetes.io/proxy-buffering": "on",
-                "tugboat.dev/no-such-key": "x",
-                "ingress.kubernetes.io/no-such-legacy-key": "x",
-                "example.com/not-ours": "x",
-            }),
+            &[
+                ("nginx.ingress.kubernetes.io/proxy-buffering", "on"),
+                ("tugboat.dev/no-such-key", "x"),
+                ("ingress.kubernetes.io/no-such-legacy-key", "x"),
+                ("example.com/not-ours", "x"),
+            ],
         )],
-        json!({}),
+        &[],
     );
     let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
     assert!(denied_by_path(&output).values().all(|d| !d));
@@ -149,9 +156,9 @@ fn an_unknown_access_key_under_our_own_prefix_fails_closed_too() {
         &[ingress(
             "shop",
             "/",
-            json!({"tugboat.dev/auth-ldap": "ldap://auth/"}),
+            &[("tugboat.dev/auth-ldap", "ldap://auth/")],
         )],
-        json!({}),
+        &[],
     );
     let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
     assert!(denied_by_path(&output).values().all(|d| *d));
@@ -165,8 +172,8 @@ fn an_unknown_access_key_under_our_own_prefix_fails_closed_too() {
 #[test]
 fn a_service_with_an_unsupported_access_key_refuses_the_routes_to_it() {
     let snapshot = snapshot(
-        &[ingress("shop", "/", json!({}))],
-        json!({"haproxy.org/client-ca": "default/ca"}),
+        &[ingress("shop", "/", &[])],
+        &[("haproxy.org/client-ca", "default/ca")],
     );
     let output = build(&snapshot, &settings(UnsupportedAccess::Deny));
     assert!(denied_by_path(&output).values().all(|d| *d));
@@ -189,18 +196,19 @@ fn features(output: &BuildOutput) -> tugboat_model::RouteFeatures {
         .unwrap_or_default()
 }
 
-fn one_ingress(annotations: Value) -> BuildOutput {
+fn one_ingress(annotations: &[(&str, &str)]) -> BuildOutput {
     build(
-        &snapshot(&[ingress("shop", "/", annotations)], json!({})),
+        &snapshot(&[ingress("shop", "/", annotations)], &[]),
         &settings(UnsupportedAccess::Deny),
     )
 }
 
 #[test]
 fn a_peer_allow_list_with_a_value_tugboat_refuses_fails_closed() {
-    let output = one_ingress(json!({
-        "haproxy-ingress.github.io/allowlist-source-range": "10.0.0.0/8,!10.100.0.0/16"
-    }));
+    let output = one_ingress(&[(
+        "haproxy-ingress.github.io/allowlist-source-range",
+        "10.0.0.0/8,!10.100.0.0/16",
+    )]);
     let features = features(&output);
     assert!(features.deny_all, "{features:?}");
     assert!(features.allow_list.is_empty(), "{features:?}");
@@ -215,7 +223,7 @@ fn a_peer_allow_list_with_a_value_tugboat_refuses_fails_closed() {
 
 #[test]
 fn an_invalid_value_of_our_own_access_key_fails_closed() {
-    let output = one_ingress(json!({"tugboat.dev/allow-list": "10.0.0.0/8, bogus"}));
+    let output = one_ingress(&[("tugboat.dev/allow-list", "10.0.0.0/8, bogus")]);
     let refused = features(&output);
     assert!(refused.deny_all, "{refused:?}");
     let problem = &output.problems[0];
@@ -225,17 +233,23 @@ fn an_invalid_value_of_our_own_access_key_fails_closed() {
     );
     assert!(problem.message.contains("403"), "{problem}");
     // A key that does not restrict access is ignored, as before.
-    let output = one_ingress(json!({"tugboat.dev/timeout-server": "soon"}));
+    let output = one_ingress(&[("tugboat.dev/timeout-server", "soon")]);
     assert!(!features(&output).deny_all);
     assert!(output.problems[0].message.contains("ignored"));
 }
 
 #[test]
 fn ingress_nginx_allow_and_deny_lists_are_read_as_tugboat_s() {
-    let output = one_ingress(json!({
-        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/24, 192.168.1.7",
-        "nginx.ingress.kubernetes.io/denylist-source-range": "10.0.0.9",
-    }));
+    let output = one_ingress(&[
+        (
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/24, 192.168.1.7",
+        ),
+        (
+            "nginx.ingress.kubernetes.io/denylist-source-range",
+            "10.0.0.9",
+        ),
+    ]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let features = features(&output);
     assert!(!features.deny_all);
@@ -245,21 +259,24 @@ fn ingress_nginx_allow_and_deny_lists_are_read_as_tugboat_s() {
 
 #[test]
 fn tugboat_s_own_key_beats_another_controller_s() {
-    let output = one_ingress(json!({
-        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8",
-        "haproxy.org/allow-list": "172.16.0.0/12",
-        "tugboat.dev/allow-list": "192.168.0.0/16",
-    }));
+    let output = one_ingress(&[
+        (
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8",
+        ),
+        ("haproxy.org/allow-list", "172.16.0.0/12"),
+        ("tugboat.dev/allow-list", "192.168.0.0/16"),
+    ]);
     assert_eq!(features(&output).allow_list, ["192.168.0.0/16"]);
 }
 
 #[test]
 fn ingress_nginx_backend_protocol_and_timeouts_are_read_as_tugboat_s() {
-    let output = one_ingress(json!({
-        "nginx.ingress.kubernetes.io/backend-protocol": "grpcs",
-        "nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
-        "nginx.ingress.kubernetes.io/proxy-connect-timeout": "3",
-    }));
+    let output = one_ingress(&[
+        ("nginx.ingress.kubernetes.io/backend-protocol", "grpcs"),
+        ("nginx.ingress.kubernetes.io/proxy-read-timeout", "120"),
+        ("nginx.ingress.kubernetes.io/proxy-connect-timeout", "3"),
+    ]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let backend = output.desired.backends.values().next().expect("a backend");
     assert!(backend.options.tls.is_some(), "{:?}", backend.options);
@@ -270,7 +287,7 @@ fn ingress_nginx_backend_protocol_and_timeouts_are_read_as_tugboat_s() {
 
 #[test]
 fn a_peer_value_tugboat_cannot_honour_is_a_problem_naming_key_and_value() {
-    let output = one_ingress(json!({"nginx.ingress.kubernetes.io/backend-protocol": "FCGI"}));
+    let output = one_ingress(&[("nginx.ingress.kubernetes.io/backend-protocol", "FCGI")]);
     let problem = &output.problems[0];
     assert!(
         problem
@@ -285,36 +302,50 @@ fn a_peer_value_tugboat_cannot_honour_is_a_problem_naming_key_and_value() {
 
 #[test]
 fn ingress_nginx_cors_keeps_its_credentials_default_for_listed_origins_unless_set() {
-    let on = features(&one_ingress(json!({
-        "nginx.ingress.kubernetes.io/enable-cors": "true",
-        "nginx.ingress.kubernetes.io/cors-allow-origin": "https://app.example.com",
-        "nginx.ingress.kubernetes.io/cors-allow-methods": "get, post",
-    })));
+    let on = features(&one_ingress(&[
+        ("nginx.ingress.kubernetes.io/enable-cors", "true"),
+        (
+            "nginx.ingress.kubernetes.io/cors-allow-origin",
+            "https://app.example.com",
+        ),
+        (
+            "nginx.ingress.kubernetes.io/cors-allow-methods",
+            "get, post",
+        ),
+    ]));
     let cors = on.cors.expect("CORS");
     assert!(cors.credentials);
     assert_eq!(cors.methods, "GET, POST");
     // Any origin (the default): browsers refuse credentials beside `*`, none offered.
-    let any = features(&one_ingress(json!({
-        "nginx.ingress.kubernetes.io/enable-cors": "true",
-    })));
+    let any = features(&one_ingress(&[(
+        "nginx.ingress.kubernetes.io/enable-cors",
+        "true",
+    )]));
     assert!(!any.cors.expect("CORS").credentials);
-    let off = features(&one_ingress(json!({
-        "nginx.ingress.kubernetes.io/enable-cors": "true",
-        "nginx.ingress.kubernetes.io/cors-allow-credentials": "false",
-    })));
+    let off = features(&one_ingress(&[
+        ("nginx.ingress.kubernetes.io/enable-cors", "true"),
+        (
+            "nginx.ingress.kubernetes.io/cors-allow-credentials",
+            "false",
+        ),
+    ]));
     assert!(!off.cors.expect("CORS").credentials);
 }
 
 #[test]
 fn basic_auth_as_each_controller_writes_it() {
     for annotations in [
-        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
-               "nginx.ingress.kubernetes.io/auth-secret": "default/users"}),
-        json!({"haproxy.org/auth-type": "basic-auth",
-               "haproxy.org/auth-secret": "users"}),
-        json!({"haproxy-ingress.github.io/auth-secret": "users"}),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "default/users"),
+        ][..],
+        &[
+            ("haproxy.org/auth-type", "basic-auth"),
+            ("haproxy.org/auth-secret", "users"),
+        ],
+        &[("haproxy-ingress.github.io/auth-secret", "users")],
     ] {
-        let output = one_ingress(annotations.clone());
+        let output = one_ingress(annotations);
         let auth = features(&output).basic_auth.expect("basic auth");
         assert!(auth.userlist.contains("users") || auth.userlist == "tugboat_no_users");
         // The Secret is missing here: the problem names it.
@@ -323,7 +354,7 @@ fn basic_auth_as_each_controller_writes_it() {
                 .problems
                 .iter()
                 .any(|p| p.message.contains("default/users")),
-            "{annotations}: {:?}",
+            "{annotations:?}: {:?}",
             output.problems
         );
     }
@@ -332,13 +363,17 @@ fn basic_auth_as_each_controller_writes_it() {
 #[test]
 fn digest_auth_and_secrets_of_other_namespaces_fail_closed() {
     for annotations in [
-        json!({"nginx.ingress.kubernetes.io/auth-type": "digest",
-               "nginx.ingress.kubernetes.io/auth-secret": "users"}),
-        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
-               "nginx.ingress.kubernetes.io/auth-secret": "other/users"}),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-type", "digest"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "users"),
+        ][..],
+        &[
+            ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "other/users"),
+        ],
     ] {
-        let output = one_ingress(annotations.clone());
-        assert!(features(&output).deny_all, "{annotations}");
+        let output = one_ingress(annotations);
+        assert!(features(&output).deny_all, "{annotations:?}");
     }
 }
 
@@ -348,41 +383,49 @@ fn digest_auth_and_secrets_of_other_namespaces_fail_closed() {
 #[test]
 fn the_legacy_prefix_and_haproxy_ingress_auth_type_turn_basic_auth_on() {
     for annotations in [
-        json!({"ingress.kubernetes.io/auth-secret": "users"}),
-        json!({"ingress.kubernetes.io/auth-secret": "default/users",
-               "ingress.kubernetes.io/auth-realm": "Staff"}),
-        json!({"ingress.kubernetes.io/auth-type": "basic",
-               "ingress.kubernetes.io/auth-secret": "users"}),
-        json!({"ingress.kubernetes.io/auth-type": "basic-auth",
-               "ingress.kubernetes.io/auth-secret": "users"}),
-        json!({"haproxy-ingress.github.io/auth-type": "basic",
-               "haproxy-ingress.github.io/auth-secret": "users"}),
+        &[("ingress.kubernetes.io/auth-secret", "users")][..],
+        &[
+            ("ingress.kubernetes.io/auth-secret", "default/users"),
+            ("ingress.kubernetes.io/auth-realm", "Staff"),
+        ],
+        &[
+            ("ingress.kubernetes.io/auth-type", "basic"),
+            ("ingress.kubernetes.io/auth-secret", "users"),
+        ],
+        &[
+            ("ingress.kubernetes.io/auth-type", "basic-auth"),
+            ("ingress.kubernetes.io/auth-secret", "users"),
+        ],
+        &[
+            ("haproxy-ingress.github.io/auth-type", "basic"),
+            ("haproxy-ingress.github.io/auth-secret", "users"),
+        ],
     ] {
-        let output = one_ingress(annotations.clone());
+        let output = one_ingress(annotations);
         let features = features(&output);
-        assert!(!features.deny_all, "{annotations}");
+        assert!(!features.deny_all, "{annotations:?}");
         let auth = features.basic_auth.expect("basic auth");
-        assert_eq!(auth.userlist, "tugboat_no_users", "{annotations}");
+        assert_eq!(auth.userlist, "tugboat_no_users", "{annotations:?}");
         // Only the missing Secret is a problem.
         assert!(
             output
                 .problems
                 .iter()
                 .all(|p| p.message.contains("default/users") && p.message.contains("(401)")),
-            "{annotations}: {:?}",
+            "{annotations:?}: {:?}",
             output.problems
         );
     }
-    let realm = features(&one_ingress(json!({
-        "ingress.kubernetes.io/auth-secret": "users",
-        "ingress.kubernetes.io/auth-realm": "Staff",
-    })));
+    let realm = features(&one_ingress(&[
+        ("ingress.kubernetes.io/auth-secret", "users"),
+        ("ingress.kubernetes.io/auth-realm", "Staff"),
+    ]));
     assert_eq!(realm.basic_auth.expect("basic auth").realm, "Staff");
 }
 
 #[test]
 fn a_legacy_auth_type_tugboat_cannot_honour_fails_closed_and_names_the_key() {
-    let output = one_ingress(json!({"ingress.kubernetes.io/auth-type": "digest"}));
+    let output = one_ingress(&[("ingress.kubernetes.io/auth-type", "digest")]);
     assert!(features(&output).deny_all);
     let problem = &output.problems[0];
     assert_eq!(
@@ -402,14 +445,18 @@ fn a_legacy_auth_type_tugboat_cannot_honour_fails_closed_and_names_the_key() {
 #[test]
 fn a_refused_auth_secret_is_reported_with_the_answer_clients_get() {
     for annotations in [
-        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
-               "nginx.ingress.kubernetes.io/auth-secret": "other/users"}),
-        json!({"tugboat.dev/auth-type": "basic-auth",
-               "tugboat.dev/auth-secret": "other/users"}),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "other/users"),
+        ][..],
+        &[
+            ("tugboat.dev/auth-type", "basic-auth"),
+            ("tugboat.dev/auth-secret", "other/users"),
+        ],
     ] {
-        let output = one_ingress(annotations.clone());
-        assert!(features(&output).deny_all, "{annotations}");
-        assert!(!output.problems.is_empty(), "{annotations}");
+        let output = one_ingress(annotations);
+        assert!(features(&output).deny_all, "{annotations:?}");
+        assert!(!output.problems.is_empty(), "{annotations:?}");
         for problem in &output.problems {
             assert!(problem.message.contains("403"), "{problem}");
             assert!(!problem.message.contains("401"), "{problem}");
@@ -420,16 +467,17 @@ fn a_refused_auth_secret_is_reported_with_the_answer_clients_get() {
 /// HAProxy Ingress redirects to HTTPS with 302 (its `ssl-redirect-code` default).
 #[test]
 fn haproxy_ingress_ssl_redirect_keeps_its_302() {
-    let redirect = features(&one_ingress(
-        json!({"haproxy-ingress.github.io/ssl-redirect": "true"}),
-    ))
+    let redirect = features(&one_ingress(&[(
+        "haproxy-ingress.github.io/ssl-redirect",
+        "true",
+    )]))
     .https_redirect
     .expect("a redirect");
     assert_eq!(redirect.code, 302);
-    let own = features(&one_ingress(json!({
-        "haproxy-ingress.github.io/ssl-redirect": "true",
-        "tugboat.dev/ssl-redirect-code": "308",
-    })))
+    let own = features(&one_ingress(&[
+        ("haproxy-ingress.github.io/ssl-redirect", "true"),
+        ("tugboat.dev/ssl-redirect-code", "308"),
+    ]))
     .https_redirect
     .expect("a redirect");
     assert_eq!(own.code, 308);
@@ -440,19 +488,19 @@ fn haproxy_ingress_ssl_redirect_keeps_its_302() {
 #[test]
 fn a_refused_nginx_snippet_that_restricts_access_fails_closed() {
     let key = "nginx.ingress.kubernetes.io/configuration-snippet";
-    let denies = json!({ key: "more_set_headers \"X: y\";\n  deny all; # office only" });
-    let output = one_ingress(denies.clone());
+    let denies = &[(key, "more_set_headers \"X: y\";\n  deny all; # office only")];
+    let output = one_ingress(denies);
     assert!(features(&output).deny_all);
     let problem = &output.problems[0];
     assert!(problem.field.ends_with(key), "{problem}");
     assert!(problem.message.contains("`deny`"), "{problem}");
     assert!(problem.message.contains("403"), "{problem}");
     let ignored = build(
-        &snapshot(&[ingress("shop", "/", denies)], json!({})),
+        &snapshot(&[ingress("shop", "/", denies)], &[]),
         &settings(UnsupportedAccess::Ignore),
     );
     assert!(!features(&ignored).deny_all);
-    let headers = one_ingress(json!({ key: "more_set_headers \"X-Deny: deny all;\";" }));
+    let headers = one_ingress(&[(key, "more_set_headers \"X-Deny: deny all;\";")]);
     assert!(!features(&headers).deny_all);
     assert!(headers.problems[0].message.contains("no effect"));
 }
@@ -462,7 +510,7 @@ fn a_refused_nginx_snippet_that_restricts_access_fails_closed() {
 #[test]
 fn a_backend_snippet_not_applied_that_restricts_access_fails_closed() {
     let key = "tugboat.dev/backend-config-snippet";
-    let output = one_ingress(json!({ key: "http-request deny if { src 10.0.0.0/8 }" }));
+    let output = one_ingress(&[(key, "http-request deny if { src 10.0.0.0/8 }")]);
     assert!(features(&output).deny_all);
     let problem = &output.problems[0];
     assert!(problem.field.ends_with(key), "{problem}");
@@ -472,7 +520,7 @@ fn a_backend_snippet_not_applied_that_restricts_access_fails_closed() {
             .contains("`http-request deny if { src 10.0.0.0/8 }` restricts access"),
         "{problem}"
     );
-    let headers = one_ingress(json!({ key: "http-response set-header X-A b" }));
+    let headers = one_ingress(&[(key, "http-response set-header X-A b")]);
     assert!(!features(&headers).deny_all);
     assert!(headers.problems[0].message.contains("is ignored"));
     // With snippets on, the snippet is applied: nothing to refuse.
@@ -481,9 +529,9 @@ fn a_backend_snippet_not_applied_that_restricts_access_fails_closed() {
             &[ingress(
                 "shop",
                 "/",
-                json!({ key: "http-request deny if { src 10.0.0.0/8 }" }),
+                &[(key, "http-request deny if { src 10.0.0.0/8 }")],
             )],
-            json!({}),
+            &[],
         ),
         &Settings {
             allow_snippets: true,
@@ -500,10 +548,12 @@ fn references_follow_other_controllers_keys() {
         &[ingress(
             "shop",
             "/",
-            json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
-                   "nginx.ingress.kubernetes.io/auth-secret": "default/users"}),
+            &[
+                ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+                ("nginx.ingress.kubernetes.io/auth-secret", "default/users"),
+            ],
         )],
-        json!({}),
+        &[],
     );
     let found = tugboat_model::references(&snapshot, &settings(UnsupportedAccess::Deny));
     assert!(

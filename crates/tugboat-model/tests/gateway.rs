@@ -10,11 +10,20 @@ use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BackendName, BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot,
 };
+use tugboat_test_objects::{
+    in_namespace, mk_ingress_with_rules, mk_rule, mk_service, mk_tls_secret, prefix, to_json,
+    with_annotations, with_class,
+};
 
 const CONTROLLER: &str = "tugboat.dev/gateway";
 
 fn object<K: DeserializeOwned>(value: Value) -> Arc<K> {
     Arc::new(serde_json::from_value(value).expect("valid object"))
+}
+
+/// A typed object as the model holds it, read from its JSON as the API source reads it.
+fn typed<K: DeserializeOwned>(built: &impl serde::Serialize) -> Arc<K> {
+    object(to_json(built))
 }
 
 fn settings() -> Settings {
@@ -42,8 +51,7 @@ fn base() -> Snapshot {
     ] {
         snapshot.services.insert(
             ObjectKey::new(namespace, name),
-            object(json!({"metadata": {"name": name, "namespace": namespace},
-                          "spec": {"ports": [{"name": "http", "port": port}]}})),
+            typed(&in_namespace(mk_service(name, "http", port), namespace)),
         );
     }
     snapshot
@@ -884,12 +892,19 @@ fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     // An Ingress of the same host and path keeps it; the HTTPRoute is told.
     snapshot.ingresses.insert(
         ObjectKey::new("shop", "legacy"),
-        object(json!({
-            "metadata": {"name": "legacy", "namespace": "shop"},
-            "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
-                {"path": "/a", "pathType": "Prefix",
-                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}
-        })),
+        Arc::new(
+            in_namespace(
+                with_class(
+                    mk_ingress_with_rules(
+                        "legacy",
+                        vec![mk_rule(Some("shop.example.com"), &[prefix("/a", "web")])],
+                    ),
+                    None,
+                ),
+                "shop",
+            )
+            .into(),
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(routes(&output)[0].2, "shop_web_80");
@@ -1690,11 +1705,16 @@ fn host_in_the_auth_url_host_of_a_service_needs_an_exact_hostname() {
     let mut snapshot = with_http_gateway();
     snapshot.services.insert(
         ObjectKey::new("shop", "web"),
-        object(
-            json!({"metadata": {"name": "web", "namespace": "shop", "annotations": {
-                          "nginx.ingress.kubernetes.io/auth-url": "https://$host/oauth2/auth"}},
-                      "spec": {"ports": [{"name": "http", "port": 80}]}}),
-        ),
+        typed(&in_namespace(
+            with_annotations(
+                mk_service("web", "http", 80),
+                &[(
+                    "nginx.ingress.kubernetes.io/auth-url",
+                    "https://$host/oauth2/auth",
+                )],
+            ),
+            "shop",
+        )),
     );
     let everything = json!([{"path": {"type": "PathPrefix", "value": "/"}}]);
     add_shop_route(
@@ -1990,25 +2010,13 @@ fn supported_features_list_the_port_redirect() {
 /// A `kubernetes.io/tls` Secret `shop/<name>` of a new certificate for `host` (valid
 /// from 1975: see [`build_now`]); its certificate PEM.
 fn add_tls_secret(snapshot: &mut Snapshot, name: &str, host: &str) -> String {
-    use k8s_openapi::ByteString;
     let params = rcgen::CertificateParams::new(vec![host.to_string()]).expect("params");
     let key = rcgen::KeyPair::generate().expect("key");
     let cert = params.self_signed(&key).expect("certificate");
-    let data: std::collections::BTreeMap<String, ByteString> =
-        [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())]
-            .into_iter()
-            .map(|(field, text)| (field.to_string(), ByteString(text.into_bytes())))
-            .collect();
-    let secret = k8s_openapi::api::core::v1::Secret {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("shop".into()),
-            ..Default::default()
-        },
-        type_: Some("kubernetes.io/tls".into()),
-        data: Some(data),
-        ..Default::default()
-    };
+    let secret = in_namespace(
+        mk_tls_secret(name, &cert.pem(), &key.serialize_pem()),
+        "shop",
+    );
     snapshot
         .secrets
         .insert(ObjectKey::new("shop", name), Arc::new(secret));

@@ -4,12 +4,17 @@
 
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::api::networking::v1::Ingress;
 use proptest::prelude::*;
-use serde_json::{Value, json};
+use serde::Serialize;
 use tugboat_model::{BuildOutput, Model, ObjectKey, Settings, Snapshot, Update, build};
+use tugboat_test_objects::{
+    mk_endpoint_slice_named, mk_external_name_service, mk_ingress_with_rules, mk_path, mk_rule,
+    mk_service, mk_tls_secret, prefix, with_class, with_creation_timestamp, with_default_backend,
+    with_tls,
+};
 
 /// 2030-01-01 and 2030-01-10, as seconds since the epoch.
 const JAN_1: i64 = 1_893_456_000;
@@ -35,7 +40,9 @@ fn pairs() -> &'static [(String, String)] {
     })
 }
 
-fn object<K: serde::de::DeserializeOwned>(value: Value) -> Arc<K> {
+/// `object` as the model holds it, read from its JSON as the API source reads it.
+fn object<K: serde::de::DeserializeOwned>(object: &impl Serialize) -> Arc<K> {
+    let value = serde_json::to_value(object).expect("an object serializes");
     Arc::new(serde_json::from_value(value).expect("a valid object"))
 }
 
@@ -84,78 +91,70 @@ enum Change {
 
 const SERVICES: [&str; 3] = ["web", "api", "ext"];
 
-fn service(name: &str, named: bool) -> Value {
+fn service(name: &str, named: bool) -> Service {
     if name == "ext" {
-        return json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"type": "ExternalName", "externalName": "example.org",
-                     "ports": [{"port": 80}]}});
+        return mk_external_name_service(name, "example.org", 80);
     }
-    let port = if named {
-        json!({"name": "http", "port": 80})
-    } else {
-        json!({"port": 80})
-    };
-    json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": "default"}, "spec": {"ports": [port]}})
+    let mut service = mk_service(name, "http", 80);
+    if !named {
+        let ports = service.spec.as_mut().and_then(|spec| spec.ports.as_mut());
+        ports.expect("a port")[0].name = None;
+    }
+    service
 }
 
-fn slice(service: &str, index: usize, endpoints: &[(u8, bool)]) -> Value {
-    let endpoints: Vec<Value> = endpoints
+fn slice(service: &str, index: usize, endpoints: &[(u8, bool)]) -> EndpointSlice {
+    let endpoints = endpoints
         .iter()
-        .map(|(address, ready)| {
-            json!({"addresses": [format!("127.0.1.{address}")],
-                   "conditions": {"ready": ready, "serving": true, "terminating": !ready}})
+        .map(|(address, ready)| Endpoint {
+            addresses: vec![format!("127.0.1.{address}")],
+            conditions: Some(EndpointConditions {
+                ready: Some(*ready),
+                serving: Some(true),
+                terminating: Some(!ready),
+            }),
+            ..Endpoint::default()
         })
         .collect();
-    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": format!("{service}-{index}"), "namespace": "default",
-                     "labels": {"kubernetes.io/service-name": service}},
-        "addressType": "IPv4",
-        "ports": [{"name": "http", "port": 8080}, {"port": 8081}],
-        "endpoints": endpoints})
+    let name = format!("{service}-{index}");
+    let mut slice = mk_endpoint_slice_named(&name, service, "http", Some(8080), endpoints);
+    slice.ports.get_or_insert_with(Vec::new).push(EndpointPort {
+        port: Some(8081),
+        ..EndpointPort::default()
+    });
+    slice
 }
 
 /// TLS Secret `name` holding pair `content` of [`pairs`], or something that is no pair.
-fn secret(name: &str, content: usize) -> Arc<Secret> {
+fn secret(name: &str, content: usize) -> Secret {
     let (cert, key) = pairs()
         .get(content)
         .map_or(("not a cert", "not a key"), |(c, k)| {
             (c.as_str(), k.as_str())
         });
-    let data = [("tls.crt", cert), ("tls.key", key)]
-        .into_iter()
-        .map(|(field, text)| (field.to_string(), ByteString(text.as_bytes().to_vec())))
-        .collect();
-    Arc::new(Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some("default".to_string()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/tls".to_string()),
-        data: Some(data),
-        ..Secret::default()
-    })
+    mk_tls_secret(name, cert, key)
 }
 
-fn ingress(index: usize, variant: usize) -> Value {
+fn ingress(index: usize, variant: usize) -> Ingress {
     let name = format!("ing-{index}");
     let host = format!("h{}.example.com", (index + variant) % 3);
     let service = SERVICES[(index + variant) % SERVICES.len()];
-    let mut spec = json!({"rules": [{"host": host, "http": {"paths": [
-        {"path": "/", "pathType": "Prefix",
-         "backend": {"service": {"name": service, "port": {"number": 80}}}},
-        {"path": "/missing", "pathType": "Prefix",
-         "backend": {"service": {"name": "nowhere", "port": {"number": 80}}}}]}}],
-        "tls": [{"hosts": [host], "secretName": format!("tls-{}", variant % 3)}]});
-    if variant == 2 {
-        spec["defaultBackend"] = json!({"service": {"name": "web", "port": {"number": 80}}});
-    }
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default",
-                     "creationTimestamp": format!("2024-01-0{}T00:00:00Z", index + 1)},
-        "spec": spec})
+    let rule = mk_rule(
+        Some(&host),
+        &[
+            prefix("/", service),
+            mk_path("/missing", "Prefix", "nowhere"),
+        ],
+    );
+    let ingress = with_class(mk_ingress_with_rules(&name, vec![rule]), None);
+    let secret = format!("tls-{}", variant % 3);
+    let ingress = with_tls(ingress, &[(&[&host], &secret)]);
+    let ingress = if variant == 2 {
+        with_default_backend(ingress, "web", 80)
+    } else {
+        ingress
+    };
+    with_creation_timestamp(ingress, &format!("2024-01-0{}T00:00:00Z", index + 1))
 }
 
 fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
@@ -171,7 +170,7 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 Some(endpoints) => {
                     snapshot
                         .endpoint_slices
-                        .insert(slice_key, object(slice(name, *index, endpoints)));
+                        .insert(slice_key, object(&slice(name, *index, endpoints)));
                 }
                 None => {
                     snapshot.endpoint_slices.remove(&slice_key);
@@ -187,7 +186,9 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
                 snapshot.secrets.remove(&secret_key);
             } else {
                 let name = format!("tls-{index}");
-                snapshot.secrets.insert(secret_key, secret(&name, *content));
+                snapshot
+                    .secrets
+                    .insert(secret_key, Arc::new(secret(&name, *content)));
             }
         }
         Change::Ingress {
@@ -196,54 +197,53 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
         } => {
             snapshot.ingresses.insert(
                 key(&format!("ing-{index}")),
-                object(ingress(*index, *variant)),
+                object(&ingress(*index, *variant)),
             );
         }
         Change::RouteTo { ingress, service } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] =
-                    json!(SERVICES[*service]);
+            edit_ingress(snapshot, *ingress, |ingress| {
+                let backend = first_rule_path(ingress, 0).backend.service.as_mut();
+                backend.expect("a Service").name = SERVICES[*service].to_string();
             });
         }
         Change::Path { ingress, path } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["spec"]["rules"][0]["http"]["paths"][1]["path"] = json!(path);
+            edit_ingress(snapshot, *ingress, |ingress| {
+                first_rule_path(ingress, 1).path = Some(path.to_string());
             });
         }
         Change::AllowList { ingress, set } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["metadata"]["annotations"] = if *set {
-                    json!({"tugboat.dev/allow-list": "10.0.0.0/8"})
-                } else {
-                    json!({})
-                };
-            });
+            let annotations: &[(&str, &str)] = if *set {
+                &[("tugboat.dev/allow-list", "10.0.0.0/8")]
+            } else {
+                &[]
+            };
+            set_annotations(snapshot, *ingress, annotations);
         }
         Change::Canary { ingress, weight } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["metadata"]["annotations"] = match weight {
-                    Some(weight) => json!({"nginx.ingress.kubernetes.io/canary": "true",
-                                           "nginx.ingress.kubernetes.io/canary-weight": weight.to_string()}),
-                    None => json!({}),
-                };
-            });
+            let weight = weight.map(|weight| weight.to_string());
+            let annotations: &[(&str, &str)] = match &weight {
+                Some(weight) => &[
+                    ("nginx.ingress.kubernetes.io/canary", "true"),
+                    ("nginx.ingress.kubernetes.io/canary-weight", weight),
+                ],
+                None => &[],
+            };
+            set_annotations(snapshot, *ingress, annotations);
         }
         Change::Alias { ingress, aliases } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["metadata"]["annotations"] = match aliases {
-                    Some(aliases) => json!({"nginx.ingress.kubernetes.io/server-alias": aliases}),
-                    None => json!({}),
-                };
-            });
+            let annotations: &[(&str, &str)] = match aliases {
+                Some(aliases) => &[("nginx.ingress.kubernetes.io/server-alias", aliases)],
+                None => &[],
+            };
+            set_annotations(snapshot, *ingress, annotations);
         }
         Change::Www { ingress, set } => {
-            edit_ingress(snapshot, *ingress, |value| {
-                value["metadata"]["annotations"] = if *set {
-                    json!({"nginx.ingress.kubernetes.io/from-to-www-redirect": "true"})
-                } else {
-                    json!({})
-                };
-            });
+            let annotations: &[(&str, &str)] = if *set {
+                &[("nginx.ingress.kubernetes.io/from-to-www-redirect", "true")]
+            } else {
+                &[]
+            };
+            set_annotations(snapshot, *ingress, annotations);
         }
         Change::DeleteIngress(index) => {
             snapshot.ingresses.remove(&key(&format!("ing-{index}")));
@@ -255,7 +255,7 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
             let name = SERVICES[*index];
             snapshot
                 .services
-                .insert(key(name), object(service(name, *named)));
+                .insert(key(name), object(&service(name, *named)));
         }
         Change::DefaultCertificate(set) => {
             settings.default_certificate = set.then(|| key("tls-2"));
@@ -265,14 +265,40 @@ fn apply(change: &Change, snapshot: &mut Snapshot, settings: &mut Settings) {
 }
 
 /// Changes Ingress `index` in place, when it exists.
-fn edit_ingress(snapshot: &mut Snapshot, index: usize, edit: impl FnOnce(&mut Value)) {
+fn edit_ingress(
+    snapshot: &mut Snapshot,
+    index: usize,
+    edit: impl FnOnce(&mut tugboat_model::objects::Ingress),
+) {
     let ingress_key = key(&format!("ing-{index}"));
     let Some(current) = snapshot.ingresses.get(&ingress_key) else {
         return;
     };
-    let mut value = serde_json::to_value(current.as_ref()).expect("an Ingress serializes");
-    edit(&mut value);
-    snapshot.ingresses.insert(ingress_key, object(value));
+    let mut ingress = current.as_ref().clone();
+    edit(&mut ingress);
+    snapshot.ingresses.insert(ingress_key, Arc::new(ingress));
+}
+
+/// Path `index` of the first rule of `ingress`, which has two.
+fn first_rule_path(
+    ingress: &mut tugboat_model::objects::Ingress,
+    index: usize,
+) -> &mut k8s_openapi::api::networking::v1::HTTPIngressPath {
+    let rules = ingress.spec.as_mut().and_then(|spec| spec.rules.as_mut());
+    let http = rules.expect("rules")[0].http.as_mut().expect("paths");
+    &mut http.paths[index]
+}
+
+/// Ingress `index`, when it exists, with exactly these annotations.
+fn set_annotations(snapshot: &mut Snapshot, index: usize, annotations: &[(&str, &str)]) {
+    edit_ingress(snapshot, index, |ingress| {
+        ingress.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
+        );
+    });
 }
 
 fn change() -> impl Strategy<Value = Change> {

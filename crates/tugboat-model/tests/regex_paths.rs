@@ -4,26 +4,21 @@
 
 mod common;
 
-use serde_json::{Value, json};
+use common::{PathTo, mk_path, mk_rule};
+use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_model::features::{PathRewrite, RouteFeatures};
 use tugboat_model::{BuildOutput, PathMatch};
 
-fn ingress(paths: Value, annotations: Value) -> Value {
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "shop", "namespace": "default",
-                     "creationTimestamp": "2024-01-01T00:00:00Z",
-                     "annotations": annotations},
-        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": paths}}]},
-    })
+fn ingress(paths: &[PathTo<'_>], annotations: &[(&str, &str)]) -> Ingress {
+    let rules = vec![mk_rule(Some("shop.example.com"), paths)];
+    common::ingress("shop", "2024-01-01T00:00:00Z", annotations, rules)
 }
 
-fn path(path: &str, path_type: &str) -> Value {
-    json!({"path": path, "pathType": path_type,
-           "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+fn path<'a>(path: &'a str, path_type: &'a str) -> PathTo<'a> {
+    mk_path(path, path_type, "web")
 }
 
-fn build_one(ingress: Value) -> BuildOutput {
+fn build_one(ingress: Ingress) -> BuildOutput {
     common::build_with_web([ingress])
 }
 
@@ -49,12 +44,12 @@ fn features<'o>(output: &'o BuildOutput, path: &PathMatch) -> Option<&'o RouteFe
 #[test]
 fn use_regex_makes_prefix_and_implementation_specific_paths_expressions() {
     let output = build_one(ingress(
-        json!([
+        &[
             path("/v[0-9]+/items", "ImplementationSpecific"),
             path("/api/.*", "Prefix"),
             path("/exact", "Exact"),
-        ]),
-        json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+        ],
+        &[("nginx.ingress.kubernetes.io/use-regex", "true")],
     ));
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let mut found = paths(&output);
@@ -73,8 +68,8 @@ fn use_regex_makes_prefix_and_implementation_specific_paths_expressions() {
 #[test]
 fn without_use_regex_paths_keep_their_type() {
     let output = build_one(ingress(
-        json!([path("/v1", "ImplementationSpecific")]),
-        json!({"nginx.ingress.kubernetes.io/use-regex": "false"}),
+        &[path("/v1", "ImplementationSpecific")],
+        &[("nginx.ingress.kubernetes.io/use-regex", "false")],
     ));
     assert_eq!(paths(&output), vec![PathMatch::Prefix("/v1".into())]);
 }
@@ -82,11 +77,11 @@ fn without_use_regex_paths_keep_their_type() {
 #[test]
 fn rewrite_target_rewrites_each_regex_route_with_its_own_expression() {
     let output = build_one(ingress(
-        json!([
+        &[
             path("/something(/|$)(.*)", "ImplementationSpecific"),
             path("/other/(.*)", "ImplementationSpecific"),
-        ]),
-        json!({"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}),
+        ],
+        &[("nginx.ingress.kubernetes.io/rewrite-target", "/$2")],
     ));
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let rewrite = |p: &str| {
@@ -108,11 +103,11 @@ fn rewrite_target_rewrites_each_regex_route_with_its_own_expression() {
 #[test]
 fn an_invalid_expression_is_left_out_with_a_problem_naming_the_path() {
     let output = build_one(ingress(
-        json!([
+        &[
             path("/broken(", "ImplementationSpecific"),
             path("/fine", "ImplementationSpecific"),
-        ]),
-        json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+        ],
+        &[("nginx.ingress.kubernetes.io/use-regex", "true")],
     ));
     assert_eq!(paths(&output), vec![PathMatch::Regex("/fine".into())]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
@@ -126,8 +121,8 @@ fn an_invalid_expression_is_left_out_with_a_problem_naming_the_path() {
 fn an_expression_that_would_break_the_config_is_refused() {
     for bad in ["/a b", "/a'", "/a#x", "/100%"] {
         let output = build_one(ingress(
-            json!([path(bad, "ImplementationSpecific")]),
-            json!({"nginx.ingress.kubernetes.io/use-regex": "true"}),
+            &[path(bad, "ImplementationSpecific")],
+            &[("nginx.ingress.kubernetes.io/use-regex", "true")],
         ));
         assert!(output.desired.routes.is_empty(), "{bad}");
         assert_eq!(output.problems.len(), 1, "{bad}: {:?}", output.problems);
@@ -137,11 +132,11 @@ fn an_expression_that_would_break_the_config_is_refused() {
 #[test]
 fn an_invalid_rewrite_target_is_a_problem_naming_the_key() {
     let output = build_one(ingress(
-        json!([path("/something(/|$)(.*)", "ImplementationSpecific")]),
-        json!({
-            "nginx.ingress.kubernetes.io/use-regex": "true",
-            "nginx.ingress.kubernetes.io/rewrite-target": "/$host/$2",
-        }),
+        &[path("/something(/|$)(.*)", "ImplementationSpecific")],
+        &[
+            ("nginx.ingress.kubernetes.io/use-regex", "true"),
+            ("nginx.ingress.kubernetes.io/rewrite-target", "/$host/$2"),
+        ],
     ));
     let problem = output
         .problems

@@ -4,33 +4,30 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use k8s_openapi::ByteString;
+use common::{Object, mk_rule, mk_tls_secret, prefix, with_tls};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::{Value, json};
-use tugboat_model::{BuildOutput, ObjectKey};
+use k8s_openapi::api::networking::v1::Ingress;
+use tugboat_model::BuildOutput;
 
 const ALIAS_KEY: &str = "nginx.ingress.kubernetes.io/server-alias";
 
-fn ingress(name: &str, created: &str, host: &str, annotations: Value, tls: bool) -> Value {
-    let mut spec = json!({"rules": [
-        {"host": host, "http": {"paths": [
-            {"path": "/", "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}},
-        {"http": {"paths": [
-            {"path": "/any", "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]});
+fn ingress(
+    name: &str,
+    created: &str,
+    host: &str,
+    annotations: &[(&str, &str)],
+    tls: bool,
+) -> Ingress {
+    let rules = vec![
+        mk_rule(Some(host), &[prefix("/", "web")]),
+        mk_rule(None, &[prefix("/any", "web")]),
+    ];
+    let ingress = common::ingress(name, created, annotations, rules);
     if tls {
-        spec["tls"] = json!([{"hosts": [host], "secretName": "shop-tls"}]);
+        with_tls(ingress, &[(&[host], "shop-tls")])
+    } else {
+        ingress
     }
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
-                     "creationTimestamp": created},
-        "spec": spec,
-    })
 }
 
 fn tls_secret() -> Secret {
@@ -38,32 +35,13 @@ fn tls_secret() -> Secret {
         rcgen::CertificateParams::new(vec!["shop.example.com".to_string()]).expect("params");
     let key = rcgen::KeyPair::generate().expect("key");
     let cert = params.self_signed(&key).expect("certificate");
-    let data = [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())]
-        .into_iter()
-        .map(|(field, text)| (field.to_string(), ByteString(text.into_bytes())))
-        .collect();
-    Secret {
-        metadata: ObjectMeta {
-            name: Some("shop-tls".into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        type_: Some("kubernetes.io/tls".into()),
-        data: Some(data),
-        ..Secret::default()
-    }
+    mk_tls_secret("shop-tls", &cert.pem(), &key.serialize_pem())
 }
 
-fn build_of(ingresses: Vec<Value>) -> BuildOutput {
-    let mut snapshot = common::snapshot_of(
-        ingresses
-            .into_iter()
-            .chain([common::web_service(json!({}))]),
-    );
-    snapshot.secrets.insert(
-        ObjectKey::new("default", "shop-tls"),
-        Arc::new(tls_secret()),
-    );
+fn build_of(ingresses: Vec<Ingress>) -> BuildOutput {
+    let objects = ingresses.into_iter().map(Object::from);
+    let snapshot =
+        common::snapshot_of(objects.chain([common::web_service(&[]).into(), tls_secret().into()]));
     common::build_at_fixed_time(&snapshot)
 }
 
@@ -99,7 +77,7 @@ fn aliases_route_as_the_rule_host_and_not_the_catch_all_rule() {
         "shop",
         "2024-01-01T00:00:00Z",
         "shop.example.com",
-        json!({ALIAS_KEY: "www.shop.example.com, *.shop.example.net"}),
+        &[(ALIAS_KEY, "www.shop.example.com, *.shop.example.net")],
         false,
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
@@ -130,7 +108,7 @@ fn an_alias_that_is_a_host_of_the_ingress_is_left_to_its_rule() {
         "shop",
         "2024-01-01T00:00:00Z",
         "shop.example.com",
-        json!({ALIAS_KEY: "shop.example.com,www.shop.example.com"}),
+        &[(ALIAS_KEY, "shop.example.com,www.shop.example.com")],
         false,
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
@@ -150,14 +128,14 @@ fn an_alias_another_ingress_routes_is_a_problem_naming_the_key() {
             "other",
             "2024-01-01T00:00:00Z",
             "www.shop.example.com",
-            json!({}),
+            &[],
             false,
         ),
         ingress(
             "shop",
             "2024-01-02T00:00:00Z",
             "shop.example.com",
-            json!({ALIAS_KEY: "www.shop.example.com,shop.example.net"}),
+            &[(ALIAS_KEY, "www.shop.example.com,shop.example.net")],
             true,
         ),
     ]);
@@ -216,7 +194,7 @@ fn aliases_of_a_tls_host_are_tls_hosts_with_its_certificate() {
         "shop",
         "2024-01-01T00:00:00Z",
         "shop.example.com",
-        json!({ALIAS_KEY: "www.shop.example.com"}),
+        &[(ALIAS_KEY, "www.shop.example.com")],
         true,
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
@@ -241,7 +219,7 @@ fn aliases_of_a_plain_host_are_not_tls_hosts() {
         "shop",
         "2024-01-01T00:00:00Z",
         "shop.example.com",
-        json!({ALIAS_KEY: "www.shop.example.com"}),
+        &[(ALIAS_KEY, "www.shop.example.com")],
         false,
     )]);
     assert!(output.desired.tls_hosts.is_empty());
@@ -253,7 +231,7 @@ fn a_bad_alias_is_a_problem_and_the_ingress_is_served_without_aliases() {
         "shop",
         "2024-01-01T00:00:00Z",
         "shop.example.com",
-        json!({ALIAS_KEY: "www.shop.example.com,bad host%[env(A)]"}),
+        &[(ALIAS_KEY, "www.shop.example.com,bad host%[env(A)]")],
         false,
     )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);

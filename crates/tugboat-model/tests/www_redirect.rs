@@ -4,30 +4,22 @@
 
 mod common;
 
-use serde_json::{Value, json};
+use common::{Object, in_namespace, mk_config_map, mk_rule, prefix};
+use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_model::BuildOutput;
 use tugboat_model::features::{Redirect, RedirectTarget, RedirectWhen};
 
 const WWW_KEY: &str = "nginx.ingress.kubernetes.io/from-to-www-redirect";
 
-fn ingress(name: &str, created: &str, hosts: &[&str], annotations: Value) -> Value {
-    let rules: Vec<Value> = hosts
+fn ingress(name: &str, created: &str, hosts: &[&str], annotations: &[(&str, &str)]) -> Ingress {
+    let rules = hosts
         .iter()
-        .map(|host| {
-            json!({"host": host, "http": {"paths": [
-                {"path": "/shop", "pathType": "Prefix",
-                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}})
-        })
+        .map(|host| mk_rule(Some(host), &[prefix("/shop", "web")]))
         .collect();
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default", "annotations": annotations,
-                     "creationTimestamp": created},
-        "spec": {"rules": rules},
-    })
+    common::ingress(name, created, annotations, rules)
 }
 
-fn build_of(ingresses: Vec<Value>) -> BuildOutput {
+fn build_of(ingresses: Vec<Ingress>) -> BuildOutput {
     common::build_with_web(ingresses)
 }
 
@@ -60,13 +52,8 @@ const NEW: &str = "2024-01-02T00:00:00Z";
 #[test]
 fn the_www_host_redirects_to_the_rule_host_and_back() {
     let output = build_of(vec![
-        ingress("bare", OLD, &["shop.example.com"], json!({WWW_KEY: "true"})),
-        ingress(
-            "www",
-            OLD,
-            &["www.blog.example.com"],
-            json!({WWW_KEY: "true"}),
-        ),
+        ingress("bare", OLD, &["shop.example.com"], &[(WWW_KEY, "true")]),
+        ingress("www", OLD, &["www.blog.example.com"], &[(WWW_KEY, "true")]),
     ]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(
@@ -88,7 +75,7 @@ fn without_the_key_or_with_false_there_is_no_redirect() {
         "bare",
         OLD,
         &["shop.example.com"],
-        json!({WWW_KEY: "false"}),
+        &[(WWW_KEY, "false")],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(output.desired.routes.len(), 1);
@@ -100,7 +87,7 @@ fn a_counterpart_that_is_a_rule_host_of_the_ingress_is_left_to_its_rule() {
         "both",
         OLD,
         &["shop.example.com", "www.shop.example.com"],
-        json!({WWW_KEY: "true"}),
+        &[(WWW_KEY, "true")],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(output.desired.routes.len(), 2);
@@ -113,7 +100,13 @@ fn a_counterpart_that_is_a_server_alias_of_the_ingress_is_left_to_the_alias() {
         "aliased",
         OLD,
         &["shop.example.com"],
-        json!({WWW_KEY: "true", "nginx.ingress.kubernetes.io/server-alias": "www.shop.example.com"}),
+        &[
+            (WWW_KEY, "true"),
+            (
+                "nginx.ingress.kubernetes.io/server-alias",
+                "www.shop.example.com",
+            ),
+        ],
     )]);
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     let hosts: Vec<String> = output
@@ -133,16 +126,15 @@ fn a_counterpart_that_is_a_server_alias_of_the_ingress_is_left_to_the_alias() {
 
 #[test]
 fn a_counterpart_another_ingress_routes_is_a_problem_naming_the_key() {
-    let other = json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": "other", "namespace": "default", "creationTimestamp": OLD},
-        "spec": {"rules": [{"host": "www.shop.example.com", "http": {"paths": [
-            {"path": "/", "pathType": "Prefix",
-             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]},
-    });
+    let other = common::ingress(
+        "other",
+        OLD,
+        &[],
+        vec![mk_rule(Some("www.shop.example.com"), &[prefix("/", "web")])],
+    );
     let output = build_of(vec![
         other,
-        ingress("bare", NEW, &["shop.example.com"], json!({WWW_KEY: "true"})),
+        ingress("bare", NEW, &["shop.example.com"], &[(WWW_KEY, "true")]),
     ]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     let problem = &output.problems[0];
@@ -166,7 +158,7 @@ fn a_wildcard_host_is_a_problem_naming_the_key() {
         "wild",
         OLD,
         &["*.example.com", "shop.example.com"],
-        json!({WWW_KEY: "true"}),
+        &[(WWW_KEY, "true")],
     )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     assert_eq!(
@@ -185,12 +177,7 @@ fn a_counterpart_longer_than_a_host_may_be_is_a_problem() {
     let label = "a".repeat(60);
     let host = format!("{label}.{label}.{label}.{label}.abcdef");
     assert_eq!(host.len(), 250);
-    let output = build_of(vec![ingress(
-        "long",
-        OLD,
-        &[&host],
-        json!({WWW_KEY: "true"}),
-    )]);
+    let output = build_of(vec![ingress("long", OLD, &[&host], &[(WWW_KEY, "true")])]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     assert_eq!(
         output.problems[0].field,
@@ -205,7 +192,7 @@ fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
         "typo",
         OLD,
         &["shop.example.com"],
-        json!({WWW_KEY: "yes"}),
+        &[(WWW_KEY, "yes")],
     )]);
     assert_eq!(output.problems.len(), 1, "{:?}", output.problems);
     assert_eq!(&*output.problems[0].object.name, "typo");
@@ -217,22 +204,15 @@ fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
 }
 
 /// The build of `ingresses` with the controller's ConfigMap `ops/tugboat` holding `data`.
-fn build_with_config_map(ingresses: Vec<Value>, data: Value) -> BuildOutput {
-    let mut snapshot = common::snapshot_of(
+fn build_with_config_map(ingresses: Vec<Ingress>, data: &[(&str, &str)]) -> BuildOutput {
+    let own = tugboat_model::ObjectKey::new("ops", "tugboat");
+    let config_map = in_namespace(mk_config_map("tugboat", data), "ops");
+    let snapshot = common::snapshot_of(
         ingresses
             .into_iter()
-            .chain([common::web_service(json!({}))]),
+            .map(Object::from)
+            .chain([common::web_service(&[]).into(), config_map.into()]),
     );
-    let own = tugboat_model::ObjectKey::new("ops", "tugboat");
-    let config_map = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "tugboat", "namespace": "ops"},
-        "data": data,
-    }))
-    .expect("ConfigMap");
-    snapshot
-        .config_maps
-        .insert(own.clone(), std::sync::Arc::new(config_map));
     let settings = tugboat_model::Settings {
         config_map: Some(own),
         ..tugboat_model::Settings::new(1_700_000_000)
@@ -247,9 +227,9 @@ fn the_config_maps_http_redirect_code_is_the_redirects_code() {
             "shop",
             OLD,
             &["shop.example.com"],
-            json!({WWW_KEY: "true"}),
+            &[(WWW_KEY, "true")],
         )],
-        json!({"http-redirect-code": "301"}),
+        &[("http-redirect-code", "301")],
     );
     assert!(output.problems.is_empty(), "{:?}", output.problems);
     assert_eq!(
@@ -263,7 +243,7 @@ fn the_config_maps_http_redirect_code_is_the_redirects_code() {
     assert_eq!(output.desired.global.ssl_redirect_code, 301);
     let output = build_with_config_map(
         vec![],
-        json!({"http-redirect-code": "301", "ssl-redirect-code": "302"}),
+        &[("http-redirect-code", "301"), ("ssl-redirect-code", "302")],
     );
     assert_eq!(output.desired.global.ssl_redirect_code, 302);
 }
@@ -275,9 +255,9 @@ fn an_http_redirect_code_nginx_refuses_is_a_problem_naming_the_config_map_and_ke
             "shop",
             OLD,
             &["shop.example.com"],
-            json!({WWW_KEY: "true"}),
+            &[(WWW_KEY, "true")],
         )],
-        json!({"http-redirect-code": "303"}),
+        &[("http-redirect-code", "303")],
     );
     let [problem] = output.problems.as_slice() else {
         panic!("one problem: {:?}", output.problems);

@@ -3,54 +3,28 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
+use tugboat_test_objects::{
+    in_namespace, mk_basic_auth_secret, mk_ingress, with_annotations, with_class,
+};
 
 use super::*;
 
-fn ingress(name: &str, class: Option<&str>, annotations: Value) -> (ObjectKey, Arc<Ingress>) {
-    let mut spec = json!({"rules": [{"host": "shop.example.com", "http": {"paths": [
-        {"path": "/", "pathType": "Prefix",
-         "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]});
-    if let Some(class) = class {
-        spec["ingressClassName"] = json!(class);
-    }
-    let object = json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "shop", "annotations": annotations},
-        "spec": spec,
-    });
-    (
-        ObjectKey::new("shop", name),
-        Arc::new(serde_json::from_value(object).expect("Ingress")),
-    )
+/// Ingress `shop/name` of `class` routing `shop.example.com` to `web`.
+fn ingress(
+    name: &str,
+    class: Option<&str>,
+    annotations: &[(&str, &str)],
+) -> (ObjectKey, Arc<Ingress>) {
+    let ingress = with_class(mk_ingress(name, "shop.example.com", "web"), class);
+    let ingress = in_namespace(with_annotations(ingress, annotations), "shop");
+    (ObjectKey::new("shop", name), Arc::new(ingress.into()))
 }
 
-fn secret(name: &str, auth: &str) -> (ObjectKey, Arc<Secret>) {
-    let object = json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": "shop"},
-        "data": {"auth": base64(auth.as_bytes())},
-    });
-    (
-        ObjectKey::new("shop", name),
-        Arc::new(serde_json::from_value(object).expect("Secret")),
-    )
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().fold(0u32, |n, b| (n << 8) | u32::from(*b)) << (8 * (3 - chunk.len()));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// Basic-auth Secret `shop/name` of `users` (user, hash).
+fn secret(name: &str, users: &[(&str, &str)]) -> (ObjectKey, Arc<Secret>) {
+    let secret = in_namespace(mk_basic_auth_secret(name, users), "shop");
+    (ObjectKey::new("shop", name), Arc::new(secret))
 }
 
 fn key<'a>(report: &'a Report, annotation: &str) -> &'a KeyReport {
@@ -61,7 +35,7 @@ fn key<'a>(report: &'a Report, annotation: &str) -> &'a KeyReport {
         .unwrap_or_else(|| panic!("{annotation}: {report:?}"))
 }
 
-fn one(annotations: Value) -> Report {
+fn one(annotations: &[(&str, &str)]) -> Report {
     let ingresses = [ingress("web", Some("nginx"), annotations)]
         .into_iter()
         .collect();
@@ -70,14 +44,17 @@ fn one(annotations: Value) -> Report {
 
 #[test]
 fn each_key_is_supported_with_or_without_a_difference_or_not() {
-    let report = one(json!({
-        "nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8",
-        "nginx.ingress.kubernetes.io/auth-realm": "Staff",
-        "nginx.ingress.kubernetes.io/server-snippet": "return 200;",
-        "nginx.ingress.kubernetes.io/no-such-thing": "x",
-        "nginx.ingress.kubernetes.io/backend-protocol": "GRPCS",
-        "cert-manager.io/cluster-issuer": "letsencrypt",
-    }));
+    let report = one(&[
+        (
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8",
+        ),
+        ("nginx.ingress.kubernetes.io/auth-realm", "Staff"),
+        ("nginx.ingress.kubernetes.io/server-snippet", "return 200;"),
+        ("nginx.ingress.kubernetes.io/no-such-thing", "x"),
+        ("nginx.ingress.kubernetes.io/backend-protocol", "GRPCS"),
+        ("cert-manager.io/cluster-issuer", "letsencrypt"),
+    ]);
     let allow = key(
         &report,
         "nginx.ingress.kubernetes.io/whitelist-source-range",
@@ -113,7 +90,7 @@ fn each_key_is_supported_with_or_without_a_difference_or_not() {
 
 #[test]
 fn a_value_tugboat_cannot_honour_makes_the_key_not_supported() {
-    let report = one(json!({"nginx.ingress.kubernetes.io/auth-type": "digest"}));
+    let report = one(&[("nginx.ingress.kubernetes.io/auth-type", "digest")]);
     let auth = key(&report, "nginx.ingress.kubernetes.io/auth-type");
     assert_eq!(auth.status, Status::NotSupported);
     assert!(
@@ -125,7 +102,7 @@ fn a_value_tugboat_cannot_honour_makes_the_key_not_supported() {
 
 #[test]
 fn a_configmap_only_key_on_an_ingress_is_not_supported() {
-    let report = one(json!({"haproxy.org/timeout-client": "1m"}));
+    let report = one(&[("haproxy.org/timeout-client", "1m")]);
     assert_eq!(
         key(&report, "haproxy.org/timeout-client").status,
         Status::NotSupported
@@ -135,10 +112,10 @@ fn a_configmap_only_key_on_an_ingress_is_not_supported() {
 #[test]
 fn the_class_change_to_make() {
     let ingresses = [
-        ingress("nginx", Some("nginx"), json!({})),
-        ingress("ours", Some("tugboat"), json!({})),
-        ingress("old", None, json!({CLASS_ANNOTATION: "haproxy"})),
-        ingress("none", None, json!({})),
+        ingress("nginx", Some("nginx"), &[]),
+        ingress("ours", Some("tugboat"), &[]),
+        ingress("old", None, &[(CLASS_ANNOTATION, "haproxy")]),
+        ingress("none", None, &[]),
     ]
     .into_iter()
     .collect();
@@ -165,14 +142,19 @@ fn apr1_secrets_are_named_with_the_command_that_makes_a_supported_hash() {
     let ingresses = [ingress(
         "web",
         Some("nginx"),
-        json!({"nginx.ingress.kubernetes.io/auth-type": "basic",
-               "nginx.ingress.kubernetes.io/auth-secret": "users"}),
+        &[
+            ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+            ("nginx.ingress.kubernetes.io/auth-secret", "users"),
+        ],
     )]
     .into_iter()
     .collect();
-    let secrets = [secret("users", "bob:$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51\n")]
-        .into_iter()
-        .collect();
+    let secrets = [secret(
+        "users",
+        &[("bob", "$apr1$abc$V7uD6Y3Ey1b.T8QFySWI51")],
+    )]
+    .into_iter()
+    .collect();
     let report = report(&ingresses, &secrets, "tugboat");
     assert_eq!(report.secrets.len(), 1, "{report:?}");
     let secret = &report.secrets[0];

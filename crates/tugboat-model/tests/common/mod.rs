@@ -1,107 +1,101 @@
-//! Shared by the model's tests: Ingresses, Services and EndpointSlices written as JSON
-//! (the Service the annotation keys' test Ingresses route to among them), a snapshot of
-//! such objects, a build at a fixed time, and its one problem.
+//! Shared by the model's tests: the typed objects of `tugboat-test-objects` as these
+//! tests use them (Ingresses without a class and with their age, the Service the
+//! annotation keys' test Ingresses route to), a snapshot of such objects, a build at a
+//! fixed time, and its one problem.
 
 // Each test file uses the part it needs.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use k8s_openapi::api::networking::v1::{Ingress, IngressRule};
 use tugboat_model::features::RouteFeatures;
 use tugboat_model::{BuildOutput, ObjectKey, ObjectProblem, PathMatch, Settings, Snapshot, build};
+pub use tugboat_test_objects::*;
 
 /// The Service `default/name` with port 80, named `port_name`.
-pub fn service(name: &str, port_name: &str) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"ports": [{"name": port_name, "port": 80}]},
-    })
+pub fn service(name: &str, port_name: &str) -> Service {
+    mk_service(name, port_name, 80)
 }
 
 /// The Service `default/web` (port 80, named `http`) with `annotations`.
-pub fn web_service(annotations: Value) -> Value {
-    let mut web = service("web", "http");
-    web["metadata"]["annotations"] = annotations;
-    web
+pub fn web_service(annotations: &[(&str, &str)]) -> Service {
+    with_annotations(service("web", "http"), annotations)
 }
 
 /// The EndpointSlice `default/{service}-1` of `service`: `endpoints` on `port`, named
 /// `port_name`.
-pub fn endpoint_slice(service: &str, port_name: &str, port: u16, endpoints: Value) -> Value {
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": format!("{service}-1"), "namespace": "default",
-                     "labels": {"kubernetes.io/service-name": service}},
-        "addressType": "IPv4",
-        "ports": [{"name": port_name, "port": port}],
-        "endpoints": endpoints,
-    })
+pub fn endpoint_slice(
+    service: &str,
+    port_name: &str,
+    port: i32,
+    endpoints: Vec<Endpoint>,
+) -> EndpointSlice {
+    mk_endpoint_slice_named(
+        &format!("{service}-1"),
+        service,
+        port_name,
+        Some(port),
+        endpoints,
+    )
 }
 
-/// The Ingress `default/name` created at `created`, with `annotations` and `spec`.
-pub fn ingress(name: &str, created: &str, annotations: Value, spec: Value) -> Value {
-    json!({
-        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created,
-                     "annotations": annotations},
-        "spec": spec,
-    })
-}
-
-/// A rule of an Ingress: `paths` for `host`, or for any host.
-pub fn rule(host: Option<&str>, paths: Value) -> Value {
-    let mut rule = json!({"http": {"paths": paths}});
-    if let Some(host) = host {
-        rule["host"] = json!(host);
-    }
-    rule
-}
-
-/// A path of an Ingress rule to `service` at `port` (`{"number": 80}`, `{"name": ..}`).
-pub fn path(path: &str, path_type: &str, service: &str, port: Value) -> Value {
-    json!({"path": path, "pathType": path_type,
-           "backend": {"service": {"name": service, "port": port}}})
+/// The Ingress `default/name` (without a class) created at `created`, with
+/// `annotations` and `rules`.
+pub fn ingress(
+    name: &str,
+    created: &str,
+    annotations: &[(&str, &str)],
+    rules: Vec<IngressRule>,
+) -> Ingress {
+    let ingress = with_class(mk_ingress_with_rules(name, rules), None);
+    with_annotations(with_creation_timestamp(ingress, created), annotations)
 }
 
 /// An Ingress `default/name` routing `shop.example.com` + `path` (Prefix) to `web`, with
 /// `annotations`.
-pub fn shop_ingress(name: &str, path: &str, annotations: Value) -> Value {
-    let paths = json!([self::path(path, "Prefix", "web", json!({"number": 80}))]);
+pub fn shop_ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ingress {
     ingress(
         name,
         "2024-01-01T00:00:00Z",
         annotations,
-        json!({"rules": [rule(Some("shop.example.com"), paths)]}),
+        vec![mk_rule(Some("shop.example.com"), &[prefix(path, "web")])],
     )
 }
 
-/// A snapshot of `objects` (Ingresses, Services and EndpointSlices), each where its kind
-/// goes.
-pub fn snapshot_of(objects: impl IntoIterator<Item = Value>) -> Snapshot {
+/// A snapshot of `objects`, each where its kind goes, read from their JSON as the API
+/// source reads them.
+pub fn snapshot_of(objects: impl IntoIterator<Item = impl Into<Object>>) -> Snapshot {
     let mut snapshot = Snapshot::default();
     for object in objects {
+        let object = object.into();
+        let json = to_json(&object);
         let key = ObjectKey::new(
-            object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("default"),
-            object["metadata"]["name"].as_str().expect("a name"),
+            json["metadata"]["namespace"].as_str().unwrap_or("default"),
+            json["metadata"]["name"].as_str().expect("a name"),
         );
-        match object["kind"].as_str() {
-            Some("Ingress") => {
-                let ingress = serde_json::from_value(object).expect("Ingress");
+        match object {
+            Object::Ingress(_) => {
+                let ingress = serde_json::from_value(json).expect("Ingress");
                 snapshot.ingresses.insert(key, Arc::new(ingress));
             }
-            Some("Service") => {
-                let service = serde_json::from_value(object).expect("Service");
+            Object::Service(_) => {
+                let service = serde_json::from_value(json).expect("Service");
                 snapshot.services.insert(key, Arc::new(service));
             }
-            Some("EndpointSlice") => {
-                let slice = serde_json::from_value(object).expect("EndpointSlice");
+            Object::EndpointSlice(_) => {
+                let slice = serde_json::from_value(json).expect("EndpointSlice");
                 snapshot.endpoint_slices.insert(key, Arc::new(slice));
             }
-            other => panic!("no place in a test snapshot for kind {other:?}"),
+            Object::Secret(secret) => {
+                snapshot.secrets.insert(key, Arc::new(secret));
+            }
+            Object::ConfigMap(config_map) => {
+                snapshot.config_maps.insert(key, Arc::new(config_map));
+            }
+            Object::IngressClass(_) => panic!("no place in a snapshot for an IngressClass"),
         }
     }
     snapshot
@@ -113,8 +107,11 @@ pub fn build_at_fixed_time(snapshot: &Snapshot) -> BuildOutput {
 }
 
 /// The build of `ingresses` and the Service `web` without annotations.
-pub fn build_with_web(ingresses: impl IntoIterator<Item = Value>) -> BuildOutput {
-    let objects = ingresses.into_iter().chain([web_service(json!({}))]);
+pub fn build_with_web(ingresses: impl IntoIterator<Item = Ingress>) -> BuildOutput {
+    let objects = ingresses
+        .into_iter()
+        .map(Object::from)
+        .chain([web_service(&[]).into()]);
     build_at_fixed_time(&snapshot_of(objects))
 }
 

@@ -10,10 +10,15 @@
 use std::path::Path;
 use std::sync::Mutex;
 
+use k8s_openapi::api::networking::v1::Ingress;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 use tugboat_kube::manifests::{FolderContents, parse_file};
+use tugboat_test_objects::{
+    Object, mk_endpoint, mk_endpoint_slice_named, mk_ingress, mk_service, to_yaml,
+    with_annotations, with_class,
+};
 
 use super::*;
 
@@ -167,52 +172,48 @@ fn tugboat_files(config_dir: &Path) -> String {
         .collect()
 }
 
-/// A snapshot of the objects in `yaml` (manifests separated by `---`).
-fn snapshot(yaml: &str) -> Arc<Snapshot> {
+/// A snapshot of `objects`, read as the manifests folder reads a file of them.
+fn snapshot(objects: &[Object]) -> Arc<Snapshot> {
     let mut contents = FolderContents::default();
-    parse_file(Path::new("test.yaml"), yaml, &mut contents);
+    parse_file(Path::new("test.yaml"), &to_yaml(objects), &mut contents);
     assert!(contents.problems.is_empty(), "{:?}", contents.problems);
     Arc::new(contents.snapshot)
 }
 
-/// An Ingress `name` routing `name.example.com` to Service `service`, the Service (with
-/// `annotations`) and its EndpointSlice with one endpoint at `endpoint`.
-fn routed(name: &str, service: &str, annotations: &str, endpoint: &str) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{name: {name}, namespace: default}}
-spec:
-  rules:
-  - host: {name}.example.com
-    http:
-      paths:
-      - path: /
-        pathType: Prefix
-        backend: {{service: {{name: {service}, port: {{number: 80}}}}}}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: {service}
-  namespace: default
-  annotations: {{{annotations}}}
-spec:
-  ports: [{{name: http, port: 80, targetPort: 8080}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: {service}-1
-  namespace: default
-  labels: {{kubernetes.io/service-name: {service}}}
-addressType: IPv4
-ports: [{{name: http, port: 8080, protocol: TCP}}]
-endpoints:
-- addresses: [\"{endpoint}\"]
-  conditions: {{ready: true}}
-"
+/// An Ingress `name` (without a class) routing `name.example.com` to Service `service`.
+fn route(name: &str, service: &str) -> Ingress {
+    with_class(
+        mk_ingress(name, &format!("{name}.example.com"), service),
+        None,
     )
+}
+
+/// `ingress`, the Service `service` (with `annotations`) it routes to, and the Service's
+/// EndpointSlice with one endpoint at `endpoint`.
+fn served(
+    ingress: Ingress,
+    service: &str,
+    annotations: &[(&str, &str)],
+    endpoint: &str,
+) -> Vec<Object> {
+    let slice = mk_endpoint_slice_named(
+        &format!("{service}-1"),
+        service,
+        "http",
+        Some(8080),
+        vec![mk_endpoint(endpoint, Some(true))],
+    );
+    vec![
+        ingress.into(),
+        with_annotations(mk_service(service, "http", 80), annotations).into(),
+        slice.into(),
+    ]
+}
+
+/// [`route`] `name` to `service`, [`served`] with the Service's `annotations` at
+/// `endpoint`.
+fn routed(name: &str, service: &str, annotations: &[(&str, &str)], endpoint: &str) -> Vec<Object> {
+    served(route(name, service), service, annotations, endpoint)
 }
 
 /// One controller: its config, applier, loop state and status.
@@ -251,7 +252,7 @@ impl Step {
 async fn an_applied_state_waits_for_the_next_change_and_endpoints_go_at_runtime() {
     let master = FakeMaster::start();
     let mut step = Step::new(&master);
-    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let first = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     assert_eq!(step.update(&first).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert!(step.status.borrow().ready);
@@ -263,7 +264,7 @@ async fn an_applied_state_waits_for_the_next_change_and_endpoints_go_at_runtime(
     assert_eq!(master.requests_like("prompt"), 0);
 
     // An endpoint moves: runtime commands, no reload.
-    let moved = snapshot(&routed("shop", "web", "", "127.0.0.9"));
+    let moved = snapshot(&routed("shop", "web", &[], "127.0.0.9"));
     assert_eq!(step.update(&moved).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert_eq!(master.requests_like("prompt"), 1);
@@ -275,7 +276,7 @@ async fn a_refused_state_is_not_tried_again_until_something_changes() {
     let master = FakeMaster::start();
     master.state().refuse_when_config_has = Some("default_web_80");
     let mut step = Step::new(&master);
-    let refused = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let refused = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     assert_eq!(step.update(&refused).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert!(!step.status.borrow().ready);
@@ -287,7 +288,7 @@ async fn a_refused_state_is_not_tried_again_until_something_changes() {
     assert_eq!(master.requests_like("reload"), 1);
 
     // Another state is tried.
-    let other = snapshot(&routed("shop", "api", "", "127.0.0.1"));
+    let other = snapshot(&routed("shop", "api", &[], "127.0.0.1"));
     assert_eq!(step.update(&other).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 2);
     assert!(step.status.borrow().ready);
@@ -298,17 +299,12 @@ async fn a_refused_new_snippet_is_left_out_and_the_rest_applies_at_once() {
     let master = FakeMaster::start();
     master.state().refuse_when_config_has = Some("no-such-directive");
     let mut step = Step::new(&master);
-    let yaml = format!(
-        "{}---\n{}",
-        routed("shop", "web", "", "127.0.0.1"),
-        routed(
-            "blog",
-            "bad",
-            "tugboat.dev/backend-config-snippet: no-such-directive 1",
-            "127.0.0.2"
-        )
-    );
-    let with_snippet = snapshot(&yaml);
+    let snippet = [("tugboat.dev/backend-config-snippet", "no-such-directive 1")];
+    let objects = [
+        routed("shop", "web", &[], "127.0.0.1"),
+        routed("blog", "bad", &snippet, "127.0.0.2"),
+    ];
+    let with_snippet = snapshot(&objects.concat());
     // Refused: the new snippet is the likely cause, so the update runs again at once...
     assert_eq!(step.update(&with_snippet).await, Next::Now);
     assert_eq!(master.requests_like("reload"), 1);
@@ -337,7 +333,7 @@ async fn an_unanswered_master_is_tried_again_after_a_backoff() {
     // No one listens on the socket any more.
     master.task.abort();
     std::fs::remove_file(&step.config.master_socket).expect("remove the socket");
-    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let first = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     assert_eq!(step.update(&first).await, Next::AfterBackoff);
     assert!(!step.status.borrow().ready);
 }
@@ -348,17 +344,19 @@ async fn a_reload_waits_for_its_window_while_runtime_changes_go_at_once() {
     let mut step = Step::new(&master);
     let window = Duration::from_millis(300);
     step.config.reload_window = window;
-    let first = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let first = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     // Nothing is known of haproxy: the first state reloads at once.
     assert_eq!(step.update(&first).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
 
     // A new backend (a reload) and an endpoint of `web` that moves (runtime).
-    let both = snapshot(&format!(
-        "{}---\n{}",
-        routed("shop", "web", "", "127.0.0.9"),
-        routed("blog", "api", "", "127.0.0.2")
-    ));
+    let both = snapshot(
+        &[
+            routed("shop", "web", &[], "127.0.0.9"),
+            routed("blog", "api", &[], "127.0.0.2"),
+        ]
+        .concat(),
+    );
     assert_eq!(step.update(&both).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert_eq!(master.requests_like("prompt"), 1);
@@ -375,15 +373,14 @@ async fn a_reload_waits_for_its_window_while_runtime_changes_go_at_once() {
     assert!(tugboat_files(&step.config.render.config_dir).contains("default_api_80"));
 }
 
-/// `routed`, with `custom-http-errors` on the Ingress.
-fn with_custom_errors(name: &str) -> String {
-    routed(name, "web", "", "127.0.0.1").replacen(
-        &format!("metadata: {{name: {name}, namespace: default}}"),
-        &format!(
-            "metadata: {{name: {name}, namespace: default, annotations: \
-             {{nginx.ingress.kubernetes.io/custom-http-errors: \"404,503\"}}}}"
-        ),
-        1,
+/// `routed` to `web`, with `custom-http-errors` on the Ingress.
+fn with_custom_errors(name: &str) -> Vec<Object> {
+    let errors = ("nginx.ingress.kubernetes.io/custom-http-errors", "404,503");
+    served(
+        with_annotations(route(name, "web"), &[errors]),
+        "web",
+        &[],
+        "127.0.0.1",
     )
 }
 
@@ -405,7 +402,7 @@ async fn custom_http_errors_on_a_haproxy_without_lua_is_a_problem_naming_the_key
         "{problems:?}"
     );
     // The key removed: the problem goes.
-    let plain = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let plain = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     step.update(&plain).await;
     step.update(&plain).await;
     assert!(
@@ -426,7 +423,7 @@ async fn custom_http_errors_on_a_haproxy_with_lua_is_no_problem() {
     // Without the key, haproxy is not asked.
     let master = FakeMaster::start();
     let mut step = Step::new(&master);
-    let plain = snapshot(&routed("shop", "web", "", "127.0.0.1"));
+    let plain = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
     assert_eq!(step.update(&plain).await, Next::OnChange);
     assert_eq!(master.requests_like("reload"), 1);
     assert_eq!(master.requests_like("@1 show env"), 0);
