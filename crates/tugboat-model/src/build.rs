@@ -250,7 +250,7 @@ struct Builder<'a> {
     canaries: Canaries,
 }
 
-/// What the parts of a build give: the Ingresses' share of the desired state.
+/// What the parts of a build give the desired state, and what the build found.
 struct Built {
     backends: BTreeMap<BackendName, Backend>,
     routes: Vec<Route>,

@@ -2,7 +2,6 @@
 //! route of the same host and path with their backend, weight, header and cookie.
 
 use crate::annotations::{self, Layer};
-use crate::desired::{HostMatch, PathMatch};
 use crate::problem::{ObjectProblem, ProblemReason};
 use crate::snapshot::ObjectKey;
 use k8s_openapi::api::networking::v1::IngressBackend;
@@ -10,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::endpoints::Endpoints;
 use super::route_features::{Features, regex_keys};
-use super::routes::{Routes, parse_path, rule_host};
+use super::routes::{Routes, Slot, parse_path, rule_host};
 use super::shared::Shared;
 use super::tls::Tls;
 
@@ -187,5 +186,5 @@ struct CanaryIngress {
     layer: Layer,
     settings: annotations::CanarySettings,
     /// Its rules: (field, host and path, backend reference).
-    paths: Vec<(String, (HostMatch, PathMatch), IngressBackend)>,
+    paths: Vec<(String, Slot, IngressBackend)>,
 }

@@ -141,7 +141,7 @@ impl GatewayBuild<'_, '_> {
         // The rules of each host and path, in precedence order (the first claimer's
         // slot keeps its place among the slots).
         let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
-        let mut slot_of: HashMap<(HostMatch, PathMatch), usize> = HashMap::new();
+        let mut slot_of: HashMap<Slot, usize> = HashMap::new();
         for rule in translation.rules {
             let slot = (rule.host.clone(), rule.path.clone());
             let index = *slot_of.entry(slot).or_insert_with(|| {
@@ -399,7 +399,7 @@ impl GatewayBuild<'_, '_> {
     /// some of its requests ([`GatewayBuild::host_steps`]). The list ends early at a rule
     /// whose path cannot be written as a condition (a `'` in it): the requests that
     /// would reach it get 404, never another rule's answer.
-    fn fallback_steps(&self, slot: &(HostMatch, PathMatch)) -> Vec<FallbackStep> {
+    fn fallback_steps(&self, slot: &Slot) -> Vec<FallbackStep> {
         let (host, path) = slot;
         let Some((text, exact)) = path_parts(path) else {
             return Vec::new();
@@ -409,7 +409,7 @@ impl GatewayBuild<'_, '_> {
         for regex in regex_keys(&on_host) {
             steps.push(FallbackStep::when(regex, path_condition_of(&regex.1)));
         }
-        let mut shorter: Vec<&(HostMatch, PathMatch)> = on_host
+        let mut shorter: Vec<&Slot> = on_host
             .iter()
             .copied()
             .filter(|(_, other)| matches!(other, PathMatch::Prefix(p) if covers(p, text, exact)))
@@ -435,7 +435,7 @@ impl GatewayBuild<'_, '_> {
     fn host_steps(&self, host: &HostMatch, text: &str, exact: bool, steps: &mut Vec<FallbackStep>) {
         let on_host = self.routes.of_host(host);
         let regexes = regex_keys(&on_host);
-        let mut prefixes: Vec<(&(HostMatch, PathMatch), &str)> = on_host
+        let mut prefixes: Vec<(&Slot, &str)> = on_host
             .iter()
             .filter_map(|key| match &key.1 {
                 PathMatch::Prefix(prefix) => Some((*key, prefix.as_str())),
@@ -810,12 +810,12 @@ fn join_parents(into: &mut RuleRoute, rule: &RuleRoute) {
 /// One rule a fall back may reach: its host and path, and the condition on the path
 /// under which it matches the requests that fall back (`None`: all of them).
 struct FallbackStep {
-    slot: (HostMatch, PathMatch),
+    slot: Slot,
     path: Option<PathCondition>,
 }
 
 impl FallbackStep {
-    fn when(slot: &(HostMatch, PathMatch), path: Option<PathCondition>) -> Self {
+    fn when(slot: &Slot, path: Option<PathCondition>) -> Self {
         Self {
             slot: slot.clone(),
             path,
@@ -838,8 +838,8 @@ impl FallbackStep {
 
 /// The Ingress regular expression routes among `keys`, in the order haproxy tries them
 /// (the render's: the longest expression first).
-fn regex_keys<'a>(keys: &[&'a (HostMatch, PathMatch)]) -> Vec<&'a (HostMatch, PathMatch)> {
-    let mut found: Vec<&(HostMatch, PathMatch)> = keys
+fn regex_keys<'a>(keys: &[&'a Slot]) -> Vec<&'a Slot> {
+    let mut found: Vec<&Slot> = keys
         .iter()
         .copied()
         .filter(|(_, path)| matches!(path, PathMatch::Regex(_)))
@@ -852,7 +852,7 @@ fn regex_keys<'a>(keys: &[&'a (HostMatch, PathMatch)]) -> Vec<&'a (HostMatch, Pa
 }
 
 /// Whether regular expressions come between a host's exact and prefix maps.
-fn regexes_between(keys: &[&(HostMatch, PathMatch)]) -> bool {
+fn regexes_between(keys: &[&Slot]) -> bool {
     keys.iter()
         .any(|(_, path)| matches!(path, PathMatch::Regex(_)))
 }

@@ -1,6 +1,7 @@
 //! The routes of a build: each host and path goes to its first claimant (Ingresses oldest
 //! first, then HTTPRoutes), and unmatched requests to the `spec.defaultBackend` of the
-//! oldest Ingress that has a usable one.
+//! oldest Ingress that has a usable one. Also the host and path of an Ingress rule, read
+//! with Kubernetes' rules.
 
 use std::collections::BTreeMap;
 
