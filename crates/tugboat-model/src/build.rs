@@ -6,22 +6,19 @@
 //! Service's EndpointSlices. Anything wrong in an object becomes an [`ObjectProblem`] and
 //! only the faulty part of that object is left out.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::objects::EndpointSlice;
 use crate::objects::Ingress;
 
-use crate::annotations::{self, Layer, Resolver, Scope, UnsupportedAccess, read_keys};
+use crate::annotations::{self, Layer, Scope, read_keys};
 use crate::desired::{
     Backend, BackendName, Desired, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
 };
-use crate::features::{BackendOptions, FeatureSetId, PathRewrite, RouteFeatures};
+use crate::features::{FeatureSetId, PathRewrite, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::{ObjectKey, Snapshot};
-use crate::tls::{ParsedPair, Pem, parse_tls_secret};
-use crate::validate;
-use k8s_openapi::api::core::v1::Secret;
+use crate::tls::Pem;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 mod canary;
@@ -29,73 +26,25 @@ mod endpoints;
 mod error_pages;
 mod gateway_routes;
 mod route_features;
+mod routes;
+mod shared;
 mod tls;
 
-use canary::CanaryIngress;
+use canary::Canaries;
 pub(crate) use endpoints::slice_endpoints;
-use endpoints::{ResolutionError, index_slices};
+use endpoints::{Endpoints, index_slices};
+use error_pages::error_pages;
+use gateway_routes::add_gateway_api;
+use route_features::{Features, FeaturesOutput, regex_keys, server_aliases, www_redirect_field};
+use routes::{Routes, ingress_host_match, new_route, parse_path, rule_host};
+use tls::{Tls, TlsOutput};
 
-/// The operator's settings the model needs (from the controller's flags).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    /// `--default-backend-service`: where unmatched requests go when no Ingress sets a
-    /// `spec.defaultBackend` (its first port).
-    pub default_backend_service: Option<ObjectKey>,
-    /// `--default-ssl-certificate`: the TLS Secret served for unmatched SNI.
-    pub default_certificate: Option<ObjectKey>,
-    /// `--configmap-errorfiles`: status code -> page.
-    pub error_pages: Option<ObjectKey>,
-    /// `--configmap`: the controller's ConfigMap, the default of every key
-    /// (see [`annotations`]).
-    pub config_map: Option<ObjectKey>,
-    /// ExternalName Services let an Ingress author send traffic to any host: off unless
-    /// the operator enables them.
-    pub allow_external_name: bool,
-    /// Redirect plain HTTP to HTTPS for hosts listed in a `spec.tls`.
-    pub ssl_redirect: bool,
-    /// Raw configuration snippets (`*-config-snippet` keys): off unless the operator
-    /// enables them (`--allow-snippets`).
-    pub allow_snippets: bool,
-    /// What the routes do when an object sets a key that restricts access and that
-    /// Tugboat does not support (`--unsupported-access-keys`): refuse (403) by default.
-    pub unsupported_access: UnsupportedAccess,
-    /// The Gateway API (`--enable-gateway-api`): `None` when off.
-    pub gateway: Option<crate::gateway::GatewaySettings>,
-    /// Now, in seconds since the epoch, to check certificate validity.
-    pub now: i64,
-}
+pub use error_pages::ERROR_PAGE_CODES;
+pub use route_features::NO_USERS;
+use shared::Shared;
+pub(crate) use shared::{BackendUse, Reads, SecretUse};
+pub use shared::{ParsedSecrets, Settings};
 
-impl Settings {
-    /// Whether the operator's flags are the same (the time aside).
-    pub fn same_flags(&self, other: &Settings) -> bool {
-        *self
-            == Settings {
-                now: self.now,
-                ..other.clone()
-            }
-    }
-
-    /// Defaults: nothing optional set, ExternalName off, redirects on.
-    pub fn new(now: i64) -> Self {
-        Self {
-            default_backend_service: None,
-            default_certificate: None,
-            error_pages: None,
-            config_map: None,
-            allow_external_name: false,
-            ssl_redirect: true,
-            allow_snippets: false,
-            unsupported_access: UnsupportedAccess::Deny,
-            gateway: None,
-            now,
-        }
-    }
-}
-
-/// Status codes haproxy accepts an error page for.
-pub const ERROR_PAGE_CODES: [u16; 17] = [
-    200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504,
-];
 /// What [`build`] returns: the desired state and what was wrong on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuildOutput {
@@ -103,97 +52,6 @@ pub struct BuildOutput {
     pub problems: Vec<ObjectProblem>,
     /// The status of the Gateway API objects served.
     pub gateway: crate::gateway::GatewayStatus,
-}
-
-/// The userlist of routes whose `auth-secret` cannot be used: it has no users, so
-/// every request gets 401 (an authentication that cannot work fails closed).
-pub const NO_USERS: &str = "tugboat_no_users";
-
-/// How a build used a Secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SecretUse {
-    /// Only as the certificate of `spec.tls` hosts.
-    Certificate,
-    /// Anything else (the default certificate, backend TLS, basic auth), maybe as well.
-    Other,
-}
-
-/// What a build read besides the objects it walks, so that [`crate::incremental`]
-/// knows what a later change touches.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Reads {
-    /// Every Secret the build looked for (present or not), and how it used it.
-    pub secrets: HashMap<ObjectKey, SecretUse>,
-    /// The first time after `now` at which a certificate check changes its outcome.
-    pub next_validity_change: Option<i64>,
-    /// The (host, path) keys that more than one rule claimed: who gets one depends on
-    /// every claimant.
-    pub contested_routes: HashSet<(HostMatch, PathMatch)>,
-    /// Who uses each backend.
-    pub backend_use: HashMap<BackendName, BackendUse>,
-}
-
-/// Who uses a backend.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct BackendUse {
-    /// The Ingresses that use it, in build order: the first sets its options.
-    pub ingresses: Vec<ObjectKey>,
-    /// `--default-backend-service` names it.
-    pub flag: bool,
-}
-
-impl Reads {
-    fn secret(&mut self, key: &ObjectKey, usage: SecretUse) {
-        let entry = self.secrets.entry(key.clone()).or_insert(usage);
-        if usage == SecretUse::Other {
-            *entry = SecretUse::Other;
-        }
-    }
-
-    /// Takes in what another build read (of one Ingress built alone).
-    pub(crate) fn absorb(&mut self, other: Reads) {
-        for (key, usage) in other.secrets {
-            self.secret(&key, usage);
-        }
-        self.validity_change(other.next_validity_change);
-    }
-
-    fn validity_change(&mut self, at: Option<i64>) {
-        if let Some(at) = at {
-            self.next_validity_change = Some(self.next_validity_change.map_or(at, |t| t.min(at)));
-        }
-    }
-}
-
-/// TLS Secrets as parsed, kept between builds: a Secret is parsed again only when its
-/// object changes (the snapshot then holds a new one).
-#[derive(Debug, Clone, Default)]
-pub struct ParsedSecrets {
-    by_key: HashMap<ObjectKey, (Arc<Secret>, Result<ParsedPair, String>)>,
-}
-
-impl ParsedSecrets {
-    /// The parsed pair of `secret`, from the cache when it holds this very object.
-    pub(crate) fn parse(
-        &mut self,
-        key: &ObjectKey,
-        secret: &Arc<Secret>,
-    ) -> Result<ParsedPair, String> {
-        if let Some((cached, parsed)) = self.by_key.get(key)
-            && Arc::ptr_eq(cached, secret)
-        {
-            return parsed.clone();
-        }
-        let parsed = parse_tls_secret(secret);
-        self.by_key
-            .insert(key.clone(), (secret.clone(), parsed.clone()));
-        parsed
-    }
-
-    /// Forgets the Secrets a build no longer reads.
-    fn keep_only(&mut self, reads: &Reads) {
-        self.by_key.retain(|key, _| reads.secrets.contains_key(key));
-    }
 }
 
 /// Builds the desired proxy state from a snapshot. Pure and deterministic.
@@ -234,45 +92,52 @@ pub(crate) fn build_with(
     for (key, ingress) in ingresses {
         builder.add_ingress(key, ingress);
     }
-    builder.join_canaries();
-    let (gateway, listener_default_certificate) = builder.add_gateway_api();
-    let default_backend_service = builder.default_backend_service();
+    let Builder {
+        shared,
+        endpoints,
+        tls,
+        features,
+        routes,
+        canaries,
+    } = &mut builder;
+    canaries.join(shared, endpoints, tls, features, routes);
+    let gateway = add_gateway_api(shared, endpoints, tls, features, routes);
+    let default_backend_service = endpoints.default_backend_service(shared);
     // An HTTPS listener without a hostname takes every host on the HTTPS bind: its
     // certificate is the default there, unless the operator chose one
     // (--default-ssl-certificate), which a Gateway does not override.
-    let default_certificate = builder
-        .default_certificate()
-        .or(listener_default_certificate);
-    let error_pages = builder.error_pages();
-    builder.problems.sort();
-    builder.problems.dedup();
-    let (default_backend, default_backend_owner) = match builder.default_backend {
+    let default_certificate = tls
+        .default_certificate(shared)
+        .or(gateway.default_certificate);
+    let error_pages = error_pages(shared);
+    tls.keep_parsed(&shared.reads);
+    let built = builder.finish();
+    let (default_backend, default_backend_owner) = match built.default_backend {
         Some((backend, owner)) => (Some(backend), Some(owner)),
         None => (default_backend_service, None),
     };
-    builder.parsed.keep_only(&builder.reads);
     let output = BuildOutput {
         desired: Desired {
-            backends: builder.backends,
-            routes: builder.routes.into_values().collect(),
+            backends: built.backends,
+            routes: built.routes,
             default_backend,
             default_backend_owner,
-            certificates: builder.certificates,
-            tls_hosts: builder.tls_hosts.into_iter().collect(),
+            certificates: built.tls.certificates,
+            tls_hosts: built.tls.tls_hosts.into_iter().collect(),
             default_certificate,
             ssl_redirect: settings.ssl_redirect && config_map_redirect,
             error_pages,
-            feature_sets: builder.feature_sets,
-            userlists: builder.userlists,
+            feature_sets: built.features.feature_sets,
+            userlists: built.features.userlists,
             global,
-            backend_files: builder.backend_files,
-            pattern_files: builder.pattern_files,
-            http_route_slots: builder.http_route_slots,
+            backend_files: built.tls.backend_files,
+            pattern_files: built.features.pattern_files,
+            http_route_slots: gateway.http_route_slots,
         },
-        problems: builder.problems,
-        gateway,
+        problems: built.problems,
+        gateway: gateway.status,
     };
-    (output, builder.reads)
+    (output, built.reads)
 }
 
 /// The order in which a build takes Ingresses: oldest first, then by namespace and
@@ -326,21 +191,21 @@ pub(crate) fn build_ingress_alone<'a>(
         Vec::new(),
     );
     builder.add_ingress(key, ingress);
-    builder.problems.sort();
-    builder.problems.dedup();
+    let canary = builder.canaries.seen();
+    let built = builder.finish();
     IngressAlone {
-        routes: builder.routes.into_values().collect(),
-        backends: builder.backends,
-        default_backend: builder.default_backend.map(|(backend, _)| backend),
-        certificates: builder.certificates,
-        tls_hosts: builder.tls_hosts,
-        feature_sets: builder.feature_sets,
-        userlists: builder.userlists,
-        backend_files: builder.backend_files,
-        pattern_files: builder.pattern_files,
-        problems: builder.problems,
-        reads: builder.reads,
-        canary: builder.saw_canary,
+        routes: built.routes,
+        backends: built.backends,
+        default_backend: built.default_backend.map(|(backend, _)| backend),
+        certificates: built.tls.certificates,
+        tls_hosts: built.tls.tls_hosts,
+        feature_sets: built.features.feature_sets,
+        userlists: built.features.userlists,
+        backend_files: built.tls.backend_files,
+        pattern_files: built.features.pattern_files,
+        problems: built.problems,
+        reads: built.reads,
+        canary,
     }
 }
 
@@ -375,52 +240,25 @@ fn config_map_layer(
     }
 }
 
-/// The match of an Ingress host (validated): `*.example.com` is a one-label wildcard
-/// (`bar.example.com`, not `baz.bar.example.com`), as the Ingress spec says.
-pub(super) fn ingress_host_match(host: &str) -> HostMatch {
-    match host.strip_prefix('*') {
-        Some(suffix) => HostMatch::Wildcard(suffix.to_string()),
-        None => HostMatch::Exact(host.to_string()),
-    }
+/// A build: its parts, each the owner of its own state, wired by the Ingresses' rules.
+struct Builder<'a> {
+    shared: Shared<'a>,
+    endpoints: Endpoints<'a>,
+    tls: Tls<'a>,
+    features: Features,
+    routes: Routes,
+    canaries: Canaries,
 }
 
-struct Builder<'a> {
-    config_map_layer: &'a Layer,
-    /// The keys of each Service, read once.
-    service_layers: HashMap<ObjectKey, Layer>,
-    feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
-    userlists: BTreeMap<String, Vec<UserHash>>,
-    /// The default backend options, shared by every backend that has them.
-    default_options: Arc<BackendOptions>,
-    /// Files of the backends' TLS, by file name.
-    backend_files: BTreeMap<String, Pem>,
-    /// Pattern files of access lists, by file name.
-    pattern_files: BTreeMap<String, String>,
-    snapshot: &'a Snapshot,
-    settings: &'a Settings,
-    slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
+/// What the parts of a build give the desired state, and what the build found.
+struct Built {
     backends: BTreeMap<BackendName, Backend>,
-    resolution_errors: HashMap<BackendName, ResolutionError>,
-    routes: BTreeMap<(HostMatch, PathMatch), Route>,
+    routes: Vec<Route>,
     default_backend: Option<(BackendName, ObjectKey)>,
-    certificates: BTreeMap<String, TlsCertificate>,
-    /// Secrets already checked, by key: the PEM or why it cannot be served.
-    checked_secrets: HashMap<ObjectKey, Result<Pem, (ProblemReason, String)>>,
-    parsed: &'a mut ParsedSecrets,
-    reads: Reads,
-    certificate_of_host: BTreeMap<String, String>,
-    tls_hosts: BTreeSet<HostMatch>,
-    /// The routes that come from HTTPRoutes.
-    http_route_slots: BTreeSet<(HostMatch, PathMatch)>,
-    /// The canary Ingresses, in build order: joined to their main routes once every
-    /// Ingress is in ([`Builder::join_canaries`]).
-    canaries: Vec<CanaryIngress>,
-    /// The code of `from-to-www-redirect`: the ConfigMap's `http-redirect-code` (its
-    /// problems are the global build's).
-    www_redirect_code: u16,
-    /// Whether an Ingress built was a canary.
-    saw_canary: bool,
+    tls: TlsOutput,
+    features: FeaturesOutput,
     problems: Vec<ObjectProblem>,
+    reads: Reads,
 }
 
 impl<'a> Builder<'a> {
@@ -432,36 +270,36 @@ impl<'a> Builder<'a> {
         slices_by_service: HashMap<ObjectKey, Vec<&'a EndpointSlice>>,
         problems: Vec<ObjectProblem>,
     ) -> Self {
-        let www_redirect_code = annotations::keys::HTTP_REDIRECT_CODE.or_default(
-            Resolver::new(vec![config_map_layer])
-                .get_in(&annotations::keys::HTTP_REDIRECT_CODE, &[Scope::ConfigMap]),
-        );
         Builder {
-            www_redirect_code,
-            config_map_layer,
-            service_layers: HashMap::new(),
-            feature_sets: BTreeMap::new(),
-            userlists: BTreeMap::new(),
-            backend_files: BTreeMap::new(),
-            pattern_files: BTreeMap::new(),
-            default_options: Arc::default(),
-            snapshot,
-            settings,
-            slices_by_service,
-            backends: BTreeMap::new(),
-            resolution_errors: HashMap::new(),
-            routes: BTreeMap::new(),
-            default_backend: None,
-            certificates: BTreeMap::new(),
-            checked_secrets: HashMap::new(),
-            parsed,
-            reads: Reads::default(),
-            certificate_of_host: BTreeMap::new(),
-            tls_hosts: BTreeSet::new(),
-            http_route_slots: BTreeSet::new(),
-            canaries: Vec::new(),
-            saw_canary: false,
+            shared: Shared {
+                snapshot,
+                settings,
+                config_map_layer,
+                problems,
+                reads: Reads::default(),
+            },
+            endpoints: Endpoints::new(slices_by_service),
+            tls: Tls::new(parsed),
+            features: Features::new(config_map_layer),
+            routes: Routes::default(),
+            canaries: Canaries::default(),
+        }
+    }
+
+    /// The parts' output, the problems sorted and without duplicates.
+    fn finish(self) -> Built {
+        let mut problems = self.shared.problems;
+        problems.sort();
+        problems.dedup();
+        let (routes, default_backend) = self.routes.into_parts();
+        Built {
+            backends: self.endpoints.into_backends(),
+            routes,
+            default_backend,
+            tls: self.tls.into_output(),
+            features: self.features.into_output(),
             problems,
+            reads: self.shared.reads,
         }
     }
 
@@ -470,25 +308,26 @@ impl<'a> Builder<'a> {
         let Some(spec) = &ingress.spec else {
             return;
         };
+        let shared = &mut self.shared;
         let ingress_layer = Layer::from_annotations(
             object.clone(),
             Scope::Ingress,
             ingress.metadata.annotations.as_ref(),
-            self.settings.unsupported_access,
-            &mut self.problems,
+            shared.settings.unsupported_access,
+            &mut shared.problems,
         );
         let canary = read_keys(
             vec![&ingress_layer],
-            &mut self.problems,
+            &mut shared.problems,
             annotations::canary,
         );
         if let Some(settings) = canary {
-            self.saw_canary = true;
-            self.add_canary(object, key, spec, ingress_layer, settings);
+            self.canaries
+                .add(shared, key, spec, ingress_layer, settings);
             return;
         }
         let ingress_layer = &ingress_layer;
-        let (regex_paths, rewrite_target) = self.regex_keys(ingress_layer);
+        let (regex_paths, rewrite_target) = regex_keys(shared, ingress_layer);
         let rule_hosts: BTreeSet<String> = spec
             .rules
             .iter()
@@ -496,12 +335,12 @@ impl<'a> Builder<'a> {
             .filter_map(|rule| rule.host.as_deref())
             .map(str::to_ascii_lowercase)
             .collect();
-        let mut aliases = self.server_aliases(ingress_layer);
+        let mut aliases = server_aliases(shared, ingress_layer);
         if let Some((_, aliases)) = &mut aliases {
             // A host the Ingress has a rule for keeps that rule's routes.
             aliases.retain(|alias| !rule_hosts.contains(alias));
         }
-        let www_redirect_field = self.www_redirect_field(ingress_layer);
+        let www_redirect_field = www_redirect_field(shared, ingress_layer);
         // The hosts the Ingress serves itself: a www counterpart among them is theirs.
         let own_hosts: BTreeSet<String> = match &aliases {
             Some((_, aliases)) => rule_hosts.iter().chain(aliases).cloned().collect(),
@@ -515,16 +354,31 @@ impl<'a> Builder<'a> {
             HashMap::new();
         let mut used = BTreeSet::new();
         if let Some(default) = &spec.default_backend {
-            let backend = self.backend(&object, key, default, "spec.defaultBackend", ingress_layer);
-            used.extend(backend.clone());
-            if self.default_backend.is_none() && backend.is_some() {
-                self.default_backend = backend.map(|b| (b, key.clone()));
+            let backend = self.endpoints.backend(
+                &mut self.shared,
+                &mut self.tls,
+                key,
+                default,
+                "spec.defaultBackend",
+                ingress_layer,
+            );
+            if let Some(backend) = backend {
+                used.insert(backend.clone());
+                self.routes.offer_default_backend(backend, key);
             }
         }
-        let error_backend = self.error_backend(&object, key, ingress_layer, &mut used);
+        let error_backend = route_features::error_backend(
+            &mut self.shared,
+            &mut self.endpoints,
+            &mut self.tls,
+            key,
+            ingress_layer,
+            &mut used,
+        );
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {
             let field = format!("spec.rules[{rule_index}]");
-            let Some(host) = self.rule_host(&object, &field, rule.host.as_deref()) else {
+            let Some(host) = rule_host(&mut self.shared, &object, &field, rule.host.as_deref())
+            else {
                 continue;
             };
             let Some(http) = &rule.http else {
@@ -550,12 +404,14 @@ impl<'a> Builder<'a> {
                     match parse_path(path.path.as_deref(), &path.path_type, regex_paths) {
                         Ok(path_match) => path_match,
                         Err((subfield, message)) => {
-                            self.problem(&object, format!("{field}.{subfield}"), message);
+                            let field = format!("{field}.{subfield}");
+                            self.shared.problem(&object, field, message);
                             continue;
                         }
                     };
-                let Some(backend) = self.backend(
-                    &object,
+                let Some(backend) = self.endpoints.backend(
+                    &mut self.shared,
+                    &mut self.tls,
                     key,
                     &path.backend,
                     &format!("{field}.backend"),
@@ -566,16 +422,21 @@ impl<'a> Builder<'a> {
                 used.insert(backend.clone());
                 rule_backend.get_or_insert_with(|| backend.clone());
                 let service = self
-                    .backends
-                    .get(&backend)
-                    .map(|b| b.service.clone())
+                    .endpoints
+                    .service_of(&backend)
+                    .cloned()
                     .unwrap_or_else(|| key.clone());
                 let cache_key = (service, exact_hosts);
                 let mut features = match features_by_service.get(&cache_key) {
                     Some(features) => features.clone(),
                     None => {
-                        let features =
-                            self.route_features(&cache_key.0, ingress_layer, exact_hosts);
+                        let features = self.features.route_features(
+                            &mut self.shared,
+                            &mut self.endpoints,
+                            &cache_key.0,
+                            ingress_layer,
+                            exact_hosts,
+                        );
                         features_by_service.insert(cache_key, features.clone());
                         features
                     }
@@ -583,54 +444,49 @@ impl<'a> Builder<'a> {
                 if let (PathMatch::Regex(pattern), Some(replacement)) =
                     (&path_match, &rewrite_target)
                 {
-                    features = self.with_path_rewrite(
-                        features,
-                        PathRewrite {
-                            // As ingress-nginx's `rewrite`: the path's expression,
-                            // case-insensitive, replaces the whole path when it matches.
-                            pattern: format!("(?i){pattern}"),
-                            replacement: replacement.clone(),
-                        },
-                    );
+                    let rewrite = PathRewrite {
+                        // As ingress-nginx's `rewrite`: the path's expression,
+                        // case-insensitive, replaces the whole path when it matches.
+                        pattern: format!("(?i){pattern}"),
+                        replacement: replacement.clone(),
+                    };
+                    features = Some(self.features.with(features.as_ref(), |features| {
+                        features.path_rewrite = Some(rewrite);
+                    }));
                 }
                 if let Some(error_backend) = &error_backend {
-                    features = self.with_error_backend(features, error_backend);
+                    features = Some(self.features.with(features.as_ref(), |features| {
+                        features.error_backend = Some(error_backend.clone());
+                    }));
                 }
-                self.add_route(
-                    &object,
-                    &field,
-                    key,
-                    host.clone(),
-                    path_match.clone(),
-                    backend.clone(),
-                    features.clone(),
-                );
+                let slot = (host.clone(), path_match.clone());
+                let route = new_route(key, slot, backend.clone(), features.clone());
+                self.routes.add(&mut self.shared, &object, &field, route);
                 for alias in host_aliases {
                     let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
-                    let added = self.add_route(
-                        &object,
-                        alias_field,
-                        key,
-                        ingress_host_match(alias),
-                        path_match.clone(),
-                        backend.clone(),
-                        features.clone(),
-                    );
-                    if !added {
+                    let slot = (ingress_host_match(alias), path_match.clone());
+                    let route = new_route(key, slot, backend.clone(), features.clone());
+                    if !self
+                        .routes
+                        .add(&mut self.shared, &object, alias_field, route)
+                    {
                         conflicting_aliases.insert(alias.clone());
                     }
                 }
             }
-            if let (Some(www_field), Some(backend)) = (&www_redirect_field, rule_backend) {
-                self.add_www_redirect(
+            if let (Some(www_field), Some(backend)) = (&www_redirect_field, rule_backend)
+                && let Some((counterpart, features)) = self.features.www_redirect(
+                    &mut self.shared,
                     &object,
-                    key,
                     www_field,
                     &host,
-                    backend,
                     &own_hosts,
                     &mut www_redirected,
-                );
+                )
+            {
+                let slot = (counterpart, PathMatch::Prefix("/".into()));
+                let route = new_route(key, slot, backend, Some(features));
+                self.routes.add(&mut self.shared, &object, www_field, route);
             }
         }
         // An alias whose host another route already has is not made a TLS host: the
@@ -644,132 +500,15 @@ impl<'a> Builder<'a> {
             _ => Vec::new(),
         };
         for (tls_index, tls) in spec.tls.iter().flatten().enumerate() {
-            self.add_tls(&object, key, tls_index, tls, &aliased_hosts, &tls_aliases);
+            self.tls.add_tls(
+                &mut self.shared,
+                key,
+                tls_index,
+                tls,
+                &aliased_hosts,
+                &tls_aliases,
+            );
         }
-        for name in used {
-            let usage = self.reads.backend_use.entry(name).or_default();
-            usage.ingresses.push(key.clone());
-        }
-    }
-
-    /// Adds the route; `false` (and a problem) when its host and path are taken.
-    #[allow(clippy::too_many_arguments)]
-    fn add_route(
-        &mut self,
-        object: &ObjectRef,
-        field: &str,
-        ingress: &ObjectKey,
-        host: HostMatch,
-        path: PathMatch,
-        backend: BackendName,
-        features: Option<FeatureSetId>,
-    ) -> bool {
-        let slot = (host.clone(), path.clone());
-        if let Some(existing) = self.routes.get(&slot) {
-            self.reads.contested_routes.insert(slot);
-            let owner = if existing.ingress == *ingress {
-                "an earlier rule of this Ingress".to_string()
-            } else {
-                format!("the older Ingress {}", existing.ingress)
-            };
-            let message = format!("host {host} path {path} is already routed by {owner}");
-            self.problems.push(ObjectProblem {
-                object: object.clone(),
-                field: field.to_string(),
-                reason: ProblemReason::RouteConflict,
-                message,
-            });
-            return false;
-        }
-        self.routes.insert(
-            slot,
-            Route {
-                host,
-                path,
-                backend,
-                ingress: ingress.clone(),
-                features,
-                canary: None,
-            },
-        );
-        true
-    }
-
-    /// The host of an Ingress rule (`field`); `None`, with a problem, when it is not a
-    /// valid host.
-    fn rule_host(
-        &mut self,
-        object: &ObjectRef,
-        field: &str,
-        host: Option<&str>,
-    ) -> Option<HostMatch> {
-        match host {
-            None | Some("") => Some(HostMatch::Any),
-            Some(host) => match validate::ingress_host(host) {
-                Ok(host) => Some(ingress_host_match(&host)),
-                Err(err) => {
-                    self.problem(object, format!("{field}.host"), err.0);
-                    None
-                }
-            },
-        }
-    }
-
-    fn problem(&mut self, object: &ObjectRef, field: String, message: String) {
-        self.problems.push(ObjectProblem {
-            object: object.clone(),
-            field,
-            reason: ProblemReason::InvalidField,
-            message,
-        });
-    }
-}
-
-/// Path and pathType of an Ingress path, with Kubernetes' rules; with `regex` (the
-/// Ingress' `use-regex` or `rewrite-target`), `Prefix` and `ImplementationSpecific` paths
-/// are regular expressions, as ingress-nginx reads them. The error names the sub-field
-/// (`path` or `pathType`) and says what is wrong.
-pub(super) fn parse_path(
-    path: Option<&str>,
-    path_type: &str,
-    regex: bool,
-) -> Result<PathMatch, (&'static str, String)> {
-    match path_type {
-        "Prefix" | "ImplementationSpecific" if regex => {
-            let path = path.unwrap_or("/");
-            validate::regex(path).map_err(|e| {
-                (
-                    "path",
-                    format!(
-                        "{} (use-regex or rewrite-target make it a regular expression)",
-                        e.0
-                    ),
-                )
-            })?;
-            Ok(PathMatch::Regex(path.to_string()))
-        }
-        "Exact" => {
-            let path = path.ok_or(("path", "an Exact path needs a path".to_string()))?;
-            validate::route_path(path).map_err(|e| ("path", e.0))?;
-            Ok(PathMatch::Exact(path.to_string()))
-        }
-        // ImplementationSpecific is documented to behave as Prefix in Tugboat.
-        "Prefix" | "ImplementationSpecific" => {
-            let path = path.unwrap_or("/");
-            validate::route_path(path).map_err(|e| ("path", e.0))?;
-            let trimmed = path.trim_end_matches('/');
-            Ok(PathMatch::Prefix(if trimmed.is_empty() {
-                "/".to_string()
-            } else {
-                trimmed.to_string()
-            }))
-        }
-        other => Err((
-            "pathType",
-            format!(
-                "'{}' is not a valid pathType: expected Exact, Prefix or ImplementationSpecific",
-                validate::printable(other)
-            ),
-        )),
+        self.shared.reads.used_by(used, key);
     }
 }

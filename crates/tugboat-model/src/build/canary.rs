@@ -2,37 +2,54 @@
 //! route of the same host and path with their backend, weight, header and cookie.
 
 use crate::annotations::{self, Layer};
-use crate::desired::BackendName;
-use crate::desired::{HostMatch, PathMatch};
-use crate::features::{CanaryAffinity, FeatureSetId, PersistenceCookie};
-use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+use crate::problem::{ObjectProblem, ProblemReason};
 use crate::snapshot::ObjectKey;
 use k8s_openapi::api::networking::v1::IngressBackend;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
-use super::{Builder, parse_path};
+use super::endpoints::Endpoints;
+use super::route_features::{Features, regex_keys};
+use super::routes::{Routes, Slot, parse_path, rule_host};
+use super::shared::Shared;
+use super::tls::Tls;
 
-impl Builder<'_> {
-    /// A canary Ingress: its host and path rules wait for [`Builder::join_canaries`];
-    /// it serves no route, default backend or certificate of its own.
-    pub(super) fn add_canary(
+/// The canary part of a build: the canary Ingresses waiting for the main routes.
+#[derive(Default)]
+pub(super) struct Canaries {
+    /// In build order: joined to their main routes once every Ingress is in
+    /// ([`Canaries::join`]).
+    waiting: Vec<CanaryIngress>,
+    /// Whether an Ingress built was a canary.
+    seen: bool,
+}
+
+impl Canaries {
+    /// Whether an Ingress built was a canary.
+    pub(super) fn seen(&self) -> bool {
+        self.seen
+    }
+
+    /// A canary Ingress: its host and path rules wait for [`Canaries::join`]; it serves
+    /// no route, default backend or certificate of its own.
+    pub(super) fn add(
         &mut self,
-        object: ObjectRef,
+        shared: &mut Shared,
         key: &ObjectKey,
         spec: &k8s_openapi::api::networking::v1::IngressSpec,
         layer: Layer,
         settings: annotations::CanarySettings,
     ) {
+        self.seen = true;
+        let object = layer.object.clone();
         if spec.default_backend.is_some() {
-            self.problem(
+            shared.problem(
                 &object,
                 "spec.defaultBackend".into(),
                 "a canary Ingress's default backend is not used".into(),
             );
         }
         if spec.tls.as_ref().is_some_and(|tls| !tls.is_empty()) {
-            self.problem(
+            shared.problem(
                 &object,
                 "spec.tls".into(),
                 "a canary Ingress's TLS is not used: the main Ingress's certificates serve its \
@@ -42,11 +59,11 @@ impl Builder<'_> {
         }
         // Its paths meet the main Ingress's as they are written: regular expressions
         // with use-regex (its rewrite-target is the main route's to set).
-        let (regex_paths, _) = self.regex_keys(&layer);
+        let (regex_paths, _) = regex_keys(shared, &layer);
         let mut paths = Vec::new();
         for (rule_index, rule) in spec.rules.iter().flatten().enumerate() {
             let field = format!("spec.rules[{rule_index}]");
-            let Some(host) = self.rule_host(&object, &field, rule.host.as_deref()) else {
+            let Some(host) = rule_host(shared, &object, &field, rule.host.as_deref()) else {
                 continue;
             };
             for (path_index, path) in rule.http.iter().flat_map(|h| &h.paths).enumerate() {
@@ -56,13 +73,12 @@ impl Builder<'_> {
                         paths.push((field, (host.clone(), path_match), path.backend.clone()))
                     }
                     Err((subfield, message)) => {
-                        self.problem(&object, format!("{field}.{subfield}"), message)
+                        shared.problem(&object, format!("{field}.{subfield}"), message)
                     }
                 }
             }
         }
-        self.canaries.push(CanaryIngress {
-            object,
+        self.waiting.push(CanaryIngress {
             key: key.clone(),
             layer,
             settings,
@@ -75,18 +91,26 @@ impl Builder<'_> {
     /// canary's header and cookie rules. A rule no route has does nothing; a second
     /// canary of a route is a conflict. Every host and path a canary names is contested
     /// (who gets it depends on more than one Ingress).
-    pub(super) fn join_canaries(&mut self) {
-        for canary in std::mem::take(&mut self.canaries) {
+    pub(super) fn join<'a>(
+        &mut self,
+        shared: &mut Shared<'a>,
+        endpoints: &mut Endpoints<'a>,
+        tls: &mut Tls,
+        features: &mut Features,
+        routes: &mut Routes,
+    ) {
+        for canary in std::mem::take(&mut self.waiting) {
+            let object = &canary.layer.object;
             let mut used = BTreeSet::new();
             for (field, slot, reference) in &canary.paths {
-                self.reads.contested_routes.insert(slot.clone());
+                shared.reads.contested_routes.insert(slot.clone());
                 let (host, path) = slot;
-                let Some(main) = self.routes.get(slot) else {
+                let Some(main) = routes.get(slot) else {
                     let message = format!(
                         "no Ingress routes host {host} path {path}: this canary rule does \
                          nothing until one does"
                     );
-                    self.problem(&canary.object, field.clone(), message);
+                    shared.problem(object, field.clone(), message);
                     continue;
                 };
                 if let Some(other) = &main.canary {
@@ -95,16 +119,17 @@ impl Builder<'_> {
                          canary per host and path",
                         other.ingress
                     );
-                    self.problems.push(ObjectProblem {
-                        object: canary.object.clone(),
+                    shared.problems.push(ObjectProblem {
+                        object: object.clone(),
                         field: field.clone(),
                         reason: ProblemReason::RouteConflict,
                         message,
                     });
                     continue;
                 }
-                let Some(backend) = self.backend(
-                    &canary.object,
+                let Some(backend) = endpoints.backend(
+                    shared,
+                    tls,
                     &canary.key,
                     reference,
                     &format!("{field}.backend"),
@@ -113,7 +138,7 @@ impl Builder<'_> {
                     continue;
                 };
                 used.insert(backend.clone());
-                let Some(main) = self.routes.get(slot) else {
+                let Some(main) = routes.get(slot) else {
                     continue;
                 };
                 if main.backend == backend {
@@ -121,23 +146,19 @@ impl Builder<'_> {
                         "the backend is the one host {host} path {path} already goes to: this \
                          canary rule does nothing"
                     );
-                    self.problem(&canary.object, format!("{field}.backend"), message);
+                    shared.problem(object, format!("{field}.backend"), message);
                     continue;
                 }
                 let old_features = main.features.clone();
                 let main_backend = main.backend.clone();
-                let mut features = old_features
-                    .as_ref()
-                    .and_then(|id| self.feature_sets.get(id))
-                    .cloned()
-                    .unwrap_or_default();
                 let mut rules = canary.settings.rules.clone();
-                rules.affinity =
-                    self.canary_affinity(&main_backend, &backend, canary.settings.affinity_sticky);
-                features.canary = Some(rules);
-                let id = FeatureSetId::of(&features);
-                self.feature_sets.insert(id.clone(), features);
-                if let Some(main) = self.routes.get_mut(slot) {
+                rules.affinity = endpoints.canary_affinity(
+                    &main_backend,
+                    &backend,
+                    canary.settings.affinity_sticky,
+                );
+                let id = features.with(old_features.as_ref(), |f| f.canary = Some(rules));
+                if let Some(main) = routes.get_mut(slot) {
                     main.features = Some(id);
                     main.canary = Some(crate::desired::Canary {
                         backend,
@@ -146,55 +167,24 @@ impl Builder<'_> {
                     });
                 }
                 if let Some(old) = old_features
-                    && !self
-                        .routes
-                        .values()
+                    && !routes
+                        .iter()
                         .any(|route| route.features.as_ref() == Some(&old))
                 {
-                    self.feature_sets.remove(&old);
+                    features.remove(&old);
                 }
             }
-            for name in used {
-                let usage = self.reads.backend_use.entry(name).or_default();
-                usage.ingresses.push(canary.key.clone());
-            }
+            shared.reads.used_by(used, &canary.key);
         }
-    }
-}
-
-impl Builder<'_> {
-    /// Session affinity of a main backend and its canary (`affinity-canary-behavior`,
-    /// as ingress-nginx): with `sticky`, the canary's backend takes the main backend's
-    /// cookie, its values marked as the canary's, so that each backend keeps its
-    /// clients; with `legacy`, only the main backend keeps its clients.
-    fn canary_affinity(
-        &mut self,
-        main: &BackendName,
-        canary: &BackendName,
-        sticky: bool,
-    ) -> Option<CanaryAffinity> {
-        let cookie = self.backends.get(main)?.options.cookie.clone()?;
-        if sticky && let Some(backend) = self.backends.get_mut(canary) {
-            let mut options = (*backend.options).clone();
-            options.cookie = Some(PersistenceCookie {
-                canary: true,
-                ..cookie.clone()
-            });
-            backend.options = Arc::new(options);
-        }
-        Some(CanaryAffinity {
-            cookie: cookie.name,
-            sticky,
-        })
     }
 }
 
 /// A canary Ingress, kept until every main route is known.
-pub(super) struct CanaryIngress {
-    object: ObjectRef,
+struct CanaryIngress {
     key: ObjectKey,
+    /// Its keys; the object they are on is the Ingress.
     layer: Layer,
     settings: annotations::CanarySettings,
     /// Its rules: (field, host and path, backend reference).
-    paths: Vec<(String, (HostMatch, PathMatch), IngressBackend)>,
+    paths: Vec<(String, Slot, IngressBackend)>,
 }

@@ -5,56 +5,59 @@ use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate;
 use std::collections::BTreeMap;
 
-use super::{Builder, ERROR_PAGE_CODES};
+use super::shared::Shared;
+
+/// Status codes haproxy accepts an error page for.
+pub const ERROR_PAGE_CODES: [u16; 17] = [
+    200, 400, 401, 403, 404, 405, 407, 408, 410, 413, 425, 429, 500, 501, 502, 503, 504,
+];
 
 /// An error page must fit in haproxy's buffer with room to spare.
 const ERROR_PAGE_MAX: usize = 12 * 1024;
 
-impl Builder<'_> {
-    /// The error pages of `--configmap-errorfiles`: keys are status codes.
-    pub(super) fn error_pages(&mut self) -> BTreeMap<u16, String> {
-        let mut pages = BTreeMap::new();
-        let Some(key) = self.settings.error_pages.clone() else {
-            return pages;
+/// The error pages of `--configmap-errorfiles`: keys are status codes.
+pub(super) fn error_pages(shared: &mut Shared) -> BTreeMap<u16, String> {
+    let mut pages = BTreeMap::new();
+    let Some(key) = shared.settings.error_pages.clone() else {
+        return pages;
+    };
+    let object = ObjectRef::of("ConfigMap", &key);
+    let Some(config_map) = shared.snapshot.config_maps.get(&key) else {
+        shared.problems.push(ObjectProblem {
+            object,
+            field: "metadata.name".into(),
+            reason: ProblemReason::InvalidField,
+            message: "the --configmap-errorfiles ConfigMap does not exist".into(),
+        });
+        return pages;
+    };
+    for (code_text, page) in config_map.data.iter().flatten() {
+        let field = format!("data.{code_text}");
+        let code = code_text
+            .parse::<u16>()
+            .ok()
+            .filter(|c| ERROR_PAGE_CODES.contains(c));
+        let Some(code) = code else {
+            let message = format!(
+                "'{}' is not a status code haproxy has error pages for: expected one of {}",
+                validate::printable(code_text),
+                ERROR_PAGE_CODES.map(|c| c.to_string()).join(", ")
+            );
+            shared.problem(&object, field, message);
+            continue;
         };
-        let object = ObjectRef::of("ConfigMap", &key);
-        let Some(config_map) = self.snapshot.config_maps.get(&key) else {
-            self.problems.push(ObjectProblem {
-                object,
-                field: "metadata.name".into(),
-                reason: ProblemReason::InvalidField,
-                message: "the --configmap-errorfiles ConfigMap does not exist".into(),
-            });
-            return pages;
-        };
-        for (code_text, page) in config_map.data.iter().flatten() {
-            let field = format!("data.{code_text}");
-            let code = code_text
-                .parse::<u16>()
-                .ok()
-                .filter(|c| ERROR_PAGE_CODES.contains(c));
-            let Some(code) = code else {
-                let message = format!(
-                    "'{}' is not a status code haproxy has error pages for: expected one of {}",
-                    validate::printable(code_text),
-                    ERROR_PAGE_CODES.map(|c| c.to_string()).join(", ")
-                );
-                self.problem(&object, field, message);
-                continue;
-            };
-            let response = error_response(code, page);
-            if response.len() > ERROR_PAGE_MAX {
-                let message = format!(
-                    "the page is {} bytes: at most {ERROR_PAGE_MAX} fit in haproxy's buffer",
-                    response.len()
-                );
-                self.problem(&object, field, message);
-                continue;
-            }
-            pages.insert(code, response);
+        let response = error_response(code, page);
+        if response.len() > ERROR_PAGE_MAX {
+            let message = format!(
+                "the page is {} bytes: at most {ERROR_PAGE_MAX} fit in haproxy's buffer",
+                response.len()
+            );
+            shared.problem(&object, field, message);
+            continue;
         }
-        pages
+        pages.insert(code, response);
     }
+    pages
 }
 
 /// The full HTTP response haproxy sends for an error page: the value as it is when it is

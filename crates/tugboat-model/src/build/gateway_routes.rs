@@ -12,9 +12,13 @@
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
-use super::{Builder, SecretUse};
+use super::endpoints::Endpoints;
+use super::route_features::Features;
+use super::routes::{Routes, Slot, new_route};
+use super::shared::{SecretUse, Shared};
+use super::tls::Tls;
 use crate::annotations::{Layer, Scope};
-use crate::desired::{Backend, BackendName, ServicePortRef};
+use crate::desired::BackendName;
 use crate::features::FeatureSetId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -23,9 +27,7 @@ use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
-use crate::gateway::{
-    GatewayStatus, ListenerCertificate, RuleBackend, RuleRoute, settle_attachments, translate,
-};
+use crate::gateway::{GatewayStatus, RuleBackend, RuleRoute, settle_attachments, translate};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
 use crate::tls::Pem;
@@ -57,30 +59,78 @@ impl Served {
     }
 }
 
-impl Builder<'_> {
-    /// Adds the routes and certificates of the Gateway API objects; their status, and
-    /// the certificate of an HTTPS listener without a hostname, the HTTPS bind's default
+/// What the Gateway API objects give a build besides routes, backends, feature sets and
+/// certificates.
+pub(super) struct GatewayOutput {
+    pub status: GatewayStatus,
+    /// The certificate of an HTTPS listener without a hostname, the HTTPS bind's default
     /// ([`crate::gateway::Translation::default_certificate`]).
-    pub(super) fn add_gateway_api(&mut self) -> (GatewayStatus, Option<Pem>) {
-        let Some(settings) = self.settings.gateway.clone() else {
+    pub default_certificate: Option<Pem>,
+    /// The hosts and paths routed by HTTPRoutes.
+    pub http_route_slots: BTreeSet<Slot>,
+}
+
+/// Adds the routes and certificates of the Gateway API objects to the parts of a build,
+/// after the Ingresses'.
+pub(super) fn add_gateway_api<'a>(
+    shared: &mut Shared<'a>,
+    endpoints: &mut Endpoints<'a>,
+    tls: &mut Tls<'a>,
+    features: &mut Features,
+    routes: &mut Routes,
+) -> GatewayOutput {
+    let mut gateway = GatewayBuild {
+        shared,
+        endpoints,
+        tls,
+        features,
+        routes,
+        http_route_slots: BTreeSet::new(),
+    };
+    let (status, default_certificate) = gateway.add();
+    GatewayOutput {
+        status,
+        default_certificate,
+        http_route_slots: gateway.http_route_slots,
+    }
+}
+
+/// The parts of a build the Gateway API objects add to, lent for that time.
+struct GatewayBuild<'p, 'a> {
+    shared: &'p mut Shared<'a>,
+    endpoints: &'p mut Endpoints<'a>,
+    tls: &'p mut Tls<'a>,
+    features: &'p mut Features,
+    routes: &'p mut Routes,
+    /// The hosts and paths routed by HTTPRoutes.
+    http_route_slots: BTreeSet<Slot>,
+}
+
+impl GatewayBuild<'_, '_> {
+    /// Adds the routes and certificates of the Gateway API objects; their status, and
+    /// the HTTPS bind's default certificate.
+    fn add(&mut self) -> (GatewayStatus, Option<Pem>) {
+        let Some(settings) = self.shared.settings.gateway.clone() else {
             return (GatewayStatus::default(), None);
         };
-        let snapshot = self.snapshot;
+        let snapshot = self.shared.snapshot;
         let translation = translate(snapshot, &settings, &mut |secret: &ObjectKey| {
-            self.checked_secret(secret, SecretUse::Certificate)
+            self.tls
+                .checked_secret(self.shared, secret, SecretUse::Certificate)
                 .map(|_| ())
                 .map_err(|(_, message)| message)
         });
-        self.problems.extend(translation.problems);
+        self.shared.problems.extend(translation.problems);
         for certificate in &translation.certificates {
-            self.add_listener_certificate(certificate);
+            self.tls.add_listener_certificate(self.shared, certificate);
         }
         // Read as a Secret of another use: a rotation rebuilds (the default is no
         // certificate of the crt-list that a patch can replace).
-        let default_certificate = translation
-            .default_certificate
-            .as_ref()
-            .and_then(|c| self.checked_secret(&c.secret, SecretUse::Other).ok());
+        let default_certificate = translation.default_certificate.as_ref().and_then(|c| {
+            self.tls
+                .checked_secret(self.shared, &c.secret, SecretUse::Other)
+                .ok()
+        });
         // The parents of routes that give rules: each must serve one of them.
         let offered: BTreeSet<(ObjectKey, usize)> = translation
             .rules
@@ -91,7 +141,7 @@ impl Builder<'_> {
         // The rules of each host and path, in precedence order (the first claimer's
         // slot keeps its place among the slots).
         let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
-        let mut slot_of: HashMap<(HostMatch, PathMatch), usize> = HashMap::new();
+        let mut slot_of: HashMap<Slot, usize> = HashMap::new();
         for rule in translation.rules {
             let slot = (rule.host.clone(), rule.path.clone());
             let index = *slot_of.entry(slot).or_insert_with(|| {
@@ -125,7 +175,7 @@ impl Builder<'_> {
 
     /// A host and path whose rules all have conditions sends the requests that meet none
     /// to the next rule that matches them, in the order haproxy's route lookup would
-    /// have found them ([`Builder::fallback_steps`]): whoever routes it (an HTTPRoute or
+    /// have found them ([`GatewayBuild::fallback_steps`]): whoever routes it (an HTTPRoute or
     /// an Ingress), its conditions first when it has some, and so on down to a route
     /// without conditions that takes every request left (404 when there is none). A rule
     /// that matches only some of the requests (another host's exact path or longer
@@ -172,7 +222,7 @@ impl Builder<'_> {
                     let Some(tls) = route
                         .features
                         .as_ref()
-                        .and_then(|id| self.feature_sets.get(id))
+                        .and_then(|id| self.features.get(id))
                         .and_then(|f| f.gateway.as_ref())
                         .and_then(|g| g.only_tls)
                     else {
@@ -207,7 +257,7 @@ impl Builder<'_> {
                         fallback
                             .features
                             .as_ref()
-                            .and_then(|id| self.feature_sets.get(id))
+                            .and_then(|id| self.features.get(id))
                             .and_then(|f| f.gateway.as_ref())
                             .and_then(|g| g.only_tls),
                         None,
@@ -282,8 +332,7 @@ impl Builder<'_> {
         }
         let mut replaced = BTreeSet::new();
         for (slot, backend, canary, features) in updates {
-            let id = FeatureSetId::of(&features);
-            self.feature_sets.insert(id.clone(), features);
+            let id = self.features.insert(features);
             if let Some(route) = self.routes.get_mut(&slot) {
                 replaced.extend(route.features.replace(id));
                 route.backend = backend;
@@ -294,12 +343,12 @@ impl Builder<'_> {
         // rules make a dispatch; a plain route's set is its dispatch's candidate).
         let mut used: BTreeSet<&FeatureSetId> = self
             .routes
-            .values()
+            .iter()
             .filter_map(|route| route.features.as_ref())
             .collect();
         for dispatch in self
-            .feature_sets
-            .values()
+            .features
+            .iter()
             .filter_map(|f| f.gateway.as_ref()?.dispatch.as_ref())
         {
             used.extend(
@@ -317,19 +366,19 @@ impl Builder<'_> {
             .filter(|id| !used.contains(id))
             .collect();
         for id in unused {
-            self.feature_sets.remove(&id);
+            self.features.remove(&id);
         }
         // The backend of rules without one, when a fallback took its last route.
         let unresolved = BackendName::unresolved();
-        let still_used = self.routes.values().any(|r| r.backend == unresolved)
-            || self.feature_sets.values().any(|f| {
+        let still_used = self.routes.iter().any(|r| r.backend == unresolved)
+            || self.features.iter().any(|f| {
                 f.gateway
                     .as_ref()
                     .and_then(|g| g.dispatch.as_ref())
                     .is_some_and(|d| d.candidates.iter().any(|c| c.backend == unresolved))
             });
         if !still_used {
-            self.backends.remove(&unresolved);
+            self.endpoints.remove_unresolved_backend();
         }
     }
 
@@ -338,7 +387,7 @@ impl Builder<'_> {
         &self,
         features: Option<&FeatureSetId>,
     ) -> Option<(&GatewayFeatures, &Dispatch)> {
-        let gateway = self.feature_sets.get(features?)?.gateway.as_ref()?;
+        let gateway = self.features.get(features?)?.gateway.as_ref()?;
         Some((gateway, gateway.dispatch.as_ref()?))
     }
 
@@ -347,20 +396,20 @@ impl Builder<'_> {
     /// expressions (tried after the exact map, where a prefix's own path is too), its
     /// shorter prefixes (for an exact path, the prefix of the same path counts), then,
     /// host after host ([`hosts_after`]), the rules of the less specific hosts that match
-    /// some of its requests ([`Builder::host_steps`]). The list ends early at a rule
+    /// some of its requests ([`GatewayBuild::host_steps`]). The list ends early at a rule
     /// whose path cannot be written as a condition (a `'` in it): the requests that
     /// would reach it get 404, never another rule's answer.
-    fn fallback_steps(&self, slot: &(HostMatch, PathMatch)) -> Vec<FallbackStep> {
+    fn fallback_steps(&self, slot: &Slot) -> Vec<FallbackStep> {
         let (host, path) = slot;
         let Some((text, exact)) = path_parts(path) else {
             return Vec::new();
         };
         let mut steps = Vec::new();
-        let on_host = self.routes_of_host(host);
+        let on_host = self.routes.of_host(host);
         for regex in regex_keys(&on_host) {
             steps.push(FallbackStep::when(regex, path_condition_of(&regex.1)));
         }
-        let mut shorter: Vec<&(HostMatch, PathMatch)> = on_host
+        let mut shorter: Vec<&Slot> = on_host
             .iter()
             .copied()
             .filter(|(_, other)| matches!(other, PathMatch::Prefix(p) if covers(p, text, exact)))
@@ -378,25 +427,15 @@ impl Builder<'_> {
         steps
     }
 
-    /// The routes of one host (a range of the routes, which are sorted by host first:
-    /// `Exact("")` is the least path).
-    fn routes_of_host(&self, host: &HostMatch) -> Vec<&(HostMatch, PathMatch)> {
-        self.routes
-            .range((host.clone(), PathMatch::Exact(String::new()))..)
-            .map(|(key, _)| key)
-            .take_while(|(other, _)| other == host)
-            .collect()
-    }
-
     /// The rules of a less specific host `host` that match requests of the path `text`
     /// (exact, or a prefix), in haproxy's order for that host: the exact map (exact
     /// paths, and a prefix's own path), its regular expressions, then the prefix map,
     /// longest first. A rule that matches only some of the requests gets the condition
     /// on the path that picks them.
     fn host_steps(&self, host: &HostMatch, text: &str, exact: bool, steps: &mut Vec<FallbackStep>) {
-        let on_host = self.routes_of_host(host);
+        let on_host = self.routes.of_host(host);
         let regexes = regex_keys(&on_host);
-        let mut prefixes: Vec<(&(HostMatch, PathMatch), &str)> = on_host
+        let mut prefixes: Vec<(&Slot, &str)> = on_host
             .iter()
             .filter_map(|key| match &key.1 {
                 PathMatch::Prefix(prefix) => Some((*key, prefix.as_str())),
@@ -448,7 +487,7 @@ impl Builder<'_> {
     }
 
     fn gateway_conflict(&mut self, rule: &RuleRoute, owner: String) {
-        self.problems.push(ObjectProblem {
+        self.shared.problems.push(ObjectProblem {
             object: Self::route_object(&rule.route),
             field: rule.field.clone(),
             reason: ProblemReason::RouteConflict,
@@ -474,7 +513,7 @@ impl Builder<'_> {
         };
         let slot = (first.host.clone(), first.path.clone());
         if let Some(existing) = self.routes.get(&slot) {
-            self.reads.contested_routes.insert(slot.clone());
+            self.shared.reads.contested_routes.insert(slot.clone());
             let owner = format!("the Ingress {} (Ingresses come first)", existing.ingress);
             let mut told = BTreeSet::new();
             for rule in &rules {
@@ -565,7 +604,7 @@ impl Builder<'_> {
         let (backend, otherwise) =
             match otherwise_rule.and_then(|rule| self.rule_target(rule, None)) {
                 Some((backend, features)) => (backend, Otherwise::Route(features)),
-                None => (self.unresolved_backend(), Otherwise::NotFound),
+                None => (self.endpoints.unresolved_backend(), Otherwise::NotFound),
             };
         let dispatch = RouteFeatures {
             gateway: Some(GatewayFeatures {
@@ -578,8 +617,7 @@ impl Builder<'_> {
             }),
             ..RouteFeatures::default()
         };
-        let id = FeatureSetId::of(&dispatch);
-        self.feature_sets.insert(id.clone(), dispatch);
+        let id = self.features.insert(dispatch);
         if let Some(owner) = otherwise_rule.or(kept.first().copied()) {
             self.claim_gateway_slot(owner, backend, Some(id));
         }
@@ -591,17 +629,15 @@ impl Builder<'_> {
         backend: BackendName,
         features: Option<FeatureSetId>,
     ) {
-        self.add_route(
+        let slot = (rule.host.clone(), rule.path.clone());
+        let route = new_route(&rule.route, slot.clone(), backend, features);
+        self.routes.add(
+            self.shared,
             &Self::route_object(&rule.route),
             &rule.field,
-            &rule.route,
-            rule.host.clone(),
-            rule.path.clone(),
-            backend,
-            features,
+            route,
         );
-        self.http_route_slots
-            .insert((rule.host.clone(), rule.path.clone()));
+        self.http_route_slots.insert(slot);
     }
 
     /// Where a rule's requests go: its backend and feature set (served on one bind only
@@ -619,17 +655,25 @@ impl Builder<'_> {
         gateway.only_tls = only_tls;
         let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
-                let backend = self.gateway_backend(&object, rule, service, *port, &layer)?;
-                (backend, self.route_features(service, &layer, exact_host))
+                let backend = self.gateway_backend(rule, service, *port, &layer)?;
+                (
+                    backend,
+                    self.features.route_features(
+                        self.shared,
+                        self.endpoints,
+                        service,
+                        &layer,
+                        exact_host,
+                    ),
+                )
             }
-            RuleBackend::Unresolved => (self.unresolved_backend(), None),
+            RuleBackend::Unresolved => (self.endpoints.unresolved_backend(), None),
             RuleBackend::Split(shares) => {
                 let mut first = None;
                 for (target, weight) in shares {
                     let backend = match target {
                         Some((service, port)) => {
-                            let backend =
-                                self.gateway_backend(&object, rule, service, *port, &layer);
+                            let backend = self.gateway_backend(rule, service, *port, &layer);
                             if first.is_none()
                                 && let Some(backend) = &backend
                             {
@@ -645,10 +689,17 @@ impl Builder<'_> {
                     });
                 }
                 match first {
-                    Some((backend, service)) => {
-                        (backend, self.route_features(&service, &layer, exact_host))
-                    }
-                    None => (self.unresolved_backend(), None),
+                    Some((backend, service)) => (
+                        backend,
+                        self.features.route_features(
+                            self.shared,
+                            self.endpoints,
+                            &service,
+                            &layer,
+                            exact_host,
+                        ),
+                    ),
+                    None => (self.endpoints.unresolved_backend(), None),
                 }
             }
         };
@@ -662,7 +713,6 @@ impl Builder<'_> {
     /// Service's namespace: a ReferenceGrant allowed it when it is not the route's).
     fn gateway_backend(
         &mut self,
-        object: &ObjectRef,
         rule: &RuleRoute,
         service: &ObjectKey,
         port: u16,
@@ -679,7 +729,14 @@ impl Builder<'_> {
             resource: None,
         };
         let owner = ObjectKey::new(&service.namespace, &rule.route.name);
-        self.backend(object, &owner, &reference, &rule.field, layer)
+        self.endpoints.backend(
+            self.shared,
+            self.tls,
+            &owner,
+            &reference,
+            &rule.field,
+            layer,
+        )
     }
 
     /// The feature set of a rule: the Service's and the ConfigMap's (`base`), the
@@ -693,66 +750,15 @@ impl Builder<'_> {
         if gateway.is_empty() && !unresolved {
             return base;
         }
-        let mut features = base
-            .and_then(|id| self.feature_sets.get(&id).cloned())
-            .unwrap_or_default();
-        if !gateway.is_empty() {
-            features.gateway = Some(gateway);
-        }
-        if unresolved {
-            features.answer_status = Some(UNRESOLVED_STATUS);
-        }
-        let id = FeatureSetId::of(&features);
-        self.feature_sets.insert(id.clone(), features);
-        Some(id)
-    }
-
-    /// The backend of rules without a usable one: no servers; its feature set answers
-    /// first.
-    fn unresolved_backend(&mut self) -> BackendName {
-        let name = BackendName::unresolved();
-        if !self.backends.contains_key(&name) {
-            self.backends.insert(
-                name.clone(),
-                Backend {
-                    service: ObjectKey::new("", ""),
-                    port: ServicePortRef::Number(1),
-                    endpoints: Vec::new(),
-                    draining: Vec::new(),
-                    external: None,
-                    options: self.default_options.clone(),
-                },
-            );
-        }
-        name
-    }
-
-    /// The certificate of an HTTPS listener, served for its hosts (a host another
-    /// certificate already has keeps that one).
-    fn add_listener_certificate(&mut self, certificate: &ListenerCertificate) {
-        let Ok(pem) = self.checked_secret(&certificate.secret, SecretUse::Certificate) else {
-            return;
-        };
-        let name = format!(
-            "{}_{}",
-            certificate.secret.namespace, certificate.secret.name
-        );
-        let mut claimed = Vec::new();
-        for host in &certificate.hosts {
-            match self.certificate_of_host.get(host) {
-                Some(owner) if *owner != name => self.problems.push(ObjectProblem {
-                    object: ObjectRef::of("Gateway", &certificate.gateway),
-                    field: format!("spec.listeners[{}].tls", certificate.listener),
-                    reason: ProblemReason::RouteConflict,
-                    message: format!("host {host} already has the certificate {owner}"),
-                }),
-                _ => {
-                    self.certificate_of_host.insert(host.clone(), name.clone());
-                    claimed.push(host.clone());
-                }
+        let id = self.features.with(base.as_ref(), |features| {
+            if !gateway.is_empty() {
+                features.gateway = Some(gateway);
             }
-        }
-        self.serve_certificate(name, pem, claimed);
+            if unresolved {
+                features.answer_status = Some(UNRESOLVED_STATUS);
+            }
+        });
+        Some(id)
     }
 }
 
@@ -804,12 +810,12 @@ fn join_parents(into: &mut RuleRoute, rule: &RuleRoute) {
 /// One rule a fall back may reach: its host and path, and the condition on the path
 /// under which it matches the requests that fall back (`None`: all of them).
 struct FallbackStep {
-    slot: (HostMatch, PathMatch),
+    slot: Slot,
     path: Option<PathCondition>,
 }
 
 impl FallbackStep {
-    fn when(slot: &(HostMatch, PathMatch), path: Option<PathCondition>) -> Self {
+    fn when(slot: &Slot, path: Option<PathCondition>) -> Self {
         Self {
             slot: slot.clone(),
             path,
@@ -832,8 +838,8 @@ impl FallbackStep {
 
 /// The Ingress regular expression routes among `keys`, in the order haproxy tries them
 /// (the render's: the longest expression first).
-fn regex_keys<'a>(keys: &[&'a (HostMatch, PathMatch)]) -> Vec<&'a (HostMatch, PathMatch)> {
-    let mut found: Vec<&(HostMatch, PathMatch)> = keys
+fn regex_keys<'a>(keys: &[&'a Slot]) -> Vec<&'a Slot> {
+    let mut found: Vec<&Slot> = keys
         .iter()
         .copied()
         .filter(|(_, path)| matches!(path, PathMatch::Regex(_)))
@@ -846,7 +852,7 @@ fn regex_keys<'a>(keys: &[&'a (HostMatch, PathMatch)]) -> Vec<&'a (HostMatch, Pa
 }
 
 /// Whether regular expressions come between a host's exact and prefix maps.
-fn regexes_between(keys: &[&(HostMatch, PathMatch)]) -> bool {
+fn regexes_between(keys: &[&Slot]) -> bool {
     keys.iter()
         .any(|(_, path)| matches!(path, PathMatch::Regex(_)))
 }
