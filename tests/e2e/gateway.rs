@@ -300,12 +300,16 @@ impl Ask {
         for check in &self.checks {
             assert!(
                 check.holds(&reply),
-                "{} {}{} {:?}: {check:?} fails ({}): {reply:?}",
+                "{} {}{} {:?}: {check:?} fails{}: {reply:?}",
                 self.method,
                 self.host,
                 self.path,
                 self.headers,
-                self.why
+                if self.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", self.why)
+                }
             );
         }
     }
@@ -416,15 +420,68 @@ impl Condition {
         })
     }
 
-    /// `(status, reason)`, once there is one (from the API server, or the controller's
-    /// report with a folder).
+    /// `(status, reason)`, once there is one: from the API server (where a route's
+    /// parent also names the controller), or the controller's report with a folder.
     async fn read(&self, scene: &Scene) -> (String, String) {
-        match self.holder {
-            Holder::Route(name) => route_condition(scene, name, self.type_).await,
-            Holder::Listener(gateway, index) => {
-                listener_condition(scene, gateway, index, self.type_).await
-            }
-        }
+        let type_ = self.type_;
+        eventually(
+            &format!("{:?} condition {type_}", self.holder),
+            Duration::from_secs(15),
+            || async {
+                match scene.api() {
+                    Some(api) => {
+                        let (conditions, controller) = match self.holder {
+                            Holder::Route(name) => {
+                                let route = api.get("HTTPRoute", "default", name)?;
+                                let parent = &route["status"]["parents"][0];
+                                (
+                                    parent["conditions"].clone(),
+                                    Some(parent["controllerName"].clone()),
+                                )
+                            }
+                            Holder::Listener(gateway, index) => {
+                                let gateway = api.get("Gateway", "default", gateway)?;
+                                (
+                                    gateway["status"]["listeners"][index]["conditions"].clone(),
+                                    None,
+                                )
+                            }
+                        };
+                        let found = conditions.as_array()?.iter().find(|c| c["type"] == type_)?;
+                        if let Some(controller) = controller {
+                            assert_eq!(controller, GATEWAY_CONTROLLER);
+                        }
+                        Some((
+                            found["status"].as_str()?.to_string(),
+                            found["reason"].as_str()?.to_string(),
+                        ))
+                    }
+                    None => {
+                        let status = scene.status();
+                        let conditions = match self.holder {
+                            Holder::Route(name) => {
+                                let route = status
+                                    .gateway
+                                    .routes
+                                    .get(&ObjectKey::new("default", name))?;
+                                &route.parents[0].conditions
+                            }
+                            Holder::Listener(gateway, index) => {
+                                let gateway = status
+                                    .gateway
+                                    .gateways
+                                    .get(&ObjectKey::new("default", gateway))?;
+                                &gateway.listeners[index].conditions
+                            }
+                        };
+                        let found = conditions.iter().find(|c| c.type_ == type_)?;
+                        let text = if found.status { "True" } else { "False" };
+                        Some((text.to_string(), found.reason.to_string()))
+                    }
+                }
+            },
+        )
+        .await
     }
 }
 
@@ -572,88 +629,6 @@ fn route_to(name: &str, hostnames: &[&str], service: &str) -> Value {
 /// A rule to `service` port 80 with these matches (JSON).
 fn matching(service: &str, matches: Value) -> HttpRouteRule {
     with_matches_json(mk_rule_to(&[], service, 80), matches)
-}
-
-/// `(status, reason)` of condition `type_` of the route's first parent, once there is
-/// one (from the API server, or the controller's report with a folder).
-async fn route_condition(scene: &Scene, name: &str, type_: &str) -> (String, String) {
-    eventually(
-        &format!("HTTPRoute {name} condition {type_}"),
-        Duration::from_secs(15),
-        || async {
-            match scene.api() {
-                Some(api) => {
-                    let route = api.get("HTTPRoute", "default", name)?;
-                    let conditions = route["status"]["parents"][0]["conditions"].as_array()?;
-                    let found = conditions.iter().find(|c| c["type"] == type_)?;
-                    assert_eq!(
-                        route["status"]["parents"][0]["controllerName"],
-                        GATEWAY_CONTROLLER
-                    );
-                    Some((
-                        found["status"].as_str()?.to_string(),
-                        found["reason"].as_str()?.to_string(),
-                    ))
-                }
-                None => {
-                    let status = scene.status();
-                    let route = status
-                        .gateway
-                        .routes
-                        .get(&ObjectKey::new("default", name))?;
-                    let found = route.parents[0]
-                        .conditions
-                        .iter()
-                        .find(|c| c.type_ == type_)?;
-                    let text = if found.status { "True" } else { "False" };
-                    Some((text.to_string(), found.reason.to_string()))
-                }
-            }
-        },
-    )
-    .await
-}
-
-/// `(status, reason)` of condition `type_` of listener `index` of the Gateway
-/// `gateway` of namespace `default`.
-async fn listener_condition(
-    scene: &Scene,
-    gateway: &str,
-    index: usize,
-    type_: &str,
-) -> (String, String) {
-    eventually(
-        &format!("listener {index} condition {type_}"),
-        Duration::from_secs(15),
-        || async {
-            match scene.api() {
-                Some(api) => {
-                    let gateway = api.get("Gateway", "default", gateway)?;
-                    let conditions =
-                        gateway["status"]["listeners"][index]["conditions"].as_array()?;
-                    let found = conditions.iter().find(|c| c["type"] == type_)?;
-                    Some((
-                        found["status"].as_str()?.to_string(),
-                        found["reason"].as_str()?.to_string(),
-                    ))
-                }
-                None => {
-                    let status = scene.status();
-                    let gateway = status
-                        .gateway
-                        .gateways
-                        .get(&ObjectKey::new("default", gateway))?;
-                    let found = gateway.listeners[index]
-                        .conditions
-                        .iter()
-                        .find(|c| c.type_ == type_)?;
-                    let text = if found.status { "True" } else { "False" };
-                    Some((text.to_string(), found.reason.to_string()))
-                }
-            }
-        },
-    )
-    .await
 }
 
 /// Waits until listener `index` of the Gateway `gateway` counts `expected` attached
