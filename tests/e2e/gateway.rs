@@ -1461,7 +1461,7 @@ fn gateway_status_writes(
 ) -> Vec<tugboat_testkit::fake_apiserver::WriteRecord> {
     api.writes()
         .into_iter()
-        .filter(|w| w.path.contains("gateway.networking.k8s.io") && w.path.ends_with("/status"))
+        .filter(|w| w.path.contains("gateway.networking") && w.path.ends_with("/status"))
         .collect()
 }
 
