@@ -30,7 +30,7 @@ use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
     in_namespace, mk_endpoint_slice, mk_service, mk_service_of, mk_tls_secret, to_json, with_keys,
 };
-use tugboat_testkit::tls::{certificate, exchange, fallback_certificate_der};
+use tugboat_testkit::tls::{TlsExchange, certificate, exchange, fallback_certificate_der};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
 /// Declares the scenarios on every haproxy series and from both sources
@@ -59,17 +59,17 @@ gateway_scenarios!(
         a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
         a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
         the_first_and_the_last_wildcard_route_are_map_updates,
+        https_listeners_serve_their_certificates_across_namespaces_by_grant,
+        an_https_listener_without_a_hostname_serves_its_certificate_for_any_name,
     ],
     functions: [
         gateway_routes_hosts_and_paths_to_services_and_reports_status,
         bad_routes_get_their_condition_and_harm_no_other,
-        https_listeners_serve_their_certificates_across_namespaces_by_grant,
         weighted_backends_share_the_requests_by_weight,
         the_http_listener_redirects_while_the_https_listener_serves,
         listener_conditions_say_what_is_not_served,
         a_redirect_without_a_port_keeps_the_listeners_port,
         the_examples_route_and_report_their_conditions,
-        an_https_listener_without_a_hostname_serves_its_certificate_for_any_name,
         a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
     ],
 );
@@ -154,6 +154,8 @@ enum Step {
     WaitForStatus(&'static str, &'static str, u16),
     /// A request and what its answer must be.
     Ask(Ask),
+    /// A TLS handshake and request, the certificate shown and the answer.
+    Tls(TlsAsk),
     /// The condition of a route or a listener.
     Condition(ConditionStep),
     /// Waits until listener `index` of the Gateway counts `routes` attached routes.
@@ -341,6 +343,148 @@ fn header_values<'a>(reply: &'a Reply, name: &str) -> Vec<&'a str> {
         .filter(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
         .collect()
+}
+
+/// A TLS handshake on haproxy's HTTPS port with SNI `sni` offering HTTP/1.1, then
+/// `GET path` with `Host: sni`: the certificate it must show and the checks of the
+/// answer, at once or once one of them holds.
+#[derive(Debug)]
+struct TlsAsk {
+    sni: &'static str,
+    path: &'static str,
+    shows: Option<Shown>,
+    checks: Vec<Check>,
+    until: Option<Until>,
+}
+
+/// A certificate haproxy shows.
+enum Shown {
+    /// This one (DER).
+    Certificate(Vec<u8>),
+    /// Tugboat's own, for a name without a usable certificate.
+    Fallback,
+}
+
+impl std::fmt::Debug for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shown::Certificate(der) => write!(f, "the certificate of {} DER bytes", der.len()),
+            Shown::Fallback => write!(f, "Tugboat's own certificate"),
+        }
+    }
+}
+
+/// What a [`TlsAsk`] waits for before it checks the rest.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    /// The certificate shows.
+    Shown,
+    /// The answer passes its checks.
+    Answered,
+}
+
+fn tls(sni: &'static str, path: &'static str) -> TlsAsk {
+    TlsAsk {
+        sni,
+        path,
+        shows: None,
+        checks: Vec::new(),
+        until: None,
+    }
+}
+
+impl TlsAsk {
+    /// Shows the certificate of DER `der`.
+    fn shows(self, der: &[u8]) -> Self {
+        Self {
+            shows: Some(Shown::Certificate(der.to_vec())),
+            ..self
+        }
+    }
+
+    /// Shows Tugboat's own certificate.
+    fn shows_fallback(self) -> Self {
+        Self {
+            shows: Some(Shown::Fallback),
+            ..self
+        }
+    }
+
+    /// Waits until the certificate shows, then checks that exchange's answer.
+    fn once_shown(self) -> Self {
+        Self {
+            until: Some(Until::Shown),
+            ..self
+        }
+    }
+
+    /// Waits until the answer passes its checks, then checks that exchange's
+    /// certificate.
+    fn once_answered(self) -> Self {
+        Self {
+            until: Some(Until::Answered),
+            ..self
+        }
+    }
+
+    /// Answered by the echo Service, with 200.
+    fn served(self, service: &'static str) -> Step {
+        self.answers(&[Check::Status(200), Check::Service(service)])
+    }
+
+    /// Answered with `status`.
+    fn status(self, status: u16) -> Step {
+        self.answers(&[Check::Status(status)])
+    }
+
+    /// An answer that passes every check (none: only the certificate counts).
+    fn answers(self, checks: &[Check]) -> Step {
+        Step::Tls(Self {
+            checks: checks.to_vec(),
+            ..self
+        })
+    }
+
+    fn shown(&self, scene: &Scene, found: &TlsExchange) -> bool {
+        match &self.shows {
+            None => true,
+            Some(Shown::Certificate(der)) => found.certificate == *der,
+            Some(Shown::Fallback) => found.certificate == fallback_certificate_der(&scene.lib_dir),
+        }
+    }
+
+    fn answered(&self, found: &TlsExchange) -> bool {
+        let reply = found.reply.as_ref();
+        self.checks.is_empty()
+            || reply.is_some_and(|reply| self.checks.iter().all(|check| check.holds(reply)))
+    }
+
+    async fn check(&self, scene: &Scene) {
+        let exchange = || served_over_tls(scene, self.sni, self.path);
+        let found = match self.until {
+            None => exchange().await,
+            Some(Until::Shown) => {
+                eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
+                    let found = exchange().await;
+                    self.shown(scene, &found).then_some(found)
+                })
+                .await
+            }
+            Some(Until::Answered) => {
+                eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
+                    let found = exchange().await;
+                    self.answered(&found).then_some(found)
+                })
+                .await
+            }
+        };
+        assert!(
+            self.shown(scene, &found),
+            "{self:?}: another certificate ({} DER bytes)",
+            found.certificate.len()
+        );
+        assert!(self.answered(&found), "{self:?}: {:?}", found.reply);
+    }
 }
 
 /// Whose condition: a route of namespace `default` (its first parent), or a listener
@@ -559,6 +703,7 @@ async fn play(scene: &Scene, steps: &[Step]) {
                 scene.wait_for_status(host, path, *status).await;
             }
             Step::Ask(ask) => ask.check(scene).await,
+            Step::Tls(ask) => ask.check(scene).await,
             Step::Condition(condition) => condition.check(scene).await,
             Step::AttachedRoutes {
                 gateway,
@@ -1366,6 +1511,87 @@ mod table {
             ],
         }
     }
+
+    /// HTTPS listeners serve the certificate of their Secret, that of another
+    /// namespace once a ReferenceGrant there allows it.
+    pub(super) fn https_listeners_serve_their_certificates_across_namespaces_by_grant() -> Case {
+        let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
+        let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
+        let mut objects = class_and_gateway_with(vec![
+            mk_https_listener("own", "secure.example.com", (None, "site-tls")),
+            mk_https_listener(
+                "shared",
+                "shared.example.com",
+                (Some("certs"), "shared-tls"),
+            ),
+        ]);
+        objects.push(to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)));
+        objects.push(to_json(&in_namespace(
+            mk_tls_secret("shared-tls", &shared_cert, &shared_key),
+            "certs",
+        )));
+        objects.push(route_to("secure", &[], "web"));
+        Case {
+            echoes: vec![echo("web", 190)],
+            objects,
+            steps: vec![
+                tls("secure.example.com", "/")
+                    .shows(&own_der)
+                    .once_shown()
+                    .served("web"),
+                listener("gw", 0, "ResolvedRefs").is("True", "ResolvedRefs"),
+                // The Secret of another namespace: not without a ReferenceGrant there.
+                listener("gw", 1, "ResolvedRefs").is("False", "RefNotPermitted"),
+                tls("shared.example.com", "/").shows_fallback().answers(&[]),
+                apply(&mk_reference_grant(
+                    "certs",
+                    "gateways-from-default",
+                    ("Gateway", "default"),
+                    "Secret",
+                )),
+                tls("shared.example.com", "/")
+                    .shows(&shared_der)
+                    .once_shown()
+                    .answers(&[]),
+                listener("gw", 1, "ResolvedRefs").comes_to_status("True"),
+            ],
+        }
+    }
+
+    /// An HTTPS listener without a hostname takes every name on its port: its
+    /// certificate is the one served for a name no route has, whose requests then get
+    /// 404; without the Gateway, Tugboat's own again, at runtime.
+    pub(super) fn an_https_listener_without_a_hostname_serves_its_certificate_for_any_name() -> Case
+    {
+        let (cert, key, der) = certificate(&["example.org", "*.example.org"], false);
+        let mut objects = class_and_gateway_with(vec![mk_https_listener_for(
+            "https",
+            None,
+            (None, "site-tls"),
+        )]);
+        let gateway = objects[1].clone();
+        objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
+        objects.push(route_to("site", &["example.org"], "web"));
+        Case {
+            echoes: vec![echo("web", 242)],
+            objects,
+            steps: vec![
+                tls("example.org", "/")
+                    .shows(&der)
+                    .once_answered()
+                    .served("web"),
+                tls("unknown-example.org", "/").shows(&der).status(404),
+                tls("other.example.net", "/").shows(&der).status(404),
+                Step::CountReloads,
+                Step::Delete(gateway),
+                tls("unknown-example.org", "/")
+                    .shows_fallback()
+                    .once_shown()
+                    .answers(&[]),
+                Step::NoReloadSinceCounted("a certificate update"),
+            ],
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -1574,86 +1800,6 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
     .await;
 }
 
-/// HTTPS listeners serve the certificate of their Secret, that of another namespace
-/// once a ReferenceGrant there allows it.
-async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
-    let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
-    let mut objects = class_and_gateway_with(vec![
-        mk_https_listener("own", "secure.example.com", (None, "site-tls")),
-        mk_https_listener(
-            "shared",
-            "shared.example.com",
-            (Some("certs"), "shared-tls"),
-        ),
-    ]);
-    objects.push(to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)));
-    objects.push(to_json(&in_namespace(
-        mk_tls_secret("shared-tls", &shared_cert, &shared_key),
-        "certs",
-    )));
-    objects.push(route_to("secure", &[], "web"));
-    let scene = run(
-        &haproxy,
-        source,
-        Case {
-            echoes: vec![echo("web", 190)],
-            objects,
-            steps: Vec::new(),
-        },
-    )
-    .await;
-    let own = eventually(
-        "the listener's certificate",
-        Duration::from_secs(15),
-        || async {
-            let found = served_over_tls(&scene, "secure.example.com", "/").await;
-            (found.certificate == own_der).then_some(found)
-        },
-    )
-    .await;
-    assert_eq!(own.reply.expect("answer").service(), Some("web"));
-    play(
-        &scene,
-        &[
-            listener("gw", 0, "ResolvedRefs").is("True", "ResolvedRefs"),
-            // The Secret of another namespace: not without a ReferenceGrant there.
-            listener("gw", 1, "ResolvedRefs").is("False", "RefNotPermitted"),
-        ],
-    )
-    .await;
-    let fallback = fallback_certificate_der(&scene.lib_dir);
-    assert_eq!(
-        served_over_tls(&scene, "shared.example.com", "/")
-            .await
-            .certificate,
-        fallback
-    );
-    scene.apply(&mk_reference_grant(
-        "certs",
-        "gateways-from-default",
-        ("Gateway", "default"),
-        "Secret",
-    ));
-    eventually(
-        "the granted certificate",
-        Duration::from_secs(15),
-        || async {
-            let found = served_over_tls(&scene, "shared.example.com", "/").await;
-            (found.certificate == shared_der).then_some(())
-        },
-    )
-    .await;
-    play(
-        &scene,
-        &[listener("gw", 1, "ResolvedRefs").comes_to_status("True")],
-    )
-    .await;
-}
-
 /// How many of `count` requests to `host` each service (or status, for other answers)
 /// took.
 async fn tally(
@@ -1807,18 +1953,12 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
                 get(secure, "/admin/x?y=1")
                     .redirects(301, "https://secure.example.com/admin/x?y=1"),
                 get(secure, "/login").redirects(301, "https://secure.example.com/login"),
+                tls(secure, "/admin/x").served("web"),
+                tls(secure, "/login").served("web"),
             ],
         },
     )
     .await;
-    for path in ["/admin/x", "/login"] {
-        let reply = served_over_tls(&scene, secure, path).await;
-        assert_eq!(
-            reply.reply.expect("answer").service(),
-            Some("web"),
-            "{path}"
-        );
-    }
 
     // Another path of the same backend joins the others' feature set: a map update.
     let reloads = scene.reloads().await;
@@ -2092,12 +2232,11 @@ async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, 
         },
     )
     .await;
-    let https = served_over_tls(&scene, "echo.example.com", "/").await;
-    assert_eq!(https.certificate, der, "the listener's certificate");
-    assert_eq!(https.reply.expect("answer").service(), Some("echo"));
     play(
         &scene,
         &[
+            // The listener's certificate.
+            tls("echo.example.com", "/").shows(&der).served("echo"),
             accepted("echo"),
             route("echo", "ResolvedRefs").is("True", "ResolvedRefs"),
             listener("web", 0, "Programmed").is("True", "Programmed"),
@@ -2135,59 +2274,6 @@ async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, 
     )
     .await;
     assert_eq!(reason, "RefNotPermitted");
-}
-
-/// An HTTPS listener without a hostname takes every name on its port: its certificate
-/// is the one served for a name no route has, whose requests then get 404.
-async fn an_https_listener_without_a_hostname_serves_its_certificate_for_any_name(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let (cert, key, der) = certificate(&["example.org", "*.example.org"], false);
-    let mut objects = class_and_gateway_with(vec![mk_https_listener_for(
-        "https",
-        None,
-        (None, "site-tls"),
-    )]);
-    let gateway = objects[1].clone();
-    objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
-    objects.push(route_to("site", &["example.org"], "web"));
-    let scene = run(
-        &haproxy,
-        source,
-        Case {
-            echoes: vec![echo("web", 242)],
-            objects,
-            steps: Vec::new(),
-        },
-    )
-    .await;
-    let routed = eventually("the route over TLS", Duration::from_secs(15), || async {
-        let found = served_over_tls(&scene, "example.org", "/").await;
-        (found.reply.as_ref()?.service() == Some("web")).then_some(found)
-    })
-    .await;
-    assert_eq!(routed.certificate, der, "the listener's certificate");
-    for sni in ["unknown-example.org", "other.example.net"] {
-        let other = served_over_tls(&scene, sni, "/").await;
-        assert_eq!(other.certificate, der, "{sni}: the listener's certificate");
-        assert_eq!(other.reply.expect("an answer").status, 404, "{sni}");
-    }
-
-    // Without the Gateway, the controller's own certificate again (at runtime).
-    let reloads = scene.reloads().await;
-    scene.delete(&gateway);
-    let fallback = fallback_certificate_der(&scene.lib_dir);
-    eventually(
-        "the fallback certificate",
-        Duration::from_secs(15),
-        || async {
-            let found = served_over_tls(&scene, "unknown-example.org", "/").await;
-            (found.certificate == fallback).then_some(())
-        },
-    )
-    .await;
-    assert_eq!(scene.reloads().await, reloads, "a certificate update");
 }
 
 /// Two Gateways' HTTP listeners on port 80 and on the HTTP bind's own port (8080 in a
