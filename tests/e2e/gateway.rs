@@ -28,7 +28,7 @@ use tugboat_testkit::gateway_objects::{
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, mk_tls_secret, to_json, with_keys,
+    in_namespace, mk_endpoint_slice, mk_service, mk_tls_secret, to_json, with_keys,
 };
 use tugboat_testkit::tls::{TlsExchange, certificate, exchange, fallback_certificate_der};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
@@ -127,10 +127,6 @@ impl Echo {
     /// Starts the backend; its Service and EndpointSlice as JSON.
     async fn start(self) -> (Vec<EchoServer>, [Value; 2]) {
         let servers = start_backends(self.name, self.net, 1).await;
-        if self.namespace.is_none() && self.keys.is_empty() {
-            let objects = mk_service_of(self.name, &servers);
-            return (servers, objects);
-        }
         let addrs: Vec<std::net::SocketAddr> = servers.iter().map(|s| s.addr).collect();
         let mut service = mk_service(self.name, "http", 80);
         if !self.keys.is_empty() {
@@ -776,6 +772,19 @@ fn matching(service: &str, matches: Value) -> HttpRouteRule {
     with_matches_json(mk_rule_to(&[], service, 80), matches)
 }
 
+/// The rule with `timeouts` (`request`, `backendRequest`).
+fn with_timeouts(
+    mut rule: HttpRouteRule,
+    request: Option<&str>,
+    backend_request: Option<&str>,
+) -> HttpRouteRule {
+    rule.timeouts = Some(HttpRouteTimeouts {
+        request: request.map(str::to_string),
+        backend_request: backend_request.map(str::to_string),
+    });
+    rule
+}
+
 /// Waits until listener `index` of the Gateway `gateway` counts `expected` attached
 /// routes (from the API server, or the controller's report with a folder).
 async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, expected: i64) {
@@ -816,7 +825,9 @@ async fn served_over_tls(
 // ---------------------------------------------------------------------------------
 // The table.
 
-/// The scenarios that are data: one function per row, named as its test.
+/// The scenarios that are data: one function per row, named as its test. A new
+/// scenario is a function here returning its [`Case`], and its name in the table of
+/// [`gateway_scenarios!`].
 mod table {
     use super::*;
 
@@ -1785,8 +1796,8 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         );
     }
     // The missing Service appears: the route serves it.
-    let later = start_backends("later", 189, 1).await;
-    for object in mk_service_of("later", &later) {
+    let (_later, service) = echo("later", 189).start().await;
+    for object in service {
         scene.apply(&object);
     }
     play(
@@ -2045,19 +2056,6 @@ async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, sour
         .and_then(|c| c.iter().find(|c| c["type"] == "Programmed"))
         .map(|c| c["status"].clone());
     assert_eq!(programmed, Some("True".into()));
-}
-
-/// The rule with `timeouts` (`request`, `backendRequest`).
-fn with_timeouts(
-    mut rule: HttpRouteRule,
-    request: Option<&str>,
-    backend_request: Option<&str>,
-) -> HttpRouteRule {
-    rule.timeouts = Some(HttpRouteTimeouts {
-        request: request.map(str::to_string),
-        backend_request: backend_request.map(str::to_string),
-    });
-    rule
 }
 
 /// A redirect that sets neither scheme nor port keeps the port of the listener the
