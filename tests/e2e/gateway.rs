@@ -3,6 +3,14 @@
 //! folder, on real haproxy with real HTTP. Each scenario checks the routing and the
 //! conditions the spec names; the status conditions are read from the API server in
 //! API mode and from the controller's report with a folder.
+//!
+//! Most scenarios are rows of a table ([`table`]): a [`Case`] names the echo Services
+//! it starts, the objects the controller starts with, and the [`Step`]s that follow
+//! (requests and the answers they must get, conditions, objects applied or deleted,
+//! reload counts), all played by one runner ([`run`]). A scenario that needs what a
+//! table cannot hold (certificates, ports known only once haproxy runs, counts of
+//! thousands of requests, several replicas) is a function that starts its case the
+//! same way and goes on by hand.
 
 use std::time::Duration;
 
@@ -10,7 +18,7 @@ use serde_json::Value;
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::GatewaySettings;
 use tugboat_model::gateway::objects::{
-    HttpRoute, HttpRouteRule, HttpRouteTimeouts, ParentReference,
+    HttpRoute, HttpRouteRule, HttpRouteTimeouts, Listener, ParentReference,
 };
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
@@ -20,32 +28,50 @@ use tugboat_testkit::gateway_objects::{
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    in_namespace, mk_endpoint_slice, mk_service, mk_service_of, mk_tls_secret, to_json,
+    in_namespace, mk_endpoint_slice, mk_service, mk_tls_secret, to_json, with_keys,
 };
-use tugboat_testkit::tls::{certificate, exchange, fallback_certificate_der};
-use tugboat_testkit::{EchoServer, HaproxyBinary, Scene, Source, eventually, scene_tests};
+use tugboat_testkit::tls::{TlsExchange, certificate, exchange, fallback_certificate_der};
+use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
-scene_tests!(
-    gateway_routes_hosts_and_paths_to_services_and_reports_status,
-    route_changes_go_at_runtime,
-    listener_hostnames_intersect_and_the_oldest_route_wins,
-    cross_namespace_backends_need_a_reference_grant,
-    bad_routes_get_their_condition_and_harm_no_other,
-    https_listeners_serve_their_certificates_across_namespaces_by_grant,
-    filters_change_headers_redirect_and_rewrite,
-    weighted_backends_share_the_requests_by_weight,
-    method_header_and_query_matches_pick_the_rule_by_precedence,
-    the_http_listener_redirects_while_the_https_listener_serves,
-    ingresses_and_http_routes_side_by_side,
-    listener_conditions_say_what_is_not_served,
-    rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
-    a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
-    a_redirect_without_a_port_keeps_the_listeners_port,
-    a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
-    the_examples_route_and_report_their_conditions,
-    the_first_and_the_last_wildcard_route_are_map_updates,
-    an_https_listener_without_a_hostname_serves_its_certificate_for_any_name,
-    a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
+/// Declares the scenarios on every haproxy series and from both sources
+/// ([`scene_tests!`]): each name of `table` is a row (`table::NAME() -> Case`) played by
+/// [`run`]; each name of `functions` is an `async fn NAME(HaproxyBinary, Source)`.
+macro_rules! gateway_scenarios {
+    (table: [$($row:ident),* $(,)?], functions: [$($function:ident),* $(,)?] $(,)?) => {
+        $(
+            async fn $row(haproxy: HaproxyBinary, source: Source) {
+                run(&haproxy, source, table::$row()).await;
+            }
+        )*
+        scene_tests!($($row,)* $($function),*);
+    };
+}
+
+gateway_scenarios!(
+    table: [
+        route_changes_go_at_runtime,
+        listener_hostnames_intersect_and_the_oldest_route_wins,
+        cross_namespace_backends_need_a_reference_grant,
+        filters_change_headers_redirect_and_rewrite,
+        method_header_and_query_matches_pick_the_rule_by_precedence,
+        ingresses_and_http_routes_side_by_side,
+        rule_timeouts_answer_504_past_their_time_on_a_shared_backend,
+        a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule,
+        a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries,
+        the_first_and_the_last_wildcard_route_are_map_updates,
+        https_listeners_serve_their_certificates_across_namespaces_by_grant,
+        an_https_listener_without_a_hostname_serves_its_certificate_for_any_name,
+    ],
+    functions: [
+        gateway_routes_hosts_and_paths_to_services_and_reports_status,
+        bad_routes_get_their_condition_and_harm_no_other,
+        weighted_backends_share_the_requests_by_weight,
+        the_http_listener_redirects_while_the_https_listener_serves,
+        listener_conditions_say_what_is_not_served,
+        a_redirect_without_a_port_keeps_the_listeners_port,
+        the_examples_route_and_report_their_conditions,
+        a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
+    ],
 );
 
 tugboat_testkit::haproxy_tests!(
@@ -54,32 +80,691 @@ tugboat_testkit::haproxy_tests!(
     the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redirect_feature,
 );
 
+// ---------------------------------------------------------------------------------
+// The vocabulary of a case.
+
+/// One scenario as data: echo Services, the objects the controller starts with, then
+/// the steps, in order.
+struct Case {
+    echoes: Vec<Echo>,
+    objects: Vec<Value>,
+    steps: Vec<Step>,
+}
+
+/// An echo Service of a case (port 80 named `http`), its one backend on
+/// 127.0.`net`.1, in namespace `default` unless moved.
+#[derive(Debug, Clone, Copy)]
+struct Echo {
+    name: &'static str,
+    net: u8,
+    namespace: Option<&'static str>,
+    /// Tugboat's keys on the Service.
+    keys: &'static [(&'static str, &'static str)],
+}
+
+/// The echo Service `name`, its backend on 127.0.`net`.1.
+fn echo(name: &'static str, net: u8) -> Echo {
+    Echo {
+        name,
+        net,
+        namespace: None,
+        keys: &[],
+    }
+}
+
+impl Echo {
+    fn in_namespace(self, namespace: &'static str) -> Self {
+        Self {
+            namespace: Some(namespace),
+            ..self
+        }
+    }
+
+    fn with_keys(self, keys: &'static [(&'static str, &'static str)]) -> Self {
+        Self { keys, ..self }
+    }
+
+    /// Starts the backend; its Service and EndpointSlice as JSON.
+    async fn start(self) -> (Vec<EchoServer>, [Value; 2]) {
+        let servers = start_backends(self.name, self.net, 1).await;
+        let addrs: Vec<std::net::SocketAddr> = servers.iter().map(|s| s.addr).collect();
+        let mut service = mk_service(self.name, "http", 80);
+        if !self.keys.is_empty() {
+            service = with_keys(service, self.keys);
+        }
+        let mut slice = mk_endpoint_slice(self.name, "http", &addrs);
+        if let Some(namespace) = self.namespace {
+            service = in_namespace(service, namespace);
+            slice = in_namespace(slice, namespace);
+        }
+        (servers, [to_json(&service), to_json(&slice)])
+    }
+}
+
+/// One step of a case.
+#[derive(Debug)]
+enum Step {
+    /// Waits until `GET host path` is answered by the echo Service (200).
+    WaitForService(&'static str, &'static str, &'static str),
+    /// Waits until `GET host path` gets the status.
+    WaitForStatus(&'static str, &'static str, u16),
+    /// A request and what its answer must be.
+    Ask(Ask),
+    /// A TLS handshake and request, the certificate shown and the answer.
+    Tls(TlsAsk),
+    /// The condition of a route or a listener.
+    Condition(ConditionStep),
+    /// Waits until listener `index` of the Gateway counts `routes` attached routes.
+    AttachedRoutes {
+        gateway: &'static str,
+        index: usize,
+        routes: i64,
+    },
+    /// Among the controller's problems of the last update, one about the object (kind,
+    /// name) whose message says this.
+    Problem {
+        kind: &'static str,
+        name: &'static str,
+        says: &'static str,
+    },
+    /// Creates or replaces the object.
+    Apply(Value),
+    /// Deletes the object.
+    Delete(Value),
+    /// Counts haproxy's reloads, for [`Step::NoReloadSinceCounted`].
+    CountReloads,
+    /// haproxy has not reloaded since [`Step::CountReloads`]; the text says why.
+    NoReloadSinceCounted(&'static str),
+    /// Waits, e.g. for a later creation time.
+    Pause(Duration),
+}
+
+impl Step {
+    /// The step with the reason its assertion holds, printed when it fails.
+    fn because(self, why: &'static str) -> Self {
+        match self {
+            Step::Ask(ask) => Step::Ask(Ask { why, ..ask }),
+            step => panic!("only a request says why: {step:?}"),
+        }
+    }
+}
+
+fn wait_served(host: &'static str, path: &'static str, service: &'static str) -> Step {
+    Step::WaitForService(host, path, service)
+}
+
+fn wait_status(host: &'static str, path: &'static str, status: u16) -> Step {
+    Step::WaitForStatus(host, path, status)
+}
+
+fn apply(object: &impl serde::Serialize) -> Step {
+    Step::Apply(to_json(object))
+}
+
+fn delete(object: &impl serde::Serialize) -> Step {
+    Step::Delete(to_json(object))
+}
+
+fn pause_ms(millis: u64) -> Step {
+    Step::Pause(Duration::from_millis(millis))
+}
+
+/// A request through haproxy's HTTP port, and the checks of its answer.
+#[derive(Debug, Clone)]
+struct Ask {
+    method: &'static str,
+    host: &'static str,
+    path: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    checks: Vec<Check>,
+    why: &'static str,
+}
+
+/// A check of an answer.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Status(u16),
+    /// The echo Service that answered.
+    Service(&'static str),
+    /// Every value of the header, sorted (none: the header is absent).
+    Header(&'static str, &'static [&'static str]),
+    /// The `Location` header.
+    Location(&'static str),
+    /// The path the echo backend received.
+    Path(&'static str),
+    /// The query the echo backend received.
+    Query(&'static str),
+    /// Text in the echo backend's body.
+    BodyHas(&'static str),
+}
+
+fn get(host: &'static str, path: &'static str) -> Ask {
+    Ask {
+        method: "GET",
+        host,
+        path,
+        headers: &[],
+        checks: Vec::new(),
+        why: "",
+    }
+}
+
+fn post(host: &'static str, path: &'static str) -> Ask {
+    Ask {
+        method: "POST",
+        ..get(host, path)
+    }
+}
+
+impl Ask {
+    /// The request with these headers.
+    fn with(self, headers: &'static [(&'static str, &'static str)]) -> Self {
+        Self { headers, ..self }
+    }
+
+    /// Answered by the echo Service, with 200.
+    fn served(self, service: &'static str) -> Step {
+        self.answers(&[Check::Status(200), Check::Service(service)])
+    }
+
+    /// Answered with `status`, by whoever.
+    fn status(self, status: u16) -> Step {
+        self.answers(&[Check::Status(status)])
+    }
+
+    /// Redirected with `status` to `location`.
+    fn redirects(self, status: u16, location: &'static str) -> Step {
+        self.answers(&[Check::Status(status), Check::Location(location)])
+    }
+
+    /// An answer that passes every check.
+    fn answers(self, checks: &[Check]) -> Step {
+        Step::Ask(Self {
+            checks: checks.to_vec(),
+            ..self
+        })
+    }
+
+    async fn check(&self, scene: &Scene) {
+        let reply = tugboat_testkit::http::request(
+            scene.http_addr(),
+            self.method,
+            self.host,
+            self.path,
+            self.headers,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{} {}{}: no answer: {e}", self.method, self.host, self.path));
+        for check in &self.checks {
+            assert!(
+                check.holds(&reply),
+                "{} {}{} {:?}: {check:?} fails{}: {reply:?}",
+                self.method,
+                self.host,
+                self.path,
+                self.headers,
+                if self.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", self.why)
+                }
+            );
+        }
+    }
+}
+
+impl Check {
+    fn holds(&self, reply: &Reply) -> bool {
+        match *self {
+            Check::Status(status) => reply.status == status,
+            Check::Service(service) => reply.service() == Some(service),
+            Check::Header(name, values) => {
+                let mut found = header_values(reply, name);
+                found.sort_unstable();
+                found == values
+            }
+            Check::Location(location) => reply.header("location") == Some(location),
+            Check::Path(path) => reply.path() == Some(path),
+            Check::Query(query) => reply.query() == Some(query),
+            Check::BodyHas(text) => reply.body.contains(text),
+        }
+    }
+}
+
+/// Every value of a header of the answer.
+fn header_values<'a>(reply: &'a Reply, name: &str) -> Vec<&'a str> {
+    reply
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+/// A TLS handshake on haproxy's HTTPS port with SNI `sni` offering HTTP/1.1, then
+/// `GET path` with `Host: sni`: the certificate it must show and the checks of the
+/// answer, at once or once one of them holds.
+#[derive(Debug)]
+struct TlsAsk {
+    sni: &'static str,
+    path: &'static str,
+    shows: Option<Shown>,
+    checks: Vec<Check>,
+    until: Option<Until>,
+}
+
+/// A certificate haproxy shows.
+enum Shown {
+    /// This one (DER).
+    Certificate(Vec<u8>),
+    /// Tugboat's own, for a name without a usable certificate.
+    Fallback,
+}
+
+impl std::fmt::Debug for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shown::Certificate(der) => write!(f, "the certificate of {} DER bytes", der.len()),
+            Shown::Fallback => write!(f, "Tugboat's own certificate"),
+        }
+    }
+}
+
+/// What a [`TlsAsk`] waits for before it checks the rest.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    /// The certificate shows.
+    Shown,
+    /// The answer passes its checks.
+    Answered,
+}
+
+fn tls(sni: &'static str, path: &'static str) -> TlsAsk {
+    TlsAsk {
+        sni,
+        path,
+        shows: None,
+        checks: Vec::new(),
+        until: None,
+    }
+}
+
+impl TlsAsk {
+    /// Shows the certificate of DER `der`.
+    fn shows(self, der: &[u8]) -> Self {
+        Self {
+            shows: Some(Shown::Certificate(der.to_vec())),
+            ..self
+        }
+    }
+
+    /// Shows Tugboat's own certificate.
+    fn shows_fallback(self) -> Self {
+        Self {
+            shows: Some(Shown::Fallback),
+            ..self
+        }
+    }
+
+    /// Waits until the certificate shows, then checks that exchange's answer.
+    fn once_shown(self) -> Self {
+        Self {
+            until: Some(Until::Shown),
+            ..self
+        }
+    }
+
+    /// Waits until the answer passes its checks, then checks that exchange's
+    /// certificate.
+    fn once_answered(self) -> Self {
+        Self {
+            until: Some(Until::Answered),
+            ..self
+        }
+    }
+
+    /// Answered by the echo Service, with 200.
+    fn served(self, service: &'static str) -> Step {
+        self.answers(&[Check::Status(200), Check::Service(service)])
+    }
+
+    /// Answered with `status`.
+    fn status(self, status: u16) -> Step {
+        self.answers(&[Check::Status(status)])
+    }
+
+    /// An answer that passes every check (none: only the certificate counts).
+    fn answers(self, checks: &[Check]) -> Step {
+        Step::Tls(Self {
+            checks: checks.to_vec(),
+            ..self
+        })
+    }
+
+    fn shown(&self, scene: &Scene, found: &TlsExchange) -> bool {
+        match &self.shows {
+            None => true,
+            Some(Shown::Certificate(der)) => found.certificate == *der,
+            Some(Shown::Fallback) => found.certificate == fallback_certificate_der(&scene.lib_dir),
+        }
+    }
+
+    fn answered(&self, found: &TlsExchange) -> bool {
+        let reply = found.reply.as_ref();
+        self.checks.is_empty()
+            || reply.is_some_and(|reply| self.checks.iter().all(|check| check.holds(reply)))
+    }
+
+    async fn check(&self, scene: &Scene) {
+        let exchange = || served_over_tls(scene, self.sni, self.path);
+        let found = match self.until {
+            None => exchange().await,
+            Some(Until::Shown) => {
+                eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
+                    let found = exchange().await;
+                    self.shown(scene, &found).then_some(found)
+                })
+                .await
+            }
+            Some(Until::Answered) => {
+                eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
+                    let found = exchange().await;
+                    self.answered(&found).then_some(found)
+                })
+                .await
+            }
+        };
+        assert!(
+            self.shown(scene, &found),
+            "{self:?}: another certificate ({} DER bytes)",
+            found.certificate.len()
+        );
+        assert!(self.answered(&found), "{self:?}: {:?}", found.reply);
+    }
+}
+
+/// Whose condition: a route of namespace `default` (its first parent), or a listener
+/// of a Gateway of namespace `default`.
+#[derive(Debug, Clone, Copy)]
+enum Holder {
+    Route(&'static str),
+    Listener(&'static str, usize),
+}
+
+/// A condition `type_` of a holder and the `(status, reason)` it must have (any reason
+/// when `None`): the first one reported, or (`wait`) once it comes.
+#[derive(Debug, Clone, Copy)]
+struct Condition {
+    holder: Holder,
+    type_: &'static str,
+    wait: bool,
+}
+
+/// The route's condition `type_`.
+fn route(name: &'static str, type_: &'static str) -> Condition {
+    Condition {
+        holder: Holder::Route(name),
+        type_,
+        wait: false,
+    }
+}
+
+/// Listener `index` of the Gateway's condition `type_`.
+fn listener(gateway: &'static str, index: usize, type_: &'static str) -> Condition {
+    Condition {
+        holder: Holder::Listener(gateway, index),
+        type_,
+        wait: false,
+    }
+}
+
+/// The route's `Accepted=True`.
+fn accepted(name: &'static str) -> Step {
+    route(name, "Accepted").is("True", "Accepted")
+}
+
+/// The step of a [`Condition`]: its value, as it is first reported or once it comes.
+#[derive(Debug)]
+struct ConditionStep {
+    condition: Condition,
+    status: &'static str,
+    reason: Option<&'static str>,
+}
+
+impl Condition {
+    /// The condition, as first reported, is `(status, reason)`.
+    fn is(self, status: &'static str, reason: &'static str) -> Step {
+        self.expect(status, Some(reason))
+    }
+
+    /// The condition, as first reported, has `status`.
+    fn has_status(self, status: &'static str) -> Step {
+        self.expect(status, None)
+    }
+
+    /// Waits until the condition is `(status, reason)`.
+    fn becomes(self, status: &'static str, reason: &'static str) -> Step {
+        Self { wait: true, ..self }.expect(status, Some(reason))
+    }
+
+    /// Waits until the condition has `status`.
+    fn comes_to_status(self, status: &'static str) -> Step {
+        Self { wait: true, ..self }.expect(status, None)
+    }
+
+    fn expect(self, status: &'static str, reason: Option<&'static str>) -> Step {
+        Step::Condition(ConditionStep {
+            condition: self,
+            status,
+            reason,
+        })
+    }
+
+    /// `(status, reason)`, once there is one: from the API server (where a route's
+    /// parent also names the controller), or the controller's report with a folder.
+    async fn read(&self, scene: &Scene) -> (String, String) {
+        let type_ = self.type_;
+        eventually(
+            &format!("{:?} condition {type_}", self.holder),
+            Duration::from_secs(15),
+            || async {
+                match scene.api() {
+                    Some(api) => {
+                        let (conditions, controller) = match self.holder {
+                            Holder::Route(name) => {
+                                let route = api.get("HTTPRoute", "default", name)?;
+                                let parent = &route["status"]["parents"][0];
+                                (
+                                    parent["conditions"].clone(),
+                                    Some(parent["controllerName"].clone()),
+                                )
+                            }
+                            Holder::Listener(gateway, index) => {
+                                let gateway = api.get("Gateway", "default", gateway)?;
+                                (
+                                    gateway["status"]["listeners"][index]["conditions"].clone(),
+                                    None,
+                                )
+                            }
+                        };
+                        let found = conditions.as_array()?.iter().find(|c| c["type"] == type_)?;
+                        if let Some(controller) = controller {
+                            assert_eq!(controller, GATEWAY_CONTROLLER);
+                        }
+                        Some((
+                            found["status"].as_str()?.to_string(),
+                            found["reason"].as_str()?.to_string(),
+                        ))
+                    }
+                    None => {
+                        let status = scene.status();
+                        let conditions = match self.holder {
+                            Holder::Route(name) => {
+                                let route = status
+                                    .gateway
+                                    .routes
+                                    .get(&ObjectKey::new("default", name))?;
+                                &route.parents[0].conditions
+                            }
+                            Holder::Listener(gateway, index) => {
+                                let gateway = status
+                                    .gateway
+                                    .gateways
+                                    .get(&ObjectKey::new("default", gateway))?;
+                                &gateway.listeners[index].conditions
+                            }
+                        };
+                        let found = conditions.iter().find(|c| c.type_ == type_)?;
+                        let text = if found.status { "True" } else { "False" };
+                        Some((text.to_string(), found.reason.to_string()))
+                    }
+                }
+            },
+        )
+        .await
+    }
+}
+
+impl ConditionStep {
+    fn holds(&self, (status, reason): &(String, String)) -> bool {
+        status == self.status && self.reason.is_none_or(|r| r == reason)
+    }
+
+    async fn check(&self, scene: &Scene) {
+        let condition = &self.condition;
+        if condition.wait {
+            eventually(
+                &format!("{condition:?} = {} {:?}", self.status, self.reason),
+                Duration::from_secs(15),
+                || async { self.holds(&condition.read(scene).await).then_some(()) },
+            )
+            .await;
+        } else {
+            let found = condition.read(scene).await;
+            assert!(
+                self.holds(&found),
+                "{condition:?}: {found:?}, expected {} {:?}",
+                self.status,
+                self.reason
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The runner.
+
+/// A started case: its scene, and the echo backends its Services point at (they stop
+/// when it drops, after the scene).
+struct Rig {
+    scene: Scene,
+    _backends: Vec<Vec<EchoServer>>,
+}
+
+impl std::ops::Deref for Rig {
+    type Target = Scene;
+
+    fn deref(&self) -> &Scene {
+        &self.scene
+    }
+}
+
+/// Starts the case's echo backends, then haproxy and the controller on `source` with
+/// the Gateway API on and the case's objects, then plays its steps.
+async fn run(haproxy: &HaproxyBinary, source: Source, case: Case) -> Rig {
+    let mut objects = case.objects;
+    let mut backends = Vec::new();
+    for echo in case.echoes {
+        let (servers, service) = echo.start().await;
+        backends.push(servers);
+        objects.extend(service);
+    }
+    let scene = start(haproxy, source, &objects).await;
+    play(&scene, &case.steps).await;
+    Rig {
+        scene,
+        _backends: backends,
+    }
+}
+
+/// Plays the steps, in order.
+async fn play(scene: &Scene, steps: &[Step]) {
+    let mut reloads = None;
+    for step in steps {
+        match step {
+            Step::WaitForService(host, path, service) => {
+                scene.wait_for_service(host, path, service).await;
+            }
+            Step::WaitForStatus(host, path, status) => {
+                scene.wait_for_status(host, path, *status).await;
+            }
+            Step::Ask(ask) => ask.check(scene).await,
+            Step::Tls(ask) => ask.check(scene).await,
+            Step::Condition(condition) => condition.check(scene).await,
+            Step::AttachedRoutes {
+                gateway,
+                index,
+                routes,
+            } => wait_for_attached_routes(scene, gateway, *index, *routes).await,
+            Step::Problem { kind, name, says } => {
+                let problems = scene.status().problems;
+                assert!(
+                    problems.iter().any(|p| p.object.kind == *kind
+                        && &*p.object.name == *name
+                        && p.message.contains(says)),
+                    "a problem of {kind} {name} saying {says:?}: {problems:?}"
+                );
+            }
+            Step::Apply(object) => scene.apply(object),
+            Step::Delete(object) => scene.delete(object),
+            Step::CountReloads => reloads = Some(scene.reloads().await),
+            Step::NoReloadSinceCounted(why) => {
+                let counted = reloads.expect("the reloads counted before");
+                assert_eq!(scene.reloads().await, counted, "{why}");
+            }
+            Step::Pause(time) => tokio::time::sleep(*time).await,
+        }
+    }
+}
+
 /// The Gateway API on, listeners on haproxy's ports.
 async fn start(haproxy: &HaproxyBinary, source: Source, objects: &[Value]) -> Scene {
-    let scene = Scene::start_with(haproxy, source, objects, |config| {
-        config.model.gateway = Some(GatewaySettings::new(
-            GATEWAY_CONTROLLER,
-            config.render.http_port,
-            config.render.https_port,
-        ));
-    })
-    .await;
+    let scene = Scene::start_with(haproxy, source, objects, gateway_on).await;
     scene.wait_until_ready().await;
     scene
 }
 
-/// The class, and the Gateway `gw` with an HTTP listener on port 80 (any host).
-fn class_and_gateway() -> Vec<Value> {
+/// The controller's configuration with the Gateway API on, listeners on haproxy's ports.
+fn gateway_on(config: &mut tugboat::controller::ControllerConfig) {
+    config.model.gateway = Some(GatewaySettings::new(
+        GATEWAY_CONTROLLER,
+        config.render.http_port,
+        config.render.https_port,
+    ));
+}
+
+/// The class, and the Gateway `gw` with `listeners`.
+fn class_and_gateway_with(listeners: Vec<Listener>) -> Vec<Value> {
     vec![
         mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway("gw", "tugboat", vec![mk_listener("http", "HTTP", 80, None)]),
+        mk_gateway("gw", "tugboat", listeners),
     ]
 }
 
-fn services(list: &[(&str, &[EchoServer])]) -> Vec<Value> {
-    list.iter()
-        .flat_map(|(name, servers)| mk_service_of(name, servers))
-        .collect()
+/// The class, and the Gateway `gw` with an HTTP listener on port 80 (any host).
+fn class_and_gateway() -> Vec<Value> {
+    class_and_gateway_with(vec![mk_listener("http", "HTTP", 80, None)])
+}
+
+/// The route `name` of Gateway `gw` for `hostnames`, every path (`PathPrefix /`) to
+/// `service` port 80, as JSON.
+fn route_to(name: &str, hostnames: &[&str], service: &str) -> Value {
+    http_route_json(&mk_http_route(
+        name,
+        "gw",
+        hostnames,
+        vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+    ))
 }
 
 /// A rule to `service` port 80 with these matches (JSON).
@@ -87,80 +772,851 @@ fn matching(service: &str, matches: Value) -> HttpRouteRule {
     with_matches_json(mk_rule_to(&[], service, 80), matches)
 }
 
-/// `(status, the service that answered)` of a request through haproxy.
-async fn answer(
-    scene: &Scene,
-    method: &str,
-    host: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-) -> (u16, Option<String>) {
-    let reply = tugboat_testkit::http::request(scene.http_addr(), method, host, path, headers)
-        .await
-        .expect("answer");
-    (reply.status, reply.service().map(str::to_string))
+/// The rule with `timeouts` (`request`, `backendRequest`).
+fn with_timeouts(
+    mut rule: HttpRouteRule,
+    request: Option<&str>,
+    backend_request: Option<&str>,
+) -> HttpRouteRule {
+    rule.timeouts = Some(HttpRouteTimeouts {
+        request: request.map(str::to_string),
+        backend_request: backend_request.map(str::to_string),
+    });
+    rule
 }
 
-/// `(status, reason)` of condition `type_` of the route's first parent, once there is
-/// one (from the API server, or the controller's report with a folder).
-async fn route_condition(scene: &Scene, name: &str, type_: &str) -> (String, String) {
+/// Waits until listener `index` of the Gateway `gateway` counts `expected` attached
+/// routes (from the API server, or the controller's report with a folder).
+async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, expected: i64) {
     eventually(
-        &format!("HTTPRoute {name} condition {type_}"),
+        &format!("Gateway {gateway} listener {index} attachedRoutes={expected}"),
         Duration::from_secs(15),
         || async {
-            match scene.api() {
-                Some(api) => {
-                    let route = api.get("HTTPRoute", "default", name)?;
-                    let conditions = route["status"]["parents"][0]["conditions"].as_array()?;
-                    let found = conditions.iter().find(|c| c["type"] == type_)?;
-                    assert_eq!(
-                        route["status"]["parents"][0]["controllerName"],
-                        GATEWAY_CONTROLLER
-                    );
-                    Some((
-                        found["status"].as_str()?.to_string(),
-                        found["reason"].as_str()?.to_string(),
-                    ))
-                }
+            let count = match scene.api() {
+                Some(api) => api.get("Gateway", "default", gateway)?["status"]["listeners"][index]
+                    ["attachedRoutes"]
+                    .as_i64()?,
                 None => {
                     let status = scene.status();
-                    let route = status
+                    let state = status
                         .gateway
-                        .routes
-                        .get(&ObjectKey::new("default", name))?;
-                    let found = route.parents[0]
-                        .conditions
-                        .iter()
-                        .find(|c| c.type_ == type_)?;
-                    let text = if found.status { "True" } else { "False" };
-                    Some((text.to_string(), found.reason.to_string()))
+                        .gateways
+                        .get(&ObjectKey::new("default", gateway))?;
+                    i64::from(state.listeners.get(index)?.attached_routes)
                 }
-            }
-        },
-    )
-    .await
-}
-
-/// Waits until the route's condition `type_` is `(status, reason)`.
-async fn wait_for_route_condition(scene: &Scene, name: &str, type_: &str, expected: (&str, &str)) {
-    eventually(
-        &format!("HTTPRoute {name} {type_}={expected:?}"),
-        Duration::from_secs(15),
-        || async {
-            let (status, reason) = route_condition(scene, name, type_).await;
-            (status == expected.0 && reason == expected.1).then_some(())
+            };
+            (count == expected).then_some(())
         },
     )
     .await;
 }
 
+/// The certificate served for `sni` on the HTTPS port, and the answer to `GET path`.
+async fn served_over_tls(
+    scene: &Scene,
+    sni: &str,
+    path: &str,
+) -> tugboat_testkit::tls::TlsExchange {
+    exchange(scene.https_addr(), sni, path, &[b"http/1.1"])
+        .await
+        .expect("TLS exchange")
+}
+
+// ---------------------------------------------------------------------------------
+// The table.
+
+/// The scenarios that are data: one function per row, named as its test. A new
+/// scenario is a function here returning its [`Case`], and its name in the table of
+/// [`gateway_scenarios!`].
+mod table {
+    use super::*;
+
+    /// A new route of an existing backend, a new path of it and its deletion go at
+    /// runtime.
+    pub(super) fn route_changes_go_at_runtime() -> Case {
+        let route = |service: &str| {
+            mk_http_route(
+                "shop",
+                "gw",
+                &["shop.example.com"],
+                vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+            )
+        };
+        // A new path of the route to an existing backend.
+        let mut more = route("api");
+        more.spec
+            .rules
+            .push(mk_rule_to(&[("PathPrefix", "/web")], "web", 80));
+        let mut objects = class_and_gateway();
+        // A route to each Service, so that both backends exist from the start.
+        objects.push(route_to("other", &["other.example.com"], "api"));
+        objects.push(http_route_json(&route("web")));
+        Case {
+            echoes: vec![echo("web", 183), echo("api", 184)],
+            objects,
+            steps: vec![
+                wait_served("shop.example.com", "/", "web"),
+                Step::CountReloads,
+                Step::Apply(http_route_json(&route("api"))),
+                wait_served("shop.example.com", "/", "api"),
+                Step::Apply(http_route_json(&more)),
+                wait_served("shop.example.com", "/web/x", "web"),
+                Step::NoReloadSinceCounted("route changes need no reload"),
+                // Deleted: the host is gone.
+                Step::Delete(http_route_json(&more)),
+                wait_status("shop.example.com", "/", 404),
+            ],
+        }
+    }
+
+    /// A route's hosts outside its listener's hostname are not routed; of two routes of
+    /// the same host and path the oldest wins; a more specific host wins over a
+    /// wildcard, a Gateway API wildcard covering any depth of labels.
+    pub(super) fn listener_hostnames_intersect_and_the_oldest_route_wins() -> Case {
+        let route_at = |name, hostnames, service, created| {
+            http_route_json(&route_created_at(
+                mk_http_route(
+                    name,
+                    "gw",
+                    hostnames,
+                    vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
+                ),
+                created,
+            ))
+        };
+        let mut objects =
+            class_and_gateway_with(vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))]);
+        objects.push(route_at(
+            "z-older",
+            &["a.example.com", "b.example.org"],
+            "web",
+            "2030-01-01T00:00:00Z",
+        ));
+        objects.push(route_to("elsewhere", &["c.example.org"], "web"));
+        Case {
+            echoes: vec![echo("web", 185), echo("api", 186)],
+            objects,
+            steps: vec![
+                wait_served("a.example.com", "/", "web"),
+                // Not in the listener's hostname: not routed.
+                get("b.example.org", "/").status(404),
+                route("elsewhere", "Accepted").is("False", "NoMatchingListenerHostname"),
+                // A newer route (created a second later; named first) for the same host
+                // and path loses it; its other host is served.
+                pause_ms(1100),
+                Step::Apply(route_at(
+                    "a-newer",
+                    &["a.example.com", "n.example.com"],
+                    "api",
+                    "2031-01-01T00:00:00Z",
+                )),
+                wait_served("n.example.com", "/", "api"),
+                get("a.example.com", "/")
+                    .served("web")
+                    .because("the older route keeps its host and path"),
+                // The more specific host wins over the listener's wildcard: a route
+                // without hostnames takes the listener's.
+                Step::Apply(route_to("catch-all", &[], "api")),
+                wait_served("x.example.com", "/", "api"),
+                // A Gateway API wildcard covers any depth of labels, the longest suffix
+                // first.
+                wait_served("x.y.example.com", "/", "api"),
+                Step::Apply(route_at(
+                    "deeper",
+                    &["*.y.example.com"],
+                    "web",
+                    "2032-01-01T00:00:00Z",
+                )),
+                wait_served("a.b.y.example.com", "/", "web"),
+                get("z.example.com", "/").served("api"),
+                get("example.com", "/").status(404),
+                get("a.example.com", "/").served("web"),
+                get("x.other.org", "/").status(404),
+            ],
+        }
+    }
+
+    /// A backend of another namespace is served while a ReferenceGrant there allows it.
+    pub(super) fn cross_namespace_backends_need_a_reference_grant() -> Case {
+        let mut objects = class_and_gateway_with(vec![from_all_namespaces(mk_listener(
+            "http", "HTTP", 80, None,
+        ))]);
+        let mut rule = mk_rule_to(&[("PathPrefix", "/")], "posts", 80);
+        rule.backend_refs = vec![mk_backend_ref(Some("blog"), "posts", 80)];
+        objects.push(http_route_json(&mk_http_route(
+            "to-blog",
+            "gw",
+            &["blog.example.com"],
+            vec![rule],
+        )));
+        let grant = mk_service_grant("blog", "routes-from-default", "default");
+        Case {
+            echoes: vec![echo("posts", 187).in_namespace("blog")],
+            objects,
+            steps: vec![
+                wait_status("blog.example.com", "/", 500),
+                route("to-blog", "ResolvedRefs").is("False", "RefNotPermitted"),
+                apply(&grant),
+                wait_served("blog.example.com", "/", "posts"),
+                route("to-blog", "ResolvedRefs").becomes("True", "ResolvedRefs"),
+                delete(&grant),
+                wait_status("blog.example.com", "/", 500),
+            ],
+        }
+    }
+
+    /// Header modifiers of the request and of the answer, redirects (prefix and full
+    /// path) and a rewrite of host and path.
+    pub(super) fn filters_change_headers_redirect_and_rewrite() -> Case {
+        let headers_rule = with_filter_json(
+            with_filter_json(
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                serde_json::json!({"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                    "set": [{"name": "X-Set", "value": "one"}],
+                    "add": [{"name": "X-Add", "value": "two"}],
+                    "remove": ["X-Gone"]}}),
+            ),
+            serde_json::json!({"type": "ResponseHeaderModifier", "responseHeaderModifier": {
+                "set": [{"name": "X-Served-By", "value": "tugboat"}],
+                "remove": ["X-Echo-Service"]}}),
+        );
+        let mut moved_rule = with_filter_json(
+            mk_rule_to(&[("PathPrefix", "/old/")], "web", 80),
+            serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+                "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
+                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}),
+        );
+        moved_rule.backend_refs.clear();
+        let mut full_rule = with_filter_json(
+            mk_rule_to(&[("Exact", "/down")], "web", 80),
+            serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
+                "port": 8443,
+                "path": {"type": "ReplaceFullPath", "replaceFullPath": "/maintenance"}}}),
+        );
+        full_rule.backend_refs.clear();
+        let rewrite_rule = with_filter_json(
+            mk_rule_to(&[("PathPrefix", "/api")], "web", 80),
+            serde_json::json!({"type": "URLRewrite", "urlRewrite": {
+                "hostname": "internal.example.com",
+                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}}),
+        );
+        let mut objects = class_and_gateway();
+        for (name, rules) in [
+            ("headers", vec![headers_rule]),
+            ("moved", vec![moved_rule, full_rule]),
+            ("rewrite", vec![rewrite_rule]),
+        ] {
+            let host = format!("{name}.example.com");
+            objects.push(http_route_json(&mk_http_route(name, "gw", &[&host], rules)));
+        }
+        Case {
+            echoes: vec![echo("web", 191)],
+            objects,
+            steps: vec![
+                wait_served("headers.example.com", "/", "web"),
+                get("headers.example.com", "/")
+                    .with(&[("X-Set", "client"), ("X-Add", "client"), ("X-Gone", "yes")])
+                    .answers(&[
+                        Check::Header("x-echo-req-set", &["one"]),
+                        Check::Header("x-echo-req-add", &["client", "two"]),
+                        Check::Header("x-echo-req-gone", &[]),
+                        Check::Header("x-served-by", &["tugboat"]),
+                        // Removed from the answer.
+                        Check::Header("x-echo-service", &[]),
+                    ]),
+                get("moved.example.com", "/old/page?x=1")
+                    .redirects(301, "https://new.example.com/new/page?x=1"),
+                get("moved.example.com", "/old").redirects(301, "https://new.example.com/new"),
+                get("moved.example.com", "/down")
+                    .redirects(302, "http://moved.example.com:8443/maintenance"),
+                accepted("moved"),
+                get("rewrite.example.com", "/api/items?q=1").answers(&[
+                    Check::Service("web"),
+                    Check::Path("/v2/items"),
+                    Check::Query("q=1"),
+                    Check::BodyHas("host=internal.example.com"),
+                ]),
+                get("rewrite.example.com", "/api").answers(&[Check::Path("/v2")]),
+            ],
+        }
+    }
+
+    /// Path, method, header and query matches, in the spec's order of precedence; a
+    /// host whose only rule matches a header answers 404 to other requests.
+    pub(super) fn method_header_and_query_matches_pick_the_rule_by_precedence() -> Case {
+        let mut objects = class_and_gateway();
+        objects.push(http_route_json(&mk_http_route(
+            "matches",
+            "gw",
+            &["match.example.com"],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                matching(
+                    "api",
+                    serde_json::json!([{"headers": [{"name": "Version", "value": "2"}]}]),
+                ),
+                matching("canary", serde_json::json!([{"method": "POST"}])),
+                matching(
+                    "api",
+                    serde_json::json!([{"path": {"type": "RegularExpression", "value": "^/v[0-9]+/items$"}}]),
+                ),
+                matching(
+                    "canary",
+                    serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
+                ),
+            ],
+        )));
+        objects.push(http_route_json(&mk_http_route(
+            "team-only",
+            "gw",
+            &["team.example.com"],
+            vec![matching(
+                "web",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/"},
+                                    "headers": [{"name": "x-team", "value": "a"}]}]),
+            )],
+        )));
+        let host = "match.example.com";
+        let version_2: &[(&str, &str)] = &[("version", "2")];
+        Case {
+            echoes: vec![echo("web", 194), echo("api", 195), echo("canary", 196)],
+            objects,
+            steps: vec![
+                wait_served(host, "/", "web"),
+                get(host, "/").served("web"),
+                get(host, "/v12/items").served("api").because("regex path"),
+                post(host, "/v12/items")
+                    .served("api")
+                    .because("a path expression comes before a method match"),
+                get(host, "/v12/items/x").served("web"),
+                get(host, "/x")
+                    .with(version_2)
+                    .served("api")
+                    .because("header"),
+                get(host, "/x").with(&[("version", "3")]).served("web"),
+                post(host, "/").served("canary").because("method"),
+                post(host, "/")
+                    .with(version_2)
+                    .served("canary")
+                    .because("a method match comes before header matches"),
+                get(host, "/?env=canary").served("canary").because("query"),
+                get(host, "/?env=canary")
+                    .with(version_2)
+                    .served("api")
+                    .because("header matches come before query matches"),
+                // Only a rule with a header match: other requests of the host and path
+                // get 404.
+                get("team.example.com", "/")
+                    .with(&[("X-Team", "a")])
+                    .served("web"),
+                get("team.example.com", "/").status(404),
+                accepted("matches"),
+            ],
+        }
+    }
+
+    /// An Ingress keeps a host and path an HTTPRoute also has, and the route's problem
+    /// says so; once the Ingress goes, the route takes them.
+    pub(super) fn ingresses_and_http_routes_side_by_side() -> Case {
+        use tugboat_testkit::objects::mk_ingress;
+        let mut objects = class_and_gateway();
+        objects.push(to_json(&mk_ingress("legacy", "legacy.example.com", "web")));
+        objects.push(to_json(&mk_ingress("shared", "shared.example.com", "web")));
+        objects.push(route_to(
+            "new",
+            &["new.example.com", "shared.example.com"],
+            "api",
+        ));
+        Case {
+            echoes: vec![echo("web", 200), echo("api", 201)],
+            objects,
+            steps: vec![
+                wait_served("legacy.example.com", "/", "web"),
+                wait_served("new.example.com", "/", "api"),
+                get("shared.example.com", "/")
+                    .served("web")
+                    .because("the Ingress keeps its host and path"),
+                Step::Problem {
+                    kind: "HTTPRoute",
+                    name: "new",
+                    says: "Ingress default/shared",
+                },
+                // The Ingress goes: the route takes the host.
+                delete(&mk_ingress("shared", "shared.example.com", "web")),
+                wait_served("shared.example.com", "/", "api"),
+            ],
+        }
+    }
+
+    /// Rules of one Service with different `timeouts`: each request gets its rule's
+    /// time (504 past it), though the rules share one backend; `0s` is none; a rule
+    /// without `timeouts` (also one that matches on a header of a path with them) has
+    /// the Service's. A route whose `backendRequest` exceeds its `request` is refused
+    /// and harms nothing else.
+    pub(super) fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend() -> Case {
+        let timed = |prefix, request, backend_request| {
+            with_timeouts(
+                mk_rule_to(&[("PathPrefix", prefix)], "slow", 80),
+                request,
+                backend_request,
+            )
+        };
+        let mut objects = class_and_gateway();
+        objects.push(http_route_json(&mk_http_route(
+            "timed",
+            "gw",
+            &["timed.example.com"],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
+                timed("/quick", Some("2s"), Some("400ms")),
+                timed("/patient", Some("1m"), None),
+                timed("/forever", Some("0s"), None),
+                with_matches_json(
+                    mk_rule_to(&[], "slow", 80),
+                    serde_json::json!([{"path": {"type": "PathPrefix", "value": "/quick"},
+                                        "headers": [{"name": "x-patient", "value": "yes"}]}]),
+                ),
+            ],
+        )));
+        objects.push(http_route_json(&mk_http_route(
+            "backwards",
+            "gw",
+            &["backwards.example.com"],
+            vec![timed("/", Some("1s"), Some("2s"))],
+        )));
+        let host = "timed.example.com";
+        Case {
+            // The Service's own server timeout: 1s.
+            echoes: vec![echo("slow", 217).with_keys(&[("timeout-server", "1s")])],
+            objects,
+            steps: vec![
+                wait_served(host, "/quick", "slow"),
+                get(host, "/quick")
+                    .with(&[("x-delay-ms", "100")])
+                    .status(200)
+                    .because("within backendRequest"),
+                get(host, "/quick")
+                    .with(&[("x-delay-ms", "1500")])
+                    .status(504)
+                    .because("past backendRequest (400ms), within request"),
+                get(host, "/patient")
+                    .with(&[("x-delay-ms", "1500")])
+                    .status(200)
+                    .because("the same backend, another rule's time"),
+                get(host, "/forever")
+                    .with(&[("x-delay-ms", "1500")])
+                    .status(200)
+                    .because("0s: no timeout, not even the Service's"),
+                get(host, "/")
+                    .with(&[("x-delay-ms", "1500")])
+                    .status(504)
+                    .because("a rule without timeouts: the Service's 1s"),
+                get(host, "/").with(&[("x-delay-ms", "100")]).status(200),
+                get(host, "/quick")
+                    .with(&[("x-delay-ms", "700"), ("x-patient", "yes")])
+                    .status(200)
+                    .because("the header rule of the same path has its own (the Service's)"),
+                accepted("timed"),
+                route("backwards", "Accepted").is("False", "UnsupportedValue"),
+                get("backwards.example.com", "/").status(404),
+            ],
+        }
+    }
+
+    /// A rule of a path whose header, query or method conditions a request does not
+    /// meet leaves it to the next rule that matches, as the spec's precedence orders
+    /// them: a shorter prefix of the same host (of the same route or another one, or an
+    /// Ingress, through several conditional paths), the prefix of an exact path, or the
+    /// rules of a wildcard host. Where no rule matches, 404.
+    pub(super) fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule() -> Case
+    {
+        let foo_with_header = || {
+            matching(
+                "api",
+                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
+                                    "headers": [{"name": "x-v", "value": "2"}]}]),
+            )
+        };
+        let mut objects = class_and_gateway();
+        objects.push(http_route_json(&mk_http_route(
+            "fallback",
+            "gw",
+            &["fall.example.com"],
+            vec![
+                foo_with_header(),
+                matching(
+                    "api",
+                    serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"},
+                                        "method": "POST"}]),
+                ),
+                matching(
+                    "api",
+                    serde_json::json!([{"path": {"type": "Exact", "value": "/exact"},
+                                        "queryParams": [{"name": "q", "value": "1"}]}]),
+                ),
+                mk_rule_to(&[("PathPrefix", "/exact")], "web", 80),
+            ],
+        )));
+        let only = |name: &str, host: &str| {
+            http_route_json(&mk_http_route(name, "gw", &[host], vec![foo_with_header()]))
+        };
+        // The host's `/` comes from another route.
+        objects.push(route_to("root", &["fall.example.com"], "web"));
+        objects.push(only("no-root", "bare.example.com"));
+        // The host's `/` comes from an Ingress.
+        objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
+            "mixed-root",
+            "mixed.example.com",
+            "web",
+        )));
+        objects.push(only("mixed", "mixed.example.com"));
+        // The `/` of a wildcard host covers a host's conditional path.
+        objects.push(route_to("wild-root", &["*.wild.example.com"], "web"));
+        objects.push(only("wild-member", "a.wild.example.com"));
+        let fall = "fall.example.com";
+        let v2: &[(&str, &str)] = &[("x-v", "2")];
+        let mut steps = vec![
+            wait_served(fall, "/", "web"),
+            wait_served("mixed.example.com", "/", "web"),
+            get(fall, "/foo").with(v2).served("api"),
+            get(fall, "/foo")
+                .served("web")
+                .because("without the header: the `/` of another route"),
+            get(fall, "/foo/x").with(&[("x-v", "3")]).served("web"),
+            post(fall, "/foo/bar/x").served("api"),
+            get(fall, "/foo/bar/x")
+                .with(v2)
+                .served("api")
+                .because("not a POST: the header rule of /foo"),
+            get(fall, "/foo/bar/x")
+                .served("web")
+                .because("neither: through /foo to /"),
+            get(fall, "/exact?q=1").served("api"),
+            get(fall, "/exact?q=2")
+                .served("web")
+                .because("the prefix of the same path"),
+            get("mixed.example.com", "/foo").with(v2).served("api"),
+            get("mixed.example.com", "/foo")
+                .served("web")
+                .because("the Ingress' `/`"),
+            get("a.wild.example.com", "/foo").with(v2).served("api"),
+            get("a.wild.example.com", "/foo/x")
+                .served("web")
+                .because("the wildcard host's `/`"),
+            get("bare.example.com", "/foo").with(v2).served("api"),
+            get("bare.example.com", "/foo")
+                .status(404)
+                .because("no rule of the host matches"),
+        ];
+        steps.extend(
+            [
+                "fallback",
+                "root",
+                "no-root",
+                "mixed",
+                "wild-root",
+                "wild-member",
+            ]
+            .map(accepted),
+        );
+        Case {
+            echoes: vec![echo("web", 218), echo("api", 219)],
+            objects,
+            steps,
+        }
+    }
+
+    /// A request that fails the conditions of every rule of its host and path goes on,
+    /// in the order haproxy looks routes up, to rules that depend on its path: the
+    /// exact paths, longer prefixes and regular expressions of a less specific host, an
+    /// Ingress' regular expression of the same host, and an Ingress' canary is drawn
+    /// there.
+    pub(super) fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries()
+    -> Case {
+        use tugboat_testkit::objects::{
+            PathTo, mk_annotated_ingress, mk_ingress, mk_ingress_with_rules, mk_rule, prefix,
+            with_annotations,
+        };
+        let with_header = |path_type: &str, path: &str| {
+            matching(
+                "other",
+                serde_json::json!([{"path": {"type": path_type, "value": path},
+                                    "headers": [{"name": "x-v", "value": "2"}]}]),
+            )
+        };
+        let mut objects = class_and_gateway();
+        // A wildcard host whose rules under `/foo` depend on the path, beneath a host
+        // whose `/foo` has a condition.
+        objects.push(http_route_json(&mk_http_route(
+            "deep-wild",
+            "gw",
+            &["*.deep.example.com"],
+            vec![
+                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                mk_rule_to(&[("PathPrefix", "/foo/bar")], "api", 80),
+                mk_rule_to(&[("Exact", "/foo/x")], "api", 80),
+            ],
+        )));
+        objects.push(http_route_json(&mk_http_route(
+            "deep-member",
+            "gw",
+            &["a.deep.example.com"],
+            vec![with_header("PathPrefix", "/foo")],
+        )));
+        let regex_path = |path: &'static str, service: &'static str| PathTo {
+            path_type: "ImplementationSpecific",
+            ..prefix(path, service)
+        };
+        let use_regex = [("nginx.ingress.kubernetes.io/use-regex", "true")];
+        // An Ingress' one-label wildcard host with a regular expression path.
+        objects.push(to_json(&with_annotations(
+            mk_ingress_with_rules(
+                "rx-wild",
+                vec![mk_rule(
+                    Some("*.rx.example.com"),
+                    &[regex_path("/foo/[0-9]+", "api")],
+                )],
+            ),
+            &use_regex,
+        )));
+        objects.push(to_json(&mk_ingress_with_rules(
+            "rx-wild-root",
+            vec![mk_rule(Some("*.rx.example.com"), &[prefix("/", "web")])],
+        )));
+        objects.push(http_route_json(&mk_http_route(
+            "rx-member",
+            "gw",
+            &["a.rx.example.com"],
+            vec![with_header("PathPrefix", "/foo")],
+        )));
+        // An Ingress' regular expression path of the same host.
+        objects.push(to_json(&with_annotations(
+            mk_ingress_with_rules(
+                "re-regex",
+                vec![mk_rule(
+                    Some("re.example.com"),
+                    &[regex_path("/foo/[0-9]+", "api")],
+                )],
+            ),
+            &use_regex,
+        )));
+        objects.push(to_json(&mk_ingress("re-root", "re.example.com", "web")));
+        objects.push(http_route_json(&mk_http_route(
+            "re-route",
+            "gw",
+            &["re.example.com"],
+            vec![
+                with_header("Exact", "/foo/1"),
+                with_header("PathPrefix", "/foo/7"),
+            ],
+        )));
+        // An Ingress with a canary that takes every request, under a conditional path.
+        objects.push(to_json(&mk_ingress("can-main", "can.example.com", "web")));
+        objects.push(to_json(&mk_annotated_ingress(
+            "can-canary",
+            "can.example.com",
+            "/",
+            "api",
+            &[
+                ("nginx.ingress.kubernetes.io/canary", "true"),
+                ("nginx.ingress.kubernetes.io/canary-weight", "100"),
+            ],
+        )));
+        objects.push(http_route_json(&mk_http_route(
+            "can-route",
+            "gw",
+            &["can.example.com"],
+            vec![with_header("PathPrefix", "/foo")],
+        )));
+        let header: &[(&str, &str)] = &[("x-v", "2")];
+        let (deep, rx, re, can) = (
+            "a.deep.example.com",
+            "a.rx.example.com",
+            "re.example.com",
+            "can.example.com",
+        );
+        let mut steps = vec![
+            wait_served("b.deep.example.com", "/", "web"),
+            wait_served(re, "/foo/5", "api"),
+            get(deep, "/foo/bar/y").with(header).served("other"),
+            get(deep, "/foo/bar/y")
+                .served("api")
+                .because("the wildcard host's longer prefix"),
+            get(deep, "/foo/x")
+                .served("api")
+                .because("the wildcard host's exact path"),
+            get(deep, "/foo/x/y").served("web"),
+            get(deep, "/foo/barn").served("web"),
+            get(deep, "/foo").served("web"),
+            get(rx, "/foo/12").with(header).served("other"),
+            get(rx, "/foo/12")
+                .served("api")
+                .because("the wildcard Ingress' regular expression"),
+            get(rx, "/foo/ab").served("web"),
+            get(re, "/foo/1").with(header).served("other"),
+            get(re, "/foo/1")
+                .served("api")
+                .because("the Ingress' regular expression of the same host"),
+            get(re, "/foo/7").with(header).served("other"),
+            get(re, "/foo/7").served("api"),
+            get(re, "/bar").served("web"),
+            get(can, "/foo").with(header).served("other"),
+            get(can, "/foo")
+                .served("api")
+                .because("the Ingress' canary is drawn"),
+            get(can, "/bar").served("api"),
+        ];
+        steps.extend(
+            [
+                "deep-wild",
+                "deep-member",
+                "rx-member",
+                "re-route",
+                "can-route",
+            ]
+            .map(accepted),
+        );
+        Case {
+            echoes: vec![echo("web", 221), echo("api", 222), echo("other", 223)],
+            objects,
+            steps,
+        }
+    }
+
+    /// The frontend has one structure whatever the routes' hosts: the first route of a
+    /// Gateway API wildcard host (a listener's `*.` hostname, or the route's own) and
+    /// the removal of the last are map updates, without a reload.
+    pub(super) fn the_first_and_the_last_wildcard_route_are_map_updates() -> Case {
+        let mut objects =
+            class_and_gateway_with(vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))]);
+        // Exact hosts only, so that both backends exist from the start.
+        objects.push(route_to("a", &["a.example.com"], "web"));
+        objects.push(route_to("b", &["b.example.com"], "api"));
+        // The listener's wildcard, for a route without hostnames.
+        let listeners = route_to("listeners", &[], "api");
+        // The route's own wildcard, deeper.
+        let own = route_to("own", &["*.shop.example.com"], "web");
+        Case {
+            echoes: vec![echo("web", 240), echo("api", 241)],
+            objects,
+            steps: vec![
+                wait_served("a.example.com", "/", "web"),
+                wait_served("b.example.com", "/", "api"),
+                get("x.example.com", "/").status(404),
+                Step::CountReloads,
+                Step::Apply(listeners.clone()),
+                wait_served("x.example.com", "/", "api"),
+                wait_served("x.y.example.com", "/", "api"),
+                get("a.example.com", "/")
+                    .served("web")
+                    .because("an exact host first"),
+                Step::Apply(own.clone()),
+                wait_served("a.b.shop.example.com", "/", "web"),
+                Step::NoReloadSinceCounted("the first wildcard routes are map updates"),
+                Step::Delete(own),
+                Step::Delete(listeners),
+                wait_status("x.example.com", "/", 404),
+                wait_status("a.b.shop.example.com", "/", 404),
+                get("a.example.com", "/").served("web"),
+                Step::NoReloadSinceCounted("removing the last wildcard routes is a map update"),
+            ],
+        }
+    }
+
+    /// HTTPS listeners serve the certificate of their Secret, that of another
+    /// namespace once a ReferenceGrant there allows it.
+    pub(super) fn https_listeners_serve_their_certificates_across_namespaces_by_grant() -> Case {
+        let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
+        let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
+        let mut objects = class_and_gateway_with(vec![
+            mk_https_listener("own", "secure.example.com", (None, "site-tls")),
+            mk_https_listener(
+                "shared",
+                "shared.example.com",
+                (Some("certs"), "shared-tls"),
+            ),
+        ]);
+        objects.push(to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)));
+        objects.push(to_json(&in_namespace(
+            mk_tls_secret("shared-tls", &shared_cert, &shared_key),
+            "certs",
+        )));
+        objects.push(route_to("secure", &[], "web"));
+        Case {
+            echoes: vec![echo("web", 190)],
+            objects,
+            steps: vec![
+                tls("secure.example.com", "/")
+                    .shows(&own_der)
+                    .once_shown()
+                    .served("web"),
+                listener("gw", 0, "ResolvedRefs").is("True", "ResolvedRefs"),
+                // The Secret of another namespace: not without a ReferenceGrant there.
+                listener("gw", 1, "ResolvedRefs").is("False", "RefNotPermitted"),
+                tls("shared.example.com", "/").shows_fallback().answers(&[]),
+                apply(&mk_reference_grant(
+                    "certs",
+                    "gateways-from-default",
+                    ("Gateway", "default"),
+                    "Secret",
+                )),
+                tls("shared.example.com", "/")
+                    .shows(&shared_der)
+                    .once_shown()
+                    .answers(&[]),
+                listener("gw", 1, "ResolvedRefs").comes_to_status("True"),
+            ],
+        }
+    }
+
+    /// An HTTPS listener without a hostname takes every name on its port: its
+    /// certificate is the one served for a name no route has, whose requests then get
+    /// 404; without the Gateway, Tugboat's own again, at runtime.
+    pub(super) fn an_https_listener_without_a_hostname_serves_its_certificate_for_any_name() -> Case
+    {
+        let (cert, key, der) = certificate(&["example.org", "*.example.org"], false);
+        let mut objects = class_and_gateway_with(vec![mk_https_listener_for(
+            "https",
+            None,
+            (None, "site-tls"),
+        )]);
+        let gateway = objects[1].clone();
+        objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
+        objects.push(route_to("site", &["example.org"], "web"));
+        Case {
+            echoes: vec![echo("web", 242)],
+            objects,
+            steps: vec![
+                tls("example.org", "/")
+                    .shows(&der)
+                    .once_answered()
+                    .served("web"),
+                tls("unknown-example.org", "/").shows(&der).status(404),
+                tls("other.example.net", "/").shows(&der).status(404),
+                Step::CountReloads,
+                Step::Delete(gateway),
+                tls("unknown-example.org", "/")
+                    .shows_fallback()
+                    .once_shown()
+                    .answers(&[]),
+                Step::NoReloadSinceCounted("a certificate update"),
+            ],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The scenarios that go on by hand.
+
+/// Hosts and paths (prefixes by whole path elements, `Exact` first) reach their
+/// Services; the route, listener and class conditions are reported, and in API mode
+/// written once.
 async fn gateway_routes_hosts_and_paths_to_services_and_reports_status(
     haproxy: HaproxyBinary,
     source: Source,
 ) {
-    let web = start_backends("web", 181, 1).await;
-    let api = start_backends("api", 182, 1).await;
-    let route = mk_http_route(
+    let mut objects = class_and_gateway();
+    objects.push(http_route_json(&mk_http_route(
         "shop",
         "gw",
         &["shop.example.com"],
@@ -169,311 +1625,90 @@ async fn gateway_routes_hosts_and_paths_to_services_and_reports_status(
             mk_rule_to(&[("PathPrefix", "/api/")], "api", 80),
             mk_rule_to(&[("Exact", "/api/special")], "web", 80),
         ],
-    );
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    objects.push(http_route_json(&route));
-    let scene = start(&haproxy, source, &objects).await;
-
-    scene.wait_for_service("shop.example.com", "/", "web").await;
-    let answered = |path: &'static str| {
-        let scene = &scene;
-        async move {
-            let reply = scene.get("shop.example.com", path).await.expect("answer");
-            (reply.status, reply.service().map(str::to_string))
-        }
+    )));
+    let shop = "shop.example.com";
+    let rig = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 181), echo("api", 182)],
+            objects,
+            steps: vec![
+                wait_served(shop, "/", "web"),
+                get(shop, "/api").served("api"),
+                get(shop, "/api/v1/items").served("api"),
+                get(shop, "/apiary")
+                    .served("web")
+                    .because("whole path elements"),
+                get(shop, "/api/special")
+                    .served("web")
+                    .because("Exact first"),
+                get(shop, "/api/special/more").served("api"),
+                get("other.example.com", "/")
+                    .status(404)
+                    .because("a host no route has"),
+                accepted("shop"),
+                route("shop", "ResolvedRefs").is("True", "ResolvedRefs"),
+            ],
+        },
+    )
+    .await;
+    let Some(api) = rig.api() else { return };
+    let gateway = eventually("the Gateway's status", Duration::from_secs(15), || async {
+        let gateway = api.get("Gateway", "default", "gw")?;
+        (gateway["status"]["listeners"][0]["attachedRoutes"] == 1).then_some(gateway)
+    })
+    .await;
+    let listener = &gateway["status"]["listeners"][0];
+    let condition = |type_: &str| {
+        listener["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == type_))
+            .map(|c| (c["status"].clone(), c["reason"].clone()))
     };
-    assert_eq!(answered("/api").await, (200, Some("api".into())));
-    assert_eq!(answered("/api/v1/items").await, (200, Some("api".into())));
     assert_eq!(
-        answered("/apiary").await,
-        (200, Some("web".into())),
-        "whole path elements"
+        condition("Programmed"),
+        Some(("True".into(), "Programmed".into()))
     );
     assert_eq!(
-        answered("/api/special").await,
-        (200, Some("web".into())),
-        "Exact first"
+        condition("Conflicted"),
+        Some(("False".into(), "NoConflicts".into()))
     );
+    assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute");
+    let class = api.get("GatewayClass", "", "tugboat").expect("the class");
+    assert_eq!(class["status"]["conditions"][0]["type"], "Accepted");
+    assert_eq!(class["status"]["conditions"][0]["status"], "True");
+    assert!(
+        class["status"]["conditions"][0]["lastTransitionTime"].is_string(),
+        "{class}"
+    );
+    // Written once: a steady state costs no more writes.
+    let before = gateway_status_writes(api).len();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
-        answered("/api/special/more").await,
-        (200, Some("api".into()))
-    );
-    let other = scene.get("other.example.com", "/").await.expect("answer");
-    assert_eq!(other.status, 404, "a host no route has");
-
-    assert_eq!(
-        route_condition(&scene, "shop", "Accepted").await,
-        ("True".into(), "Accepted".into())
-    );
-    assert_eq!(
-        route_condition(&scene, "shop", "ResolvedRefs").await,
-        ("True".into(), "ResolvedRefs".into())
-    );
-    if let Some(api) = scene.api() {
-        let gateway = eventually("the Gateway's status", Duration::from_secs(15), || async {
-            let gateway = api.get("Gateway", "default", "gw")?;
-            (gateway["status"]["listeners"][0]["attachedRoutes"] == 1).then_some(gateway)
-        })
-        .await;
-        let listener = &gateway["status"]["listeners"][0];
-        let condition = |type_: &str| {
-            listener["conditions"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == type_))
-                .map(|c| (c["status"].clone(), c["reason"].clone()))
-        };
-        assert_eq!(
-            condition("Programmed"),
-            Some(("True".into(), "Programmed".into()))
-        );
-        assert_eq!(
-            condition("Conflicted"),
-            Some(("False".into(), "NoConflicts".into()))
-        );
-        assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute");
-        let class = api.get("GatewayClass", "", "tugboat").expect("the class");
-        assert_eq!(class["status"]["conditions"][0]["type"], "Accepted");
-        assert_eq!(class["status"]["conditions"][0]["status"], "True");
-        assert!(
-            class["status"]["conditions"][0]["lastTransitionTime"].is_string(),
-            "{class}"
-        );
-        // Written once: a steady state costs no more writes.
-        let writes = |api: &tugboat_testkit::FakeApiServer| {
-            api.writes()
-                .iter()
-                .filter(|w| w.path.ends_with("/status") && w.path.contains("gateway.networking"))
-                .count()
-        };
-        let before = writes(api);
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        assert_eq!(writes(api), before, "no status write without a change");
-    }
-}
-
-async fn route_changes_go_at_runtime(haproxy: HaproxyBinary, source: Source) {
-    let web = start_backends("web", 183, 1).await;
-    let api = start_backends("api", 184, 1).await;
-    let route = |service: &str| {
-        mk_http_route(
-            "shop",
-            "gw",
-            &["shop.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
-        )
-    };
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    // A route to each Service, so that both backends exist from the start.
-    objects.push(http_route_json(&mk_http_route(
-        "other",
-        "gw",
-        &["other.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-    )));
-    objects.push(http_route_json(&route("web")));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("shop.example.com", "/", "web").await;
-    let reloads = scene.reloads().await;
-    scene.apply(&http_route_json(&route("api")));
-    scene.wait_for_service("shop.example.com", "/", "api").await;
-    // A new path of the route to an existing backend.
-    let mut more = route("api");
-    more.spec
-        .rules
-        .push(mk_rule_to(&[("PathPrefix", "/web")], "web", 80));
-    scene.apply(&http_route_json(&more));
-    scene
-        .wait_for_service("shop.example.com", "/web/x", "web")
-        .await;
-    assert_eq!(
-        scene.reloads().await,
-        reloads,
-        "route changes need no reload"
-    );
-    // Deleted: the host is gone.
-    scene.delete(&http_route_json(&more));
-    scene.wait_for_status("shop.example.com", "/", 404).await;
-}
-
-async fn listener_hostnames_intersect_and_the_oldest_route_wins(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 185, 1).await;
-    let api = start_backends("api", 186, 1).await;
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))],
-        ),
-    ];
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    let older: HttpRoute = route_created_at(
-        mk_http_route(
-            "z-older",
-            "gw",
-            &["a.example.com", "b.example.org"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-        ),
-        "2030-01-01T00:00:00Z",
-    );
-    objects.push(http_route_json(&older));
-    objects.push(http_route_json(&mk_http_route(
-        "elsewhere",
-        "gw",
-        &["c.example.org"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("a.example.com", "/", "web").await;
-    // Not in the listener's hostname: not routed.
-    assert_eq!(
-        scene
-            .get("b.example.org", "/")
-            .await
-            .expect("answer")
-            .status,
-        404
-    );
-    assert_eq!(
-        route_condition(&scene, "elsewhere", "Accepted").await,
-        ("False".into(), "NoMatchingListenerHostname".into())
-    );
-
-    // A newer route (created a second later; named first) for the same host and path
-    // loses it; its other host is served.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let newer = route_created_at(
-        mk_http_route(
-            "a-newer",
-            "gw",
-            &["a.example.com", "n.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-        ),
-        "2031-01-01T00:00:00Z",
-    );
-    scene.apply(&http_route_json(&newer));
-    scene.wait_for_service("n.example.com", "/", "api").await;
-    assert_eq!(
-        scene
-            .get("a.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web"),
-        "the older route keeps its host and path"
-    );
-    // The more specific host wins over the listener's wildcard: a route without
-    // hostnames takes the listener's.
-    let catch_all = mk_http_route(
-        "catch-all",
-        "gw",
-        &[],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-    );
-    scene.apply(&http_route_json(&catch_all));
-    scene.wait_for_service("x.example.com", "/", "api").await;
-    // A Gateway API wildcard covers any depth of labels, the longest suffix first.
-    scene.wait_for_service("x.y.example.com", "/", "api").await;
-    let deeper = route_created_at(
-        mk_http_route(
-            "deeper",
-            "gw",
-            &["*.y.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-        ),
-        "2032-01-01T00:00:00Z",
-    );
-    scene.apply(&http_route_json(&deeper));
-    scene
-        .wait_for_service("a.b.y.example.com", "/", "web")
-        .await;
-    assert_eq!(
-        scene
-            .get("z.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("api")
-    );
-    assert_eq!(
-        scene.get("example.com", "/").await.expect("answer").status,
-        404
-    );
-    assert_eq!(
-        scene
-            .get("a.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web")
-    );
-    assert_eq!(
-        scene.get("x.other.org", "/").await.expect("answer").status,
-        404
+        gateway_status_writes(api).len(),
+        before,
+        "no status write without a change"
     );
 }
 
-async fn cross_namespace_backends_need_a_reference_grant(haproxy: HaproxyBinary, source: Source) {
-    let posts = start_backends("posts", 187, 1).await;
-    let addrs: Vec<std::net::SocketAddr> = posts.iter().map(|s| s.addr).collect();
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![from_all_namespaces(mk_listener("http", "HTTP", 80, None))],
-        ),
-        to_json(&in_namespace(mk_service("posts", "http", 80), "blog")),
-        to_json(&in_namespace(
-            mk_endpoint_slice("posts", "http", &addrs),
-            "blog",
-        )),
-    ];
-    let mut rule = mk_rule_to(&[("PathPrefix", "/")], "posts", 80);
-    rule.backend_refs = vec![mk_backend_ref(Some("blog"), "posts", 80)];
-    objects.push(http_route_json(&mk_http_route(
-        "to-blog",
-        "gw",
-        &["blog.example.com"],
-        vec![rule],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_status("blog.example.com", "/", 500).await;
-    assert_eq!(
-        route_condition(&scene, "to-blog", "ResolvedRefs").await,
-        ("False".into(), "RefNotPermitted".into())
-    );
-    let grant = mk_service_grant("blog", "routes-from-default", "default");
-    scene.apply(&grant);
-    scene
-        .wait_for_service("blog.example.com", "/", "posts")
-        .await;
-    wait_for_route_condition(&scene, "to-blog", "ResolvedRefs", ("True", "ResolvedRefs")).await;
-    scene.delete(&grant);
-    scene.wait_for_status("blog.example.com", "/", 500).await;
+/// The writes of Gateway API status the API server received.
+fn gateway_status_writes(
+    api: &tugboat_testkit::FakeApiServer,
+) -> Vec<tugboat_testkit::fake_apiserver::WriteRecord> {
+    api.writes()
+        .into_iter()
+        .filter(|w| w.path.contains("gateway.networking") && w.path.ends_with("/status"))
+        .collect()
 }
 
+/// Routes with a missing Service, an unsupported filter, a bad regular expression or a
+/// weight out of range get their condition (and in API mode a Warning Event), and harm
+/// no other route; the missing Service, once there, is served.
 async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary, source: Source) {
-    let web = start_backends("web", 188, 1).await;
     let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web)]));
-    objects.push(http_route_json(&mk_http_route(
-        "good",
-        "gw",
-        &["good.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "to-nothing",
-        "gw",
-        &["nothing.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "later", 80)],
-    )));
+    objects.push(route_to("good", &["good.example.com"], "web"));
+    objects.push(route_to("to-nothing", &["nothing.example.com"], "later"));
     objects.push(http_route_json(&mk_http_route(
         "odd-filter",
         "gw",
@@ -500,25 +1735,36 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
             ],
         )));
     }
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("good.example.com", "/", "web").await;
-    // A weight out of 0..1000000: not accepted, nothing of the route is routed, the
-    // field named.
+    let unsupported = |name| route(name, "Accepted").is("False", "UnsupportedValue");
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 188)],
+            objects,
+            steps: vec![
+                wait_served("good.example.com", "/", "web"),
+                // A weight out of 0..1000000: not accepted, nothing of the route is
+                // routed.
+                unsupported("heavy"),
+                get("heavy.example.com", "/").status(404),
+                unsupported("negative"),
+                get("negative.example.com", "/").status(404),
+                // A missing Service: 500, BackendNotFound; the route is accepted.
+                wait_status("nothing.example.com", "/", 500),
+                route("to-nothing", "ResolvedRefs").is("False", "BackendNotFound"),
+                accepted("to-nothing"),
+                // Unsupported: not accepted, nothing of the route is routed.
+                unsupported("odd-filter"),
+                get("filter.example.com", "/").status(404),
+                unsupported("regex"),
+                get("regex.example.com", "/").status(404),
+            ],
+        },
+    )
+    .await;
+    // In API mode, a Warning Event on the route says why: the weight's field named.
     for name in ["heavy", "negative"] {
-        assert_eq!(
-            route_condition(&scene, name, "Accepted").await,
-            ("False".into(), "UnsupportedValue".into()),
-            "{name}"
-        );
-        assert_eq!(
-            scene
-                .get(&format!("{name}.example.com"), "/")
-                .await
-                .expect("answer")
-                .status,
-            404,
-            "{name}"
-        );
         if let Some(event) = scene.wait_for_warning(name, "spec.parentRefs").await {
             assert!(
                 event["note"]
@@ -528,33 +1774,6 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
             );
         }
     }
-    // A missing Service: 500, BackendNotFound; the route is accepted.
-    scene.wait_for_status("nothing.example.com", "/", 500).await;
-    assert_eq!(
-        route_condition(&scene, "to-nothing", "ResolvedRefs").await,
-        ("False".into(), "BackendNotFound".into())
-    );
-    assert_eq!(
-        route_condition(&scene, "to-nothing", "Accepted").await,
-        ("True".into(), "Accepted".into())
-    );
-    // Unsupported: not accepted, nothing of the route is routed.
-    for (name, host) in [
-        ("odd-filter", "filter.example.com"),
-        ("regex", "regex.example.com"),
-    ] {
-        assert_eq!(
-            route_condition(&scene, name, "Accepted").await,
-            ("False".into(), "UnsupportedValue".into()),
-            "{name}"
-        );
-        assert_eq!(
-            scene.get(host, "/").await.expect("answer").status,
-            404,
-            "{name}"
-        );
-    }
-    // In API mode, a Warning Event on the route says why.
     if let Some(event) = scene
         .wait_for_warning("odd-filter", "spec.parentRefs")
         .await
@@ -577,296 +1796,19 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         );
     }
     // The missing Service appears: the route serves it.
-    let later = start_backends("later", 189, 1).await;
-    for object in mk_service_of("later", &later) {
+    let (_later, service) = echo("later", 189).start().await;
+    for object in service {
         scene.apply(&object);
     }
-    scene
-        .wait_for_service("nothing.example.com", "/", "later")
-        .await;
-    wait_for_route_condition(
+    play(
         &scene,
-        "to-nothing",
-        "ResolvedRefs",
-        ("True", "ResolvedRefs"),
+        &[
+            wait_served("nothing.example.com", "/", "later"),
+            route("to-nothing", "ResolvedRefs").becomes("True", "ResolvedRefs"),
+            get("good.example.com", "/").served("web"),
+        ],
     )
     .await;
-    assert_eq!(
-        scene
-            .get("good.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web")
-    );
-}
-
-/// `(status, reason)` of condition `type_` of listener `index` of Gateway `gw`.
-async fn listener_condition(scene: &Scene, index: usize, type_: &str) -> (String, String) {
-    listener_condition_of(scene, "gw", index, type_).await
-}
-
-/// [`listener_condition`] of the Gateway `gateway` of namespace `default`.
-async fn listener_condition_of(
-    scene: &Scene,
-    gateway: &str,
-    index: usize,
-    type_: &str,
-) -> (String, String) {
-    eventually(
-        &format!("listener {index} condition {type_}"),
-        Duration::from_secs(15),
-        || async {
-            match scene.api() {
-                Some(api) => {
-                    let gateway = api.get("Gateway", "default", gateway)?;
-                    let conditions =
-                        gateway["status"]["listeners"][index]["conditions"].as_array()?;
-                    let found = conditions.iter().find(|c| c["type"] == type_)?;
-                    Some((
-                        found["status"].as_str()?.to_string(),
-                        found["reason"].as_str()?.to_string(),
-                    ))
-                }
-                None => {
-                    let status = scene.status();
-                    let gateway = status
-                        .gateway
-                        .gateways
-                        .get(&ObjectKey::new("default", gateway))?;
-                    let found = gateway.listeners[index]
-                        .conditions
-                        .iter()
-                        .find(|c| c.type_ == type_)?;
-                    let text = if found.status { "True" } else { "False" };
-                    Some((text.to_string(), found.reason.to_string()))
-                }
-            }
-        },
-    )
-    .await
-}
-
-async fn https_listeners_serve_their_certificates_across_namespaces_by_grant(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 190, 1).await;
-    let (own_cert, own_key, own_der) = certificate(&["secure.example.com"], false);
-    let (shared_cert, shared_key, shared_der) = certificate(&["shared.example.com"], false);
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![
-                mk_https_listener("own", "secure.example.com", (None, "site-tls")),
-                mk_https_listener(
-                    "shared",
-                    "shared.example.com",
-                    (Some("certs"), "shared-tls"),
-                ),
-            ],
-        ),
-        to_json(&mk_tls_secret("site-tls", &own_cert, &own_key)),
-        to_json(&in_namespace(
-            mk_tls_secret("shared-tls", &shared_cert, &shared_key),
-            "certs",
-        )),
-    ];
-    objects.extend(services(&[("web", &web)]));
-    objects.push(http_route_json(&mk_http_route(
-        "secure",
-        "gw",
-        &[],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    let https = scene.https_addr();
-    let served = |sni: &'static str| async move {
-        exchange(https, sni, "/", &[b"http/1.1"])
-            .await
-            .expect("TLS exchange")
-    };
-    let own = eventually(
-        "the listener's certificate",
-        Duration::from_secs(15),
-        || async {
-            let found = served("secure.example.com").await;
-            (found.certificate == own_der).then_some(found)
-        },
-    )
-    .await;
-    assert_eq!(own.reply.expect("answer").service(), Some("web"));
-    assert_eq!(
-        listener_condition(&scene, 0, "ResolvedRefs").await,
-        ("True".into(), "ResolvedRefs".into())
-    );
-
-    // The Secret of another namespace: not without a ReferenceGrant there.
-    assert_eq!(
-        listener_condition(&scene, 1, "ResolvedRefs").await,
-        ("False".into(), "RefNotPermitted".into())
-    );
-    let fallback = fallback_certificate_der(&scene.lib_dir);
-    assert_eq!(served("shared.example.com").await.certificate, fallback);
-    let grant = mk_reference_grant(
-        "certs",
-        "gateways-from-default",
-        ("Gateway", "default"),
-        "Secret",
-    );
-    scene.apply(&grant);
-    eventually(
-        "the granted certificate",
-        Duration::from_secs(15),
-        || async { (served("shared.example.com").await.certificate == shared_der).then_some(()) },
-    )
-    .await;
-    eventually(
-        "the listener's ResolvedRefs condition True",
-        Duration::from_secs(15),
-        || async {
-            (listener_condition(&scene, 1, "ResolvedRefs").await.0 == "True").then_some(())
-        },
-    )
-    .await;
-}
-
-/// Every value of a header of the answer.
-fn header_values<'a>(reply: &'a tugboat_testkit::Reply, name: &str) -> Vec<&'a str> {
-    reply
-        .headers
-        .iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-        .collect()
-}
-
-async fn filters_change_headers_redirect_and_rewrite(haproxy: HaproxyBinary, source: Source) {
-    let web = start_backends("web", 191, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web)]));
-    let headers_rule = with_filter_json(
-        with_filter_json(
-            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-            serde_json::json!({"type": "RequestHeaderModifier", "requestHeaderModifier": {
-                "set": [{"name": "X-Set", "value": "one"}],
-                "add": [{"name": "X-Add", "value": "two"}],
-                "remove": ["X-Gone"]}}),
-        ),
-        serde_json::json!({"type": "ResponseHeaderModifier", "responseHeaderModifier": {
-            "set": [{"name": "X-Served-By", "value": "tugboat"}],
-            "remove": ["X-Echo-Service"]}}),
-    );
-    let mut moved_rule = with_filter_json(
-        mk_rule_to(&[("PathPrefix", "/old/")], "web", 80),
-        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
-            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
-            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}),
-    );
-    moved_rule.backend_refs.clear();
-    let mut full_rule = with_filter_json(
-        mk_rule_to(&[("Exact", "/down")], "web", 80),
-        serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
-            "port": 8443,
-            "path": {"type": "ReplaceFullPath", "replaceFullPath": "/maintenance"}}}),
-    );
-    full_rule.backend_refs.clear();
-    let rewrite_rule = with_filter_json(
-        mk_rule_to(&[("PathPrefix", "/api")], "web", 80),
-        serde_json::json!({"type": "URLRewrite", "urlRewrite": {
-            "hostname": "internal.example.com",
-            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}}),
-    );
-    for (name, rules) in [
-        ("headers", vec![headers_rule]),
-        ("moved", vec![moved_rule, full_rule]),
-        ("rewrite", vec![rewrite_rule]),
-    ] {
-        let host = format!("{name}.example.com");
-        objects.push(http_route_json(&mk_http_route(name, "gw", &[&host], rules)));
-    }
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("headers.example.com", "/", "web")
-        .await;
-
-    let reply = tugboat_testkit::http::request(
-        scene.http_addr(),
-        "GET",
-        "headers.example.com",
-        "/",
-        &[("X-Set", "client"), ("X-Add", "client"), ("X-Gone", "yes")],
-    )
-    .await
-    .expect("answer");
-    assert_eq!(
-        header_values(&reply, "x-echo-req-set"),
-        ["one"],
-        "{reply:?}"
-    );
-    let mut added = header_values(&reply, "x-echo-req-add");
-    added.sort_unstable();
-    assert_eq!(added, ["client", "two"], "{reply:?}");
-    assert!(
-        header_values(&reply, "x-echo-req-gone").is_empty(),
-        "{reply:?}"
-    );
-    assert_eq!(reply.header("x-served-by"), Some("tugboat"));
-    assert_eq!(
-        reply.header("x-echo-service"),
-        None,
-        "removed from the answer"
-    );
-
-    let redirect = scene
-        .get("moved.example.com", "/old/page?x=1")
-        .await
-        .expect("answer");
-    assert_eq!(redirect.status, 301);
-    assert_eq!(
-        redirect.header("location"),
-        Some("https://new.example.com/new/page?x=1")
-    );
-    let redirect = scene
-        .get("moved.example.com", "/old")
-        .await
-        .expect("answer");
-    assert_eq!(
-        redirect.header("location"),
-        Some("https://new.example.com/new")
-    );
-    let redirect = scene
-        .get("moved.example.com", "/down")
-        .await
-        .expect("answer");
-    assert_eq!(redirect.status, 302);
-    assert_eq!(
-        redirect.header("location"),
-        Some("http://moved.example.com:8443/maintenance")
-    );
-    assert_eq!(
-        route_condition(&scene, "moved", "Accepted").await,
-        ("True".into(), "Accepted".into())
-    );
-
-    let rewritten = scene
-        .get("rewrite.example.com", "/api/items?q=1")
-        .await
-        .expect("answer");
-    assert_eq!(rewritten.service(), Some("web"));
-    assert_eq!(rewritten.path(), Some("/v2/items"), "{rewritten:?}");
-    assert_eq!(rewritten.query(), Some("q=1"));
-    assert!(
-        rewritten.body.contains("host=internal.example.com"),
-        "{rewritten:?}"
-    );
-    let root = scene
-        .get("rewrite.example.com", "/api")
-        .await
-        .expect("answer");
-    assert_eq!(root.path(), Some("/v2"));
 }
 
 /// How many of `count` requests to `host` each service (or status, for other answers)
@@ -902,15 +1844,13 @@ fn assert_share(
     );
 }
 
+/// Weighted backends share the requests by weight; the share of a missing Service
+/// answers 500; weight 0 takes none.
 async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, source: Source) {
     // 5 points are 6 standard deviations of a fair share of 4,000 draws; of 1,000 they
     // were 3, and a run of the whole suite missed them by chance now and then.
     const REQUESTS: usize = 4000;
-    let web = start_backends("web", 192, 1).await;
-    let api = start_backends("api", 193, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    let route = |backends: &[(&str, i32, i32)]| {
+    let split = |backends: &[(&str, i32, i32)]| {
         http_route_json(&mk_http_route(
             "split",
             "gw",
@@ -918,22 +1858,29 @@ async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, 
             vec![mk_weighted_rule("/", backends)],
         ))
     };
-    objects.push(route(&[("web", 80, 3), ("api", 80, 1)]));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("split.example.com", "/", "web")
-        .await;
+    let mut objects = class_and_gateway();
+    objects.push(split(&[("web", 80, 3), ("api", 80, 1)]));
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 192), echo("api", 193)],
+            objects,
+            steps: vec![wait_served("split.example.com", "/", "web")],
+        },
+    )
+    .await;
     let counts = tally(&scene, "split.example.com", REQUESTS).await;
     assert_share(&counts, "web", 0.75, REQUESTS);
     assert_share(&counts, "api", 0.25, REQUESTS);
 
     // A share whose Service does not exist answers 500 for its part.
-    scene.apply(&route(&[("web", 80, 1), ("gone", 80, 1)]));
-    wait_for_route_condition(
+    play(
         &scene,
-        "split",
-        "ResolvedRefs",
-        ("False", "BackendNotFound"),
+        &[
+            Step::Apply(split(&[("web", 80, 1), ("gone", 80, 1)])),
+            route("split", "ResolvedRefs").becomes("False", "BackendNotFound"),
+        ],
     )
     .await;
     // Until the old split is gone for good (it gave api a quarter: 100 requests in a row
@@ -948,10 +1895,14 @@ async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, 
     assert_share(&counts, "500", 0.5, REQUESTS);
 
     // Weight 0 takes no requests.
-    scene.apply(&route(&[("web", 80, 0), ("api", 80, 5)]));
-    scene
-        .wait_for_service("split.example.com", "/", "api")
-        .await;
+    play(
+        &scene,
+        &[
+            Step::Apply(split(&[("web", 80, 0), ("api", 80, 5)])),
+            wait_served("split.example.com", "/", "api"),
+        ],
+    )
+    .await;
     eventually("api alone", Duration::from_secs(15), || async {
         let counts = tally(&scene, "split.example.com", 50).await;
         (counts.get("api") == Some(&50)).then_some(())
@@ -959,157 +1910,21 @@ async fn weighted_backends_share_the_requests_by_weight(haproxy: HaproxyBinary, 
     .await;
 }
 
-async fn method_header_and_query_matches_pick_the_rule_by_precedence(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 194, 1).await;
-    let api = start_backends("api", 195, 1).await;
-    let canary = start_backends("canary", 196, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[
-        ("web", &web),
-        ("api", &api),
-        ("canary", &canary),
-    ]));
-    objects.push(http_route_json(&mk_http_route(
-        "matches",
-        "gw",
-        &["match.example.com"],
-        vec![
-            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-            matching(
-                "api",
-                serde_json::json!([{"headers": [{"name": "Version", "value": "2"}]}]),
-            ),
-            matching("canary", serde_json::json!([{"method": "POST"}])),
-            matching(
-                "api",
-                serde_json::json!([{"path": {"type": "RegularExpression", "value": "^/v[0-9]+/items$"}}]),
-            ),
-            matching(
-                "canary",
-                serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
-            ),
-        ],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "team-only",
-        "gw",
-        &["team.example.com"],
-        vec![matching(
-            "web",
-            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/"},
-                                                  "headers": [{"name": "x-team", "value": "a"}]}]),
-        )],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("match.example.com", "/", "web")
-        .await;
-    let ask = |method: &'static str,
-               path: &'static str,
-               headers: &'static [(&'static str, &'static str)]| {
-        let scene = &scene;
-        async move {
-            answer(scene, method, "match.example.com", path, headers)
-                .await
-                .1
-        }
-    };
-    assert_eq!(ask("GET", "/", &[]).await.as_deref(), Some("web"));
-    assert_eq!(
-        ask("GET", "/v12/items", &[]).await.as_deref(),
-        Some("api"),
-        "regex path"
-    );
-    assert_eq!(
-        ask("POST", "/v12/items", &[]).await.as_deref(),
-        Some("api"),
-        "a path expression comes before a method match"
-    );
-    assert_eq!(
-        ask("GET", "/v12/items/x", &[]).await.as_deref(),
-        Some("web")
-    );
-    assert_eq!(
-        ask("GET", "/x", &[("version", "2")]).await.as_deref(),
-        Some("api"),
-        "header"
-    );
-    assert_eq!(
-        ask("GET", "/x", &[("version", "3")]).await.as_deref(),
-        Some("web")
-    );
-    assert_eq!(
-        ask("POST", "/", &[]).await.as_deref(),
-        Some("canary"),
-        "method"
-    );
-    assert_eq!(
-        ask("POST", "/", &[("version", "2")]).await.as_deref(),
-        Some("canary"),
-        "a method match comes before header matches"
-    );
-    assert_eq!(
-        ask("GET", "/?env=canary", &[]).await.as_deref(),
-        Some("canary"),
-        "query"
-    );
-    assert_eq!(
-        ask("GET", "/?env=canary", &[("version", "2")])
-            .await
-            .as_deref(),
-        Some("api"),
-        "header matches come before query matches"
-    );
-    // Only a rule with a header match: other requests of the host and path get 404.
-    let team = tugboat_testkit::http::request(
-        scene.http_addr(),
-        "GET",
-        "team.example.com",
-        "/",
-        &[("X-Team", "a")],
-    )
-    .await
-    .expect("answer");
-    assert_eq!(team.service(), Some("web"));
-    assert_eq!(
-        scene
-            .get("team.example.com", "/")
-            .await
-            .expect("answer")
-            .status,
-        404
-    );
-    assert_eq!(
-        route_condition(&scene, "matches", "Accepted").await,
-        ("True".into(), "Accepted".into())
-    );
-}
-
+/// The HTTP listener of a host redirects every path to HTTPS, where the HTTPS
+/// listener's routes serve them; a new path of the HTTPS route is a map update.
 async fn the_http_listener_redirects_while_the_https_listener_serves(
     haproxy: HaproxyBinary,
     source: Source,
 ) {
-    let web = start_backends("web", 198, 1).await;
     let (cert, key, der) = certificate(&["secure.example.com"], false);
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![
-                mk_listener("http", "HTTP", 80, Some("secure.example.com")),
-                mk_https_listener("https", "secure.example.com", (None, "site-tls")),
-            ],
-        ),
-        to_json(&mk_tls_secret("site-tls", &cert, &key)),
-    ];
-    objects.extend(services(&[("web", &web)]));
+    let mut objects = class_and_gateway_with(vec![
+        mk_listener("http", "HTTP", 80, Some("secure.example.com")),
+        mk_https_listener("https", "secure.example.com", (None, "site-tls")),
+    ]);
+    objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
     let on = |mut route: HttpRoute, section: &str| {
         route.spec.parent_refs[0].section_name = Some(section.to_string());
-        route
+        http_route_json(&route)
     };
     let mut redirect = with_filter_json(
         mk_rule_to(&[("PathPrefix", "/")], "web", 80),
@@ -1117,94 +1932,62 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
                            "requestRedirect": {"scheme": "https", "statusCode": 301}}),
     );
     redirect.backend_refs.clear();
-    objects.push(http_route_json(&on(
+    objects.push(on(
         mk_http_route("to-https", "gw", &[], vec![redirect]),
         "http",
-    )));
-    objects.push(http_route_json(&on(
-        mk_http_route(
-            "app",
-            "gw",
-            &[],
-            vec![
-                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-                mk_rule_to(&[("PathPrefix", "/admin")], "web", 80),
-                mk_rule_to(&[("Exact", "/login")], "web", 80),
+    ));
+    let app = |more: &[(&str, &str)]| {
+        let rules = [
+            ("PathPrefix", "/"),
+            ("PathPrefix", "/admin"),
+            ("Exact", "/login"),
+        ]
+        .iter()
+        .chain(more)
+        .map(|path| mk_rule_to(&[*path], "web", 80))
+        .collect();
+        on(mk_http_route("app", "gw", &[], rules), "https")
+    };
+    objects.push(app(&[]));
+    let secure = "secure.example.com";
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 198)],
+            objects,
+            steps: vec![
+                wait_status(secure, "/x?y=1", 301),
+                // The HTTPS listener's longer paths are not the HTTP listener's: its `/`
+                // redirects them too.
+                get(secure, "/x?y=1").redirects(301, "https://secure.example.com/x?y=1"),
+                get(secure, "/admin/x?y=1")
+                    .redirects(301, "https://secure.example.com/admin/x?y=1"),
+                get(secure, "/login").redirects(301, "https://secure.example.com/login"),
+                tls(secure, "/admin/x").served("web"),
+                tls(secure, "/login").served("web"),
             ],
-        ),
-        "https",
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_status("secure.example.com", "/x?y=1", 301)
-        .await;
-    // The HTTPS listener's longer paths are not the HTTP listener's: its `/` redirects
-    // them too.
-    for path in ["/x?y=1", "/admin/x?y=1", "/login"] {
-        let moved = scene.get("secure.example.com", path).await.expect("answer");
-        assert_eq!(moved.status, 301, "{path}");
-        assert_eq!(
-            moved.header("location"),
-            Some(format!("https://secure.example.com{path}").as_str()),
-            "{path}"
-        );
-    }
-    for path in ["/admin/x", "/login"] {
-        let reply = exchange(
-            scene.https_addr(),
-            "secure.example.com",
-            path,
-            &[b"http/1.1"],
-        )
-        .await
-        .expect("TLS exchange");
-        assert_eq!(
-            reply.reply.expect("answer").service(),
-            Some("web"),
-            "{path}"
-        );
-    }
+        },
+    )
+    .await;
 
     // Another path of the same backend joins the others' feature set: a map update.
     let reloads = scene.reloads().await;
-    scene.apply(&http_route_json(&on(
-        mk_http_route(
-            "app",
-            "gw",
-            &[],
-            vec![
-                mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-                mk_rule_to(&[("PathPrefix", "/admin")], "web", 80),
-                mk_rule_to(&[("Exact", "/login")], "web", 80),
-                mk_rule_to(&[("PathPrefix", "/docs")], "web", 80),
-            ],
-        ),
-        "https",
-    )));
+    scene.apply(&app(&[("PathPrefix", "/docs")]));
     eventually("the new path on HTTPS", Duration::from_secs(15), || async {
-        let reply = exchange(
-            scene.https_addr(),
-            "secure.example.com",
-            "/docs/a",
-            &[b"http/1.1"],
-        )
-        .await
-        .ok()?;
+        let reply = exchange(scene.https_addr(), secure, "/docs/a", &[b"http/1.1"])
+            .await
+            .ok()?;
         (reply.reply?.service() == Some("web")).then_some(())
     })
     .await;
-    let moved = scene
-        .get("secure.example.com", "/docs/a")
-        .await
-        .expect("answer");
-    assert_eq!(moved.status, 301);
+    play(&scene, &[get(secure, "/docs/a").status(301)]).await;
     assert_eq!(scene.reloads().await, reloads, "no reload for the new path");
-    let https = scene.https_addr();
     let served = eventually(
         "the HTTPS listener's route",
         Duration::from_secs(15),
         || async {
-            let found = exchange(https, "secure.example.com", "/x", &[b"http/1.1"])
+            let found = exchange(scene.https_addr(), secure, "/x", &[b"http/1.1"])
                 .await
                 .ok()?;
             (found.certificate == der).then_some(found)
@@ -1212,19 +1995,372 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
     )
     .await;
     assert_eq!(served.reply.expect("answer").service(), Some("web"));
-    for route in ["to-https", "app"] {
-        assert_eq!(
-            route_condition(&scene, route, "Accepted").await,
-            ("True".into(), "Accepted".into()),
-            "{route}"
-        );
-    }
+    play(&scene, &[accepted("to-https"), accepted("app")]).await;
     let problems = scene.status().problems;
     assert!(
         problems.iter().all(|p| p.object.kind != "HTTPRoute"),
         "no conflict between the two binds' routes: {problems:?}"
     );
 }
+
+/// Listener conditions: a hostname conflict, a port haproxy does not listen on and a
+/// protocol it does not serve; a route only on the conflicted listener is not allowed.
+async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, source: Source) {
+    let mut objects = class_and_gateway_with(vec![
+        mk_listener("http", "HTTP", 80, Some("a.example.com")),
+        mk_listener("again", "HTTP", 80, Some("a.example.com")),
+        mk_listener("odd-port", "HTTP", 8081, None),
+        mk_listener("tcp", "TCP", 5432, None),
+        mk_listener("other", "HTTP", 80, Some("b.example.com")),
+    ]);
+    let mut on_again = mk_http_route(
+        "on-again",
+        "gw",
+        &[],
+        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+    );
+    on_again.spec.parent_refs[0].section_name = Some("again".into());
+    objects.push(http_route_json(&on_again));
+    objects.push(route_to("everywhere", &[], "web"));
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 203)],
+            objects,
+            steps: vec![
+                wait_served("b.example.com", "/", "web"),
+                wait_served("a.example.com", "/", "web"),
+                listener("gw", 0, "Programmed").is("True", "Programmed"),
+                listener("gw", 1, "Conflicted").is("True", "HostnameConflict"),
+                listener("gw", 1, "Programmed").has_status("False"),
+                listener("gw", 2, "Accepted").is("False", "PortUnavailable"),
+                listener("gw", 3, "Accepted").is("False", "UnsupportedProtocol"),
+                // Only the conflicted listener: the route is not allowed there.
+                route("on-again", "Accepted").is("False", "NotAllowedByListeners"),
+            ],
+        },
+    )
+    .await;
+    let Some(api) = scene.api() else { return };
+    let gateway = api.get("Gateway", "default", "gw").expect("the Gateway");
+    let attached: Vec<i64> = gateway["status"]["listeners"]
+        .as_array()
+        .expect("listeners")
+        .iter()
+        .map(|l| l["attachedRoutes"].as_i64().unwrap_or(-1))
+        .collect();
+    assert_eq!(attached, [1, 0, 0, 0, 1], "{gateway}");
+    let programmed = gateway["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Programmed"))
+        .map(|c| c["status"].clone());
+    assert_eq!(programmed, Some("True".into()));
+}
+
+/// A redirect that sets neither scheme nor port keeps the port of the listener the
+/// request came through: a listener on the HTTP bind's own port (not 80) puts it in the
+/// location; the listener on port 80 leaves it out; a scheme gives its well-known port.
+async fn a_redirect_without_a_port_keeps_the_listeners_port(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let mut objects = class_and_gateway();
+    objects.push(route_to("ready", &["ready.example.com"], "web"));
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 220)],
+            objects,
+            steps: vec![wait_served("ready.example.com", "/", "web")],
+        },
+    )
+    .await;
+    // The HTTP bind's port is only known now.
+    let bind_port = scene.http_addr().port();
+    scene.apply(&mk_gateway(
+        "on-bind",
+        "tugboat",
+        vec![mk_listener(
+            "bind",
+            "HTTP",
+            i32::from(bind_port),
+            Some("bind.example.com"),
+        )],
+    ));
+    let redirect = |rule: HttpRouteRule, redirect: Value| {
+        with_filter_json(
+            rule,
+            serde_json::json!({"type": "RequestRedirect", "requestRedirect": redirect}),
+        )
+    };
+    let moving = |name: &str, gateway: &str, host: &str| {
+        let rules = vec![
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/host")], "web", 80),
+                serde_json::json!({"hostname": "new.example.com"}),
+            ),
+            redirect(
+                mk_rule_to(&[("PathPrefix", "/scheme")], "web", 80),
+                serde_json::json!({"scheme": "http", "hostname": "new.example.com"}),
+            ),
+        ];
+        http_route_json(&mk_http_route(name, gateway, &[host], rules))
+    };
+    scene.apply(&moving("on-bind", "on-bind", "bind.example.com"));
+    scene.apply(&moving("standard", "gw", "std.example.com"));
+    play(
+        &scene,
+        &[
+            wait_status("bind.example.com", "/host/a", 302),
+            wait_status("std.example.com", "/host/a", 302),
+            get("std.example.com", "/host/a")
+                .redirects(302, "http://new.example.com/host/a")
+                .because("port 80 on HTTP is left out"),
+            get("bind.example.com", "/scheme/a")
+                .redirects(302, "http://new.example.com/scheme/a")
+                .because("a scheme's well-known port"),
+        ],
+    )
+    .await;
+    let location = |host: String, path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get(&host, path).await.expect("answer");
+            assert_eq!(reply.status, 302, "{host}{path}");
+            reply.header("location").map(str::to_string)
+        }
+    };
+    assert_eq!(
+        location("bind.example.com".into(), "/host/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
+        "the listener's port"
+    );
+    // One route on both listeners of the HTTP bind (ports 80 and the bind's own): the
+    // Host header's port says which listener the request was sent to.
+    let mut both = mk_http_route(
+        "both",
+        "gw",
+        &["bind.example.com"],
+        vec![redirect(
+            mk_rule_to(&[("PathPrefix", "/both")], "web", 80),
+            serde_json::json!({"hostname": "new.example.com"}),
+        )],
+    );
+    both.spec.parent_refs.push(ParentReference {
+        name: "on-bind".into(),
+        ..ParentReference::default()
+    });
+    scene.apply(&http_route_json(&both));
+    scene
+        .wait_for_status("bind.example.com", "/both/a", 302)
+        .await;
+    assert_eq!(
+        location(format!("bind.example.com:{bind_port}"), "/both/a?x=1").await,
+        Some(format!("http://new.example.com:{bind_port}/both/a?x=1")),
+        "sent to the listener on the bind's port"
+    );
+    play(
+        &scene,
+        &[
+            get("bind.example.com", "/both/a")
+                .redirects(302, "http://new.example.com/both/a")
+                .because("sent to the listener on port 80"),
+            get("bind.example.com:80", "/both/a")
+                .redirects(302, "http://new.example.com/both/a")
+                .because("port 80 named: HTTP's own, left out"),
+            accepted("on-bind"),
+            accepted("both"),
+        ],
+    )
+    .await;
+}
+
+/// The objects of the YAML files of examples/gateway/, as written.
+fn example_objects(files: &[&str]) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .join("examples/gateway");
+    let mut objects = Vec::new();
+    for file in files {
+        let path = folder.join(file);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for document in serde_yaml_ng::Deserializer::from_str(&text) {
+            let object = Value::deserialize(document).expect("a YAML object");
+            if !object.is_null() {
+                objects.push(object);
+            }
+        }
+    }
+    objects
+}
+
+/// examples/gateway/ as its README walks through it: the class, the Gateway (HTTP for
+/// every host, HTTPS for echo.example.com with the Secret echo-tls), the route to the
+/// echo Service, and the route of another namespace that its ReferenceGrant allows.
+async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, source: Source) {
+    let (cert, key, der) = certificate(&["echo.example.com"], false);
+    let mut objects = example_objects(&[
+        "gatewayclass.yaml",
+        "gateway.yaml",
+        "httproute.yaml",
+        "cross-namespace.yaml",
+    ]);
+    let grant = objects
+        .iter()
+        .find(|o| o["kind"] == "ReferenceGrant")
+        .cloned()
+        .expect("the example's ReferenceGrant");
+    objects.push(to_json(&mk_tls_secret("echo-tls", &cert, &key)));
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("echo", 224)],
+            objects,
+            steps: vec![
+                wait_served("echo.example.com", "/", "echo"),
+                wait_served("blog.example.com", "/", "echo"),
+                get("echo.example.com", "/healthz").served("echo"),
+            ],
+        },
+    )
+    .await;
+    play(
+        &scene,
+        &[
+            // The listener's certificate.
+            tls("echo.example.com", "/").shows(&der).served("echo"),
+            accepted("echo"),
+            route("echo", "ResolvedRefs").is("True", "ResolvedRefs"),
+            listener("web", 0, "Programmed").is("True", "Programmed"),
+            listener("web", 1, "Programmed").is("True", "Programmed"),
+            listener("web", 1, "ResolvedRefs").is("True", "ResolvedRefs"),
+            // Without the grant, the other namespace's route answers 500.
+            Step::Delete(grant),
+            wait_status("blog.example.com", "/", 500),
+        ],
+    )
+    .await;
+    // As the README reads it: the second condition of the route's parent.
+    let reason = eventually(
+        "the blog route's RefNotPermitted",
+        Duration::from_secs(15),
+        || async {
+            let reason = match scene.api() {
+                Some(api) => {
+                    let route = api.get("HTTPRoute", "team-a", "blog")?;
+                    route["status"]["parents"][0]["conditions"][1]["reason"]
+                        .as_str()?
+                        .to_string()
+                }
+                None => {
+                    let status = scene.status();
+                    let route = status
+                        .gateway
+                        .routes
+                        .get(&ObjectKey::new("team-a", "blog"))?;
+                    route.parents[0].conditions.get(1)?.reason.to_string()
+                }
+            };
+            (reason == "RefNotPermitted").then_some(reason)
+        },
+    )
+    .await;
+    assert_eq!(reason, "RefNotPermitted");
+}
+
+/// Two Gateways' HTTP listeners on port 80 and on the HTTP bind's own port (8080 in a
+/// pod) share haproxy's HTTP bind: a route of the second listener whose every host and
+/// path the older route of the first already has serves nothing, and its status says so
+/// (`Accepted=False`); its listener does not count it. A path of its own makes it
+/// accepted and counted.
+async fn a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway(
+            "gw80",
+            "tugboat",
+            vec![mk_listener("http", "HTTP", 80, None)],
+        ),
+        http_route_json(&route_created_at(
+            mk_http_route(
+                "first",
+                "gw80",
+                &["shop.example.com"],
+                vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
+            ),
+            "2030-01-01T00:00:00Z",
+        )),
+    ];
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 243), echo("api", 244)],
+            objects,
+            steps: vec![wait_served("shop.example.com", "/", "web")],
+        },
+    )
+    .await;
+    // The HTTP bind's port is only known now.
+    let bind_port = i32::from(scene.http_addr().port());
+    let mut second = route_created_at(
+        mk_http_route(
+            "second",
+            "on-bind",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
+        ),
+        "2031-01-01T00:00:00Z",
+    );
+    let losing = http_route_json(&second);
+    second
+        .spec
+        .rules
+        .push(mk_rule_to(&[("PathPrefix", "/api")], "api", 80));
+    let attached = |gateway, routes| Step::AttachedRoutes {
+        gateway,
+        index: 0,
+        routes,
+    };
+    play(
+        &scene,
+        &[
+            apply(&mk_gateway(
+                "on-bind",
+                "tugboat",
+                vec![mk_listener("http", "HTTP", bind_port, None)],
+            )),
+            // Created a second later.
+            pause_ms(1100),
+            Step::Apply(losing),
+            route("second", "Accepted").becomes("False", "UnsupportedValue"),
+            route("first", "Accepted").becomes("True", "Accepted"),
+            attached("on-bind", 0),
+            attached("gw80", 1),
+            get("shop.example.com", "/")
+                .served("web")
+                .because("the older route keeps its host and path"),
+            // A path of its own.
+            Step::Apply(http_route_json(&second)),
+            wait_served("shop.example.com", "/api/x", "api"),
+            route("second", "Accepted").becomes("True", "Accepted"),
+            attached("on-bind", 1),
+        ],
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------------
+// Through the API only.
 
 /// The message of the condition `type_` of the Gateway `gw` once it is `expected`.
 async fn gateway_condition(
@@ -1249,39 +2385,28 @@ async fn gateway_condition(
     .await
 }
 
+/// A fake API server holding the class, the Gateway `gw`, the echo Service `web` and
+/// the route `shop` of shop.example.com to it; the echo backend.
+async fn api_server_with_shop(net: u8) -> (tugboat_testkit::FakeApiServer, Vec<EchoServer>) {
+    let (web, service) = echo("web", net).start().await;
+    let server = tugboat_testkit::FakeApiServer::start().await;
+    for object in class_and_gateway().into_iter().chain(service) {
+        server.put(object);
+    }
+    server.put(route_to("shop", &["shop.example.com"], "web"));
+    (server, web)
+}
+
 /// Through the API only: the publish flags' addresses in the Gateway's status,
 /// conditions that follow a new generation of the route, and requested addresses
 /// checked against the published ones.
 async fn gateway_status_has_the_published_addresses_and_follows_generations(
     haproxy: HaproxyBinary,
 ) {
-    let web = start_backends("web", 199, 1).await;
-    let server = tugboat_testkit::FakeApiServer::start().await;
-    for object in class_and_gateway()
-        .into_iter()
-        .chain(services(&[("web", &web)]))
-    {
-        server.put(object);
-    }
-    let route = |path: &str| {
-        http_route_json(&mk_http_route(
-            "shop",
-            "gw",
-            &["shop.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", path)], "web", 80)],
-        ))
-    };
-    server.put(route("/"));
+    let (server, _web) = api_server_with_shop(199).await;
     let mut options = tugboat_testkit::cluster_pod::options("pod-a");
     options.publish.addresses = vec!["192.0.2.10".into(), "lb.example.com".into()];
-    let pod = tugboat_testkit::ClusterPod::start_with(&haproxy, &server, options, |config| {
-        config.model.gateway = Some(GatewaySettings::new(
-            GATEWAY_CONTROLLER,
-            config.render.http_port,
-            config.render.https_port,
-        ));
-    })
-    .await;
+    let pod = tugboat_testkit::ClusterPod::start_with(&haproxy, &server, options, gateway_on).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
     let addresses = eventually(
         "the Gateway's addresses",
@@ -1311,7 +2436,12 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
         generation_of(&server).filter(|(g, o)| g == o)
     })
     .await;
-    server.put(route("/shop"));
+    server.put(http_route_json(&mk_http_route(
+        "shop",
+        "gw",
+        &["shop.example.com"],
+        vec![mk_rule_to(&[("PathPrefix", "/shop")], "web", 80)],
+    )));
     let (second, observed) = eventually(
         "the new generation observed",
         Duration::from_secs(15),
@@ -1346,85 +2476,12 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
     gateway_condition(&server, "Accepted", ("False", "UnsupportedAddress")).await;
 }
 
-async fn ingresses_and_http_routes_side_by_side(haproxy: HaproxyBinary, source: Source) {
-    let web = start_backends("web", 200, 1).await;
-    let api = start_backends("api", 201, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
-        "legacy",
-        "legacy.example.com",
-        "web",
-    )));
-    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
-        "shared",
-        "shared.example.com",
-        "web",
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "new",
-        "gw",
-        &["new.example.com", "shared.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("legacy.example.com", "/", "web")
-        .await;
-    scene.wait_for_service("new.example.com", "/", "api").await;
-    assert_eq!(
-        scene
-            .get("shared.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web"),
-        "the Ingress keeps its host and path"
-    );
-    let problems = scene.status().problems;
-    assert!(
-        problems.iter().any(|p| p.object.kind == "HTTPRoute"
-            && &*p.object.name == "new"
-            && p.message.contains("Ingress default/shared")),
-        "{problems:?}"
-    );
-    // The Ingress goes: the route takes the host.
-    scene.delete(&tugboat_testkit::objects::mk_ingress(
-        "shared",
-        "shared.example.com",
-        "web",
-    ));
-    scene
-        .wait_for_service("shared.example.com", "/", "api")
-        .await;
-}
-
 async fn only_the_leader_writes_gateway_status_and_a_new_leader_takes_over(haproxy: HaproxyBinary) {
-    let web = start_backends("web", 202, 1).await;
-    let server = tugboat_testkit::FakeApiServer::start().await;
-    for object in class_and_gateway()
-        .into_iter()
-        .chain(services(&[("web", &web)]))
-    {
-        server.put(object);
-    }
-    server.put(http_route_json(&mk_http_route(
-        "shop",
-        "gw",
-        &["shop.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
+    let (server, _web) = api_server_with_shop(202).await;
     let replica = |name: &str, address: &str| {
         let mut options = tugboat_testkit::cluster_pod::options(name);
         options.publish.addresses = vec![address.to_string()];
         options
-    };
-    let gateway_on = |config: &mut tugboat::controller::ControllerConfig| {
-        config.model.gateway = Some(GatewaySettings::new(
-            GATEWAY_CONTROLLER,
-            config.render.http_port,
-            config.render.https_port,
-        ));
     };
     let a = tugboat_testkit::ClusterPod::start_with(
         &haproxy,
@@ -1462,15 +2519,16 @@ async fn only_the_leader_writes_gateway_status_and_a_new_leader_takes_over(hapro
         (published().await.as_deref() == Some(leader_ip)).then_some(())
     })
     .await;
-    wait_for_route_condition_api(&server, "shop").await;
-    let gateway_writes = || {
-        server
-            .writes()
-            .into_iter()
-            .filter(|w| w.path.contains("gateway.networking.k8s.io") && w.path.ends_with("/status"))
-            .collect::<Vec<_>>()
-    };
-    for write in gateway_writes() {
+    eventually(
+        "HTTPRoute shop accepted",
+        Duration::from_secs(15),
+        || async {
+            let route = server.get("HTTPRoute", "default", "shop")?;
+            (route["status"]["parents"][0]["conditions"][0]["status"] == "True").then_some(())
+        },
+    )
+    .await;
+    for write in gateway_status_writes(&server) {
         assert!(
             !write.body.to_string().contains(survivor_ip),
             "only the leader writes: {write:?}"
@@ -1492,1092 +2550,6 @@ async fn only_the_leader_writes_gateway_status_and_a_new_leader_takes_over(hapro
     survivor
         .wait_for_service("shop.example.com", "/", "web")
         .await;
-}
-
-/// Waits until the route `name` has its Accepted condition from the API server.
-async fn wait_for_route_condition_api(server: &tugboat_testkit::FakeApiServer, name: &str) {
-    eventually(
-        &format!("HTTPRoute {name} accepted"),
-        Duration::from_secs(15),
-        || async {
-            let route = server.get("HTTPRoute", "default", name)?;
-            (route["status"]["parents"][0]["conditions"][0]["status"] == "True").then_some(())
-        },
-    )
-    .await;
-}
-
-async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, source: Source) {
-    let web = start_backends("web", 203, 1).await;
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![
-                mk_listener("http", "HTTP", 80, Some("a.example.com")),
-                mk_listener("again", "HTTP", 80, Some("a.example.com")),
-                mk_listener("odd-port", "HTTP", 8081, None),
-                mk_listener("tcp", "TCP", 5432, None),
-                mk_listener("other", "HTTP", 80, Some("b.example.com")),
-            ],
-        ),
-    ];
-    objects.extend(services(&[("web", &web)]));
-    let mut on_again = mk_http_route(
-        "on-again",
-        "gw",
-        &[],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    );
-    on_again.spec.parent_refs[0].section_name = Some("again".into());
-    objects.push(http_route_json(&on_again));
-    objects.push(http_route_json(&mk_http_route(
-        "everywhere",
-        "gw",
-        &[],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("b.example.com", "/", "web").await;
-    scene.wait_for_service("a.example.com", "/", "web").await;
-    assert_eq!(
-        listener_condition(&scene, 0, "Programmed").await,
-        ("True".into(), "Programmed".into())
-    );
-    assert_eq!(
-        listener_condition(&scene, 1, "Conflicted").await,
-        ("True".into(), "HostnameConflict".into())
-    );
-    assert_eq!(listener_condition(&scene, 1, "Programmed").await.0, "False");
-    assert_eq!(
-        listener_condition(&scene, 2, "Accepted").await,
-        ("False".into(), "PortUnavailable".into())
-    );
-    assert_eq!(
-        listener_condition(&scene, 3, "Accepted").await,
-        ("False".into(), "UnsupportedProtocol".into())
-    );
-    // Only the conflicted listener: the route is not allowed there.
-    assert_eq!(
-        route_condition(&scene, "on-again", "Accepted").await,
-        ("False".into(), "NotAllowedByListeners".into())
-    );
-    if let Some(api) = scene.api() {
-        let gateway = api.get("Gateway", "default", "gw").expect("the Gateway");
-        let attached: Vec<i64> = gateway["status"]["listeners"]
-            .as_array()
-            .expect("listeners")
-            .iter()
-            .map(|l| l["attachedRoutes"].as_i64().unwrap_or(-1))
-            .collect();
-        assert_eq!(attached, [1, 0, 0, 0, 1], "{gateway}");
-        let programmed = gateway["status"]["conditions"]
-            .as_array()
-            .and_then(|c| c.iter().find(|c| c["type"] == "Programmed"))
-            .map(|c| c["status"].clone());
-        assert_eq!(programmed, Some("True".into()));
-    }
-}
-
-/// The rule with `timeouts` (`request`, `backendRequest`).
-fn with_timeouts(
-    mut rule: HttpRouteRule,
-    request: Option<&str>,
-    backend_request: Option<&str>,
-) -> HttpRouteRule {
-    rule.timeouts = Some(HttpRouteTimeouts {
-        request: request.map(str::to_string),
-        backend_request: backend_request.map(str::to_string),
-    });
-    rule
-}
-
-/// Rules of one Service with different `timeouts`: each request gets its rule's time
-/// (504 past it), though the rules share one backend; `0s` is none; a rule without
-/// `timeouts` (also one that matches on a header of a path with them) has the Service's. A route whose `backendRequest` exceeds its
-/// `request` is refused and harms nothing else.
-async fn rule_timeouts_answer_504_past_their_time_on_a_shared_backend(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let slow = start_backends("slow", 217, 1).await;
-    let mut objects = class_and_gateway();
-    // The Service's own server timeout: 1s.
-    let addrs: Vec<std::net::SocketAddr> = slow.iter().map(|s| s.addr).collect();
-    objects.push(to_json(&tugboat_testkit::objects::with_keys(
-        mk_service("slow", "http", 80),
-        &[("timeout-server", "1s")],
-    )));
-    objects.push(to_json(&mk_endpoint_slice("slow", "http", &addrs)));
-    objects.push(http_route_json(&mk_http_route(
-        "timed",
-        "gw",
-        &["timed.example.com"],
-        vec![
-            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
-            with_timeouts(
-                mk_rule_to(&[("PathPrefix", "/quick")], "slow", 80),
-                Some("2s"),
-                Some("400ms"),
-            ),
-            with_timeouts(
-                mk_rule_to(&[("PathPrefix", "/patient")], "slow", 80),
-                Some("1m"),
-                None,
-            ),
-            with_timeouts(
-                mk_rule_to(&[("PathPrefix", "/forever")], "slow", 80),
-                Some("0s"),
-                None,
-            ),
-            with_matches_json(
-                mk_rule_to(&[], "slow", 80),
-                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/quick"},
-                                    "headers": [{"name": "x-patient", "value": "yes"}]}]),
-            ),
-        ],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "backwards",
-        "gw",
-        &["backwards.example.com"],
-        vec![with_timeouts(
-            mk_rule_to(&[("PathPrefix", "/")], "slow", 80),
-            Some("1s"),
-            Some("2s"),
-        )],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("timed.example.com", "/quick", "slow")
-        .await;
-    let status = |path: &'static str, headers: &'static [(&'static str, &'static str)]| {
-        let scene = &scene;
-        async move {
-            tugboat_testkit::http::request(
-                scene.http_addr(),
-                "GET",
-                "timed.example.com",
-                path,
-                headers,
-            )
-            .await
-            .expect("answer")
-            .status
-        }
-    };
-    assert_eq!(
-        status("/quick", &[("x-delay-ms", "100")]).await,
-        200,
-        "within backendRequest"
-    );
-    assert_eq!(
-        status("/quick", &[("x-delay-ms", "1500")]).await,
-        504,
-        "past backendRequest (400ms), within request"
-    );
-    assert_eq!(
-        status("/patient", &[("x-delay-ms", "1500")]).await,
-        200,
-        "the same backend, another rule's time"
-    );
-    assert_eq!(
-        status("/forever", &[("x-delay-ms", "1500")]).await,
-        200,
-        "0s: no timeout, not even the Service's"
-    );
-    assert_eq!(
-        status("/", &[("x-delay-ms", "1500")]).await,
-        504,
-        "a rule without timeouts: the Service's 1s"
-    );
-    assert_eq!(status("/", &[("x-delay-ms", "100")]).await, 200);
-    assert_eq!(
-        status("/quick", &[("x-delay-ms", "700"), ("x-patient", "yes")]).await,
-        200,
-        "the header rule of the same path has its own (the Service's)"
-    );
-    assert_eq!(
-        route_condition(&scene, "timed", "Accepted").await,
-        ("True".into(), "Accepted".into())
-    );
-    assert_eq!(
-        route_condition(&scene, "backwards", "Accepted").await,
-        ("False".into(), "UnsupportedValue".into())
-    );
-    assert_eq!(
-        scene
-            .get("backwards.example.com", "/")
-            .await
-            .expect("answer")
-            .status,
-        404
-    );
-}
-
-/// A rule of a path whose header, query or method conditions a request does not meet
-/// leaves it to the next rule that matches, as the spec's precedence orders them: a
-/// shorter prefix of the same host (of the same route or another one, or an Ingress,
-/// through several conditional paths), the prefix of an exact path, or the rules of a
-/// wildcard host. Where no rule matches, 404.
-async fn a_request_that_fails_a_rules_conditions_falls_to_the_next_matching_rule(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 218, 1).await;
-    let api = start_backends("api", 219, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    objects.push(http_route_json(&mk_http_route(
-        "fallback",
-        "gw",
-        &["fall.example.com"],
-        vec![
-            matching(
-                "api",
-                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
-                                    "headers": [{"name": "x-v", "value": "2"}]}]),
-            ),
-            matching(
-                "api",
-                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"},
-                                    "method": "POST"}]),
-            ),
-            matching(
-                "api",
-                serde_json::json!([{"path": {"type": "Exact", "value": "/exact"},
-                                    "queryParams": [{"name": "q", "value": "1"}]}]),
-            ),
-            mk_rule_to(&[("PathPrefix", "/exact")], "web", 80),
-        ],
-    )));
-    // The host's `/` comes from another route.
-    objects.push(http_route_json(&mk_http_route(
-        "root",
-        "gw",
-        &["fall.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "no-root",
-        "gw",
-        &["bare.example.com"],
-        vec![matching(
-            "api",
-            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
-                                "headers": [{"name": "x-v", "value": "2"}]}]),
-        )],
-    )));
-    // The host's `/` comes from an Ingress.
-    objects.push(to_json(&tugboat_testkit::objects::mk_ingress(
-        "mixed-root",
-        "mixed.example.com",
-        "web",
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "mixed",
-        "gw",
-        &["mixed.example.com"],
-        vec![matching(
-            "api",
-            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
-                                "headers": [{"name": "x-v", "value": "2"}]}]),
-        )],
-    )));
-    // The `/` of a wildcard host covers a host's conditional path.
-    objects.push(http_route_json(&mk_http_route(
-        "wild-root",
-        "gw",
-        &["*.wild.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "wild-member",
-        "gw",
-        &["a.wild.example.com"],
-        vec![matching(
-            "api",
-            serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
-                                "headers": [{"name": "x-v", "value": "2"}]}]),
-        )],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("fall.example.com", "/", "web").await;
-    scene
-        .wait_for_service("mixed.example.com", "/", "web")
-        .await;
-    let fall = "fall.example.com";
-    let web_ok = (200, Some("web".to_string()));
-    let api_ok = (200, Some("api".to_string()));
-    assert_eq!(
-        answer(&scene, "GET", fall, "/foo", &[("x-v", "2")]).await,
-        api_ok
-    );
-    assert_eq!(
-        answer(&scene, "GET", fall, "/foo", &[]).await,
-        web_ok,
-        "without the header: the `/` of another route"
-    );
-    assert_eq!(
-        answer(&scene, "GET", fall, "/foo/x", &[("x-v", "3")]).await,
-        web_ok
-    );
-    assert_eq!(
-        answer(&scene, "POST", fall, "/foo/bar/x", &[]).await,
-        api_ok
-    );
-    assert_eq!(
-        answer(&scene, "GET", fall, "/foo/bar/x", &[("x-v", "2")]).await,
-        api_ok,
-        "not a POST: the header rule of /foo"
-    );
-    assert_eq!(
-        answer(&scene, "GET", fall, "/foo/bar/x", &[]).await,
-        web_ok,
-        "neither: through /foo to /"
-    );
-    assert_eq!(answer(&scene, "GET", fall, "/exact?q=1", &[]).await, api_ok);
-    assert_eq!(
-        answer(&scene, "GET", fall, "/exact?q=2", &[]).await,
-        web_ok,
-        "the prefix of the same path"
-    );
-    assert_eq!(
-        answer(&scene, "GET", "mixed.example.com", "/foo", &[("x-v", "2")]).await,
-        api_ok
-    );
-    assert_eq!(
-        answer(&scene, "GET", "mixed.example.com", "/foo", &[]).await,
-        web_ok,
-        "the Ingress' `/`"
-    );
-    assert_eq!(
-        answer(&scene, "GET", "a.wild.example.com", "/foo", &[("x-v", "2")]).await,
-        api_ok
-    );
-    assert_eq!(
-        answer(&scene, "GET", "a.wild.example.com", "/foo/x", &[]).await,
-        web_ok,
-        "the wildcard host's `/`"
-    );
-    assert_eq!(
-        answer(&scene, "GET", "bare.example.com", "/foo", &[("x-v", "2")]).await,
-        api_ok
-    );
-    assert_eq!(
-        answer(&scene, "GET", "bare.example.com", "/foo", &[])
-            .await
-            .0,
-        404,
-        "no rule of the host matches"
-    );
-    for name in [
-        "fallback",
-        "root",
-        "no-root",
-        "mixed",
-        "wild-root",
-        "wild-member",
-    ] {
-        assert_eq!(
-            route_condition(&scene, name, "Accepted").await,
-            ("True".into(), "Accepted".into()),
-            "{name}"
-        );
-    }
-}
-
-/// A redirect that sets neither scheme nor port keeps the port of the listener the
-/// request came through: a listener on the HTTP bind's own port (not 80) puts it in the
-/// location; the listener on port 80 leaves it out; a scheme gives its well-known port.
-async fn a_redirect_without_a_port_keeps_the_listeners_port(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 220, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web)]));
-    objects.push(http_route_json(&mk_http_route(
-        "ready",
-        "gw",
-        &["ready.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("ready.example.com", "/", "web")
-        .await;
-    // The HTTP bind's port is only known now.
-    let bind_port = scene.http_addr().port();
-    scene.apply(&mk_gateway(
-        "on-bind",
-        "tugboat",
-        vec![mk_listener(
-            "bind",
-            "HTTP",
-            i32::from(bind_port),
-            Some("bind.example.com"),
-        )],
-    ));
-    let redirect = |rule: HttpRouteRule, redirect: Value| {
-        with_filter_json(
-            rule,
-            serde_json::json!({"type": "RequestRedirect", "requestRedirect": redirect}),
-        )
-    };
-    let moving = |name: &str, gateway: &str, host: &str| {
-        let rules = vec![
-            redirect(
-                mk_rule_to(&[("PathPrefix", "/host")], "web", 80),
-                serde_json::json!({"hostname": "new.example.com"}),
-            ),
-            redirect(
-                mk_rule_to(&[("PathPrefix", "/scheme")], "web", 80),
-                serde_json::json!({"scheme": "http", "hostname": "new.example.com"}),
-            ),
-        ];
-        http_route_json(&mk_http_route(name, gateway, &[host], rules))
-    };
-    scene.apply(&moving("on-bind", "on-bind", "bind.example.com"));
-    scene.apply(&moving("standard", "gw", "std.example.com"));
-    scene
-        .wait_for_status("bind.example.com", "/host/a", 302)
-        .await;
-    scene
-        .wait_for_status("std.example.com", "/host/a", 302)
-        .await;
-    let location = |host: String, path: &'static str| {
-        let scene = &scene;
-        async move {
-            let reply = scene.get(&host, path).await.expect("answer");
-            assert_eq!(reply.status, 302, "{host}{path}");
-            reply.header("location").map(str::to_string)
-        }
-    };
-    assert_eq!(
-        location("bind.example.com".into(), "/host/a?x=1").await,
-        Some(format!("http://new.example.com:{bind_port}/host/a?x=1")),
-        "the listener's port"
-    );
-    assert_eq!(
-        location("std.example.com".into(), "/host/a")
-            .await
-            .as_deref(),
-        Some("http://new.example.com/host/a"),
-        "port 80 on HTTP is left out"
-    );
-    assert_eq!(
-        location("bind.example.com".into(), "/scheme/a")
-            .await
-            .as_deref(),
-        Some("http://new.example.com/scheme/a"),
-        "a scheme's well-known port"
-    );
-    // One route on both listeners of the HTTP bind (ports 80 and the bind's own): the
-    // Host header's port says which listener the request was sent to.
-    let mut both = mk_http_route(
-        "both",
-        "gw",
-        &["bind.example.com"],
-        vec![redirect(
-            mk_rule_to(&[("PathPrefix", "/both")], "web", 80),
-            serde_json::json!({"hostname": "new.example.com"}),
-        )],
-    );
-    both.spec.parent_refs.push(ParentReference {
-        name: "on-bind".into(),
-        ..ParentReference::default()
-    });
-    scene.apply(&http_route_json(&both));
-    scene
-        .wait_for_status("bind.example.com", "/both/a", 302)
-        .await;
-    assert_eq!(
-        location(format!("bind.example.com:{bind_port}"), "/both/a?x=1").await,
-        Some(format!("http://new.example.com:{bind_port}/both/a?x=1")),
-        "sent to the listener on the bind's port"
-    );
-    assert_eq!(
-        location("bind.example.com".into(), "/both/a")
-            .await
-            .as_deref(),
-        Some("http://new.example.com/both/a"),
-        "sent to the listener on port 80"
-    );
-    assert_eq!(
-        location("bind.example.com:80".into(), "/both/a")
-            .await
-            .as_deref(),
-        Some("http://new.example.com/both/a"),
-        "port 80 named: HTTP's own, left out"
-    );
-    for name in ["on-bind", "both"] {
-        assert_eq!(
-            route_condition(&scene, name, "Accepted").await,
-            ("True".into(), "Accepted".into()),
-            "{name}"
-        );
-    }
-}
-
-/// A request that fails the conditions of every rule of its host and path goes on, in
-/// the order haproxy looks routes up, to rules that depend on its path: the exact paths,
-/// longer prefixes and regular expressions of a less specific host, an Ingress' regular
-/// expression of the same host, and an Ingress' canary is drawn there.
-async fn a_fall_through_goes_on_to_less_specific_hosts_ingress_regexes_and_canaries(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    use tugboat_testkit::objects::{
-        PathTo, mk_annotated_ingress, mk_ingress, mk_ingress_with_rules, mk_rule, prefix,
-        with_annotations,
-    };
-    let web = start_backends("web", 221, 1).await;
-    let api = start_backends("api", 222, 1).await;
-    let other = start_backends("other", 223, 1).await;
-    let mut objects = class_and_gateway();
-    objects.extend(services(&[("web", &web), ("api", &api), ("other", &other)]));
-    let with_header = |path_type: &str, path: &str| {
-        matching(
-            "other",
-            serde_json::json!([{"path": {"type": path_type, "value": path},
-                                "headers": [{"name": "x-v", "value": "2"}]}]),
-        )
-    };
-    // A wildcard host whose rules under `/foo` depend on the path, beneath a host whose
-    // `/foo` has a condition.
-    objects.push(http_route_json(&mk_http_route(
-        "deep-wild",
-        "gw",
-        &["*.deep.example.com"],
-        vec![
-            mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-            mk_rule_to(&[("PathPrefix", "/foo/bar")], "api", 80),
-            mk_rule_to(&[("Exact", "/foo/x")], "api", 80),
-        ],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "deep-member",
-        "gw",
-        &["a.deep.example.com"],
-        vec![with_header("PathPrefix", "/foo")],
-    )));
-    let regex_path = |path: &'static str, service: &'static str| PathTo {
-        path_type: "ImplementationSpecific",
-        ..prefix(path, service)
-    };
-    let use_regex = [("nginx.ingress.kubernetes.io/use-regex", "true")];
-    // An Ingress' one-label wildcard host with a regular expression path.
-    objects.push(to_json(&with_annotations(
-        mk_ingress_with_rules(
-            "rx-wild",
-            vec![mk_rule(
-                Some("*.rx.example.com"),
-                &[regex_path("/foo/[0-9]+", "api")],
-            )],
-        ),
-        &use_regex,
-    )));
-    objects.push(to_json(&mk_ingress_with_rules(
-        "rx-wild-root",
-        vec![mk_rule(Some("*.rx.example.com"), &[prefix("/", "web")])],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "rx-member",
-        "gw",
-        &["a.rx.example.com"],
-        vec![with_header("PathPrefix", "/foo")],
-    )));
-    // An Ingress' regular expression path of the same host.
-    objects.push(to_json(&with_annotations(
-        mk_ingress_with_rules(
-            "re-regex",
-            vec![mk_rule(
-                Some("re.example.com"),
-                &[regex_path("/foo/[0-9]+", "api")],
-            )],
-        ),
-        &use_regex,
-    )));
-    objects.push(to_json(&mk_ingress("re-root", "re.example.com", "web")));
-    objects.push(http_route_json(&mk_http_route(
-        "re-route",
-        "gw",
-        &["re.example.com"],
-        vec![
-            with_header("Exact", "/foo/1"),
-            with_header("PathPrefix", "/foo/7"),
-        ],
-    )));
-    // An Ingress with a canary that takes every request, under a conditional path.
-    objects.push(to_json(&mk_ingress("can-main", "can.example.com", "web")));
-    objects.push(to_json(&mk_annotated_ingress(
-        "can-canary",
-        "can.example.com",
-        "/",
-        "api",
-        &[
-            ("nginx.ingress.kubernetes.io/canary", "true"),
-            ("nginx.ingress.kubernetes.io/canary-weight", "100"),
-        ],
-    )));
-    objects.push(http_route_json(&mk_http_route(
-        "can-route",
-        "gw",
-        &["can.example.com"],
-        vec![with_header("PathPrefix", "/foo")],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("b.deep.example.com", "/", "web")
-        .await;
-    scene
-        .wait_for_service("re.example.com", "/foo/5", "api")
-        .await;
-    let served = |service: &str| (200, Some(service.to_string()));
-    let header: &'static [(&'static str, &'static str)] = &[("x-v", "2")];
-    let deep = "a.deep.example.com";
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo/bar/y", header).await,
-        served("other")
-    );
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo/bar/y", &[]).await,
-        served("api"),
-        "the wildcard host's longer prefix"
-    );
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo/x", &[]).await,
-        served("api"),
-        "the wildcard host's exact path"
-    );
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo/x/y", &[]).await,
-        served("web")
-    );
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo/barn", &[]).await,
-        served("web")
-    );
-    assert_eq!(
-        answer(&scene, "GET", deep, "/foo", &[]).await,
-        served("web")
-    );
-    let rx = "a.rx.example.com";
-    assert_eq!(
-        answer(&scene, "GET", rx, "/foo/12", header).await,
-        served("other")
-    );
-    assert_eq!(
-        answer(&scene, "GET", rx, "/foo/12", &[]).await,
-        served("api"),
-        "the wildcard Ingress' regular expression"
-    );
-    assert_eq!(
-        answer(&scene, "GET", rx, "/foo/ab", &[]).await,
-        served("web")
-    );
-    let re = "re.example.com";
-    assert_eq!(
-        answer(&scene, "GET", re, "/foo/1", header).await,
-        served("other")
-    );
-    assert_eq!(
-        answer(&scene, "GET", re, "/foo/1", &[]).await,
-        served("api"),
-        "the Ingress' regular expression of the same host"
-    );
-    assert_eq!(
-        answer(&scene, "GET", re, "/foo/7", header).await,
-        served("other")
-    );
-    assert_eq!(
-        answer(&scene, "GET", re, "/foo/7", &[]).await,
-        served("api")
-    );
-    assert_eq!(answer(&scene, "GET", re, "/bar", &[]).await, served("web"));
-    let can = "can.example.com";
-    assert_eq!(
-        answer(&scene, "GET", can, "/foo", header).await,
-        served("other")
-    );
-    assert_eq!(
-        answer(&scene, "GET", can, "/foo", &[]).await,
-        served("api"),
-        "the Ingress' canary is drawn"
-    );
-    assert_eq!(answer(&scene, "GET", can, "/bar", &[]).await, served("api"));
-    for name in [
-        "deep-wild",
-        "deep-member",
-        "rx-member",
-        "re-route",
-        "can-route",
-    ] {
-        assert_eq!(
-            route_condition(&scene, name, "Accepted").await,
-            ("True".into(), "Accepted".into()),
-            "{name}"
-        );
-    }
-}
-
-/// The objects of the YAML files of examples/gateway/, as written.
-fn example_objects(files: &[&str]) -> Vec<Value> {
-    use serde::Deserialize as _;
-    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .join("examples/gateway");
-    let mut objects = Vec::new();
-    for file in files {
-        let path = folder.join(file);
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        for document in serde_yaml_ng::Deserializer::from_str(&text) {
-            let object = Value::deserialize(document).expect("a YAML object");
-            if !object.is_null() {
-                objects.push(object);
-            }
-        }
-    }
-    objects
-}
-
-/// examples/gateway/ as its README walks through it: the class, the Gateway (HTTP for
-/// every host, HTTPS for echo.example.com with the Secret echo-tls), the route to the
-/// echo Service, and the route of another namespace that its ReferenceGrant allows.
-async fn the_examples_route_and_report_their_conditions(haproxy: HaproxyBinary, source: Source) {
-    let echo = start_backends("echo", 224, 1).await;
-    let (cert, key, der) = certificate(&["echo.example.com"], false);
-    let mut objects = example_objects(&[
-        "gatewayclass.yaml",
-        "gateway.yaml",
-        "httproute.yaml",
-        "cross-namespace.yaml",
-    ]);
-    let grant = objects
-        .iter()
-        .find(|o| o["kind"] == "ReferenceGrant")
-        .cloned()
-        .expect("the example's ReferenceGrant");
-    objects.extend(services(&[("echo", &echo)]));
-    objects.push(to_json(&mk_tls_secret("echo-tls", &cert, &key)));
-    let scene = start(&haproxy, source, &objects).await;
-    scene
-        .wait_for_service("echo.example.com", "/", "echo")
-        .await;
-    scene
-        .wait_for_service("blog.example.com", "/", "echo")
-        .await;
-    assert_eq!(
-        answer(&scene, "GET", "echo.example.com", "/healthz", &[]).await,
-        (200, Some("echo".to_string()))
-    );
-    let https = exchange(scene.https_addr(), "echo.example.com", "/", &[b"http/1.1"])
-        .await
-        .expect("TLS exchange");
-    assert_eq!(https.certificate, der, "the listener's certificate");
-    assert_eq!(https.reply.expect("answer").service(), Some("echo"));
-    for type_ in ["Accepted", "ResolvedRefs"] {
-        assert_eq!(
-            route_condition(&scene, "echo", type_).await,
-            ("True".into(), type_.into())
-        );
-    }
-    for (index, type_) in [(0, "Programmed"), (1, "Programmed"), (1, "ResolvedRefs")] {
-        assert_eq!(
-            listener_condition_of(&scene, "web", index, type_).await,
-            ("True".into(), type_.into()),
-            "listener {index}"
-        );
-    }
-    // Without the grant, the other namespace's route answers 500.
-    scene.delete(&grant);
-    scene.wait_for_status("blog.example.com", "/", 500).await;
-    // As the README reads it: the second condition of the route's parent.
-    let reason = eventually(
-        "the blog route's RefNotPermitted",
-        Duration::from_secs(15),
-        || async {
-            let reason = match scene.api() {
-                Some(api) => {
-                    let route = api.get("HTTPRoute", "team-a", "blog")?;
-                    route["status"]["parents"][0]["conditions"][1]["reason"]
-                        .as_str()?
-                        .to_string()
-                }
-                None => {
-                    let status = scene.status();
-                    let route = status
-                        .gateway
-                        .routes
-                        .get(&ObjectKey::new("team-a", "blog"))?;
-                    route.parents[0].conditions.get(1)?.reason.to_string()
-                }
-            };
-            (reason == "RefNotPermitted").then_some(reason)
-        },
-    )
-    .await;
-    assert_eq!(reason, "RefNotPermitted");
-}
-
-/// Waits until listener `index` of the Gateway `gateway` counts `expected` attached
-/// routes (from the API server, or the controller's report with a folder).
-async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, expected: i64) {
-    eventually(
-        &format!("Gateway {gateway} listener {index} attachedRoutes={expected}"),
-        Duration::from_secs(15),
-        || async {
-            let count = match scene.api() {
-                Some(api) => api.get("Gateway", "default", gateway)?["status"]["listeners"][index]
-                    ["attachedRoutes"]
-                    .as_i64()?,
-                None => {
-                    let status = scene.status();
-                    let state = status
-                        .gateway
-                        .gateways
-                        .get(&ObjectKey::new("default", gateway))?;
-                    i64::from(state.listeners.get(index)?.attached_routes)
-                }
-            };
-            (count == expected).then_some(())
-        },
-    )
-    .await;
-}
-
-/// The frontend has one structure whatever the routes' hosts: the first route of a
-/// Gateway API wildcard host (a listener's `*.` hostname, or the route's own) and the
-/// removal of the last are map updates, without a reload.
-async fn the_first_and_the_last_wildcard_route_are_map_updates(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 240, 1).await;
-    let api = start_backends("api", 241, 1).await;
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw",
-            "tugboat",
-            vec![mk_listener("http", "HTTP", 80, Some("*.example.com"))],
-        ),
-    ];
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    // Exact hosts only, so that both backends exist from the start.
-    for (name, host, service) in [("a", "a.example.com", "web"), ("b", "b.example.com", "api")] {
-        objects.push(http_route_json(&mk_http_route(
-            name,
-            "gw",
-            &[host],
-            vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
-        )));
-    }
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("a.example.com", "/", "web").await;
-    scene.wait_for_service("b.example.com", "/", "api").await;
-    assert_eq!(
-        scene
-            .get("x.example.com", "/")
-            .await
-            .expect("answer")
-            .status,
-        404
-    );
-    let reloads = scene.reloads().await;
-
-    // The listener's wildcard, for a route without hostnames.
-    let listeners = mk_http_route(
-        "listeners",
-        "gw",
-        &[],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-    );
-    scene.apply(&http_route_json(&listeners));
-    scene.wait_for_service("x.example.com", "/", "api").await;
-    scene.wait_for_service("x.y.example.com", "/", "api").await;
-    assert_eq!(
-        scene
-            .get("a.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web"),
-        "an exact host first"
-    );
-    // The route's own wildcard, deeper.
-    let own = mk_http_route(
-        "own",
-        "gw",
-        &["*.shop.example.com"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    );
-    scene.apply(&http_route_json(&own));
-    scene
-        .wait_for_service("a.b.shop.example.com", "/", "web")
-        .await;
-    assert_eq!(
-        scene.reloads().await,
-        reloads,
-        "the first wildcard routes are map updates"
-    );
-
-    scene.delete(&http_route_json(&own));
-    scene.delete(&http_route_json(&listeners));
-    scene.wait_for_status("x.example.com", "/", 404).await;
-    scene
-        .wait_for_status("a.b.shop.example.com", "/", 404)
-        .await;
-    assert_eq!(
-        scene
-            .get("a.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web")
-    );
-    assert_eq!(
-        scene.reloads().await,
-        reloads,
-        "removing the last wildcard routes is a map update"
-    );
-}
-
-/// An HTTPS listener without a hostname takes every name on its port: its certificate
-/// is the one served for a name no route has, whose requests then get 404.
-async fn an_https_listener_without_a_hostname_serves_its_certificate_for_any_name(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 242, 1).await;
-    let (cert, key, der) = certificate(&["example.org", "*.example.org"], false);
-    let gateway = mk_gateway(
-        "gw",
-        "tugboat",
-        vec![mk_https_listener_for("https", None, (None, "site-tls"))],
-    );
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        gateway.clone(),
-        to_json(&mk_tls_secret("site-tls", &cert, &key)),
-    ];
-    objects.extend(services(&[("web", &web)]));
-    objects.push(http_route_json(&mk_http_route(
-        "site",
-        "gw",
-        &["example.org"],
-        vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    let https = scene.https_addr();
-    let served = |sni: &'static str| async move {
-        exchange(https, sni, "/", &[b"http/1.1"])
-            .await
-            .expect("TLS exchange")
-    };
-    let routed = eventually("the route over TLS", Duration::from_secs(15), || async {
-        let found = served("example.org").await;
-        (found.reply.as_ref()?.service() == Some("web")).then_some(found)
-    })
-    .await;
-    assert_eq!(routed.certificate, der, "the listener's certificate");
-    for sni in ["unknown-example.org", "other.example.net"] {
-        let other = served(sni).await;
-        assert_eq!(other.certificate, der, "{sni}: the listener's certificate");
-        assert_eq!(other.reply.expect("an answer").status, 404, "{sni}");
-    }
-
-    // Without the Gateway, the controller's own certificate again (at runtime).
-    let reloads = scene.reloads().await;
-    scene.delete(&gateway);
-    let fallback = fallback_certificate_der(&scene.lib_dir);
-    eventually(
-        "the fallback certificate",
-        Duration::from_secs(15),
-        || async { (served("unknown-example.org").await.certificate == fallback).then_some(()) },
-    )
-    .await;
-    assert_eq!(scene.reloads().await, reloads, "a certificate update");
-}
-
-/// Two Gateways' HTTP listeners on port 80 and on the HTTP bind's own port (8080 in a
-/// pod) share haproxy's HTTP bind: a route of the second listener whose every host and
-/// path the older route of the first already has serves nothing, and its status says so
-/// (`Accepted=False`); its listener does not count it. A path of its own makes it
-/// accepted and counted.
-async fn a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted(
-    haproxy: HaproxyBinary,
-    source: Source,
-) {
-    let web = start_backends("web", 243, 1).await;
-    let api = start_backends("api", 244, 1).await;
-    let mut objects = vec![
-        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
-        mk_gateway(
-            "gw80",
-            "tugboat",
-            vec![mk_listener("http", "HTTP", 80, None)],
-        ),
-    ];
-    objects.extend(services(&[("web", &web), ("api", &api)]));
-    objects.push(http_route_json(&route_created_at(
-        mk_http_route(
-            "first",
-            "gw80",
-            &["shop.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "web", 80)],
-        ),
-        "2030-01-01T00:00:00Z",
-    )));
-    let scene = start(&haproxy, source, &objects).await;
-    scene.wait_for_service("shop.example.com", "/", "web").await;
-    // The HTTP bind's port is only known now.
-    let bind_port = i32::from(scene.http_addr().port());
-    scene.apply(&mk_gateway(
-        "on-bind",
-        "tugboat",
-        vec![mk_listener("http", "HTTP", bind_port, None)],
-    ));
-    // Created a second later.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let mut second = route_created_at(
-        mk_http_route(
-            "second",
-            "on-bind",
-            &["shop.example.com"],
-            vec![mk_rule_to(&[("PathPrefix", "/")], "api", 80)],
-        ),
-        "2031-01-01T00:00:00Z",
-    );
-    scene.apply(&http_route_json(&second));
-    wait_for_route_condition(&scene, "second", "Accepted", ("False", "UnsupportedValue")).await;
-    wait_for_route_condition(&scene, "first", "Accepted", ("True", "Accepted")).await;
-    wait_for_attached_routes(&scene, "on-bind", 0, 0).await;
-    wait_for_attached_routes(&scene, "gw80", 0, 1).await;
-    assert_eq!(
-        scene
-            .get("shop.example.com", "/")
-            .await
-            .expect("answer")
-            .service(),
-        Some("web"),
-        "the older route keeps its host and path"
-    );
-
-    second
-        .spec
-        .rules
-        .push(mk_rule_to(&[("PathPrefix", "/api")], "api", 80));
-    scene.apply(&http_route_json(&second));
-    scene
-        .wait_for_service("shop.example.com", "/api/x", "api")
-        .await;
-    wait_for_route_condition(&scene, "second", "Accepted", ("True", "Accepted")).await;
-    wait_for_attached_routes(&scene, "on-bind", 0, 1).await;
 }
 
 /// Through the API: a Gateway without a valid listener is `Accepted=False`, reason
