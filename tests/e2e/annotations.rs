@@ -17,9 +17,9 @@ use tugboat_model::ObjectKey;
 use tugboat_testkit::http::request;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    ANN_S3CRET, S3CRET_HASH, in_namespace, mk_basic_auth_secret, mk_config_map, mk_endpoint_slice,
-    mk_ingress_with_rules, mk_rule, mk_secret, mk_service, mk_service_of, mk_tls_secret, prefix,
-    to_json, with_keys, with_tls,
+    ANN_S3CRET, S3CRET_HASH, exact, in_namespace, mk_basic_auth_secret, mk_config_map,
+    mk_endpoint_slice, mk_ingress_with_rules, mk_rule, mk_secret, mk_service, mk_service_of,
+    mk_tls_secret, prefix, to_json, with_keys, with_tls,
 };
 use tugboat_testkit::tls::{certificate, exchange};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
@@ -35,6 +35,7 @@ scene_tests!(
     precedence_and_invalid_values,
     a_route_joining_an_existing_feature_set_needs_no_reload,
     syslog_log_format_and_strict_sni,
+    acme_challenges_stay_on_plain_http,
 );
 
 /// An Ingress `name` with the keys `tugboat.dev/KEY: value`, routing `host` + each
@@ -739,4 +740,69 @@ async fn syslog_log_format_and_strict_sni(haproxy: HaproxyBinary, source: Source
             .is_err(),
         "an unknown SNI must be refused"
     );
+}
+
+/// cert-manager's HTTP-01 challenge behind the HTTPS redirects: the paths of
+/// `no-tls-redirect-locations` (ACME's by default) stay on plain HTTP and are routed as
+/// usual, on a TLS host (the default redirect, with the solver's `Exact` Ingress) and
+/// under `ssl-redirect: "true"` (a route's own redirect); every other path is still
+/// redirected, and a value in the controller's ConfigMap changes which paths stay.
+async fn acme_challenges_stay_on_plain_http(haproxy: HaproxyBinary, source: Source) {
+    const TOKEN: &str = "/.well-known/acme-challenge/TOKEN";
+    const FORCED: &str = "forced.example.com";
+    let (_web, mut objects) = backends("web", 133).await;
+    let (_solver, solver) = backends("solver", 134).await;
+    let (cert, key, _) = certificate(&[HOST], false);
+    let config_map = |data: &[(&str, &str)]| in_namespace(mk_config_map("tugboat", data), "ops");
+    objects.extend(solver);
+    objects.extend([
+        to_json(&config_map(&[])),
+        to_json(&mk_tls_secret("shop-tls", &cert, &key)),
+        to_json(&with_tls(
+            ingress("site", &[], HOST, &[("/", "web")]),
+            &[(&[HOST], "shop-tls")],
+        )),
+        // The Ingress cert-manager's HTTP-01 solver creates.
+        to_json(&mk_ingress_with_rules(
+            "cm-acme-http-solver",
+            vec![mk_rule(Some(HOST), &[exact(TOKEN, "solver")])],
+        )),
+        to_json(&ingress(
+            "forced",
+            &[("ssl-redirect", "true")],
+            FORCED,
+            &[("/", "web")],
+        )),
+    ]);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
+    })
+    .await;
+    let redirected = |host: &'static str, path: &'static str| {
+        let scene = &scene;
+        async move {
+            let reply = scene.get(host, path).await.expect("request");
+            assert_eq!(reply.status, 308, "{host}{path}: {reply:?}");
+            assert_eq!(
+                reply.header("location"),
+                Some(format!("https://{host}{path}").as_str()),
+                "{host}{path}"
+            );
+        }
+    };
+
+    // By default: ACME's path reaches its backend on plain HTTP, the rest is redirected.
+    scene.wait_for_service(HOST, TOKEN, "solver").await;
+    scene.wait_for_service(FORCED, TOKEN, "web").await;
+    redirected(HOST, "/other").await;
+    redirected(FORCED, "/other").await;
+    redirected(HOST, "/custom/x").await;
+
+    // Another list in the ConfigMap: its paths stay, ACME's no longer does.
+    scene.apply(&config_map(&[("no-tls-redirect-locations", "/custom")]));
+    scene.wait_for_service(HOST, "/custom/x", "web").await;
+    scene.wait_for_service(FORCED, "/custom/x", "web").await;
+    redirected(HOST, TOKEN).await;
+    redirected(FORCED, TOKEN).await;
+    redirected(HOST, "/other").await;
 }

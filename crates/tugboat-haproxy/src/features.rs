@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use tugboat_model::Desired;
 use tugboat_model::features::{
-    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, RedirectTarget, RedirectWhen,
-    RouteFeatures,
+    CANARY_COOKIE_PREFIX, Cors, CorsOrigins, FeatureSetId, GlobalOptions, RedirectTarget,
+    RedirectWhen, RouteFeatures,
 };
 
 use crate::rules::{FEATURE_SEPARATOR, FeatureRules, Phase, Writer, group, group_of, sets_acl};
@@ -328,8 +328,24 @@ fn app_root(desired: &Desired, _: &RenderSettings, request: &mut String) {
     }
 }
 
+/// The condition that keeps the paths of `no-tls-redirect-locations` (ACME HTTP-01
+/// challenges by default) out of every HTTPS redirect: the normalized path
+/// (`txn.path`) against the listed prefixes, validated by the model (absolute paths
+/// without spaces, quotes, `;`, `$` or `%`) and written as they are. Empty when the
+/// list is.
+fn https_exemption(global: &GlobalOptions) -> String {
+    if global.no_tls_redirect_locations.is_empty() {
+        return String::new();
+    }
+    format!(
+        " !{{ var(txn.path) -m beg {} }}",
+        global.no_tls_redirect_locations.join(" ")
+    )
+}
+
 /// HTTPS redirects of the sets that decide them.
 fn https_redirects(desired: &Desired, _: &RenderSettings, request: &mut String) {
+    let exemption = https_exemption(&desired.global);
     for (redirect, ids) in group(&desired.feature_sets, |f| f.https_redirect) {
         let condition = match redirect.when {
             RedirectWhen::Never => continue,
@@ -344,7 +360,7 @@ fn https_redirects(desired: &Desired, _: &RenderSettings, request: &mut String) 
         };
         let _ = writeln!(
             request,
-            "    http-request redirect {target} code {} if !{{ ssl_fc }} {}{condition}",
+            "    http-request redirect {target} code {} if !{{ ssl_fc }} {}{condition}{exemption}",
             redirect.code,
             sets_acl(&ids)
         );
@@ -369,8 +385,9 @@ fn default_https_redirect(desired: &Desired, _: &RenderSettings, request: &mut S
     };
     let _ = writeln!(
         request,
-        "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{exception}",
-        global.ssl_redirect_code
+        "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{exception}{}",
+        global.ssl_redirect_code,
+        https_exemption(global)
     );
 }
 

@@ -1493,6 +1493,40 @@ mod tests {
     }
 
     #[test]
+    fn no_tls_redirect_locations_keep_their_paths_out_of_every_https_redirect() {
+        use tugboat_model::features::{HttpsRedirect, RedirectWhen, RouteFeatures};
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        desired.global.no_tls_redirect_locations =
+            vec!["/.well-known/acme-challenge".into(), "/custom".into()];
+        let config = frontend(&desired);
+        let redirects: Vec<&str> = config
+            .lines()
+            .filter(|l| l.contains("redirect scheme https"))
+            .collect();
+        // The route's own HTTPS redirect and the default one for TLS hosts.
+        assert_eq!(redirects.len(), 2, "{config}");
+        for line in redirects {
+            assert!(
+                line.ends_with(" !{ var(txn.path) -m beg /.well-known/acme-challenge /custom }"),
+                "{line}"
+            );
+        }
+
+        // An empty list: every path is redirected.
+        desired.global.no_tls_redirect_locations.clear();
+        let config = frontend(&desired);
+        assert!(!config.contains("var(txn.path) -m beg"), "{config}");
+    }
+
+    #[test]
     fn a_sticky_canary_backend_marks_its_cookie_values() {
         use tugboat_model::features::{BackendOptions, PersistenceCookie};
         let mut desired = desired();

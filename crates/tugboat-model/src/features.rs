@@ -442,6 +442,10 @@ pub struct GlobalOptions {
     /// The default HTTP to HTTPS redirect code and port.
     pub ssl_redirect_code: u16,
     pub ssl_redirect_port: Option<u16>,
+    /// Path prefixes (validated, see `parse_path_prefixes`) whose requests on plain
+    /// HTTP are never redirected to HTTPS by the `ssl-redirect` keys
+    /// (`no-tls-redirect-locations`).
+    pub no_tls_redirect_locations: Vec<String>,
     /// The operator's raw lines for the `global` section.
     pub snippet: Option<Snippet>,
     /// `backend-path: original` in the ConfigMap: requests that match no route reach

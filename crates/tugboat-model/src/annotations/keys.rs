@@ -234,6 +234,20 @@ pub const SSL_REDIRECT_PORT: Key<u16> = key!(
     }
 );
 
+pub const NO_TLS_REDIRECT_LOCATIONS: Key<Vec<String>> = key!(
+    parse_path_prefixes,
+    KeySpec {
+        name: "no-tls-redirect-locations",
+        scopes: GLOBAL,
+        values: "path prefixes separated by commas, each starting with `/` (no spaces, `;`, `$`, `%` or `'`, at most 32), or an empty value",
+        default: KeyDefault::Value("/.well-known/acme-challenge"),
+        example: "/.well-known/acme-challenge,/healthz",
+        help: "A request on plain HTTP whose path starts with one of these prefixes is never redirected to HTTPS (`ssl-redirect`, `force-ssl-redirect`, the redirect of TLS hosts) and is routed as usual, so that ACME HTTP-01 challenges (cert-manager's solver) are answered on HTTP. Each is a plain string prefix of the request's normalized path, as HAProxy Ingress compares it (`/custom` also matches `/customer`); ingress-nginx's ConfigMap key of that name compares the path of the Ingress rule that takes the request instead, which for cert-manager's solver Ingress (an `Exact` rule for the challenge's path) comes to the same. An empty value redirects every path. Gateway API redirects are not affected.",
+        peers: peers::NO_TLS_REDIRECT_LOCATIONS,
+        ..BASE
+    }
+);
+
 pub const CLIENT_STRICT_SNI: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1354,6 +1368,7 @@ pub const KEYS: &[KeySpec] = &[
     SSL_REDIRECT_CODE.spec,
     HTTP_REDIRECT_CODE.spec,
     SSL_REDIRECT_PORT.spec,
+    NO_TLS_REDIRECT_LOCATIONS.spec,
     CLIENT_STRICT_SNI.spec,
     HSTS.spec,
     HSTS_MAX_AGE.spec,

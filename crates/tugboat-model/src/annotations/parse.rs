@@ -167,6 +167,11 @@ pub enum ValueError {
     NotErrorCode(String),
     #[error("1 to {max} status codes from 400 to 599 separated by commas")]
     ErrorCodeCount { max: usize },
+    /// `no-tls-redirect-locations`: why the list was refused.
+    #[error(
+        "path prefixes separated by commas (at most {MOST_PATH_PREFIXES}, each starting with / and without spaces, ;, $, % or '), or nothing; {0}"
+    )]
+    NotPathPrefixList(String),
 }
 
 pub type Parsed<T> = Result<T, ValueError>;
@@ -862,6 +867,50 @@ pub fn parse_error_codes(value: &str) -> Parsed<Vec<u16>> {
         });
     }
     Ok(codes)
+}
+
+/// The most path prefixes `no-tls-redirect-locations` may list.
+pub const MOST_PATH_PREFIXES: usize = 32;
+
+/// `no-tls-redirect-locations`: path prefixes separated by commas (spaces around them
+/// allowed), sorted and without repeats; nothing (an empty value) is an empty list.
+/// Each is a route path ([`validate::route_path`]: requests are matched on their
+/// normalized path without `;` parameters, so a prefix with `;` would never match) of
+/// at most 256 bytes, without `$`, `%` or `'`, so it is written into haproxy.cfg as a
+/// pattern as it is.
+pub fn parse_path_prefixes(value: &str) -> Parsed<Vec<String>> {
+    let mut prefixes = Vec::new();
+    // Only spaces are trimmed: a line break or another control character is refused
+    // with the prefix it is part of.
+    for item in value
+        .split(',')
+        .map(|p| p.trim_matches(' '))
+        .filter(|p| !p.is_empty())
+    {
+        validate::route_path(item).map_err(|e| ValueError::NotPathPrefixList(e.0))?;
+        if let Some(bad) = item.chars().find(|c| matches!(c, '$' | '%' | '\'')) {
+            return Err(ValueError::NotPathPrefixList(format!(
+                "'{}': '{bad}' is not accepted",
+                shown(item)
+            )));
+        }
+        if item.len() > 256 {
+            return Err(ValueError::NotPathPrefixList(format!(
+                "'{}...' is longer than 256 bytes",
+                shown(item)
+            )));
+        }
+        prefixes.push(item.to_string());
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    if prefixes.len() > MOST_PATH_PREFIXES {
+        return Err(ValueError::NotPathPrefixList(format!(
+            "there are {}",
+            prefixes.len()
+        )));
+    }
+    Ok(prefixes)
 }
 
 #[cfg(test)]

@@ -236,6 +236,9 @@ pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
 /// ingress-nginx's ConfigMap key: the same name in Tugboat's ConfigMap.
 pub const HTTP_REDIRECT_CODE: &[PeerKey] = &[];
 pub const SSL_REDIRECT_PORT: &[PeerKey] = &[same(HT, "ssl-redirect-port")];
+/// ingress-nginx's ConfigMap key is the same name in Tugboat's ConfigMap; HAProxy
+/// Ingress' is a global key of the same name (its ConfigMap only).
+pub const NO_TLS_REDIRECT_LOCATIONS: &[PeerKey] = &[same(HI, "no-tls-redirect-locations")];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
 const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";

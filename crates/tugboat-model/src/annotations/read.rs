@@ -474,6 +474,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     let ssl_redirect_code = resolver.get_in(&SSL_REDIRECT_CODE, &cm);
     let http_redirect_code = resolver.get_in(&HTTP_REDIRECT_CODE, &cm);
     let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
+    let no_tls_redirect_locations = resolver.get_in(&NO_TLS_REDIRECT_LOCATIONS, &cm);
     let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
     GlobalOptions {
         timeouts,
@@ -482,6 +483,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         strict_sni: CLIENT_STRICT_SNI.or_default(strict_sni),
         ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code.or(http_redirect_code)),
         ssl_redirect_port,
+        no_tls_redirect_locations: NO_TLS_REDIRECT_LOCATIONS.or_default(no_tls_redirect_locations),
         snippet,
         original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,
     }

@@ -1033,3 +1033,69 @@ fn http_redirect_code_takes_what_ingress_nginx_takes() {
         );
     }
 }
+
+#[test]
+fn path_prefixes_are_sorted_without_repeats() {
+    assert_eq!(
+        parse_path_prefixes("/.well-known/acme-challenge"),
+        Ok(vec!["/.well-known/acme-challenge".to_string()])
+    );
+    assert_eq!(
+        parse_path_prefixes(" /custom , /.well-known/acme-challenge,,/custom"),
+        Ok(vec![
+            "/.well-known/acme-challenge".to_string(),
+            "/custom".to_string()
+        ])
+    );
+}
+
+#[test]
+fn path_prefixes_may_be_none() {
+    assert_eq!(parse_path_prefixes(""), Ok(vec![]));
+    assert_eq!(parse_path_prefixes(" , "), Ok(vec![]));
+}
+
+#[test]
+fn path_prefixes_refuse_what_haproxy_would_misread() {
+    for value in [
+        "custom",
+        "/a b",
+        "/a\tb",
+        "/a\nuse_backend x",
+        "/a#b",
+        "/a\"b",
+        "/a'b",
+        "/a\\b",
+        "/$HOME",
+        "/%[env(A)]",
+        "/a{b}",
+        "/a;b",
+        "/a,b c",
+    ] {
+        assert!(
+            matches!(
+                parse_path_prefixes(value),
+                Err(ValueError::NotPathPrefixList(_))
+            ),
+            "{value:?}"
+        );
+    }
+}
+
+#[test]
+fn path_prefixes_refuse_a_long_one() {
+    let long = format!("/{}", "a".repeat(256));
+    assert!(matches!(
+        parse_path_prefixes(&long),
+        Err(ValueError::NotPathPrefixList(_))
+    ));
+}
+
+#[test]
+fn path_prefixes_refuse_more_than_32() {
+    let many: Vec<String> = (0..33).map(|i| format!("/p{i}")).collect();
+    assert!(matches!(
+        parse_path_prefixes(&many.join(",")),
+        Err(ValueError::NotPathPrefixList(_))
+    ));
+}
