@@ -8,7 +8,9 @@
 //! Namespace (v1); other kinds are ignored. A document that does not
 //! parse is reported with its file, document number, object and field, and skipped;
 //! everything else still loads. The folder is then followed live: files added, edited
-//! or removed publish a new snapshot.
+//! or removed publish a new snapshot at once. A file is read again when its writer
+//! closes it or renames it into place, never while it is being written; the changes
+//! that arrive while the folder is read go into the next read.
 //!
 //! The folder is served as the cluster is ([`served`]): the model picks the Ingresses
 //! of this controller's classes with the same flags (`--controller-class`,
@@ -22,7 +24,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::IngressClass;
@@ -418,11 +420,17 @@ pub async fn watch_folder(
 ) -> Result<(), notify::Error> {
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let _ = events_tx.send(event.map(|_| ()));
+        let event = match event {
+            Ok(event) if !is_complete_write(&event.kind) => return,
+            Ok(_) => Ok(Instant::now()),
+            Err(err) => Err(err),
+        };
+        let _ = events_tx.send(event);
     })?;
     watcher.watch(&dir, RecursiveMode::Recursive)?;
     let mut known_problems = BTreeSet::new();
     let mut known_not_served = BTreeSet::new();
+    let mut first_change = None;
     loop {
         match load_folder(&dir) {
             Ok(contents) => {
@@ -442,7 +450,11 @@ pub async fn watch_folder(
                     served = served.snapshot.len(),
                     "manifests loaded"
                 );
-                if tx.send(Arc::new(served.snapshot)).is_err() {
+                let snapshot = Snapshot {
+                    first_change,
+                    ..served.snapshot
+                };
+                if tx.send(Arc::new(snapshot)).is_err() {
                     return Ok(());
                 }
             }
@@ -451,14 +463,38 @@ pub async fn watch_folder(
                 "cannot read the manifests folder, keeping the last objects: {err}"
             ),
         }
-        // Wait for a change, then let a burst of events (an editor's save) settle.
-        match events.recv().await {
-            None => return Ok(()),
-            Some(Err(err)) => tracing::warn!("watching {}: {err}", dir.display()),
-            Some(Ok(())) => {}
+        // Read again at once after a change; the changes that arrive while the folder
+        // is read and published are gathered into the next read.
+        first_change = None;
+        let mut next = events.recv().await;
+        loop {
+            match next {
+                None => return Ok(()),
+                Some(Err(err)) => tracing::warn!("watching {}: {err}", dir.display()),
+                Some(Ok(at)) => {
+                    first_change.get_or_insert(at);
+                }
+            }
+            match events.try_recv() {
+                Ok(event) => next = Some(event),
+                Err(_) => break,
+            }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        while events.try_recv().is_ok() {}
+    }
+}
+
+/// Whether a watch event says a file's content is complete: its writer closed it, it
+/// was renamed or removed, or a folder appeared. A file being created or written is read
+/// when its writer closes it, so that a half-written file is never read.
+fn is_complete_write(kind: &notify::EventKind) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Create(CreateKind::File) => false,
+        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_)) => false,
+        _ => true,
     }
 }
 

@@ -1,8 +1,10 @@
 //! The controller loop: every new snapshot is built, rendered, planned and applied, one
 //! at a time, with one log line per update and its timings.
 //!
-//! Bursts of changes are coalesced (a change after a quiet spell goes at once; the rest of
-//! a burst waits for a short window). A configuration haproxy refuses
+//! Changes are coalesced here and only here, with no timer: a change that arrives while
+//! nothing is applied goes out at once; the changes that arrive during an apply are
+//! gathered into the next one (the source's channel keeps only its latest snapshot).
+//! Reloads alone wait, for `reload_window`. A configuration haproxy refuses
 //! is not retried until the desired state changes; a failure to reach haproxy is retried
 //! with backoff.
 
@@ -36,9 +38,6 @@ use crate::metrics::{ApplyOutcome, Metrics};
 pub struct ControllerConfig {
     pub master_socket: PathBuf,
     pub render: RenderSettings,
-    /// Updates are at least this far apart: a change after a quiet spell applies at
-    /// once, the changes of a burst are gathered.
-    pub debounce: Duration,
     /// How long changes that need a reload are collected into one reload. Runtime
     /// changes never wait for it.
     pub reload_window: Duration,
@@ -55,7 +54,6 @@ impl ControllerConfig {
         Self {
             master_socket,
             render,
-            debounce: Duration::from_millis(10),
             reload_window: Duration::from_millis(500),
             model: Settings::new(0),
             haproxy_check_interval: Duration::from_secs(5),
@@ -122,7 +120,6 @@ pub async fn run(
     let mut health = tokio::time::interval(config.haproxy_check_interval);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut synced = false;
-    let mut last_update = Instant::now();
     loop {
         let retry = sleep_or_never(retry_in.map(|d| Instant::now() + d));
         let reload_due = sleep_or_never(state.reload_due(config.reload_window));
@@ -132,9 +129,6 @@ pub async fn run(
                     return Ok(());
                 }
                 synced = true;
-                // A change after a quiet spell applies at once; one that follows an
-                // update closely waits for the rest of the window, gathering a burst.
-                tokio::time::sleep_until(last_update + config.debounce).await;
             }
             () = retry => {}
             () = reload_due => {}
@@ -149,7 +143,6 @@ pub async fn run(
             continue;
         }
         let snapshot = snapshots.borrow_and_update().clone();
-        last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Next::OnChange => {
                 backoff.reset();
@@ -297,14 +290,7 @@ async fn update(
         Update::Patch(patch) => {
             let build = started.elapsed();
             if let Some(result) = apply_patch(
-                config,
-                applier,
-                state,
-                &patch,
-                status,
-                started,
-                build,
-                snapshot.len(),
+                config, applier, state, &patch, status, started, build, snapshot,
             )
             .await
             {
@@ -337,7 +323,7 @@ async fn apply_patch(
     status: &watch::Sender<ControllerStatus>,
     started: Instant,
     build: Duration,
-    objects: usize,
+    snapshot: &Snapshot,
 ) -> Option<Next> {
     let with_lua_problems;
     let problems = match (&patch.problems, applier.applied()) {
@@ -378,7 +364,7 @@ async fn apply_patch(
                 mark_served(status, &applied.desired, patch);
             }
             log_applied(
-                applier, objects, &report, false, build, render, started, "patch",
+                applier, snapshot, &report, false, build, render, started, "patch",
             );
             Next::OnChange
         }
@@ -397,11 +383,14 @@ fn ms(duration: Duration) -> f64 {
     (duration.as_secs_f64() * 10_000.0).round() / 10.0
 }
 
-/// The update line: what was applied, how, and where the time went.
+/// The update line: what was applied, how, and where the time went. `since_change_ms`
+/// runs from the moment the source saw the first change the snapshot carries to
+/// haproxy's last answer: what a change costs in the controller and haproxy, without
+/// its delivery to the source.
 #[allow(clippy::too_many_arguments)]
 fn log_applied(
     applier: &Applier,
-    objects: usize,
+    snapshot: &Snapshot,
     report: &ApplyReport,
     reload_pending: bool,
     build: Duration,
@@ -413,7 +402,7 @@ fn log_applied(
         (a.desired.backends.len(), a.desired.routes.len())
     });
     tracing::info!(
-        objects,
+        objects = snapshot.len(),
         backends,
         routes,
         built,
@@ -427,6 +416,7 @@ fn log_applied(
         runtime_ms = ms(report.runtime),
         reload_ms = ms(report.reload),
         total_ms = ms(started.elapsed()),
+        since_change_ms = snapshot.first_change.map(|first| ms(first.elapsed())),
         "applied"
     );
 }
@@ -530,7 +520,7 @@ async fn apply_full(
             state.in_sync = !reload_pending;
             log_applied(
                 applier,
-                snapshot.len(),
+                snapshot,
                 &report,
                 reload_pending,
                 build,
