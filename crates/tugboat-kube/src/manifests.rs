@@ -20,7 +20,7 @@
 //! served (as with `--watch-ingress-without-class`); those that name a class are not,
 //! since no IngressClass says that class is ours.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -79,6 +79,10 @@ pub struct FolderContents {
     /// never served (the cluster would not take them either): each is also a problem.
     pub old_ingresses: std::collections::BTreeMap<ObjectKey, (String, Arc<Ingress>)>,
     pub problems: Vec<ManifestProblem>,
+    /// The number of the document each object came from, by kind and key, in the
+    /// contents of one file: what a definition found again in a later file is reported
+    /// with.
+    documents: BTreeMap<(String, ObjectKey), usize>,
 }
 
 /// What a folder serves: the snapshot the controller builds from, and the Ingresses
@@ -133,29 +137,184 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
 /// Reads every manifest under `dir`. Fails only when the folder itself cannot be read.
 ///
 /// Blocking: `tugboat render` and `tugboat migrate` call it outside any async runtime;
-/// [`watch_folder`] still calls it on the runtime.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "blocking by design; its callers choose where it runs (see above)"
-)]
+/// [`watch_folder`] reads through a [`FolderCache`] on a blocking thread.
 pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
-    let mut files = Vec::new();
-    collect_files(dir, &mut files)?;
-    files.sort();
-    let mut contents = FolderContents::default();
-    for file in files {
-        match std::fs::read_to_string(&file) {
-            Ok(text) => parse_file(&file, &text, &mut contents),
-            Err(err) => contents.problems.push(ManifestProblem {
-                file,
-                document: 0,
-                object: None,
-                field: None,
-                message: format!("cannot read the file: {err}"),
-            }),
+    FolderCache::default().load(dir, &Reread::All)
+}
+
+/// Which files a read parses again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reread {
+    /// Every file.
+    All,
+    /// These files (those a watch event named); the others are taken from the cache.
+    Files(BTreeSet<PathBuf>),
+}
+
+/// The files of a followed folder, each parsed when it changes and kept as parsed
+/// until it changes again: a change costs the files it touched, not the folder. An
+/// object keeps its identity while its file is unchanged, so what follows compares it
+/// by pointer.
+#[derive(Debug, Default)]
+pub struct FolderCache {
+    files: BTreeMap<PathBuf, FolderContents>,
+}
+
+impl FolderCache {
+    /// Reads `dir`: the files `reread` names, and the files not seen before, are read
+    /// and parsed; the others are taken as they were. Fails only when the folder itself
+    /// cannot be read. Blocking.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "blocking by design; its callers choose where it runs"
+    )]
+    pub fn load(&mut self, dir: &Path, reread: &Reread) -> std::io::Result<FolderContents> {
+        let mut paths = Vec::new();
+        collect_files(dir, &mut paths)?;
+        let mut files = BTreeMap::new();
+        for path in paths {
+            let cached = self.files.remove(&path).filter(|_| match reread {
+                Reread::All => false,
+                Reread::Files(changed) => !changed.contains(&path),
+            });
+            let contents = cached.unwrap_or_else(|| {
+                let mut contents = FolderContents::default();
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => parse_file(&path, &text, &mut contents),
+                    Err(err) => contents.problems.push(ManifestProblem {
+                        file: path.clone(),
+                        document: 0,
+                        object: None,
+                        field: None,
+                        message: format!("cannot read the file: {err}"),
+                    }),
+                }
+                contents
+            });
+            files.insert(path, contents);
+        }
+        self.files = files;
+        Ok(merge(self.files.iter()))
+    }
+}
+
+/// The contents of several files, in the order given (their paths'): an object
+/// defined again in a later file keeps its first definition, and the later one is a
+/// problem.
+fn merge<'a>(files: impl Iterator<Item = (&'a PathBuf, &'a FolderContents)>) -> FolderContents {
+    let mut merged = FolderContents::default();
+    for (file, contents) in files {
+        merged.problems.extend(contents.problems.iter().cloned());
+        let mut problems = Vec::new();
+        let mut defined_again = |kind: &str, key: &ObjectKey| {
+            if let Some(document) = contents.documents.get(&(kind.to_string(), key.clone())) {
+                let object = if key.namespace.is_empty() {
+                    format!("{kind} {}", key.name)
+                } else {
+                    format!("{kind} {key}")
+                };
+                problems.push(ManifestProblem {
+                    file: file.clone(),
+                    document: *document,
+                    object: Some(object),
+                    field: Some("metadata.name".into()),
+                    message: DEFINED_TWICE.into(),
+                });
+            }
+        };
+        let (into, from) = (&mut merged.snapshot, &contents.snapshot);
+        merge_objects(
+            "Ingress",
+            &mut into.ingresses,
+            &from.ingresses,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Service",
+            &mut into.services,
+            &from.services,
+            &mut defined_again,
+        );
+        merge_objects(
+            "EndpointSlice",
+            &mut into.endpoint_slices,
+            &from.endpoint_slices,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Secret",
+            &mut into.secrets,
+            &from.secrets,
+            &mut defined_again,
+        );
+        merge_objects(
+            "ConfigMap",
+            &mut into.config_maps,
+            &from.config_maps,
+            &mut defined_again,
+        );
+        merge_objects(
+            "GatewayClass",
+            &mut into.gateway_classes,
+            &from.gateway_classes,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Gateway",
+            &mut into.gateways,
+            &from.gateways,
+            &mut defined_again,
+        );
+        merge_objects(
+            "HTTPRoute",
+            &mut into.http_routes,
+            &from.http_routes,
+            &mut defined_again,
+        );
+        merge_objects(
+            "ReferenceGrant",
+            &mut into.reference_grants,
+            &from.reference_grants,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Namespace",
+            &mut into.namespaces,
+            &from.namespaces,
+            &mut defined_again,
+        );
+        merge_objects(
+            "IngressClass",
+            &mut merged.ingress_classes,
+            &contents.ingress_classes,
+            &mut defined_again,
+        );
+        for (key, old) in &contents.old_ingresses {
+            merged
+                .old_ingresses
+                .entry(key.clone())
+                .or_insert_with(|| old.clone());
+        }
+        merged.problems.append(&mut problems);
+    }
+    merged
+}
+
+/// Adds the objects of `from` that `into` does not hold; `defined_again` hears of the
+/// others.
+fn merge_objects<K>(
+    kind: &str,
+    into: &mut Objects<K>,
+    from: &Objects<K>,
+    defined_again: &mut impl FnMut(&str, &ObjectKey),
+) {
+    for (key, object) in from {
+        if into.contains_key(key) {
+            defined_again(kind, key);
+        } else {
+            into.insert(key.clone(), object.clone());
         }
     }
-    Ok(contents)
 }
 
 /// The manifest files under `dir`, for [`load_folder`]. Blocking.
@@ -173,10 +332,7 @@ fn collect_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if entry.file_type()?.is_dir() {
             collect_files(&path, into)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if is_manifest_name(&path) {
             into.push(path);
         }
     }
@@ -197,7 +353,7 @@ pub fn parse_file(file: &Path, text: &str, contents: &mut FolderContents) {
             };
         match Value::deserialize(document) {
             Ok(Value::Null) => {}
-            Ok(value) => add_object(value, &problem, contents),
+            Ok(value) => add_object(value, number, &problem, contents),
             Err(err) => {
                 contents
                     .problems
@@ -211,6 +367,7 @@ pub fn parse_file(file: &Path, text: &str, contents: &mut FolderContents) {
 
 fn add_object(
     value: Value,
+    document: usize,
     problem: &dyn Fn(Option<String>, Option<String>, String) -> ManifestProblem,
     contents: &mut FolderContents,
 ) {
@@ -232,7 +389,7 @@ fn add_object(
     if kind == "List" {
         if let Some(Value::Array(items)) = map.get("items") {
             for item in items.clone() {
-                add_object(item, problem, contents);
+                add_object(item, document, problem, contents);
             }
         }
         return;
@@ -347,6 +504,12 @@ fn add_object(
             &mut o.metadata.namespace
         }),
     };
+    if result.is_ok() {
+        contents
+            .documents
+            .entry((kind.clone(), key))
+            .or_insert(document);
+    }
     if let Err((field, message)) = result {
         // A parse error can quote the value; a Secret's values are never shown.
         let message = if kind == "Secret" {
@@ -384,6 +547,9 @@ fn old_ingress(
     Ok(())
 }
 
+/// What an object defined twice is told.
+const DEFINED_TWICE: &str = "defined twice in the folder: the first definition is kept";
+
 fn insert<K: DeserializeOwned>(
     value: Value,
     key: &ObjectKey,
@@ -400,10 +566,7 @@ fn insert<K: DeserializeOwned>(
     // Cluster-scoped objects (IngressClass) have an empty namespace in their key.
     *namespace(&mut object) = (!key.namespace.is_empty()).then(|| key.namespace.to_string());
     if store.contains_key(key) {
-        return Err((
-            Some("metadata.name".into()),
-            "defined twice in the folder: the first definition is kept".into(),
-        ));
+        return Err((Some("metadata.name".into()), DEFINED_TWICE.into()));
     }
     store.insert(key.clone(), Arc::new(object));
     Ok(())
@@ -422,7 +585,7 @@ pub async fn watch_folder(
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let event = match event {
             Ok(event) if !is_complete_write(&event.kind) => return,
-            Ok(_) => Ok(Instant::now()),
+            Ok(event) => Ok((Instant::now(), event)),
             Err(err) => Err(err),
         };
         let _ = events_tx.send(event);
@@ -431,10 +594,25 @@ pub async fn watch_folder(
     let mut known_problems = BTreeSet::new();
     let mut known_not_served = BTreeSet::new();
     let mut first_change = None;
+    let mut reread = Reread::All;
+    let mut cache = FolderCache::default();
+    let reading = Arc::new((dir.clone(), class, settings));
     loop {
-        match load_folder(&dir) {
-            Ok(contents) => {
-                let served = served(&contents, &class, &settings);
+        // Reading and parsing the files is blocking work: off the runtime's workers.
+        let read = reading.clone();
+        let (returned, loaded) = tokio::task::spawn_blocking(move || {
+            let (dir, class, settings) = &*read;
+            let loaded = cache.load(dir, &reread).map(|contents| {
+                let served = served(&contents, class, settings);
+                (contents, served)
+            });
+            (cache, loaded)
+        })
+        .await
+        .unwrap_or_else(|join| (FolderCache::default(), Err(std::io::Error::other(join))));
+        cache = returned;
+        match loaded {
+            Ok((contents, served)) => {
                 let problems: BTreeSet<_> = contents.problems.into_iter().collect();
                 for problem in problems.difference(&known_problems) {
                     tracing::warn!("skipped: {problem}");
@@ -466,13 +644,18 @@ pub async fn watch_folder(
         // Read again at once after a change; the changes that arrive while the folder
         // is read and published are gathered into the next read.
         first_change = None;
+        reread = Reread::Files(BTreeSet::new());
         let mut next = events.recv().await;
         loop {
             match next {
                 None => return Ok(()),
-                Some(Err(err)) => tracing::warn!("watching {}: {err}", dir.display()),
-                Some(Ok(at)) => {
+                Some(Err(err)) => {
+                    tracing::warn!("watching {}: {err}", dir.display());
+                    reread = Reread::All;
+                }
+                Some(Ok((at, event))) => {
                     first_change.get_or_insert(at);
+                    reread.add(&event);
                 }
             }
             match events.try_recv() {
@@ -481,6 +664,38 @@ pub async fn watch_folder(
             }
         }
     }
+}
+
+impl Reread {
+    /// Adds the files `event` names. An event that names no manifest file (a folder, a
+    /// hidden entry such as the `..data` link a mounted ConfigMap swaps, a lost event)
+    /// may change any file behind it: every file is read again.
+    fn add(&mut self, event: &notify::Event) {
+        let Reread::Files(files) = self else {
+            return;
+        };
+        let manifests = !event.need_rescan()
+            && !event.paths.is_empty()
+            && event.paths.iter().all(|path| is_manifest_name(path));
+        if manifests {
+            files.extend(event.paths.iter().cloned());
+        } else {
+            *self = Reread::All;
+        }
+    }
+}
+
+/// Whether `path` names a file [`collect_files`] reads: not hidden, with a manifest's
+/// extension.
+fn is_manifest_name(path: &Path) -> bool {
+    let hidden = path
+        .file_name()
+        .is_none_or(|name| name.to_string_lossy().starts_with('.'));
+    !hidden
+        && matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        )
 }
 
 /// Whether a watch event says a file's content is complete: its writer closed it, it
@@ -499,6 +714,10 @@ fn is_complete_write(kind: &notify::EventKind) -> bool {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 mod tests {
     use super::*;
 
@@ -693,5 +912,111 @@ mod tests {
             .collect();
         assert_eq!(secrets, ["users"]);
         assert!(snapshot.config_maps.is_empty());
+    }
+
+    fn service(name: &str, port: u16) -> String {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: shop}}\n\
+             spec: {{ports: [{{port: {port}}}]}}\n"
+        )
+    }
+
+    fn port_of(contents: &FolderContents, name: &str) -> Option<i32> {
+        let service = contents
+            .snapshot
+            .services
+            .get(&ObjectKey::new("shop", name))?;
+        Some(service.spec.as_ref()?.ports.as_ref()?.first()?.port)
+    }
+
+    #[test]
+    fn a_cached_folder_reads_again_only_the_files_named_and_keeps_the_others_objects() {
+        let dir = tempfile::tempdir().expect("folder");
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, service("a", 80)).expect("write");
+        std::fs::write(&b, service("b", 80)).expect("write");
+        let mut cache = FolderCache::default();
+        let first = cache.load(dir.path(), &Reread::All).expect("load");
+        // Same length, within the file system's timestamp granularity: only the event
+        // that names the file can tell that it changed.
+        std::fs::write(&a, service("a", 81)).expect("write");
+        std::fs::write(&b, service("b", 81)).expect("write");
+        let named = Reread::Files(BTreeSet::from([a.clone()]));
+        let second = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&second, "a"), Some(81));
+        assert_eq!(
+            port_of(&second, "b"),
+            Some(80),
+            "b was not named: kept as parsed"
+        );
+        let key_b = ObjectKey::new("shop", "b");
+        assert!(Arc::ptr_eq(
+            &first.snapshot.services[&key_b],
+            &second.snapshot.services[&key_b]
+        ));
+        let third = cache.load(dir.path(), &Reread::All).expect("load");
+        assert_eq!(port_of(&third, "b"), Some(81));
+        std::fs::remove_file(&b).expect("remove");
+        let named = Reread::Files(BTreeSet::from([b]));
+        let fourth = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&fourth, "b"), None, "a removed file's objects go");
+    }
+
+    #[test]
+    fn an_object_defined_again_in_a_later_file_keeps_the_first_and_names_the_second() {
+        let dir = tempfile::tempdir().expect("folder");
+        std::fs::write(dir.path().join("a.yaml"), service("web", 80)).expect("write");
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            format!("{}---\n{}", service("other", 90), service("web", 81)),
+        )
+        .expect("write");
+        let contents = load_folder(dir.path()).expect("load");
+        assert_eq!(port_of(&contents, "web"), Some(80));
+        assert_eq!(port_of(&contents, "other"), Some(90));
+        assert_eq!(
+            contents.problems,
+            [ManifestProblem {
+                file: dir.path().join("b.yaml"),
+                document: 2,
+                object: Some("Service shop/web".into()),
+                field: Some("metadata.name".into()),
+                message: DEFINED_TWICE.into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn events_that_name_no_manifest_file_read_every_file_again() {
+        let event = |kind, paths: &[&str]| {
+            let mut event = notify::Event::new(kind);
+            for path in paths {
+                event = event.add_path(PathBuf::from(path));
+            }
+            event
+        };
+        let written = notify::EventKind::Access(notify::event::AccessKind::Close(
+            notify::event::AccessMode::Write,
+        ));
+        let renamed = notify::EventKind::Modify(notify::event::ModifyKind::Name(
+            notify::event::RenameMode::Both,
+        ));
+        let mut reread = Reread::Files(BTreeSet::new());
+        reread.add(&event(written, &["/m/a.yaml"]));
+        reread.add(&event(renamed, &["/m/b.yml", "/m/c.json"]));
+        assert_eq!(
+            reread,
+            Reread::Files(
+                ["/m/a.yaml", "/m/b.yml", "/m/c.json"]
+                    .map(PathBuf::from)
+                    .into()
+            )
+        );
+        // A mounted ConfigMap swaps its hidden `..data` link.
+        reread.add(&event(renamed, &["/m/..data_tmp", "/m/..data"]));
+        assert_eq!(reread, Reread::All);
+        let mut reread = Reread::Files(BTreeSet::new());
+        reread.add(&event(renamed, &["/m/sub"]));
+        assert_eq!(reread, Reread::All, "a folder renamed");
     }
 }

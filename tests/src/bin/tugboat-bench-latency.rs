@@ -217,8 +217,8 @@ async fn run(
         cluster.put(&endpoint_slice(index, Some(&address)))?;
         wait_for_address(&cli, index, &address).await?;
         end_to_end.push(written.elapsed());
-        if let Some(share) = log.first_since_change().await? {
-            shares.push(share);
+        if let Some(line) = log.first_applied().await? {
+            shares.push(line);
         }
         tokio::time::sleep(SPACING).await;
         cluster.put(&endpoint_slice(index, None))?;
@@ -248,15 +248,53 @@ async fn run(
         "runtime-API round trip: {round_trip:.2} ms median of {}",
         round_trips.len()
     );
-    if shares.is_empty() {
+    let share: Vec<Duration> = shares
+        .iter()
+        .filter_map(|line| field(line, "since_change_ms"))
+        .collect();
+    if share.is_empty() {
         println!("controller and haproxy's share: not logged by this controller");
     } else {
         println!(
             "lone endpoint change, controller and haproxy's share: {:.2} ms median of {} \
              ({:.1}x the round trip)",
-            median_ms(&shares),
-            shares.len(),
-            median_ms(&shares) / round_trip
+            median_ms(&share),
+            share.len(),
+            median_ms(&share) / round_trip
+        );
+        // The rest of the share is the source's: reading the change, building the snapshot.
+        let parts: Vec<String> = [
+            "build_ms",
+            "render_ms",
+            "write_ms",
+            "runtime_ms",
+            "total_ms",
+        ]
+        .iter()
+        .map(|name| {
+            let values: Vec<Duration> =
+                shares.iter().filter_map(|line| field(line, name)).collect();
+            format!("{name} {:.2}", median_ms(&values))
+        })
+        .collect();
+        let counts: Vec<String> = ["files_written", "runtime_commands"]
+            .iter()
+            .map(|name| {
+                let mut values: Vec<f64> = shares
+                    .iter()
+                    .filter_map(|line| line[name].as_f64())
+                    .collect();
+                values.sort_by(f64::total_cmp);
+                format!(
+                    "{name} {}",
+                    values.get(values.len() / 2).copied().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        println!(
+            "  of which, in the controller's update (medians): {}; {}",
+            parts.join(", "),
+            counts.join(", ")
         );
     }
     println!(
@@ -304,15 +342,12 @@ impl AppliedLog {
         self.new_lines().map(drop)
     }
 
-    /// The `since_change_ms` of the first `applied` line since the last look.
-    async fn first_since_change(&mut self) -> anyhow::Result<Option<Duration>> {
+    /// The first `applied` line since the last look (waiting for it up to a second).
+    async fn first_applied(&mut self) -> anyhow::Result<Option<Value>> {
         let deadline = Instant::now() + Duration::from_secs(1);
         loop {
-            let lines = self.new_lines()?;
-            if let Some(line) = lines.first() {
-                return Ok(line["since_change_ms"]
-                    .as_f64()
-                    .map(|ms| Duration::from_secs_f64(ms / 1e3)));
+            if let Some(line) = self.new_lines()?.into_iter().next() {
+                return Ok(Some(line));
             }
             if Instant::now() > deadline {
                 return Ok(None);
@@ -369,4 +404,11 @@ fn load(cluster: &Cluster, count: usize) -> anyhow::Result<()> {
         }))?;
     }
     Ok(())
+}
+
+/// A duration field (in milliseconds) of a log line.
+fn field(line: &Value, name: &str) -> Option<Duration> {
+    line[name]
+        .as_f64()
+        .map(|ms| Duration::from_secs_f64(ms / 1e3))
 }
