@@ -161,41 +161,53 @@ pub struct FolderCache {
 }
 
 impl FolderCache {
-    /// Reads `dir`: the files `reread` names, and the files not seen before, are read
-    /// and parsed; the others are taken as they were. Fails only when the folder itself
-    /// cannot be read. Blocking.
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "blocking by design; its callers choose where it runs"
-    )]
+    /// Reads `dir`: every file for [`Reread::All`] (or a first read), else only the
+    /// files named, which a watch event reported written, renamed or removed (a new file
+    /// is named by the event of its writing); the others are taken as they were. Fails
+    /// only when the folder itself cannot be read. Blocking.
     pub fn load(&mut self, dir: &Path, reread: &Reread) -> std::io::Result<FolderContents> {
-        let mut paths = Vec::new();
-        collect_files(dir, &mut paths)?;
-        let mut files = BTreeMap::new();
-        for path in paths {
-            let cached = self.files.remove(&path).filter(|_| match reread {
-                Reread::All => false,
-                Reread::Files(changed) => !changed.contains(&path),
-            });
-            let contents = cached.unwrap_or_else(|| {
-                let mut contents = FolderContents::default();
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => parse_file(&path, &text, &mut contents),
-                    Err(err) => contents.problems.push(ManifestProblem {
-                        file: path.clone(),
-                        document: 0,
-                        object: None,
-                        field: None,
-                        message: format!("cannot read the file: {err}"),
-                    }),
+        match reread {
+            Reread::Files(changed) if !self.files.is_empty() => {
+                for path in changed {
+                    match read_manifest_file(path) {
+                        Some(contents) => self.files.insert(path.clone(), contents),
+                        None => self.files.remove(path),
+                    };
                 }
-                contents
-            });
-            files.insert(path, contents);
+            }
+            _ => {
+                let mut paths = Vec::new();
+                collect_files(dir, &mut paths)?;
+                self.files = paths
+                    .into_iter()
+                    .filter_map(|path| Some((path.clone(), read_manifest_file(&path)?)))
+                    .collect();
+            }
         }
-        self.files = files;
         Ok(merge(self.files.iter()))
     }
+}
+
+/// The contents of one manifest file (a file that cannot be read is a problem), or
+/// `None` when it is gone. Blocking.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "blocking by design; its callers choose where it runs"
+)]
+fn read_manifest_file(path: &Path) -> Option<FolderContents> {
+    let mut contents = FolderContents::default();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_file(path, &text, &mut contents),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) => contents.problems.push(ManifestProblem {
+            file: path.to_path_buf(),
+            document: 0,
+            object: None,
+            field: None,
+            message: format!("cannot read the file: {err}"),
+        }),
+    }
+    Some(contents)
 }
 
 /// The contents of several files, in the order given (their paths'): an object
@@ -308,6 +320,9 @@ fn merge_objects<K>(
     from: &Objects<K>,
     defined_again: &mut impl FnMut(&str, &ObjectKey),
 ) {
+    if from.is_empty() {
+        return;
+    }
     for (key, object) in from {
         if into.contains_key(key) {
             defined_again(kind, key);
@@ -602,8 +617,15 @@ pub async fn watch_folder(
         let read = reading.clone();
         let (returned, loaded) = tokio::task::spawn_blocking(move || {
             let (dir, class, settings) = &*read;
+            let started = Instant::now();
             let loaded = cache.load(dir, &reread).map(|contents| {
+                let read = started.elapsed();
                 let served = served(&contents, class, settings);
+                tracing::debug!(
+                    read_ms = read.as_secs_f64() * 1e3,
+                    served_ms = (started.elapsed() - read).as_secs_f64() * 1e3,
+                    "manifests read"
+                );
                 (contents, served)
             });
             (cache, loaded)

@@ -4,7 +4,7 @@
 //! endpoints by default).
 //!
 //! The release `tugboat` binary runs as a subprocess against the fake API server
-//! (`--kubeconfig`) or a folder of manifests (`--manifests`, one JSON file per object),
+//! (`--kubeconfig`) or a folder of manifests (`--manifests`, one YAML file per object),
 //! with a real haproxy (3.4 unless `--haproxy` names another series). After a quiet
 //! spell, one endpoint of one EndpointSlice moves, `--changes` times (30 by default),
 //! each undone before the next. Each is measured twice:
@@ -60,12 +60,12 @@ impl Cluster {
             }
             Cluster::Folder(dir) => {
                 let name = format!(
-                    "{}-{}.json",
+                    "{}-{}.yaml",
                     object["kind"].as_str().unwrap_or("object"),
                     object["metadata"]["name"].as_str().unwrap_or("unnamed")
                 );
-                std::fs::write(dir.join(name), object.to_string())
-                    .context("cannot write a manifest")
+                let text = serde_yaml_ng::to_string(object).context("cannot write YAML")?;
+                std::fs::write(dir.join(name), text).context("cannot write a manifest")
             }
         }
     }
@@ -160,7 +160,9 @@ async fn run(
     load(cluster, options.ingresses)?;
     let haproxy = Haproxy::start(binary).await;
     let dir = tempfile::tempdir().context("temporary folder")?;
-    let log_path = dir.path().join("controller.log");
+    // `TUGBOAT_BENCH_LOG=FILE` keeps the controller's log there (`RUST_LOG` passes on).
+    let log_path = std::env::var_os("TUGBOAT_BENCH_LOG")
+        .map_or_else(|| dir.path().join("controller.log"), PathBuf::from);
     let log = std::fs::File::create(&log_path).context("cannot create the log")?;
     let admin_port = tugboat_testkit::free_port();
     let mut command = tokio::process::Command::new(tugboat);
@@ -180,7 +182,10 @@ async fn run(
         .args(["--log-format", "json"])
         .env("POD_NAME", "bench")
         .env("POD_NAMESPACE", "tugboat-system")
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .kill_on_drop(true);
