@@ -28,10 +28,7 @@ spec:
 /// Lease `tugboat-leader` in `tugboat-system`, short intervals for tests.
 pub fn options(identity: &str) -> ClusterOptions {
     ClusterOptions {
-        source: ApiSourceConfig {
-            coalesce: Duration::from_millis(50),
-            ..ApiSourceConfig::default()
-        },
+        source: ApiSourceConfig::default(),
         election: Election {
             lease_name: "tugboat-leader".into(),
             namespace: "tugboat-system".into(),

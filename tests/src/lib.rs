@@ -6,6 +6,7 @@
     reason = "test code: blocking file work is fine here"
 )]
 
+pub mod bench;
 pub mod cluster_pod;
 pub mod container_plan;
 pub mod echo;

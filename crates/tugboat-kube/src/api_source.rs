@@ -1,6 +1,7 @@
 //! The Kubernetes API as the source of objects: one watch per kind (and per watched
 //! namespace) filling a [`crate::store`], stores awaited before the first snapshot,
-//! changes coalesced.
+//! then a snapshot at once after each change (changes that arrive while one is built go
+//! into the next, with no timer).
 //!
 //! What reaches a snapshot is decided by the model, as for the manifests folder: the
 //! Ingresses this controller serves ([`ClassFilter::served_ingresses`]) and the Secrets
@@ -24,7 +25,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::IngressClass;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tugboat_model::class::{ClassFilter, ClassInfo, ServedMemo};
 use tugboat_model::objects::Ingress;
 use tugboat_model::objects::{EndpointSlice, Service};
@@ -36,7 +37,7 @@ use tugboat_model::{
 use crate::store::{ObjectStore, Union, merged, object_store};
 use crate::watch_backoff::WatchBackoff;
 pub use crate::watch_driver::ObjectCounts;
-use crate::watch_driver::drive;
+use crate::watch_driver::{Changes, drive};
 use crate::watched::Watched;
 
 /// Secrets are watched except the kinds no Ingress can use (and that can be large or
@@ -59,8 +60,6 @@ pub struct ApiSourceConfig {
     /// `--configmap-errorfiles`, `--default-ssl-certificate`): see
     /// [`tugboat_model::references`].
     pub settings: Settings,
-    /// How long to gather more changes after the first one before publishing.
-    pub coalesce: Duration,
     /// How often a Gateway API kind the API server does not serve is looked for again.
     pub gateway_recheck: Duration,
 }
@@ -71,7 +70,6 @@ impl Default for ApiSourceConfig {
             namespaces: Vec::new(),
             class: ClassFilter::default(),
             settings: Settings::new(0),
-            coalesce: Duration::from_millis(100),
             gateway_recheck: crate::gateway::ABSENT_KIND_RECHECK,
         }
     }
@@ -239,7 +237,7 @@ type ListedConfigMaps = BTreeMap<ObjectKey, (ObjectStore<ConfigMap>, tokio::task
 pub struct ApiSource {
     stores: ClusterStores,
     config: ApiSourceConfig,
-    changed: Arc<Notify>,
+    changed: Arc<Changes>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     client: Client,
     /// ConfigMaps that objects name (`configmap:NAME/KEY`) and no flag does, watched by
@@ -269,7 +267,7 @@ impl Drop for ApiSource {
 impl ApiSource {
     /// Starts one watch per kind and watched namespace.
     pub fn start(client: Client, config: ApiSourceConfig) -> Self {
-        let changed = Arc::new(Notify::new());
+        let changed = Arc::new(Changes::default());
         let mut tasks = Vec::new();
         let namespaced = |client: &Client| -> Vec<(String, Client)> {
             if config.namespaces.is_empty() {
@@ -492,8 +490,11 @@ impl ApiSource {
         let mut last: Option<Arc<Snapshot>> = None;
         let mut view = ControllerView::default();
         loop {
-            let built = tokio::time::Instant::now();
+            // Changes that arrive from here on wake the loop again and go into the next
+            // snapshot: a burst is gathered while one snapshot is built and taken.
+            let first_change = self.changed.take_first();
             let mut snapshot = self.complete_snapshot().await;
+            snapshot.first_change = first_change;
             snapshot.ingresses = view.view(snapshot.ingresses);
             if let Some(counts) = &counts {
                 counts.send_replace(self.stores.counts());
@@ -511,12 +512,9 @@ impl ApiSource {
                 tracing::debug!("cluster changed, served objects did not");
             }
             tokio::select! {
-                () = self.changed.notified() => {}
+                () = self.changed.wait() => {}
                 () = snapshots.closed() => return,
             }
-            // A change after a quiet spell goes at once; a burst is gathered into at
-            // most one snapshot per coalescing window.
-            tokio::time::sleep_until(built + self.config.coalesce).await;
         }
     }
 }
@@ -545,7 +543,7 @@ impl ApiScope {
 fn spawn_watch<K>(
     api: Api<K::Wire>,
     config: watcher::Config,
-    changed: &Arc<Notify>,
+    changed: &Arc<Changes>,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
 ) -> ObjectStore<K>
 where

@@ -15,7 +15,6 @@ use kube::Api;
 use kube::api::ListParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::Deserialize;
-use tokio::sync::Notify;
 use tugboat_model::gateway::objects::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec, HttpRoute, HttpRouteSpec,
     Namespace, ReferenceGrant, ReferenceGrantSpec,
@@ -209,7 +208,7 @@ pub const ABSENT_KIND_RECHECK: std::time::Duration = std::time::Duration::from_s
 /// the kind is looked for again every `recheck`.
 pub(crate) fn spawn_watch_if_served<K>(
     api: Api<K::Wire>,
-    changed: &Arc<Notify>,
+    changed: &Arc<crate::watch_driver::Changes>,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
     recheck: std::time::Duration,
 ) -> ObjectStore<K>
@@ -235,7 +234,7 @@ where
                         );
                         writer.apply(watcher::Event::Init);
                         writer.apply(watcher::Event::InitDone);
-                        changed.notify_one();
+                        changed.record();
                         told = true;
                     }
                     tokio::time::sleep(recheck).await;
@@ -322,7 +321,6 @@ mod tests {
                 gateway: Some(GatewaySettings::new("tugboat.dev/gateway", 8080, 8443)),
                 ..Settings::new(0)
             },
-            coalesce: Duration::from_millis(10),
             gateway_recheck: Duration::from_millis(100),
             ..ApiSourceConfig::default()
         };

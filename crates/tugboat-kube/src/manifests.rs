@@ -8,7 +8,9 @@
 //! Namespace (v1); other kinds are ignored. A document that does not
 //! parse is reported with its file, document number, object and field, and skipped;
 //! everything else still loads. The folder is then followed live: files added, edited
-//! or removed publish a new snapshot.
+//! or removed publish a new snapshot at once. A file is read again when its writer
+//! closes it or renames it into place, never while it is being written; the changes
+//! that arrive while the folder is read go into the next read.
 //!
 //! The folder is served as the cluster is ([`served`]): the model picks the Ingresses
 //! of this controller's classes with the same flags (`--controller-class`,
@@ -18,11 +20,11 @@
 //! served (as with `--watch-ingress-without-class`); those that name a class are not,
 //! since no IngressClass says that class is ours.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::networking::v1::IngressClass;
@@ -77,6 +79,10 @@ pub struct FolderContents {
     /// never served (the cluster would not take them either): each is also a problem.
     pub old_ingresses: std::collections::BTreeMap<ObjectKey, (String, Arc<Ingress>)>,
     pub problems: Vec<ManifestProblem>,
+    /// The number of the document each object came from, by kind and key, in the
+    /// contents of one file: what a definition found again in a later file is reported
+    /// with.
+    documents: BTreeMap<(String, ObjectKey), usize>,
 }
 
 /// What a folder serves: the snapshot the controller builds from, and the Ingresses
@@ -131,29 +137,199 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
 /// Reads every manifest under `dir`. Fails only when the folder itself cannot be read.
 ///
 /// Blocking: `tugboat render` and `tugboat migrate` call it outside any async runtime;
-/// [`watch_folder`] still calls it on the runtime.
+/// [`watch_folder`] reads through a [`FolderCache`] on a blocking thread.
+pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
+    FolderCache::default().load(dir, &Reread::All)
+}
+
+/// Which files a read parses again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reread {
+    /// Every file.
+    All,
+    /// These files (those a watch event named); the others are taken from the cache.
+    Files(BTreeSet<PathBuf>),
+}
+
+/// The files of a followed folder, each parsed when it changes and kept as parsed
+/// until it changes again: a change costs the files it touched, not the folder. An
+/// object keeps its identity while its file is unchanged, so what follows compares it
+/// by pointer.
+#[derive(Debug, Default)]
+pub struct FolderCache {
+    files: BTreeMap<PathBuf, FolderContents>,
+}
+
+impl FolderCache {
+    /// Reads `dir`: every file for [`Reread::All`] (or a first read), else only the
+    /// files named, which a watch event reported written, renamed or removed (a new file
+    /// is named by the event of its writing); the others are taken as they were. Fails
+    /// only when the folder itself cannot be read. Blocking.
+    pub fn load(&mut self, dir: &Path, reread: &Reread) -> std::io::Result<FolderContents> {
+        match reread {
+            Reread::Files(changed) if !self.files.is_empty() => {
+                for path in changed {
+                    match read_manifest_file(path) {
+                        Some(contents) => self.files.insert(path.clone(), contents),
+                        None => self.files.remove(path),
+                    };
+                }
+            }
+            _ => {
+                let mut paths = Vec::new();
+                collect_files(dir, &mut paths)?;
+                self.files = paths
+                    .into_iter()
+                    .filter_map(|path| Some((path.clone(), read_manifest_file(&path)?)))
+                    .collect();
+            }
+        }
+        Ok(merge(self.files.iter()))
+    }
+}
+
+/// The contents of one manifest file (a file that cannot be read is a problem), or
+/// `None` when it is gone. Blocking.
 #[allow(
     clippy::disallowed_methods,
-    reason = "blocking by design; its callers choose where it runs (see above)"
+    reason = "blocking by design; its callers choose where it runs"
 )]
-pub fn load_folder(dir: &Path) -> std::io::Result<FolderContents> {
-    let mut files = Vec::new();
-    collect_files(dir, &mut files)?;
-    files.sort();
+fn read_manifest_file(path: &Path) -> Option<FolderContents> {
     let mut contents = FolderContents::default();
-    for file in files {
-        match std::fs::read_to_string(&file) {
-            Ok(text) => parse_file(&file, &text, &mut contents),
-            Err(err) => contents.problems.push(ManifestProblem {
-                file,
-                document: 0,
-                object: None,
-                field: None,
-                message: format!("cannot read the file: {err}"),
-            }),
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_file(path, &text, &mut contents),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(err) => contents.problems.push(ManifestProblem {
+            file: path.to_path_buf(),
+            document: 0,
+            object: None,
+            field: None,
+            message: format!("cannot read the file: {err}"),
+        }),
+    }
+    Some(contents)
+}
+
+/// The contents of several files, in the order given (their paths'): an object
+/// defined again in a later file keeps its first definition, and the later one is a
+/// problem.
+fn merge<'a>(files: impl Iterator<Item = (&'a PathBuf, &'a FolderContents)>) -> FolderContents {
+    let mut merged = FolderContents::default();
+    for (file, contents) in files {
+        merged.problems.extend(contents.problems.iter().cloned());
+        let mut problems = Vec::new();
+        let mut defined_again = |kind: &str, key: &ObjectKey| {
+            if let Some(document) = contents.documents.get(&(kind.to_string(), key.clone())) {
+                let object = if key.namespace.is_empty() {
+                    format!("{kind} {}", key.name)
+                } else {
+                    format!("{kind} {key}")
+                };
+                problems.push(ManifestProblem {
+                    file: file.clone(),
+                    document: *document,
+                    object: Some(object),
+                    field: Some("metadata.name".into()),
+                    message: DEFINED_TWICE.into(),
+                });
+            }
+        };
+        let (into, from) = (&mut merged.snapshot, &contents.snapshot);
+        merge_objects(
+            "Ingress",
+            &mut into.ingresses,
+            &from.ingresses,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Service",
+            &mut into.services,
+            &from.services,
+            &mut defined_again,
+        );
+        merge_objects(
+            "EndpointSlice",
+            &mut into.endpoint_slices,
+            &from.endpoint_slices,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Secret",
+            &mut into.secrets,
+            &from.secrets,
+            &mut defined_again,
+        );
+        merge_objects(
+            "ConfigMap",
+            &mut into.config_maps,
+            &from.config_maps,
+            &mut defined_again,
+        );
+        merge_objects(
+            "GatewayClass",
+            &mut into.gateway_classes,
+            &from.gateway_classes,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Gateway",
+            &mut into.gateways,
+            &from.gateways,
+            &mut defined_again,
+        );
+        merge_objects(
+            "HTTPRoute",
+            &mut into.http_routes,
+            &from.http_routes,
+            &mut defined_again,
+        );
+        merge_objects(
+            "ReferenceGrant",
+            &mut into.reference_grants,
+            &from.reference_grants,
+            &mut defined_again,
+        );
+        merge_objects(
+            "Namespace",
+            &mut into.namespaces,
+            &from.namespaces,
+            &mut defined_again,
+        );
+        merge_objects(
+            "IngressClass",
+            &mut merged.ingress_classes,
+            &contents.ingress_classes,
+            &mut defined_again,
+        );
+        for (key, old) in &contents.old_ingresses {
+            merged
+                .old_ingresses
+                .entry(key.clone())
+                .or_insert_with(|| old.clone());
+        }
+        merged.problems.append(&mut problems);
+    }
+    merged
+}
+
+/// Adds the objects of `from` that `into` does not hold; `defined_again` hears of the
+/// others.
+fn merge_objects<K>(
+    kind: &str,
+    into: &mut Objects<K>,
+    from: &Objects<K>,
+    defined_again: &mut impl FnMut(&str, &ObjectKey),
+) {
+    if from.is_empty() {
+        return;
+    }
+    for (key, object) in from {
+        if into.contains_key(key) {
+            defined_again(kind, key);
+        } else {
+            into.insert(key.clone(), object.clone());
         }
     }
-    Ok(contents)
 }
 
 /// The manifest files under `dir`, for [`load_folder`]. Blocking.
@@ -171,10 +347,7 @@ fn collect_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if entry.file_type()?.is_dir() {
             collect_files(&path, into)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if is_manifest_name(&path) {
             into.push(path);
         }
     }
@@ -195,7 +368,7 @@ pub fn parse_file(file: &Path, text: &str, contents: &mut FolderContents) {
             };
         match Value::deserialize(document) {
             Ok(Value::Null) => {}
-            Ok(value) => add_object(value, &problem, contents),
+            Ok(value) => add_object(value, number, &problem, contents),
             Err(err) => {
                 contents
                     .problems
@@ -209,6 +382,7 @@ pub fn parse_file(file: &Path, text: &str, contents: &mut FolderContents) {
 
 fn add_object(
     value: Value,
+    document: usize,
     problem: &dyn Fn(Option<String>, Option<String>, String) -> ManifestProblem,
     contents: &mut FolderContents,
 ) {
@@ -230,7 +404,7 @@ fn add_object(
     if kind == "List" {
         if let Some(Value::Array(items)) = map.get("items") {
             for item in items.clone() {
-                add_object(item, problem, contents);
+                add_object(item, document, problem, contents);
             }
         }
         return;
@@ -345,6 +519,12 @@ fn add_object(
             &mut o.metadata.namespace
         }),
     };
+    if result.is_ok() {
+        contents
+            .documents
+            .entry((kind.clone(), key))
+            .or_insert(document);
+    }
     if let Err((field, message)) = result {
         // A parse error can quote the value; a Secret's values are never shown.
         let message = if kind == "Secret" {
@@ -382,6 +562,9 @@ fn old_ingress(
     Ok(())
 }
 
+/// What an object defined twice is told.
+const DEFINED_TWICE: &str = "defined twice in the folder: the first definition is kept";
+
 fn insert<K: DeserializeOwned>(
     value: Value,
     key: &ObjectKey,
@@ -398,10 +581,7 @@ fn insert<K: DeserializeOwned>(
     // Cluster-scoped objects (IngressClass) have an empty namespace in their key.
     *namespace(&mut object) = (!key.namespace.is_empty()).then(|| key.namespace.to_string());
     if store.contains_key(key) {
-        return Err((
-            Some("metadata.name".into()),
-            "defined twice in the folder: the first definition is kept".into(),
-        ));
+        return Err((Some("metadata.name".into()), DEFINED_TWICE.into()));
     }
     store.insert(key.clone(), Arc::new(object));
     Ok(())
@@ -418,15 +598,43 @@ pub async fn watch_folder(
 ) -> Result<(), notify::Error> {
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        let _ = events_tx.send(event.map(|_| ()));
+        let event = match event {
+            Ok(event) if !is_complete_write(&event.kind) => return,
+            Ok(event) => Ok((Instant::now(), event)),
+            Err(err) => Err(err),
+        };
+        let _ = events_tx.send(event);
     })?;
     watcher.watch(&dir, RecursiveMode::Recursive)?;
     let mut known_problems = BTreeSet::new();
     let mut known_not_served = BTreeSet::new();
+    let mut first_change = None;
+    let mut reread = Reread::All;
+    let mut cache = FolderCache::default();
+    let reading = Arc::new((dir.clone(), class, settings));
     loop {
-        match load_folder(&dir) {
-            Ok(contents) => {
-                let served = served(&contents, &class, &settings);
+        // Reading and parsing the files is blocking work: off the runtime's workers.
+        let read = reading.clone();
+        let (returned, loaded) = tokio::task::spawn_blocking(move || {
+            let (dir, class, settings) = &*read;
+            let started = Instant::now();
+            let loaded = cache.load(dir, &reread).map(|contents| {
+                let read = started.elapsed();
+                let served = served(&contents, class, settings);
+                tracing::debug!(
+                    read_ms = read.as_secs_f64() * 1e3,
+                    served_ms = (started.elapsed() - read).as_secs_f64() * 1e3,
+                    "manifests read"
+                );
+                (contents, served)
+            });
+            (cache, loaded)
+        })
+        .await
+        .unwrap_or_else(|join| (FolderCache::default(), Err(std::io::Error::other(join))));
+        cache = returned;
+        match loaded {
+            Ok((contents, served)) => {
                 let problems: BTreeSet<_> = contents.problems.into_iter().collect();
                 for problem in problems.difference(&known_problems) {
                     tracing::warn!("skipped: {problem}");
@@ -442,7 +650,11 @@ pub async fn watch_folder(
                     served = served.snapshot.len(),
                     "manifests loaded"
                 );
-                if tx.send(Arc::new(served.snapshot)).is_err() {
+                let snapshot = Snapshot {
+                    first_change,
+                    ..served.snapshot
+                };
+                if tx.send(Arc::new(snapshot)).is_err() {
                     return Ok(());
                 }
             }
@@ -451,18 +663,83 @@ pub async fn watch_folder(
                 "cannot read the manifests folder, keeping the last objects: {err}"
             ),
         }
-        // Wait for a change, then let a burst of events (an editor's save) settle.
-        match events.recv().await {
-            None => return Ok(()),
-            Some(Err(err)) => tracing::warn!("watching {}: {err}", dir.display()),
-            Some(Ok(())) => {}
+        // Read again at once after a change; the changes that arrive while the folder
+        // is read and published are gathered into the next read.
+        first_change = None;
+        reread = Reread::Files(BTreeSet::new());
+        let mut next = events.recv().await;
+        loop {
+            match next {
+                None => return Ok(()),
+                Some(Err(err)) => {
+                    tracing::warn!("watching {}: {err}", dir.display());
+                    reread = Reread::All;
+                }
+                Some(Ok((at, event))) => {
+                    first_change.get_or_insert(at);
+                    reread.add(&event);
+                }
+            }
+            match events.try_recv() {
+                Ok(event) => next = Some(event),
+                Err(_) => break,
+            }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        while events.try_recv().is_ok() {}
+    }
+}
+
+impl Reread {
+    /// Adds the files `event` names. An event that names no manifest file (a folder, a
+    /// hidden entry such as the `..data` link a mounted ConfigMap swaps, a lost event)
+    /// may change any file behind it: every file is read again.
+    fn add(&mut self, event: &notify::Event) {
+        let Reread::Files(files) = self else {
+            return;
+        };
+        let manifests = !event.need_rescan()
+            && !event.paths.is_empty()
+            && event.paths.iter().all(|path| is_manifest_name(path));
+        if manifests {
+            files.extend(event.paths.iter().cloned());
+        } else {
+            *self = Reread::All;
+        }
+    }
+}
+
+/// Whether `path` names a file [`collect_files`] reads: not hidden, with a manifest's
+/// extension.
+fn is_manifest_name(path: &Path) -> bool {
+    let hidden = path
+        .file_name()
+        .is_none_or(|name| name.to_string_lossy().starts_with('.'));
+    !hidden
+        && matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        )
+}
+
+/// Whether a watch event says a file's content is complete: its writer closed it, it
+/// was renamed or removed, or a folder appeared. A file being created or written is read
+/// when its writer closes it, so that a half-written file is never read.
+fn is_complete_write(kind: &notify::EventKind) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Create(CreateKind::File) => false,
+        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_)) => false,
+        _ => true,
     }
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test code: blocking file work is fine here"
+)]
 mod tests {
     use super::*;
 
@@ -657,5 +934,111 @@ mod tests {
             .collect();
         assert_eq!(secrets, ["users"]);
         assert!(snapshot.config_maps.is_empty());
+    }
+
+    fn service(name: &str, port: u16) -> String {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: shop}}\n\
+             spec: {{ports: [{{port: {port}}}]}}\n"
+        )
+    }
+
+    fn port_of(contents: &FolderContents, name: &str) -> Option<i32> {
+        let service = contents
+            .snapshot
+            .services
+            .get(&ObjectKey::new("shop", name))?;
+        Some(service.spec.as_ref()?.ports.as_ref()?.first()?.port)
+    }
+
+    #[test]
+    fn a_cached_folder_reads_again_only_the_files_named_and_keeps_the_others_objects() {
+        let dir = tempfile::tempdir().expect("folder");
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, service("a", 80)).expect("write");
+        std::fs::write(&b, service("b", 80)).expect("write");
+        let mut cache = FolderCache::default();
+        let first = cache.load(dir.path(), &Reread::All).expect("load");
+        // Same length, within the file system's timestamp granularity: only the event
+        // that names the file can tell that it changed.
+        std::fs::write(&a, service("a", 81)).expect("write");
+        std::fs::write(&b, service("b", 81)).expect("write");
+        let named = Reread::Files(BTreeSet::from([a.clone()]));
+        let second = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&second, "a"), Some(81));
+        assert_eq!(
+            port_of(&second, "b"),
+            Some(80),
+            "b was not named: kept as parsed"
+        );
+        let key_b = ObjectKey::new("shop", "b");
+        assert!(Arc::ptr_eq(
+            &first.snapshot.services[&key_b],
+            &second.snapshot.services[&key_b]
+        ));
+        let third = cache.load(dir.path(), &Reread::All).expect("load");
+        assert_eq!(port_of(&third, "b"), Some(81));
+        std::fs::remove_file(&b).expect("remove");
+        let named = Reread::Files(BTreeSet::from([b]));
+        let fourth = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&fourth, "b"), None, "a removed file's objects go");
+    }
+
+    #[test]
+    fn an_object_defined_again_in_a_later_file_keeps_the_first_and_names_the_second() {
+        let dir = tempfile::tempdir().expect("folder");
+        std::fs::write(dir.path().join("a.yaml"), service("web", 80)).expect("write");
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            format!("{}---\n{}", service("other", 90), service("web", 81)),
+        )
+        .expect("write");
+        let contents = load_folder(dir.path()).expect("load");
+        assert_eq!(port_of(&contents, "web"), Some(80));
+        assert_eq!(port_of(&contents, "other"), Some(90));
+        assert_eq!(
+            contents.problems,
+            [ManifestProblem {
+                file: dir.path().join("b.yaml"),
+                document: 2,
+                object: Some("Service shop/web".into()),
+                field: Some("metadata.name".into()),
+                message: DEFINED_TWICE.into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn events_that_name_no_manifest_file_read_every_file_again() {
+        let event = |kind, paths: &[&str]| {
+            let mut event = notify::Event::new(kind);
+            for path in paths {
+                event = event.add_path(PathBuf::from(path));
+            }
+            event
+        };
+        let written = notify::EventKind::Access(notify::event::AccessKind::Close(
+            notify::event::AccessMode::Write,
+        ));
+        let renamed = notify::EventKind::Modify(notify::event::ModifyKind::Name(
+            notify::event::RenameMode::Both,
+        ));
+        let mut reread = Reread::Files(BTreeSet::new());
+        reread.add(&event(written, &["/m/a.yaml"]));
+        reread.add(&event(renamed, &["/m/b.yml", "/m/c.json"]));
+        assert_eq!(
+            reread,
+            Reread::Files(
+                ["/m/a.yaml", "/m/b.yml", "/m/c.json"]
+                    .map(PathBuf::from)
+                    .into()
+            )
+        );
+        // A mounted ConfigMap swaps its hidden `..data` link.
+        reread.add(&event(renamed, &["/m/..data_tmp", "/m/..data"]));
+        assert_eq!(reread, Reread::All);
+        let mut reread = Reread::Files(BTreeSet::new());
+        reread.add(&event(renamed, &["/m/sub"]));
+        assert_eq!(reread, Reread::All, "a folder renamed");
     }
 }

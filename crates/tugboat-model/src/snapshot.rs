@@ -160,6 +160,10 @@ pub struct Snapshot {
     pub reference_grants: Objects<ReferenceGrant>,
     /// Namespaces (their labels), for `allowedRoutes.namespaces.selector`.
     pub namespaces: Objects<Namespace>,
+    /// When the source saw the earliest change this snapshot is the first to carry
+    /// (`None`: not known, as for the first snapshot). Not content: no comparison reads
+    /// it. The controller measures from it how long a change took to reach haproxy.
+    pub first_change: Option<std::time::Instant>,
 }
 
 impl Snapshot {

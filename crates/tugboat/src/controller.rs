@@ -1,8 +1,10 @@
 //! The controller loop: every new snapshot is built, rendered, planned and applied, one
 //! at a time, with one log line per update and its timings.
 //!
-//! Bursts of changes are coalesced (a change after a quiet spell goes at once; the rest of
-//! a burst waits for a short window). A configuration haproxy refuses
+//! Changes are coalesced here and only here, with no timer: a change that arrives while
+//! nothing is applied goes out at once; the changes that arrive during an apply are
+//! gathered into the next one (the source's channel keeps only its latest snapshot).
+//! Reloads alone wait, for `reload_window`. A configuration haproxy refuses
 //! is not retried until the desired state changes; a failure to reach haproxy is retried
 //! with backoff.
 
@@ -38,9 +40,6 @@ use crate::metrics::{ApplyOutcome, Metrics};
 pub struct ControllerConfig {
     pub master_socket: PathBuf,
     pub render: RenderSettings,
-    /// Updates are at least this far apart: a change after a quiet spell applies at
-    /// once, the changes of a burst are gathered.
-    pub debounce: Duration,
     /// How long changes that need a reload are collected into one reload. Runtime
     /// changes never wait for it.
     pub reload_window: Duration,
@@ -57,7 +56,6 @@ impl ControllerConfig {
         Self {
             master_socket,
             render,
-            debounce: Duration::from_millis(10),
             reload_window: Duration::from_millis(500),
             model: Settings::new(0),
             haproxy_check_interval: Duration::from_secs(5),
@@ -124,7 +122,6 @@ pub async fn run(
     let mut health = tokio::time::interval(config.haproxy_check_interval);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut synced = false;
-    let mut last_update = Instant::now();
     loop {
         let retry = sleep_or_never(retry_in.map(|d| Instant::now() + d));
         let reload_due = sleep_or_never(state.reload_due(config.reload_window));
@@ -134,9 +131,6 @@ pub async fn run(
                     return Ok(());
                 }
                 synced = true;
-                // A change after a quiet spell applies at once; one that follows an
-                // update closely waits for the rest of the window, gathering a burst.
-                tokio::time::sleep_until(last_update + config.debounce).await;
             }
             () = retry => {}
             () = reload_due => {}
@@ -151,7 +145,6 @@ pub async fn run(
             continue;
         }
         let snapshot = snapshots.borrow_and_update().clone();
-        last_update = Instant::now();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Next::OnChange => {
                 backoff.reset();
@@ -301,8 +294,7 @@ async fn update(
             if let Some(problems) = patch_problems(applier, state, &patch) {
                 report_problems(config, &mut state.problems, status, problems, None);
             }
-            let objects = snapshot.len();
-            if let Some(outcome) = apply_patch(applier, &patch, objects, started, build).await {
+            if let Some(outcome) = apply_patch(applier, &patch, snapshot, started, build).await {
                 return conclude(config, applier, state, status, outcome);
             }
             // The patch needs the whole state planned.
@@ -326,12 +318,11 @@ async fn update(
         Cow::Owned(output.problems),
         Some(output.gateway),
     );
-    let objects = snapshot.len();
     let outcome = apply_full(
         config,
         applier,
         state,
-        objects,
+        snapshot,
         output.desired,
         started,
         build,
@@ -376,6 +367,10 @@ struct Timings {
     render: Duration,
     /// From the start of the update to the end of the apply.
     total: Duration,
+    /// From the moment the source saw the first change the snapshot carries to the end
+    /// of the apply: what a change costs in the controller and haproxy, without its
+    /// delivery to the source (`None`: not known, as for the first snapshot).
+    since_change: Option<Duration>,
 }
 
 /// What became of the desired state.
@@ -446,17 +441,18 @@ fn patch_problems<'p>(
 async fn apply_patch<'p>(
     applier: &mut Applier,
     patch: &'p Patch,
-    objects: usize,
+    snapshot: &Snapshot,
     started: Instant,
     build: Duration,
 ) -> Option<UpdateOutcome<'p>> {
     let outcome = |result, render| UpdateOutcome {
         built: Built::Patch(patch),
-        objects,
+        objects: snapshot.len(),
         timings: Timings {
             build,
             render,
             total: started.elapsed(),
+            since_change: snapshot.first_change.map(|first| first.elapsed()),
         },
         result,
     };
@@ -502,7 +498,7 @@ async fn apply_full(
     config: &ControllerConfig,
     applier: &mut Applier,
     state: &mut LoopState,
-    objects: usize,
+    snapshot: &Snapshot,
     desired: Desired,
     started: Instant,
     build: Duration,
@@ -522,11 +518,12 @@ async fn apply_full(
     let render = render_started.elapsed();
     let outcome = |result, total| UpdateOutcome {
         built: Built::Full,
-        objects,
+        objects: snapshot.len(),
         timings: Timings {
             build,
             render,
             total,
+            since_change: snapshot.first_change.map(|first| first.elapsed()),
         },
         result,
     };
@@ -715,6 +712,7 @@ fn log_applied(
         runtime_ms = ms(report.runtime),
         reload_ms = ms(report.reload),
         total_ms = ms(timings.total),
+        since_change_ms = timings.since_change.map(ms),
         "applied"
     );
 }

@@ -34,9 +34,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 use tugboat::metrics::ProcessUsage;
+use tugboat_testkit::bench::{
+    NAMESPACE, endpoint_address, endpoint_slice, median_ms, tugboat_binary, wait_until_ready,
+};
 use tugboat_testkit::{FakeApiServer, Haproxy, HaproxyBinary};
-
-const NAMESPACE: &str = "bench";
 /// How long one run may take before it is called a failure.
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -276,63 +277,6 @@ fn status_writes(server: &FakeApiServer) -> usize {
         .count()
 }
 
-fn median_ms(values: &[Duration]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort();
-    sorted
-        .get(sorted.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-}
-
-fn tugboat_binary() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("TUGBOAT_BIN") {
-        return Ok(path.into());
-    }
-    let exe = std::env::current_exe().context("cannot find this program")?;
-    let path = exe.with_file_name("tugboat");
-    if !path.is_file() {
-        bail!(
-            "{} not found: build it first (cargo build --release -p tugboat) or set TUGBOAT_BIN",
-            path.display()
-        );
-    }
-    Ok(path)
-}
-
-/// The EndpointSlice of Service `svc-{index}`: 5 ready endpoints on loopback addresses
-/// that nothing listens on (haproxy never contacts them: no health checks, no traffic),
-/// the first one at `first_address` when given.
-fn endpoint_slice(index: usize, first_address: Option<&str>) -> serde_json::Value {
-    let name = format!("svc-{index}");
-    let endpoints: Vec<_> = (0..5)
-        .map(|e| {
-            let address = match first_address {
-                Some(address) if e == 0 => address.to_string(),
-                _ => endpoint_address(index, e),
-            };
-            json!({
-                "addresses": [address],
-                "conditions": {"ready": true},
-                "targetRef": {"kind": "Pod", "namespace": NAMESPACE, "name": format!("{name}-pod-{e}")}
-            })
-        })
-        .collect();
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": format!("{name}-abcde"), "namespace": NAMESPACE,
-                     "labels": {"kubernetes.io/service-name": name}},
-        "addressType": "IPv4",
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-        "endpoints": endpoints
-    })
-}
-
-/// The address of endpoint `endpoint` of Service `svc-{index}`, unique in the cluster.
-fn endpoint_address(index: usize, endpoint: usize) -> String {
-    let n = index * 5 + endpoint;
-    format!("127.{}.{}.{}", 1 + n / 65536, (n / 256) % 256, n % 256)
-}
-
 /// Fills the API server.
 /// A real RSA-2048 certificate and key, of the size most clusters carry: every Secret
 /// passes the controller's checks and becomes a certificate file for haproxy.
@@ -473,20 +417,7 @@ async fn run_once(
         .with_context(|| format!("cannot start {}", tugboat.display()))?;
     let pid = child.id().context("controller exited at once")?.to_string();
     let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin_port));
-    loop {
-        if started.elapsed() > RUN_LIMIT {
-            bail!("no successful apply within {RUN_LIMIT:?}");
-        }
-        if let Some(status) = child.try_wait()? {
-            bail!("the controller exited: {status}");
-        }
-        if let Ok(reply) = tugboat_testkit::get(admin, "localhost", "/readyz").await
-            && reply.status == 200
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_ready(&mut child, admin, RUN_LIMIT).await?;
     let wall = started.elapsed();
     let usage = ProcessUsage::read_pid(&pid).context("cannot read the controller's /proc")?;
     let cli = haproxy.cli();

@@ -116,7 +116,6 @@ struct Report {
     structural_changes: u64,
     requests: u64,
     failures: u64,
-    window: Duration,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -139,11 +138,9 @@ impl Report {
             self.runtime.iter().map(|(_, s)| s.0.len()).sum::<usize>()
         );
         println!(
-            "floors (median): runtime-API round trip {:.2} ms, bare reload {:.1} ms; \
-             coalescing window {:.0} ms",
+            "floors (median): runtime-API round trip {:.2} ms, bare reload {:.1} ms",
             ms(floor),
             ms(reload_floor),
-            ms(self.window)
         );
         println!(
             "{:<28} {:>6} {:>10} {:>10} {:>22}",
@@ -151,9 +148,9 @@ impl Report {
         );
         for (name, samples) in &self.runtime {
             let median = samples.quantile(0.5);
-            let goal = floor * 2 + self.window;
+            let goal = floor * 2;
             println!(
-                "{:<28} {:>6} {:>10.2} {:>10.2} {:>12.2}x (2xfloor+window)",
+                "{:<28} {:>6} {:>10.2} {:>10.2} {:>12.2}x (2xfloor)",
                 name,
                 samples.0.len(),
                 ms(median),
@@ -238,7 +235,6 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
     let mut config =
         ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
     config.reload_window = Duration::ZERO;
-    let window = config.debounce;
     let (status, _status_rx) = watch::channel(Default::default());
     let controller = tokio::spawn(controller::run(config, rx, status));
     input.publish();
@@ -430,6 +426,5 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         structural_changes,
         requests: requests.load(Ordering::Relaxed).min(MAX_LOAD_REQUESTS),
         failures: failures.load(Ordering::Relaxed),
-        window,
     })
 }

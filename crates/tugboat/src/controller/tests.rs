@@ -438,6 +438,7 @@ fn outcome(built: Built<'_>, result: UpdateResult) -> UpdateOutcome<'_> {
             build: Duration::ZERO,
             render: Duration::ZERO,
             total: Duration::ZERO,
+            since_change: None,
         },
         result,
     }
