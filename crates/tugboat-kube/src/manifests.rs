@@ -152,12 +152,18 @@ pub enum Reread {
 }
 
 /// The files of a followed folder, each parsed when it changes and kept as parsed
-/// until it changes again: a change costs the files it touched, not the folder. An
-/// object keeps its identity while its file is unchanged, so what follows compares it
-/// by pointer.
+/// until it changes again, and the objects of them all: a change costs the files it
+/// touched, not the folder. An object keeps its identity while its file is unchanged,
+/// and the maps of objects share what did not change, so what follows compares them at
+/// the cost of what differs.
 #[derive(Debug, Default)]
 pub struct FolderCache {
     files: BTreeMap<PathBuf, FolderContents>,
+    /// The objects of `files`, as [`merge`] puts them together.
+    merged: FolderContents,
+    /// Whether an object is defined in two files: a change to either is merged again
+    /// from every file, so that the first definition stays the one kept.
+    defined_twice: bool,
 }
 
 impl FolderCache {
@@ -168,11 +174,42 @@ impl FolderCache {
     pub fn load(&mut self, dir: &Path, reread: &Reread) -> std::io::Result<FolderContents> {
         match reread {
             Reread::Files(changed) if !self.files.is_empty() => {
-                for path in changed {
-                    match read_manifest_file(path) {
-                        Some(contents) => self.files.insert(path.clone(), contents),
-                        None => self.files.remove(path),
-                    };
+                let read: Vec<_> = changed
+                    .iter()
+                    .map(|path| (path, read_manifest_file(path)))
+                    .collect();
+                let mut merged = !self.defined_twice;
+                for (path, _) in &read {
+                    if let Some(old) = self.files.remove(*path) {
+                        for_each_kind!(unmerge_objects, &mut self.merged, &old);
+                    }
+                }
+                for (path, contents) in read {
+                    if let Some(contents) = contents {
+                        let mut defined_again = |_: &str, _: &ObjectKey| merged = false;
+                        for_each_kind!(
+                            merge_objects,
+                            &mut self.merged,
+                            &contents,
+                            &mut defined_again
+                        );
+                        self.files.insert(path.clone(), contents);
+                    }
+                }
+                if merged {
+                    self.merged.problems = self
+                        .files
+                        .values()
+                        .flat_map(|contents| contents.problems.iter().cloned())
+                        .collect();
+                    self.merged.old_ingresses = self
+                        .files
+                        .values()
+                        .flat_map(|contents| contents.old_ingresses.iter())
+                        .rev()
+                        .map(|(key, old)| (key.clone(), old.clone()))
+                        .collect();
+                    return Ok(self.merged.clone());
                 }
             }
             _ => {
@@ -184,7 +221,8 @@ impl FolderCache {
                     .collect();
             }
         }
-        Ok(merge(self.files.iter()))
+        (self.merged, self.defined_twice) = merge(self.files.iter());
+        Ok(self.merged.clone())
     }
 }
 
@@ -212,9 +250,12 @@ fn read_manifest_file(path: &Path) -> Option<FolderContents> {
 
 /// The contents of several files, in the order given (their paths'): an object
 /// defined again in a later file keeps its first definition, and the later one is a
-/// problem.
-fn merge<'a>(files: impl Iterator<Item = (&'a PathBuf, &'a FolderContents)>) -> FolderContents {
+/// problem. Also says whether that happened.
+fn merge<'a>(
+    files: impl Iterator<Item = (&'a PathBuf, &'a FolderContents)>,
+) -> (FolderContents, bool) {
     let mut merged = FolderContents::default();
+    let mut defined_twice = false;
     for (file, contents) in files {
         merged.problems.extend(contents.problems.iter().cloned());
         let mut problems = Vec::new();
@@ -234,83 +275,39 @@ fn merge<'a>(files: impl Iterator<Item = (&'a PathBuf, &'a FolderContents)>) -> 
                 });
             }
         };
-        let (into, from) = (&mut merged.snapshot, &contents.snapshot);
-        merge_objects(
-            "Ingress",
-            &mut into.ingresses,
-            &from.ingresses,
-            &mut defined_again,
-        );
-        merge_objects(
-            "Service",
-            &mut into.services,
-            &from.services,
-            &mut defined_again,
-        );
-        merge_objects(
-            "EndpointSlice",
-            &mut into.endpoint_slices,
-            &from.endpoint_slices,
-            &mut defined_again,
-        );
-        merge_objects(
-            "Secret",
-            &mut into.secrets,
-            &from.secrets,
-            &mut defined_again,
-        );
-        merge_objects(
-            "ConfigMap",
-            &mut into.config_maps,
-            &from.config_maps,
-            &mut defined_again,
-        );
-        merge_objects(
-            "GatewayClass",
-            &mut into.gateway_classes,
-            &from.gateway_classes,
-            &mut defined_again,
-        );
-        merge_objects(
-            "Gateway",
-            &mut into.gateways,
-            &from.gateways,
-            &mut defined_again,
-        );
-        merge_objects(
-            "HTTPRoute",
-            &mut into.http_routes,
-            &from.http_routes,
-            &mut defined_again,
-        );
-        merge_objects(
-            "ReferenceGrant",
-            &mut into.reference_grants,
-            &from.reference_grants,
-            &mut defined_again,
-        );
-        merge_objects(
-            "Namespace",
-            &mut into.namespaces,
-            &from.namespaces,
-            &mut defined_again,
-        );
-        merge_objects(
-            "IngressClass",
-            &mut merged.ingress_classes,
-            &contents.ingress_classes,
-            &mut defined_again,
-        );
+        for_each_kind!(merge_objects, &mut merged, contents, &mut defined_again);
         for (key, old) in &contents.old_ingresses {
             merged
                 .old_ingresses
                 .entry(key.clone())
                 .or_insert_with(|| old.clone());
         }
+        defined_twice |= !problems.is_empty();
         merged.problems.append(&mut problems);
     }
-    merged
+    (merged, defined_twice)
 }
+
+/// Calls `$apply(kind, into, from, extra...)` with the objects of every kind a folder
+/// holds, `into` from the first [`FolderContents`] and `from` from the second.
+macro_rules! for_each_kind {
+    ($apply:ident, $into:expr, $from:expr $(, $extra:expr)*) => {{
+        let (into, from): (&mut FolderContents, &FolderContents) = ($into, $from);
+        let (objects, more) = (&mut into.snapshot, &from.snapshot);
+        $apply("Ingress", &mut objects.ingresses, &more.ingresses $(, $extra)*);
+        $apply("Service", &mut objects.services, &more.services $(, $extra)*);
+        $apply("EndpointSlice", &mut objects.endpoint_slices, &more.endpoint_slices $(, $extra)*);
+        $apply("Secret", &mut objects.secrets, &more.secrets $(, $extra)*);
+        $apply("ConfigMap", &mut objects.config_maps, &more.config_maps $(, $extra)*);
+        $apply("GatewayClass", &mut objects.gateway_classes, &more.gateway_classes $(, $extra)*);
+        $apply("Gateway", &mut objects.gateways, &more.gateways $(, $extra)*);
+        $apply("HTTPRoute", &mut objects.http_routes, &more.http_routes $(, $extra)*);
+        $apply("ReferenceGrant", &mut objects.reference_grants, &more.reference_grants $(, $extra)*);
+        $apply("Namespace", &mut objects.namespaces, &more.namespaces $(, $extra)*);
+        $apply("IngressClass", &mut into.ingress_classes, &from.ingress_classes $(, $extra)*);
+    }};
+}
+use for_each_kind;
 
 /// Adds the objects of `from` that `into` does not hold; `defined_again` hears of the
 /// others.
@@ -329,6 +326,14 @@ fn merge_objects<K>(
         } else {
             into.insert(key.clone(), object.clone());
         }
+    }
+}
+
+/// Takes the objects of `from` out of `into` (which holds them: no object of the folder
+/// is defined twice).
+fn unmerge_objects<K>(_kind: &str, into: &mut Objects<K>, from: &Objects<K>) {
+    for key in from.keys() {
+        into.remove(key);
     }
 }
 
@@ -976,6 +981,16 @@ mod tests {
             &first.snapshot.services[&key_b],
             &second.snapshot.services[&key_b]
         ));
+        assert_eq!(
+            second.snapshot.services,
+            load_folder(dir.path())
+                .expect("load")
+                .snapshot
+                .services
+                .without(&ObjectKey::new("shop", "b"))
+                .update(key_b.clone(), first.snapshot.services[&key_b].clone()),
+            "the rest as a full read has it"
+        );
         let third = cache.load(dir.path(), &Reread::All).expect("load");
         assert_eq!(port_of(&third, "b"), Some(81));
         std::fs::remove_file(&b).expect("remove");
@@ -1006,6 +1021,34 @@ mod tests {
                 message: DEFINED_TWICE.into(),
             }]
         );
+    }
+
+    #[test]
+    fn a_change_of_a_file_whose_object_another_file_defines_again_keeps_the_first() {
+        let dir = tempfile::tempdir().expect("folder");
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, service("web", 80)).expect("write");
+        std::fs::write(&b, service("web", 81)).expect("write");
+        let mut cache = FolderCache::default();
+        let first = cache.load(dir.path(), &Reread::All).expect("load");
+        assert_eq!(port_of(&first, "web"), Some(80));
+        assert_eq!(first.problems.len(), 1, "{:?}", first.problems);
+        // The first definition goes: the second is the one left.
+        std::fs::write(&a, service("other", 90)).expect("write");
+        let named = Reread::Files(BTreeSet::from([a.clone()]));
+        let second = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&second, "web"), Some(81));
+        assert_eq!(port_of(&second, "other"), Some(90));
+        assert!(second.problems.is_empty(), "{:?}", second.problems);
+        // Defined twice again, by a changed file.
+        std::fs::write(&a, service("web", 82)).expect("write");
+        let third = cache.load(dir.path(), &named).expect("load");
+        assert_eq!(port_of(&third, "web"), Some(82), "a.yaml comes first");
+        assert_eq!(third.problems.len(), 1, "{:?}", third.problems);
+        assert_eq!(third.problems[0].file, b);
+        let full = load_folder(dir.path()).expect("load");
+        assert_eq!(third.snapshot.services, full.snapshot.services);
+        assert_eq!(third.problems, full.problems);
     }
 
     #[test]
