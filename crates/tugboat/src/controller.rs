@@ -369,7 +369,9 @@ struct Timings {
     total: Duration,
     /// From the moment the source saw the first change the snapshot carries to the end
     /// of the apply: what a change costs in the controller and haproxy, without its
-    /// delivery to the source (`None`: not known, as for the first snapshot).
+    /// delivery to the source (`None`: not known, as for the first snapshot). In a burst
+    /// it counts from the first change of the snapshot applied: the changes of the
+    /// snapshots it replaced in the channel came earlier.
     since_change: Option<Duration>,
 }
 
