@@ -1,128 +1,67 @@
-//! Typed Gateway API objects for tests: GatewayClass, Gateway, HTTPRoute and
-//! ReferenceGrant built from the model's own types (`tugboat_model::gateway::objects`),
-//! then given their `apiVersion` and `kind` as JSON for the fake API server or the
-//! manifests folder. Objects live in namespace `default` unless a builder says otherwise.
+//! Gateway API objects for the end-to-end suites: the shared vocabulary of
+//! `tugboat_test_objects::gateway` (the objects' wire form), turned into the model's own
+//! types (`tugboat_model::gateway::objects`) where a scenario changes a listener, a rule
+//! or a route by hand, and into JSON (with `apiVersion` and `kind`) for the fake API
+//! server or the manifests folder. Objects live in namespace `default` unless a builder
+//! says otherwise.
 
+use k8s_openapi::Resource;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tugboat_model::gateway::objects::{
-    AllowedRoutes, Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec,
-    HttpBackendRef, HttpPathMatch, HttpRoute, HttpRouteFilter, HttpRouteMatch, HttpRouteRule,
-    HttpRouteSpec, Listener, ListenerTls, ObjectReference, ParentReference, ReferenceGrant,
-    ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, RouteNamespaces,
-};
-
-use crate::objects::NAMESPACE;
+use tugboat_model::gateway::objects::{HttpBackendRef, HttpRoute, HttpRouteRule, Listener};
+use tugboat_test_objects::gateway as wire;
+use tugboat_test_objects::to_json;
 
 /// The controller name the tests' controller serves (the default).
 pub const GATEWAY_CONTROLLER: &str = tugboat_model::gateway::DEFAULT_CONTROLLER_NAME;
 
-fn meta(namespace: Option<&str>, name: &str) -> GatewayMeta {
-    GatewayMeta {
-        name: Some(name.to_string()),
-        namespace: namespace.map(str::to_string),
-        ..GatewayMeta::default()
-    }
+/// `object` read as type `T`: a wire object as the model's type, or back.
+fn retyped<T: DeserializeOwned>(object: &impl Serialize) -> T {
+    serde_json::from_value(to_json(object)).expect("the same object in the other type")
 }
-
-fn typed(api_version: &str, kind: &str, object: &impl Serialize) -> Value {
-    let mut value = serde_json::to_value(object).expect("a serializable object");
-    value["apiVersion"] = Value::String(api_version.to_string());
-    value["kind"] = Value::String(kind.to_string());
-    value
-}
-
-const V1: &str = "gateway.networking.k8s.io/v1";
 
 /// A GatewayClass of `controller`.
 pub fn mk_gateway_class(name: &str, controller: &str) -> Value {
-    typed(
-        V1,
-        "GatewayClass",
-        &GatewayClass {
-            metadata: meta(None, name),
-            spec: GatewayClassSpec {
-                controller_name: controller.to_string(),
-                parameters_ref: None,
-            },
-        },
-    )
+    to_json(&wire::mk_gateway_class(name, controller))
 }
 
 /// A listener of `protocol` on `port`, maybe for `hostname` only.
 pub fn mk_listener(name: &str, protocol: &str, port: i32, hostname: Option<&str>) -> Listener {
-    Listener {
-        name: name.to_string(),
-        hostname: hostname.map(str::to_string),
-        port,
-        protocol: protocol.to_string(),
-        tls: None,
-        allowed_routes: None,
-    }
+    retyped(&wire::mk_listener(name, protocol, port, hostname))
 }
 
 /// The listener, taking routes from every namespace.
-pub fn from_all_namespaces(mut listener: Listener) -> Listener {
-    listener.allowed_routes = Some(AllowedRoutes {
-        namespaces: Some(RouteNamespaces {
-            from: Some("All".into()),
-            selector: None,
-        }),
-        kinds: None,
-    });
-    listener
+pub fn from_all_namespaces(listener: Listener) -> Listener {
+    retyped(&retyped::<wire::Listener>(&listener).routes_from_all_namespaces())
 }
 
 /// A Gateway of class `class` with `listeners`.
 pub fn mk_gateway(name: &str, class: &str, listeners: Vec<Listener>) -> Value {
-    typed(
-        V1,
-        "Gateway",
-        &Gateway {
-            metadata: meta(Some(NAMESPACE), name),
-            spec: GatewaySpec {
-                gateway_class_name: class.to_string(),
-                listeners,
-                addresses: None,
-            },
-        },
-    )
+    to_json(&wire::mk_gateway(
+        name,
+        class,
+        listeners.iter().map(retyped).collect(),
+    ))
 }
 
 /// A rule: `matches` (path type and value) to one Service port.
 pub fn mk_rule_to(matches: &[(&str, &str)], service: &str, port: i32) -> HttpRouteRule {
-    HttpRouteRule {
-        matches: matches
-            .iter()
-            .map(|(type_, value)| HttpRouteMatch {
-                path: Some(HttpPathMatch {
-                    type_: Some(type_.to_string()),
-                    value: Some(value.to_string()),
-                }),
-                ..HttpRouteMatch::default()
-            })
-            .collect(),
-        backend_refs: vec![mk_backend_ref(None, service, port)],
-        ..HttpRouteRule::default()
-    }
+    retyped(&wire::mk_rule_to(matches, service, port))
 }
 
 /// A backend reference to Service `service` port `port`, in `namespace` or the route's.
 pub fn mk_backend_ref(namespace: Option<&str>, service: &str, port: i32) -> HttpBackendRef {
-    HttpBackendRef {
-        name: service.to_string(),
-        namespace: namespace.map(str::to_string),
-        port: Some(port),
-        ..HttpBackendRef::default()
-    }
+    let backend = wire::mk_backend_ref(service, port);
+    retyped(&match namespace {
+        Some(namespace) => backend.namespace(namespace),
+        None => backend,
+    })
 }
 
 /// The rule with a filter of `type_` (and nothing else of it set).
 pub fn with_filter(mut rule: HttpRouteRule, type_: &str) -> HttpRouteRule {
-    rule.filters.push(HttpRouteFilter {
-        type_: type_.to_string(),
-        ..HttpRouteFilter::default()
-    });
+    rule.filters.push(retyped(&wire::mk_filter(type_)));
     rule
 }
 
@@ -143,15 +82,7 @@ pub fn with_matches_json(mut rule: HttpRouteRule, matches: Value) -> HttpRouteRu
 
 /// A rule of one `PathPrefix` match to weighted Services: `(service, port, weight)`.
 pub fn mk_weighted_rule(prefix: &str, backends: &[(&str, i32, i32)]) -> HttpRouteRule {
-    let mut rule = mk_rule_to(&[("PathPrefix", prefix)], "unused", 80);
-    rule.backend_refs = backends
-        .iter()
-        .map(|(service, port, weight)| HttpBackendRef {
-            weight: Some(*weight),
-            ..mk_backend_ref(None, service, *port)
-        })
-        .collect();
-    rule
+    retyped(&wire::mk_weighted_rule(prefix, backends))
 }
 
 /// An HTTPRoute of namespace `default` attached to the Gateway `gateway`, for
@@ -162,17 +93,9 @@ pub fn mk_http_route(
     hostnames: &[&str],
     rules: Vec<HttpRouteRule>,
 ) -> HttpRoute {
-    HttpRoute {
-        metadata: meta(Some(NAMESPACE), name),
-        spec: HttpRouteSpec {
-            parent_refs: vec![ParentReference {
-                name: gateway.to_string(),
-                ..ParentReference::default()
-            }],
-            hostnames: hostnames.iter().map(|h| h.to_string()).collect(),
-            rules,
-        },
-    }
+    let mut route: HttpRoute = retyped(&wire::mk_http_route(name, gateway, hostnames, Vec::new()));
+    route.spec.rules = rules;
+    route
 }
 
 /// The route with this creation time (the manifests folder keeps it; the API server
@@ -182,45 +105,30 @@ pub fn route_created_at(mut route: HttpRoute, rfc3339: &str) -> HttpRoute {
     route
 }
 
-/// The route as JSON.
+/// The route as JSON, with the `apiVersion` and `kind` of an HTTPRoute.
 pub fn http_route_json(route: &HttpRoute) -> Value {
-    typed(V1, "HTTPRoute", route)
+    let mut value = to_json(route);
+    value["apiVersion"] = Value::from(wire::HttpRoute::API_VERSION);
+    value["kind"] = Value::from(wire::HttpRoute::KIND);
+    value
 }
 
 /// A ReferenceGrant in `namespace` that lets HTTPRoutes of `from_namespace` refer to its
 /// Services.
 pub fn mk_service_grant(namespace: &str, name: &str, from_namespace: &str) -> Value {
-    mk_reference_grant(namespace, name, ("HTTPRoute", from_namespace), "Service")
+    to_json(&wire::mk_service_grant(namespace, name, from_namespace))
 }
 
 /// A ReferenceGrant in `namespace` that lets the `from` kind of its namespace refer to
 /// the (core) `to_kind` objects of this one.
 pub fn mk_reference_grant(namespace: &str, name: &str, from: (&str, &str), to_kind: &str) -> Value {
-    typed(
-        "gateway.networking.k8s.io/v1beta1",
-        "ReferenceGrant",
-        &ReferenceGrant {
-            metadata: meta(Some(namespace), name),
-            spec: ReferenceGrantSpec {
-                from: vec![ReferenceGrantFrom {
-                    group: "gateway.networking.k8s.io".into(),
-                    kind: from.0.into(),
-                    namespace: from.1.into(),
-                }],
-                to: vec![ReferenceGrantTo {
-                    group: String::new(),
-                    kind: to_kind.into(),
-                    name: None,
-                }],
-            },
-        },
-    )
+    to_json(&wire::mk_reference_grant(namespace, name, from, to_kind))
 }
 
 /// An HTTPS listener on port 443 for `hostname`, terminating TLS with the Secret `name`
 /// (in `namespace`, or the Gateway's).
 pub fn mk_https_listener(name: &str, hostname: &str, secret: (Option<&str>, &str)) -> Listener {
-    mk_https_listener_for(name, Some(hostname), secret)
+    retyped(&wire::mk_https_listener(name, hostname, secret))
 }
 
 /// [`mk_https_listener`], for `hostname` or (`None`) any host.
@@ -229,15 +137,5 @@ pub fn mk_https_listener_for(
     hostname: Option<&str>,
     secret: (Option<&str>, &str),
 ) -> Listener {
-    let mut listener = mk_listener(name, "HTTPS", 443, hostname);
-    listener.tls = Some(ListenerTls {
-        mode: None,
-        certificate_refs: vec![ObjectReference {
-            name: secret.1.to_string(),
-            namespace: secret.0.map(str::to_string),
-            ..ObjectReference::default()
-        }],
-        options: None,
-    });
-    listener
+    retyped(&wire::mk_https_listener_for(name, hostname, secret))
 }

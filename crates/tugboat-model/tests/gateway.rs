@@ -3,27 +3,32 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 use tugboat_model::gateway::{Condition, GatewaySettings, RequestedAddress, RouteParentState};
 use tugboat_model::problem::ProblemReason;
 use tugboat_model::{
     BackendName, BuildOutput, HostMatch, ObjectKey, PathMatch, Settings, Snapshot,
 };
+use tugboat_test_objects::gateway::{
+    Gateway, HttpRoute, Listener, RouteMatch, RouteRule, mk_backend_ref, mk_backend_ref_to_kind,
+    mk_extension_filter, mk_gateway, mk_gateway_class, mk_header_modifier, mk_http_route,
+    mk_http_route_on, mk_https_listener_for, mk_label_selector, mk_listener, mk_match,
+    mk_mirror_filter, mk_namespace, mk_parent_ref, mk_path_match, mk_redirect, mk_redirect_filter,
+    mk_reference_grant, mk_request_header_filter, mk_response_header_filter, mk_rewrite,
+    mk_rewrite_filter, mk_route_rule, mk_rule_to, replace_prefix_match,
+};
 use tugboat_test_objects::{
     in_namespace, mk_ingress_with_rules, mk_rule, mk_service, mk_tls_secret, prefix, to_json,
-    with_annotations, with_class,
+    with_annotations, with_class, with_creation_timestamp, with_generation,
 };
 
 const CONTROLLER: &str = "tugboat.dev/gateway";
 
-fn object<K: DeserializeOwned>(value: Value) -> Arc<K> {
-    Arc::new(serde_json::from_value(value).expect("valid object"))
-}
-
 /// A typed object as the model holds it, read from its JSON as the API source reads it.
 fn typed<K: DeserializeOwned>(built: &impl serde::Serialize) -> Arc<K> {
-    object(to_json(built))
+    Arc::new(serde_json::from_value(to_json(built)).expect("valid object"))
 }
 
 fn settings() -> Settings {
@@ -40,8 +45,7 @@ fn base() -> Snapshot {
     for (name, controller) in [("tugboat", CONTROLLER), ("other", "example.com/other")] {
         snapshot.gateway_classes.insert(
             ObjectKey::new("", name),
-            object(json!({"metadata": {"name": name, "generation": 1},
-                          "spec": {"controllerName": controller}})),
+            typed(&with_generation(mk_gateway_class(name, controller), 1)),
         );
     }
     for (namespace, name, port) in [
@@ -57,29 +61,29 @@ fn base() -> Snapshot {
     snapshot
 }
 
+/// The Gateway `namespace/name` of class `class` with `listeners`, of generation 2.
 fn add_gateway(
     snapshot: &mut Snapshot,
     namespace: &str,
     name: &str,
     class: &str,
-    listeners: Value,
+    listeners: Vec<Listener>,
 ) {
+    insert_gateway(snapshot, namespace, mk_gateway(name, class, listeners));
+}
+
+/// The Gateway, in `namespace`, of generation 2.
+fn insert_gateway(snapshot: &mut Snapshot, namespace: &str, gateway: Gateway) {
+    let name = gateway.metadata.name.clone().expect("a named Gateway");
     snapshot.gateways.insert(
-        ObjectKey::new(namespace, name),
-        object(
-            json!({"metadata": {"name": name, "namespace": namespace, "generation": 2},
-                      "spec": {"gatewayClassName": class, "listeners": listeners}}),
-        ),
+        ObjectKey::new(namespace, &name),
+        typed(&in_namespace(with_generation(gateway, 2), namespace)),
     );
 }
 
-fn http_listener(name: &str, hostname: Option<&str>, allowed: Value) -> Value {
-    let mut listener =
-        json!({"name": name, "port": 80, "protocol": "HTTP", "allowedRoutes": allowed});
-    if let Some(hostname) = hostname {
-        listener["hostname"] = json!(hostname);
-    }
-    listener
+/// An HTTP listener on port 80, for `hostname` or (`None`) any host.
+fn http_listener(name: &str, hostname: Option<&str>) -> Listener {
+    mk_listener(name, "HTTP", 80, hostname)
 }
 
 /// [`base`] with the Gateway `shop/gw` of class `tugboat`: one HTTP listener `http` on
@@ -91,35 +95,37 @@ fn with_http_gateway() -> Snapshot {
         "shop",
         "gw",
         "tugboat",
-        json!([http_listener("http", None, json!(null))]),
+        vec![http_listener("http", None)],
     );
     snapshot
 }
 
-/// The spec of a route attached to the Gateway `gw` of its namespace, for `hostnames`
-/// (a JSON list), with `rules` (a JSON list).
-fn on_gw(hostnames: Value, rules: Value) -> Value {
-    json!({"parentRefs": [{"name": "gw"}], "hostnames": hostnames, "rules": rules})
-}
-
-/// A route of namespace `shop` created on 2024-01-01.
-fn add_shop_route(snapshot: &mut Snapshot, name: &str, spec: Value) {
-    add_route(snapshot, "shop", name, "2024-01-01T00:00:00Z", spec);
-}
-
-fn add_route(snapshot: &mut Snapshot, namespace: &str, name: &str, created: &str, spec: Value) {
-    snapshot.http_routes.insert(
-        ObjectKey::new(namespace, name),
-        object(
-            json!({"metadata": {"name": name, "namespace": namespace, "generation": 5,
-                                   "creationTimestamp": created},
-                      "spec": spec}),
-        ),
+/// The route `shop/name` created on 2024-01-01, attached to the Gateway `gw` of its
+/// namespace, for `hostnames`, with `rules`.
+fn add_shop_route(snapshot: &mut Snapshot, name: &str, hostnames: &[&str], rules: Vec<RouteRule>) {
+    add_route(
+        snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_http_route(name, "gw", hostnames, rules),
     );
 }
 
-fn to_web(paths: Value) -> Value {
-    json!({"matches": paths, "backendRefs": [{"name": "web", "port": 80}]})
+/// The route, in `namespace`, created at `created`, of generation 5.
+fn add_route(snapshot: &mut Snapshot, namespace: &str, created: &str, route: HttpRoute) {
+    let name = route.metadata.name.clone().expect("a named route");
+    snapshot.http_routes.insert(
+        ObjectKey::new(namespace, &name),
+        typed(&in_namespace(
+            with_generation(with_creation_timestamp(route, created), 5),
+            namespace,
+        )),
+    );
+}
+
+/// A rule of these path matches (`(type, value)`) to `shop/web` port 80.
+fn to_web(paths: &[(&str, &str)]) -> RouteRule {
+    mk_rule_to(paths, "web", 80)
 }
 
 fn build(snapshot: &Snapshot) -> BuildOutput {
@@ -183,13 +189,8 @@ fn simple() -> Snapshot {
     add_shop_route(
         &mut snapshot,
         "web",
-        on_gw(
-            json!(["shop.example.com"]),
-            json!([to_web(
-                json!([{"path": {"type": "PathPrefix", "value": "/store/"}},
-                                        {"path": {"type": "Exact", "value": "/cart"}}])
-            )]),
-        ),
+        &["shop.example.com"],
+        vec![to_web(&[("PathPrefix", "/store/"), ("Exact", "/cart")])],
     );
     snapshot
 }
@@ -262,7 +263,7 @@ fn gateways_of_another_controller_are_left_alone() {
         "shop",
         "gw",
         "other",
-        json!([http_listener("http", None, json!(null))]),
+        vec![http_listener("http", None)],
     );
     let output = build(&snapshot);
     assert!(output.desired.routes.is_empty());
@@ -281,35 +282,30 @@ fn hostnames_are_the_intersection_of_the_listener_and_the_route() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            http_listener("wild", Some("*.example.com"), json!(null)),
-            http_listener("exact", Some("exact.example.org"), json!(null))
-        ]),
+        vec![
+            http_listener("wild", Some("*.example.com")),
+            http_listener("exact", Some("exact.example.org")),
+        ],
     );
-    let route = |hostnames: Value| {
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": hostnames,
-               "rules": [to_web(json!([]))]})
-    };
+    let route =
+        |name: &str, hostnames: &[&str]| mk_http_route(name, "gw", hostnames, vec![to_web(&[])]);
     add_route(
         &mut snapshot,
         "shop",
-        "some",
         "2024-01-01T00:00:00Z",
-        route(json!(["a.example.com", "b.other.net", "*.example.org"])),
+        route("some", &["a.example.com", "b.other.net", "*.example.org"]),
     );
     add_route(
         &mut snapshot,
         "shop",
-        "none",
         "2024-01-02T00:00:00Z",
-        route(json!(["nothing.net"])),
+        route("none", &["nothing.net"]),
     );
     add_route(
         &mut snapshot,
         "shop",
-        "all",
         "2024-01-03T00:00:00Z",
-        route(json!([])),
+        route("all", &[]),
     );
     let output = build(&snapshot);
     let hosts: Vec<String> = output
@@ -359,32 +355,23 @@ fn section_name_and_port_pick_listeners() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            http_listener("a", Some("a.example.com"), json!(null)),
-            http_listener("b", Some("b.example.com"), json!(null))
-        ]),
+        vec![
+            http_listener("a", Some("a.example.com")),
+            http_listener("b", Some("b.example.com")),
+        ],
     );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "only-b",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "sectionName": "b"}], "rules": [to_web(json!([]))]}),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "missing",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "sectionName": "c"}], "rules": [to_web(json!([]))]}),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "port",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "port": 81}], "rules": [to_web(json!([]))]}),
-    );
+    for (name, parent) in [
+        ("only-b", mk_parent_ref("gw").section("b")),
+        ("missing", mk_parent_ref("gw").section("c")),
+        ("port", mk_parent_ref("gw").port(81)),
+    ] {
+        add_route(
+            &mut snapshot,
+            "shop",
+            "2024-01-01T00:00:00Z",
+            mk_http_route_on(name, parent, &[], vec![to_web(&[])]),
+        );
+    }
     let output = build(&snapshot);
     let hosts: Vec<String> = output
         .desired
@@ -411,51 +398,49 @@ fn allowed_routes_namespaces_same_all_and_selector() {
     let mut snapshot = base();
     snapshot.namespaces.insert(
         ObjectKey::new("", "blog"),
-        object(json!({"metadata": {"name": "blog", "labels": {"team": "writers"}}})),
+        typed(&mk_namespace("blog", &[("team", "writers")])),
     );
+    let readers = LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "team".into(),
+            operator: "In".into(),
+            values: Some(vec!["readers".into()]),
+        }]),
+        ..LabelSelector::default()
+    };
     add_gateway(
         &mut snapshot,
         "shop",
         "gw",
         "tugboat",
-        json!([
-            http_listener("same", Some("same.example.com"), json!(null)),
-            http_listener(
-                "all",
-                Some("all.example.com"),
-                json!({"namespaces": {"from": "All"}})
-            ),
-            http_listener(
-                "writers",
-                Some("writers.example.com"),
-                json!({"namespaces": {"from": "Selector",
-                                                "selector": {"matchLabels": {"team": "writers"}}}})
-            ),
-            http_listener(
-                "readers",
-                Some("readers.example.com"),
-                json!({"namespaces": {"from": "Selector",
-                                                "selector": {"matchExpressions": [
-                                                    {"key": "team", "operator": "In", "values": ["readers"]}]}}})
-            ),
-        ]),
+        vec![
+            http_listener("same", Some("same.example.com")),
+            http_listener("all", Some("all.example.com")).routes_from_all_namespaces(),
+            http_listener("writers", Some("writers.example.com"))
+                .routes_from_selected_namespaces(mk_label_selector(&[("team", "writers")])),
+            http_listener("readers", Some("readers.example.com"))
+                .routes_from_selected_namespaces(readers),
+        ],
     );
-    add_route(
-        &mut snapshot,
-        "blog",
-        "posts",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "namespace": "shop"}],
-                     "rules": [{"backendRefs": [{"name": "posts", "port": 8080}]}]}),
-    );
-    add_route(
-        &mut snapshot,
-        "blog",
-        "denied",
-        "2024-01-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "namespace": "shop", "sectionName": "same"}],
-                     "rules": [{"backendRefs": [{"name": "posts", "port": 8080}]}]}),
-    );
+    for (name, parent) in [
+        ("posts", mk_parent_ref("gw").namespace("shop")),
+        (
+            "denied",
+            mk_parent_ref("gw").namespace("shop").section("same"),
+        ),
+    ] {
+        add_route(
+            &mut snapshot,
+            "blog",
+            "2024-01-01T00:00:00Z",
+            mk_http_route_on(
+                name,
+                parent,
+                &[],
+                vec![mk_route_rule(vec![mk_backend_ref("posts", 8080)])],
+            ),
+        );
+    }
     let output = build(&snapshot);
     let hosts: Vec<String> = output
         .desired
@@ -478,17 +463,9 @@ fn a_listener_that_takes_no_http_routes_says_why() {
         "shop",
         "gw",
         "tugboat",
-        json!([http_listener(
-            "tcp-only",
-            None,
-            json!({"kinds": [{"kind": "TCPRoute"}]})
-        )]),
+        vec![http_listener("tcp-only", None).route_kinds(&["TCPRoute"])],
     );
-    add_shop_route(
-        &mut snapshot,
-        "web",
-        on_gw(json!([]), json!([to_web(json!([]))])),
-    );
+    add_shop_route(&mut snapshot, "web", &[], vec![to_web(&[])]);
     let output = build(&snapshot);
     assert!(output.desired.routes.is_empty());
     assert_eq!(
@@ -509,13 +486,13 @@ fn listener_ports_protocols_and_conflicts() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "http", "port": 80, "protocol": "HTTP"},
-            {"name": "bind-port", "port": 8080, "protocol": "HTTP", "hostname": "b.example.com"},
-            {"name": "odd-port", "port": 8081, "protocol": "HTTP"},
-            {"name": "tcp", "port": 5432, "protocol": "TCP"},
-            {"name": "again", "port": 8080, "protocol": "HTTP"},
-        ]),
+        vec![
+            mk_listener("http", "HTTP", 80, None),
+            mk_listener("bind-port", "HTTP", 8080, Some("b.example.com")),
+            mk_listener("odd-port", "HTTP", 8081, None),
+            mk_listener("tcp", "TCP", 5432, None),
+            mk_listener("again", "HTTP", 8080, None),
+        ],
     );
     let output = build(&snapshot);
     let gateway = ("shop", "gw");
@@ -579,19 +556,15 @@ fn cross_namespace_backends_need_a_reference_grant() {
         "shop",
         "gw",
         "tugboat",
-        json!([http_listener(
-            "http",
-            None,
-            json!({"namespaces": {"from": "All"}})
-        )]),
+        vec![http_listener("http", None).routes_from_all_namespaces()],
     );
     add_shop_route(
         &mut snapshot,
         "to-blog",
-        on_gw(
-            json!(["x.example.com"]),
-            json!([{"backendRefs": [{"name": "posts", "namespace": "blog", "port": 8080}]}]),
-        ),
+        &["x.example.com"],
+        vec![mk_route_rule(vec![
+            mk_backend_ref("posts", 8080).namespace("blog"),
+        ])],
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -608,21 +581,11 @@ fn cross_namespace_backends_need_a_reference_grant() {
         output.desired.routes
     );
 
-    let grant = |to_name: Option<&str>| {
-        let mut to = json!({"group": "", "kind": "Service"});
-        if let Some(name) = to_name {
-            to["name"] = json!(name);
-        }
-        object(
-            json!({"metadata": {"name": "shop-routes", "namespace": "blog"},
-                      "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
-                                         "namespace": "shop"}],
-                               "to": [to]}}),
-        )
-    };
-    snapshot
-        .reference_grants
-        .insert(ObjectKey::new("blog", "shop-routes"), grant(Some("other")));
+    let grant = || mk_reference_grant("blog", "shop-routes", ("HTTPRoute", "shop"), "Service");
+    snapshot.reference_grants.insert(
+        ObjectKey::new("blog", "shop-routes"),
+        typed(&grant().only_to("other")),
+    );
     let output = build(&snapshot);
     assert_eq!(
         route_condition(&output, "shop", "to-blog", "ResolvedRefs").1,
@@ -630,7 +593,7 @@ fn cross_namespace_backends_need_a_reference_grant() {
     );
     snapshot
         .reference_grants
-        .insert(ObjectKey::new("blog", "shop-routes"), grant(None));
+        .insert(ObjectKey::new("blog", "shop-routes"), typed(&grant()));
     let output = build(&snapshot);
     assert_eq!(
         route_condition(&output, "shop", "to-blog", "ResolvedRefs"),
@@ -650,19 +613,11 @@ fn cross_namespace_backends_need_a_reference_grant() {
 fn a_missing_service_or_port_or_another_kind_answers_500() {
     let mut snapshot = with_http_gateway();
     let cases = [
-        (
-            "gone",
-            json!({"name": "gone", "port": 80}),
-            "BackendNotFound",
-        ),
-        (
-            "no-port",
-            json!({"name": "web", "port": 81}),
-            "BackendNotFound",
-        ),
+        ("gone", mk_backend_ref("gone", 80), "BackendNotFound"),
+        ("no-port", mk_backend_ref("web", 81), "BackendNotFound"),
         (
             "bucket",
-            json!({"group": "storage.example.com", "kind": "Bucket", "name": "b"}),
+            mk_backend_ref_to_kind("storage.example.com", "Bucket", "b"),
             "InvalidKind",
         ),
     ];
@@ -670,17 +625,17 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
         add_shop_route(
             &mut snapshot,
             name,
-            on_gw(
-                json!([format!("{name}.example.com")]),
-                json!([{"backendRefs": [backend]}]),
-            ),
+            &[&format!("{name}.example.com")],
+            vec![mk_route_rule(vec![backend.clone()])],
         );
     }
     add_shop_route(
         &mut snapshot,
         "fine",
-        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
+        &["fine.example.com"],
+        vec![to_web(&[])],
     );
+
     let output = build(&snapshot);
     for (name, _, reason) in &cases {
         assert_eq!(
@@ -710,82 +665,63 @@ fn a_missing_service_or_port_or_another_kind_answers_500() {
 #[test]
 fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
     let mut snapshot = with_http_gateway();
+    let set_header = |value: &str| mk_request_header_filter(mk_header_modifier().set("x-a", value));
     let cases = [
         (
             "filter",
-            json!({"filters": [{"type": "ExtensionRef", "extensionRef": {"group": "x", "kind": "y", "name": "z"}}],
-                          "backendRefs": [{"name": "web", "port": 80}]}),
+            to_web(&[]).filter(mk_extension_filter("x", "y", "z")),
         ),
         (
             "header",
-            json!({"matches": [{"queryParams": [{"type": "RegularExpression", "name": "version", "value": "2.*"}]}],
-                          "backendRefs": [{"name": "web", "port": 80}]}),
+            to_web(&[]).matches(vec![mk_match().query_param(
+                Some("RegularExpression"),
+                "version",
+                "2.*",
+            )]),
         ),
-        (
-            "regex",
-            json!({"matches": [{"path": {"type": "RegularExpression", "value": "/v[0-9+"}}],
-                         "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
+        ("regex", to_web(&[("RegularExpression", "/v[0-9+")])),
         (
             "weight",
-            json!({"backendRefs": [{"name": "web", "port": 80, "weight": 2000000}]}),
+            mk_route_rule(vec![mk_backend_ref("web", 80).weight(2000000)]),
         ),
         (
             "negative-weight",
-            json!({"backendRefs": [{"name": "api", "port": 80, "weight": 5},
-                                   {"name": "web", "port": 80, "weight": -1}]}),
+            mk_route_rule(vec![
+                mk_backend_ref("api", 80).weight(5),
+                mk_backend_ref("web", 80).weight(-1),
+            ]),
         ),
-        (
-            "timeouts",
-            json!({"timeouts": {"request": "1s", "backendRequest": "1500ms"},
-                   "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
-        (
-            "bad-header",
-            json!({"filters": [{"type": "RequestHeaderModifier",
-                                "requestHeaderModifier": {"set": [{"name": "x-a", "value": "${HOME}"}]}}],
-                   "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
+        ("timeouts", to_web(&[]).timeouts(Some("1s"), Some("1500ms"))),
+        ("bad-header", to_web(&[]).filter(set_header("${HOME}"))),
         (
             "bad-redirect",
-            json!({"filters": [{"type": "RequestRedirect",
-                                "requestRedirect": {"scheme": "ftp"}}]}),
+            mk_route_rule(vec![]).filter(mk_redirect_filter(mk_redirect().scheme("ftp"))),
         ),
-        (
-            "mirror",
-            json!({"filters": [{"type": "RequestMirror",
-                                "requestMirror": {"backendRef": {"name": "api", "port": 80}}}],
-                   "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
+        ("mirror", to_web(&[]).filter(mk_mirror_filter("api", 80))),
         (
             "retry",
-            json!({"retry": {"codes": [503], "attempts": 2},
-                   "backendRefs": [{"name": "web", "port": 80}]}),
+            to_web(&[]).retry(json!({"codes": [503], "attempts": 2})),
         ),
         (
             "backend-filter",
-            json!({"backendRefs": [{"name": "web", "port": 80,
-                                    "filters": [{"type": "RequestHeaderModifier",
-                                                 "requestHeaderModifier": {"set": [{"name": "x-a", "value": "1"}]}}]}]}),
+            mk_route_rule(vec![
+                mk_backend_ref("web", 80).filters(vec![set_header("1")]),
+            ]),
         ),
     ];
     for (name, rule) in &cases {
         add_shop_route(
             &mut snapshot,
             name,
-            on_gw(
-                json!([format!("{name}.example.com")]),
-                json!([
-                    to_web(json!([{"path": {"type": "Exact", "value": "/fine"}}])),
-                    rule
-                ]),
-            ),
+            &[&format!("{name}.example.com")],
+            vec![to_web(&[("Exact", "/fine")]), rule.clone()],
         );
     }
     add_shop_route(
         &mut snapshot,
         "fine",
-        on_gw(json!(["fine.example.com"]), json!([to_web(json!([]))])),
+        &["fine.example.com"],
+        vec![to_web(&[])],
     );
     let output = build(&snapshot);
     for (name, _) in &cases {
@@ -814,12 +750,13 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
     add_shop_route(
         &mut snapshot,
         "split",
-        on_gw(
-            json!(["split.example.com"]),
-            json!([{"backendRefs": [{"name": "web", "port": 80, "weight": 0},
-                                                {"name": "api", "port": 80, "weight": 10}]}]),
-        ),
+        &["split.example.com"],
+        vec![mk_route_rule(vec![
+            mk_backend_ref("web", 80).weight(0),
+            mk_backend_ref("api", 80).weight(10),
+        ])],
     );
+
     let output = build(&snapshot);
     assert_eq!(
         route_condition(&output, "shop", "split", "Accepted"),
@@ -838,24 +775,25 @@ fn unsupported_matches_and_filters_refuse_the_route_and_harm_no_other() {
 #[test]
 fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     let mut snapshot = with_http_gateway();
-    let spec = |service: &str| {
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-               "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/a"}}],
-                          "backendRefs": [{"name": service, "port": 80}]}]})
+    let route = |name: &str, service: &str| {
+        mk_http_route(
+            name,
+            "gw",
+            &["shop.example.com"],
+            vec![mk_rule_to(&[("PathPrefix", "/a")], service, 80)],
+        )
     };
     add_route(
         &mut snapshot,
         "shop",
-        "b-newer",
         "2024-02-01T00:00:00Z",
-        spec("api"),
+        route("b-newer", "api"),
     );
     add_route(
         &mut snapshot,
         "shop",
-        "z-older",
         "2024-01-01T00:00:00Z",
-        spec("web"),
+        route("z-older", "web"),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -870,9 +808,8 @@ fn the_oldest_route_wins_a_host_and_path_and_an_ingress_keeps_its_own() {
     add_route(
         &mut snapshot,
         "shop",
-        "a-same-age",
         "2024-01-01T00:00:00Z",
-        spec("api"),
+        route("a-same-age", "api"),
     );
     let output = build(&snapshot);
     assert_eq!(routes(&output)[0].2, "shop_api_80");
@@ -928,16 +865,16 @@ fn a_route_on_the_http_and_the_https_listener_is_one_route() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "http", "port": 80, "protocol": "HTTP"},
-            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
-             "tls": {"certificateRefs": [{"name": "absent"}]}},
-        ]),
+        vec![
+            http_listener("http", None),
+            mk_https_listener_for("https", Some("shop.example.com"), (None, "absent")),
+        ],
     );
     add_shop_route(
         &mut snapshot,
         "web",
-        on_gw(json!(["shop.example.com"]), json!([to_web(json!([]))])),
+        &["shop.example.com"],
+        vec![to_web(&[])],
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -966,14 +903,11 @@ fn https_listeners_need_a_certificate_they_may_read() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "missing", "port": 443, "protocol": "HTTPS", "hostname": "a.example.com",
-             "tls": {"certificateRefs": [{"name": "absent"}]}},
-            {"name": "elsewhere", "port": 443, "protocol": "HTTPS", "hostname": "b.example.com",
-             "tls": {"certificateRefs": [{"name": "tls", "namespace": "certs"}]}},
-            {"name": "passthrough", "port": 443, "protocol": "HTTPS", "hostname": "c.example.com",
-             "tls": {"mode": "Passthrough"}},
-        ]),
+        vec![
+            mk_https_listener_for("missing", Some("a.example.com"), (None, "absent")),
+            mk_https_listener_for("elsewhere", Some("b.example.com"), (Some("certs"), "tls")),
+            mk_listener("passthrough", "HTTPS", 443, Some("c.example.com")).tls_mode("Passthrough"),
+        ],
     );
     let output = build(&snapshot);
     let gateway = ("shop", "gw");
@@ -1004,11 +938,10 @@ fn gateway_changes_rebuild_the_incremental_model() {
     add_route(
         &mut snapshot,
         "shop",
-        "more",
         "2024-03-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["more.example.com"],
-                     "rules": [to_web(json!([]))]}),
+        mk_http_route("more", "gw", &["more.example.com"], vec![to_web(&[])]),
     );
+
     match model.update(&snapshot, &settings()) {
         tugboat_model::Update::Full(output, reason) => {
             assert_eq!(reason, tugboat_model::Rebuilt::GatewayApi);
@@ -1056,69 +989,51 @@ fn dispatch_of(
 fn filters_become_route_features() {
     use tugboat_model::gateway::features::{PathReplacement, Redirect};
     let mut snapshot = with_http_gateway();
-    let route = |name: &str, rule: Value| {
-        json!({"parentRefs": [{"name": "gw"}], "hostnames": [format!("{name}.example.com")],
-               "rules": [rule]})
+    let route = |name: &str, rule: RouteRule| {
+        mk_http_route(name, "gw", &[&format!("{name}.example.com")], vec![rule])
     };
-    add_route(
-        &mut snapshot,
-        "shop",
-        "headers",
-        "2024-01-01T00:00:00Z",
-        route(
-            "headers",
-            json!({
-        "filters": [
-            {"type": "RequestHeaderModifier", "requestHeaderModifier": {
-                "set": [{"name": "X-Set", "value": "one"}], "add": [{"name": "X-Add", "value": "two"}],
-                "remove": ["X-Gone"]}},
-            {"type": "ResponseHeaderModifier", "responseHeaderModifier": {
-                "add": [{"name": "X-Served-By", "value": "tugboat"}]}}],
-        "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "moved",
-        "2024-01-01T00:00:00Z",
-        route(
-            "moved",
-            json!({
-        "matches": [{"path": {"type": "PathPrefix", "value": "/old/"}}],
-        "filters": [{"type": "RequestRedirect", "requestRedirect": {
-            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
-            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}]}),
-        ),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "rewrite",
-        "2024-01-01T00:00:00Z",
-        route(
-            "rewrite",
-            json!({
-        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-        "filters": [{"type": "URLRewrite", "urlRewrite": {
-            "hostname": "internal.example.com",
-            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/app"}}}],
-        "backendRefs": [{"name": "web", "port": 80}]}),
-        ),
-    );
-    add_route(
-        &mut snapshot,
-        "shop",
-        "split",
-        "2024-01-01T00:00:00Z",
-        route(
-            "split",
-            json!({
-        "backendRefs": [{"name": "web", "port": 80, "weight": 90},
-                        {"name": "api", "port": 80, "weight": 9},
-                        {"name": "gone", "port": 80, "weight": 1}]}),
-        ),
-    );
+    let headers_rule = to_web(&[])
+        .filter(mk_request_header_filter(
+            mk_header_modifier()
+                .set("X-Set", "one")
+                .add("X-Add", "two")
+                .remove("X-Gone"),
+        ))
+        .filter(mk_response_header_filter(
+            mk_header_modifier().add("X-Served-By", "tugboat"),
+        ));
+    let moved_rule = mk_route_rule(vec![])
+        .matches(vec![mk_path_match("PathPrefix", "/old/")])
+        .filter(mk_redirect_filter(
+            mk_redirect()
+                .scheme("https")
+                .hostname("new.example.com")
+                .status_code(301)
+                .path(replace_prefix_match("/new/")),
+        ));
+    let rewrite_rule = to_web(&[("PathPrefix", "/")]).filter(mk_rewrite_filter(
+        mk_rewrite()
+            .hostname("internal.example.com")
+            .path(replace_prefix_match("/app")),
+    ));
+    let split_rule = mk_route_rule(vec![
+        mk_backend_ref("web", 80).weight(90),
+        mk_backend_ref("api", 80).weight(9),
+        mk_backend_ref("gone", 80).weight(1),
+    ]);
+    for (name, rule) in [
+        ("headers", headers_rule),
+        ("moved", moved_rule),
+        ("rewrite", rewrite_rule),
+        ("split", split_rule),
+    ] {
+        add_route(
+            &mut snapshot,
+            "shop",
+            "2024-01-01T00:00:00Z",
+            route(name, rule),
+        );
+    }
     let output = build(&snapshot);
     for name in ["headers", "moved", "rewrite", "split"] {
         assert_eq!(
@@ -1216,32 +1131,37 @@ fn filters_become_route_features() {
 fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
     use tugboat_model::gateway::features::Otherwise;
     let mut snapshot = with_http_gateway();
+    let to = |service: &str, matches: Vec<RouteMatch>| {
+        mk_route_rule(vec![mk_backend_ref(service, 80)]).matches(matches)
+    };
     add_route(
         &mut snapshot,
         "shop",
-        "older",
         "2024-01-01T00:00:00Z",
-        json!({
-        "parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-        "rules": [
-            {"backendRefs": [{"name": "web", "port": 80}]},
-            {"matches": [{"queryParams": [{"name": "env", "value": "canary"}]}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-        ]}),
+        mk_http_route(
+            "older",
+            "gw",
+            &["shop.example.com"],
+            vec![
+                to("web", vec![]),
+                to("api", vec![mk_match().query_param(None, "env", "canary")]),
+            ],
+        ),
     );
     add_route(
         &mut snapshot,
         "shop",
-        "newer",
         "2024-02-01T00:00:00Z",
-        json!({
-        "parentRefs": [{"name": "gw"}], "hostnames": ["shop.example.com"],
-        "rules": [
-            {"matches": [{"headers": [{"name": "Version", "value": "2"}]}],
-             "backendRefs": [{"name": "api", "port": 80}]},
-            {"matches": [{"method": "POST"}], "backendRefs": [{"name": "web", "port": 80}]},
-            {"backendRefs": [{"name": "api", "port": 80}]},
-        ]}),
+        mk_http_route(
+            "newer",
+            "gw",
+            &["shop.example.com"],
+            vec![
+                to("api", vec![mk_match().header("Version", "2")]),
+                to("web", vec![mk_match().method("POST")]),
+                to("api", vec![]),
+            ],
+        ),
     );
     let output = build(&snapshot);
     assert_eq!(
@@ -1289,6 +1209,15 @@ fn rules_with_conditions_share_their_host_and_path_in_the_spec_order() {
     );
 }
 
+/// An HTTP listener `http` (port 80) and an HTTPS one `https` (port 443, certificate of
+/// the absent Secret `absent`), both for `shop.example.com`.
+fn shop_http_and_https_listeners() -> Vec<Listener> {
+    vec![
+        http_listener("http", Some("shop.example.com")),
+        mk_https_listener_for("https", Some("shop.example.com"), (None, "absent")),
+    ]
+}
+
 #[test]
 fn routes_of_one_bind_answer_only_there() {
     let mut snapshot = base();
@@ -1297,22 +1226,21 @@ fn routes_of_one_bind_answer_only_there() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "shop.example.com"},
-            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
-             "tls": {"certificateRefs": [{"name": "absent"}]}},
-        ]),
+        shop_http_and_https_listeners(),
     );
-    let on = |section: &str, backend: &str| {
-        json!({"parentRefs": [{"name": "gw", "sectionName": section}],
-               "rules": [{"backendRefs": [{"name": backend, "port": 80}]}]})
+    let on = |name: &str, section: &str, backend: &str| {
+        mk_http_route_on(
+            name,
+            mk_parent_ref("gw").section(section),
+            &[],
+            vec![mk_route_rule(vec![mk_backend_ref(backend, 80)])],
+        )
     };
     add_route(
         &mut snapshot,
         "shop",
-        "plain",
         "2024-01-01T00:00:00Z",
-        on("http", "web"),
+        on("plain", "http", "web"),
     );
     let output = build(&snapshot);
     let features = features_of(&output, "shop.example.com");
@@ -1324,9 +1252,8 @@ fn routes_of_one_bind_answer_only_there() {
     add_route(
         &mut snapshot,
         "shop",
-        "secure",
         "2024-02-01T00:00:00Z",
-        on("https", "api"),
+        on("secure", "https", "api"),
     );
     let output = build(&snapshot);
     assert!(
@@ -1361,33 +1288,29 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "shop.example.com"},
-            {"name": "https", "port": 443, "protocol": "HTTPS", "hostname": "shop.example.com",
-             "tls": {"certificateRefs": [{"name": "absent"}]}},
-        ]),
+        shop_http_and_https_listeners(),
     );
+    let to_api =
+        |matched: RouteMatch| mk_route_rule(vec![mk_backend_ref("api", 80)]).matches(vec![matched]);
     add_shop_route(
         &mut snapshot,
         "conditional",
-        on_gw(
-            json!([]),
-            json!([
-                {"matches": [{"path": {"value": "/foo"},
-                              "headers": [{"name": "x-v", "value": "2"}]}],
-                 "backendRefs": [{"name": "api", "port": 80}]},
-                {"matches": [{"path": {"value": "/foo/bar"}, "method": "POST"}],
-                 "backendRefs": [{"name": "api", "port": 80}]},
-            ]),
-        ),
+        &[],
+        vec![
+            to_api(mk_match().path("/foo").header("x-v", "2")),
+            to_api(mk_match().path("/foo/bar").method("POST")),
+        ],
     );
     add_route(
         &mut snapshot,
         "shop",
-        "secure-root",
         "2024-02-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw", "sectionName": "https"}],
-               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+        mk_http_route_on(
+            "secure-root",
+            mk_parent_ref("gw").section("https"),
+            &[],
+            vec![mk_route_rule(vec![mk_backend_ref("web", 80)])],
+        ),
     );
     let output = build(&snapshot);
     let dispatch_at = |path: &str| {
@@ -1435,10 +1358,13 @@ fn rules_with_conditions_fall_back_to_a_shorter_prefix_of_the_host() {
     add_route(
         &mut snapshot,
         "shop",
-        "plain-root",
         "2024-03-01T00:00:00Z",
-        json!({"parentRefs": [{"name": "gw"}],
-               "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}),
+        mk_http_route(
+            "plain-root",
+            "gw",
+            &[],
+            vec![mk_route_rule(vec![mk_backend_ref("web", 80)])],
+        ),
     );
     let output = build(&snapshot);
     let route = output
@@ -1493,35 +1419,26 @@ fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            {"name": "standard", "port": 80, "protocol": "HTTP", "hostname": "std.example.com"},
-            {"name": "bind", "port": 8080, "protocol": "HTTP", "hostname": "*.example.com"},
-        ]),
+        vec![
+            http_listener("standard", Some("std.example.com")),
+            mk_listener("bind", "HTTP", 8080, Some("*.example.com")),
+        ],
     );
-    let redirect = |name: &str, host: &str, redirect: Value| {
-        (
-            name.to_string(),
-            json!({"parentRefs": [{"name": "gw"}], "hostnames": [host],
-                   "rules": [{"filters": [{"type": "RequestRedirect",
-                                           "requestRedirect": redirect}]}]}),
-        )
-    };
-    for (name, spec) in [
-        redirect(
-            "kept",
-            "kept.example.com",
-            json!({"hostname": "new.example.com"}),
-        ),
-        redirect(
-            "standard",
-            "std.example.com",
-            json!({"hostname": "new.example.com"}),
-        ),
-        redirect("scheme", "scheme.example.com", json!({"scheme": "http"})),
-        redirect("port", "port.example.com", json!({"port": 9000})),
+    let to_new_host = || mk_redirect().hostname("new.example.com");
+    for (name, host, redirect) in [
+        ("kept", "kept.example.com", to_new_host()),
+        ("standard", "std.example.com", to_new_host()),
+        ("scheme", "scheme.example.com", mk_redirect().scheme("http")),
+        ("port", "port.example.com", mk_redirect().port(9000)),
     ] {
-        add_route(&mut snapshot, "shop", &name, "2024-01-01T00:00:00Z", spec);
+        add_shop_route(
+            &mut snapshot,
+            name,
+            &[host],
+            vec![mk_route_rule(vec![]).filter(mk_redirect_filter(redirect))],
+        );
     }
+
     let output = build(&snapshot);
     let port_of = |host: &str| {
         features_of(&output, host)
@@ -1548,27 +1465,21 @@ fn a_redirect_without_scheme_or_port_keeps_the_listeners_port() {
 #[test]
 fn requested_addresses_of_served_types_wait_for_the_published_ones_and_others_are_refused() {
     let mut snapshot = base();
-    for (name, addresses) in [
-        (
-            "asking",
-            json!([{"value": "192.0.2.1"}, {"type": "Hostname", "value": "lb.example.com"}]),
-        ),
-        (
-            "odd",
-            json!([{"type": "IPAddress", "value": "192.0.2.1"},
-                   {"type": "example.com/pool", "value": "blue"}]),
-        ),
-    ] {
-        snapshot.gateways.insert(
-            ObjectKey::new("shop", name),
-            object(
-                json!({"metadata": {"name": name, "namespace": "shop", "generation": 2},
-                          "spec": {"gatewayClassName": "tugboat",
-                                   "listeners": [http_listener("http", None, json!(null))],
-                                   "addresses": addresses}}),
-            ),
-        );
-    }
+    let gateway = |name: &str| mk_gateway(name, "tugboat", vec![http_listener("http", None)]);
+    insert_gateway(
+        &mut snapshot,
+        "shop",
+        gateway("asking")
+            .address(None, "192.0.2.1")
+            .address(Some("Hostname"), "lb.example.com"),
+    );
+    insert_gateway(
+        &mut snapshot,
+        "shop",
+        gateway("odd")
+            .address(Some("IPAddress"), "192.0.2.1")
+            .address(Some("example.com/pool"), "blue"),
+    );
     let output = build(&snapshot);
     let asking = &output.gateway.gateways[&ObjectKey::new("shop", "asking")];
     assert!(condition(&asking.conditions, "Accepted").status);
@@ -1608,28 +1519,25 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
     add_shop_route(
         &mut snapshot,
         "member",
-        on_gw(
-            json!(["a.deep.example.com"]),
-            json!([{"matches": [{"path": {"value": "/foo"},
-                                 "headers": [{"name": "x-v", "value": "2"}]}],
-                    "backendRefs": [{"name": "api", "port": 80}]}]),
-        ),
+        &["a.deep.example.com"],
+        vec![
+            mk_route_rule(vec![mk_backend_ref("api", 80)])
+                .matches(vec![mk_match().path("/foo").header("x-v", "2")]),
+        ],
     );
+    let wild_rules = vec![
+        to_web(&[("PathPrefix", "/")]),
+        to_web(&[
+            ("PathPrefix", "/foo/bar"),
+            ("Exact", "/foo/x"),
+            ("PathPrefix", "/other"),
+        ]),
+    ];
     add_shop_route(
         &mut snapshot,
         "wild",
-        on_gw(
-            json!(["*.deep.example.com"]),
-            json!([
-                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
-                to_web(
-                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
-                              {"path": {"type": "Exact", "value": "/foo/x"}},
-                              {"path": {"type": "PathPrefix", "value": "/other"}}])
-                ),
-                to_web(json!([{"path": {"type": "Exact", "value": "/foo/y's"}}])),
-            ]),
-        ),
+        &["*.deep.example.com"],
+        [wild_rules.clone(), vec![to_web(&[("Exact", "/foo/y's")])]].concat(),
     );
     let output = build(&snapshot);
     let route = output
@@ -1655,21 +1563,7 @@ fn a_fall_back_to_a_less_specific_host_tries_its_rules_on_the_path() {
     // Without the quoted path: the longer prefix on the path, then the wildcard's `/`
     // for the rest (`/other` covers none of the requests).
     let mut snapshot = snapshot.clone();
-    add_shop_route(
-        &mut snapshot,
-        "wild",
-        on_gw(
-            json!(["*.deep.example.com"]),
-            json!([
-                to_web(json!([{"path": {"type": "PathPrefix", "value": "/"}}])),
-                to_web(
-                    json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"}},
-                              {"path": {"type": "Exact", "value": "/foo/x"}},
-                              {"path": {"type": "PathPrefix", "value": "/other"}}])
-                ),
-            ]),
-        ),
-    );
+    add_shop_route(&mut snapshot, "wild", &["*.deep.example.com"], wild_rules);
     let output = build(&snapshot);
     let route = output
         .desired
@@ -1716,19 +1610,18 @@ fn host_in_the_auth_url_host_of_a_service_needs_an_exact_hostname() {
             "shop",
         )),
     );
-    let everything = json!([{"path": {"type": "PathPrefix", "value": "/"}}]);
+    let everything = [("PathPrefix", "/")];
     add_shop_route(
         &mut snapshot,
         "exact",
-        on_gw(
-            json!(["shop.example.com"]),
-            json!([to_web(everything.clone())]),
-        ),
+        &["shop.example.com"],
+        vec![to_web(&everything)],
     );
     add_shop_route(
         &mut snapshot,
         "wild",
-        on_gw(json!(["*.example.org"]), json!([to_web(everything)])),
+        &["*.example.org"],
+        vec![to_web(&everything)],
     );
     let output = build(&snapshot);
     let features_of = |host: &str| {
@@ -1785,44 +1678,35 @@ fn attached_routes_count_only_the_routes_each_listener_accepts() {
         "shop",
         "gw",
         "tugboat",
-        json!([
-            http_listener("exact", Some("a.example.com"), json!(null)),
-            {"name": "wild", "port": 8080, "protocol": "HTTP", "hostname": "*.example.com"},
-            http_listener("org", Some("x.org"), json!(null)),
-        ]),
+        vec![
+            http_listener("exact", Some("a.example.com")),
+            mk_listener("wild", "HTTP", 8080, Some("*.example.com")),
+            http_listener("org", Some("x.org")),
+        ],
     );
-    let to_web_everywhere = || json!([{"backendRefs": [{"name": "web", "port": 80}]}]);
     // Accepted by the two listeners whose hostnames it meets.
-    add_shop_route(
-        &mut snapshot,
-        "a",
-        on_gw(json!(["a.example.com"]), to_web_everywhere()),
-    );
+    add_shop_route(&mut snapshot, "a", &["a.example.com"], vec![to_web(&[])]);
     // Accepted by every listener, though its backend is missing (ResolvedRefs=False).
     add_shop_route(
         &mut snapshot,
         "missing-backend",
-        on_gw(
-            json!([]),
-            json!([{"backendRefs": [{"name": "nowhere", "port": 80}]}]),
-        ),
+        &[],
+        vec![mk_route_rule(vec![mk_backend_ref("nowhere", 80)])],
     );
     // Not accepted: no hostname in common, an unsupported filter.
     add_shop_route(
         &mut snapshot,
         "no-host",
-        on_gw(json!(["b.example.net"]), to_web_everywhere()),
+        &["b.example.net"],
+        vec![to_web(&[])],
     );
     add_shop_route(
         &mut snapshot,
         "mirror",
-        on_gw(
-            json!(["a.example.com"]),
-            json!([{"filters": [{"type": "RequestMirror",
-                                 "requestMirror": {"backendRef": {"name": "api", "port": 80}}}],
-                    "backendRefs": [{"name": "web", "port": 80}]}]),
-        ),
+        &["a.example.com"],
+        vec![to_web(&[]).filter(mk_mirror_filter("api", 80))],
     );
+
     let output = build(&snapshot);
     assert_eq!(
         route_condition(&output, "shop", "missing-backend", "ResolvedRefs"),
@@ -1842,53 +1726,39 @@ fn attached_routes_count_only_the_routes_each_listener_accepts() {
 /// [`base`] with two Gateways whose HTTP listeners (ports 80 and 8080, any host) share
 /// haproxy's HTTP bind, and the route `first` (older) on `gw80` and `second` on
 /// `gw8080`, both for `shop.example.com` with these rules.
-fn two_gateways_on_one_bind(first: Value, second: Value) -> Snapshot {
+fn two_gateways_on_one_bind(first: Vec<RouteRule>, second: Vec<RouteRule>) -> Snapshot {
     let mut snapshot = base();
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw80",
-        "tugboat",
-        json!([{"name": "http", "port": 80, "protocol": "HTTP"}]),
-    );
-    add_gateway(
-        &mut snapshot,
-        "shop",
-        "gw8080",
-        "tugboat",
-        json!([{"name": "http", "port": 8080, "protocol": "HTTP"}]),
-    );
-    let on = |gateway: &str, rules: Value| {
-        json!({"parentRefs": [{"name": gateway}], "hostnames": ["shop.example.com"],
-               "rules": rules})
-    };
+    for (name, port) in [("gw80", 80), ("gw8080", 8080)] {
+        add_gateway(
+            &mut snapshot,
+            "shop",
+            name,
+            "tugboat",
+            vec![mk_listener("http", "HTTP", port, None)],
+        );
+    }
     add_route(
         &mut snapshot,
         "shop",
-        "first",
         "2024-01-01T00:00:00Z",
-        on("gw80", first),
+        mk_http_route("first", "gw80", &["shop.example.com"], first),
     );
     add_route(
         &mut snapshot,
         "shop",
-        "second",
         "2024-02-01T00:00:00Z",
-        on("gw8080", second),
+        mk_http_route("second", "gw8080", &["shop.example.com"], second),
     );
     snapshot
 }
 
 #[test]
 fn a_route_that_loses_every_host_and_path_is_not_accepted_there() {
-    let prefix = |path: &str, service: &str| {
-        json!({"matches": [{"path": {"type": "PathPrefix", "value": path}}],
-               "backendRefs": [{"name": service, "port": 80}]})
-    };
+    let prefix = |path: &str, service: &str| mk_rule_to(&[("PathPrefix", path)], service, 80);
     // Every path of `second` is `first`'s: it serves nothing.
     let output = build(&two_gateways_on_one_bind(
-        json!([prefix("/", "web")]),
-        json!([prefix("/", "api")]),
+        vec![prefix("/", "web")],
+        vec![prefix("/", "api")],
     ));
     assert_eq!(
         routes(&output),
@@ -1927,8 +1797,8 @@ fn a_route_that_loses_every_host_and_path_is_not_accepted_there() {
 
     // A route that keeps one of its paths is accepted.
     let output = build(&two_gateways_on_one_bind(
-        json!([prefix("/", "web")]),
-        json!([prefix("/", "api"), prefix("/api", "api")]),
+        vec![prefix("/", "web")],
+        vec![prefix("/", "api"), prefix("/api", "api")],
     ));
     assert_eq!(
         route_condition(&output, "shop", "second", "Accepted"),
@@ -1945,18 +1815,18 @@ fn a_gateway_without_a_valid_listener_is_not_accepted() {
         "shop",
         "none-valid",
         "tugboat",
-        json!([{"name": "invalid", "port": 1111, "protocol": "INVALID"}]),
+        vec![mk_listener("invalid", "INVALID", 1111, None)],
     );
     add_gateway(
         &mut snapshot,
         "shop",
         "some-valid",
         "tugboat",
-        json!([
-            {"name": "http", "port": 80, "protocol": "HTTP"},
-            {"name": "invalid", "port": 1111, "protocol": "INVALID"},
-            {"name": "odd-port", "port": 8081, "protocol": "HTTP"},
-        ]),
+        vec![
+            http_listener("http", None),
+            mk_listener("invalid", "INVALID", 1111, None),
+            mk_listener("odd-port", "HTTP", 8081, None),
+        ],
     );
     let output = build(&snapshot);
     let gateway = |name: &str| &output.gateway.gateways[&ObjectKey::new("shop", name)];
@@ -2038,12 +1908,7 @@ fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
     let named = add_tls_secret(&mut snapshot, "named-tls", "a.example.com");
     let any = add_tls_secret(&mut snapshot, "any-tls", "any.example.com");
     let https = |name: &str, hostname: Option<&str>, secret: &str| {
-        let mut listener = json!({"name": name, "port": 443, "protocol": "HTTPS",
-                                  "tls": {"certificateRefs": [{"name": secret}]}});
-        if let Some(hostname) = hostname {
-            listener["hostname"] = json!(hostname);
-        }
-        listener
+        mk_https_listener_for(name, hostname, (None, secret))
     };
     // A listener with a hostname: its certificate is for that host only.
     add_gateway(
@@ -2051,7 +1916,7 @@ fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
         "shop",
         "gw",
         "tugboat",
-        json!([https("named", Some("a.example.com"), "named-tls")]),
+        vec![https("named", Some("a.example.com"), "named-tls")],
     );
     let output = build_now(&snapshot);
     assert!(output.desired.default_certificate.is_none());
@@ -2063,10 +1928,10 @@ fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
         "shop",
         "gw",
         "tugboat",
-        json!([
+        vec![
             https("named", Some("a.example.com"), "named-tls"),
             https("any", None, "any-tls"),
-        ]),
+        ],
     );
     let output = build_now(&snapshot);
     let default = output

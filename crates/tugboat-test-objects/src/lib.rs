@@ -3,12 +3,15 @@
 //! EndpointSlices, Secrets and ConfigMaps built as k8s-openapi values, then serialized
 //! with serde: as JSON ([`to_json`]) for the fake API server or a model snapshot, or as
 //! YAML ([`to_yaml`]) for a manifests folder. No object is assembled by hand as text.
+//! The Gateway API kinds, which k8s-openapi does not declare, are in [`gateway`], in
+//! their wire form.
 //!
 //! Builders are named `mk_*`; `with_*` functions take an object and return it changed.
 //! Every namespaced object lives in namespace [`NAMESPACE`] unless [`in_namespace`]
 //! moves it.
 
 mod data;
+pub mod gateway;
 mod ingress;
 mod service;
 
@@ -92,6 +95,13 @@ pub fn in_namespace<K: Metadata<Ty = ObjectMeta>>(mut object: K, namespace: &str
 pub fn with_creation_timestamp<K: Metadata<Ty = ObjectMeta>>(mut object: K, rfc3339: &str) -> K {
     let timestamp = rfc3339.parse().expect("an RFC 3339 timestamp");
     object.metadata_mut().creation_timestamp = Some(Time(timestamp));
+    object
+}
+
+/// The object with `metadata.generation` `generation`, as the API server counts the
+/// changes of its spec (status conditions carry it as `observedGeneration`).
+pub fn with_generation<K: Metadata<Ty = ObjectMeta>>(mut object: K, generation: i64) -> K {
+    object.metadata_mut().generation = Some(generation);
     object
 }
 

@@ -93,3 +93,73 @@ fn shapes_for_defaults_external_names_ages_and_endpoint_states() {
     let other = to_json(&mk_ingress_class("nginx", "k8s.io/ingress-nginx", false));
     assert!(other["metadata"]["annotations"].is_null());
 }
+
+#[test]
+fn gateway_api_objects_carry_their_kind_and_wire_shape() {
+    use serde_json::json;
+
+    use crate::gateway::*;
+
+    let listener = mk_https_listener("https", "a.example.com", (Some("certs"), "tls"))
+        .routes_from_all_namespaces();
+    let gateway = to_json(&in_namespace(
+        with_generation(mk_gateway("gw", "tugboat", vec![listener]), 2),
+        "shop",
+    ));
+    assert_eq!(gateway["apiVersion"], "gateway.networking.k8s.io/v1");
+    assert_eq!(gateway["kind"], "Gateway");
+    assert_eq!(gateway["metadata"]["namespace"], "shop");
+    assert_eq!(gateway["metadata"]["generation"], 2);
+    let listener = &gateway["spec"]["listeners"][0];
+    assert_eq!(
+        listener["tls"]["certificateRefs"],
+        json!([{"name": "tls", "namespace": "certs"}])
+    );
+    assert_eq!(listener["allowedRoutes"]["namespaces"]["from"], "All");
+    let redirect = mk_redirect()
+        .status_code(301)
+        .path(replace_prefix_match("/new"));
+    let route = to_json(&with_creation_timestamp(
+        mk_http_route_on(
+            "web",
+            mk_parent_ref("gw").section("https"),
+            &["a.example.com"],
+            vec![mk_rule_to(&[("Exact", "/cart")], "web", 80).filter(mk_redirect_filter(redirect))],
+        ),
+        "2024-01-01T00:00:00Z",
+    ));
+    assert_eq!(route["kind"], "HTTPRoute");
+    assert_eq!(
+        route["metadata"]["creationTimestamp"],
+        "2024-01-01T00:00:00Z"
+    );
+    assert_eq!(
+        route["spec"]["parentRefs"],
+        json!([{"name": "gw", "sectionName": "https"}])
+    );
+    assert_eq!(
+        route["spec"]["rules"][0],
+        json!({
+            "matches": [{"path": {"type": "Exact", "value": "/cart"}}],
+            "filters": [{"type": "RequestRedirect", "requestRedirect": {
+                "statusCode": 301,
+                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new"}}}],
+            "backendRefs": [{"name": "web", "port": 80}],
+        })
+    );
+    let grant = to_json(&mk_service_grant("blog", "shop-routes", "shop").only_to("posts"));
+    assert_eq!(grant["apiVersion"], "gateway.networking.k8s.io/v1beta1");
+    assert_eq!(grant["metadata"]["namespace"], "blog");
+    assert_eq!(
+        grant["spec"],
+        json!({"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute",
+                         "namespace": "shop"}],
+               "to": [{"group": "", "kind": "Service", "name": "posts"}]})
+    );
+    let class = to_json(&mk_gateway_class("tugboat", "tugboat.dev/gateway"));
+    assert_eq!(class["spec"]["controllerName"], "tugboat.dev/gateway");
+    assert!(class["metadata"]["namespace"].is_null());
+    let namespace = to_json(&mk_namespace("blog", &[("team", "writers")]));
+    assert_eq!(namespace["kind"], "Namespace");
+    assert_eq!(namespace["metadata"]["labels"]["team"], "writers");
+}

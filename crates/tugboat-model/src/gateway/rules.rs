@@ -418,25 +418,33 @@ fn server_timeout(rule: &HttpRouteRule, field: &str) -> Result<Option<u64>, Unsu
 
 #[cfg(test)]
 mod tests {
+    use tugboat_test_objects::gateway::{
+        RouteFilter, RouteRule, mk_filter, mk_redirect, mk_redirect_filter, mk_route_rule,
+    };
+    use tugboat_test_objects::to_json;
+
     use super::*;
 
-    fn rule(value: serde_json::Value) -> HttpRouteRule {
-        serde_json::from_value(value).expect("a rule")
+    /// A rule without backends, of `filter`.
+    fn rule_of(filter: RouteFilter) -> HttpRouteRule {
+        rule(&mk_route_rule(vec![]).filter(filter))
+    }
+
+    fn rule(built: &RouteRule) -> HttpRouteRule {
+        serde_json::from_value(to_json(built)).expect("a rule")
     }
 
     #[test]
     fn redirect_codes_are_the_redirect_ones() {
         for code in [301, 302, 303, 307, 308] {
             let found = rule_filters(
-                &rule(serde_json::json!({"filters": [{"type": "RequestRedirect",
-                    "requestRedirect": {"statusCode": code}}]})),
+                &rule_of(mk_redirect_filter(mk_redirect().status_code(code))),
                 "spec.rules[0]",
             );
             assert!(found.is_ok_and(|f| f.redirects()), "{code}");
         }
         let refused = rule_filters(
-            &rule(serde_json::json!({"filters": [{"type": "RequestRedirect",
-                "requestRedirect": {"statusCode": 200}}]})),
+            &rule_of(mk_redirect_filter(mk_redirect().status_code(200))),
             "spec.rules[0]",
         );
         assert_eq!(
@@ -447,24 +455,22 @@ mod tests {
 
     #[test]
     fn a_filter_needs_its_settings_and_a_known_type() {
-        let missing = rule_filters(
-            &rule(serde_json::json!({"filters": [{"type": "URLRewrite"}]})),
-            "spec.rules[1]",
-        );
+        let missing = rule_filters(&rule_of(mk_filter("URLRewrite")), "spec.rules[1]");
         assert_eq!(
             missing.map(|_| ()).map_err(|(field, _)| field),
             Err("spec.rules[1].filters[0].urlRewrite".to_string())
         );
-        let unknown = rule_filters(
-            &rule(serde_json::json!({"filters": [{"type": "RequestMirror"}]})),
-            "spec.rules[1]",
-        );
+        let unknown = rule_filters(&rule_of(mk_filter("RequestMirror")), "spec.rules[1]");
         assert!(unknown.is_err_and(|(_, message)| message.contains("RequestMirror")));
     }
 
-    fn timeout_of(timeouts: serde_json::Value) -> Result<Option<u64>, Unsupported> {
+    /// The server timeout of a rule of `timeouts` `request` and `backendRequest`.
+    fn timeout_of(
+        request: Option<&str>,
+        backend_request: Option<&str>,
+    ) -> Result<Option<u64>, Unsupported> {
         rule_filters(
-            &rule(serde_json::json!({ "timeouts": timeouts })),
+            &rule(&mk_route_rule(vec![]).timeouts(request, backend_request)),
             "spec.rules[2]",
         )
         .map(|spec| spec.server_timeout_ms)
@@ -472,46 +478,28 @@ mod tests {
 
     #[test]
     fn timeouts_become_the_shorter_one_that_times() {
-        assert_eq!(timeout_of(serde_json::json!({})), Ok(None));
-        assert_eq!(
-            timeout_of(serde_json::json!({"request": "10s"})),
-            Ok(Some(10_000))
-        );
-        assert_eq!(
-            timeout_of(serde_json::json!({"backendRequest": "1m500ms"})),
-            Ok(Some(60_500))
-        );
-        assert_eq!(
-            timeout_of(serde_json::json!({"request": "10s", "backendRequest": "2s"})),
-            Ok(Some(2_000))
-        );
-        assert_eq!(
-            timeout_of(serde_json::json!({"request": "10s", "backendRequest": "0s"})),
-            Ok(Some(10_000))
-        );
-        assert_eq!(
-            timeout_of(serde_json::json!({"request": "0s", "backendRequest": "3s"})),
-            Ok(Some(3_000))
-        );
-        assert_eq!(
-            timeout_of(serde_json::json!({"request": "0s"})),
-            Ok(Some(0))
-        );
+        assert_eq!(timeout_of(None, None), Ok(None));
+        assert_eq!(timeout_of(Some("10s"), None), Ok(Some(10_000)));
+        assert_eq!(timeout_of(None, Some("1m500ms")), Ok(Some(60_500)));
+        assert_eq!(timeout_of(Some("10s"), Some("2s")), Ok(Some(2_000)));
+        assert_eq!(timeout_of(Some("10s"), Some("0s")), Ok(Some(10_000)));
+        assert_eq!(timeout_of(Some("0s"), Some("3s")), Ok(Some(3_000)));
+        assert_eq!(timeout_of(Some("0s"), None), Ok(Some(0)));
     }
 
     #[test]
     fn timeouts_are_refused_by_field() {
-        let longer = timeout_of(serde_json::json!({"request": "1s", "backendRequest": "2s"}));
+        let longer = timeout_of(Some("1s"), Some("2s"));
         assert_eq!(
             longer.map_err(|(field, _)| field),
             Err("spec.rules[2].timeouts.backendRequest".to_string())
         );
-        let bad = timeout_of(serde_json::json!({"request": "10 s"}));
+        let bad = timeout_of(Some("10 s"), None);
         assert_eq!(
             bad.map_err(|(field, _)| field),
             Err("spec.rules[2].timeouts.request".to_string())
         );
-        let too_long = timeout_of(serde_json::json!({"backendRequest": "99999h"}));
+        let too_long = timeout_of(None, Some("99999h"));
         assert!(too_long.is_err_and(|(_, message)| message.contains("longer than haproxy")));
     }
 }
