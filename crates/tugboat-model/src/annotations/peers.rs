@@ -237,8 +237,13 @@ pub const SSL_REDIRECT_CODE: &[PeerKey] = &[same(HT, "ssl-redirect-code")];
 pub const HTTP_REDIRECT_CODE: &[PeerKey] = &[];
 pub const SSL_REDIRECT_PORT: &[PeerKey] = &[same(HT, "ssl-redirect-port")];
 /// ingress-nginx's ConfigMap key is the same name in Tugboat's ConfigMap; HAProxy
-/// Ingress' is a global key of the same name (its ConfigMap only).
-pub const NO_TLS_REDIRECT_LOCATIONS: &[PeerKey] = &[same(HI, "no-tls-redirect-locations")];
+/// Ingress' is a global key of the same name (its ConfigMap only). Both compare the
+/// path of the Ingress rule that takes the request, Tugboat the request's path.
+pub const NO_TLS_REDIRECT_LOCATIONS: &[PeerKey] = &[differs(
+    HI,
+    "no-tls-redirect-locations",
+    "the request's path is compared, whichever rule takes it (haproxy-ingress compares the path of the Ingress rule, so a listed path taken by a broader rule such as `/` is still redirected there)",
+)];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
 const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";
