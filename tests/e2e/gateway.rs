@@ -24,9 +24,14 @@ use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_https_listener_for, mk_listener,
     mk_reference_grant, mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at,
-    with_filter, with_filter_json, with_matches_json,
+    with_filter, with_matches,
 };
 use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::gateway::{
+    Redirect, RouteMatch, mk_filter, mk_header_modifier, mk_match, mk_path_match, mk_redirect,
+    mk_redirect_filter, mk_request_header_filter, mk_response_header_filter, mk_rewrite,
+    mk_rewrite_filter, replace_full_path, replace_prefix_match,
+};
 use tugboat_testkit::objects::{
     in_namespace, mk_endpoint_slice, mk_service, mk_tls_secret, to_json, with_keys,
 };
@@ -767,9 +772,9 @@ fn route_to(name: &str, hostnames: &[&str], service: &str) -> Value {
     ))
 }
 
-/// A rule to `service` port 80 with these matches (JSON).
-fn matching(service: &str, matches: Value) -> HttpRouteRule {
-    with_matches_json(mk_rule_to(&[], service, 80), matches)
+/// A rule to `service` port 80 with this one match.
+fn matching(service: &str, route_match: RouteMatch) -> HttpRouteRule {
+    with_matches(mk_rule_to(&[], service, 80), vec![route_match])
 }
 
 /// The rule with `timeouts` (`request`, `backendRequest`).
@@ -968,37 +973,49 @@ mod table {
     /// Header modifiers of the request and of the answer, redirects (prefix and full
     /// path) and a rewrite of host and path.
     pub(super) fn filters_change_headers_redirect_and_rewrite() -> Case {
-        let headers_rule = with_filter_json(
-            with_filter_json(
+        let headers_rule = with_filter(
+            with_filter(
                 mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-                serde_json::json!({"type": "RequestHeaderModifier", "requestHeaderModifier": {
-                    "set": [{"name": "X-Set", "value": "one"}],
-                    "add": [{"name": "X-Add", "value": "two"}],
-                    "remove": ["X-Gone"]}}),
+                mk_request_header_filter(
+                    mk_header_modifier()
+                        .set("X-Set", "one")
+                        .add("X-Add", "two")
+                        .remove("X-Gone"),
+                ),
             ),
-            serde_json::json!({"type": "ResponseHeaderModifier", "responseHeaderModifier": {
-                "set": [{"name": "X-Served-By", "value": "tugboat"}],
-                "remove": ["X-Echo-Service"]}}),
+            mk_response_header_filter(
+                mk_header_modifier()
+                    .set("X-Served-By", "tugboat")
+                    .remove("X-Echo-Service"),
+            ),
         );
-        let mut moved_rule = with_filter_json(
+        let mut moved_rule = with_filter(
             mk_rule_to(&[("PathPrefix", "/old/")], "web", 80),
-            serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
-                "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
-                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new/"}}}),
+            mk_redirect_filter(
+                mk_redirect()
+                    .scheme("https")
+                    .hostname("new.example.com")
+                    .status_code(301)
+                    .path(replace_prefix_match("/new/")),
+            ),
         );
         moved_rule.backend_refs.clear();
-        let mut full_rule = with_filter_json(
+        let mut full_rule = with_filter(
             mk_rule_to(&[("Exact", "/down")], "web", 80),
-            serde_json::json!({"type": "RequestRedirect", "requestRedirect": {
-                "port": 8443,
-                "path": {"type": "ReplaceFullPath", "replaceFullPath": "/maintenance"}}}),
+            mk_redirect_filter(
+                mk_redirect()
+                    .port(8443)
+                    .path(replace_full_path("/maintenance")),
+            ),
         );
         full_rule.backend_refs.clear();
-        let rewrite_rule = with_filter_json(
+        let rewrite_rule = with_filter(
             mk_rule_to(&[("PathPrefix", "/api")], "web", 80),
-            serde_json::json!({"type": "URLRewrite", "urlRewrite": {
-                "hostname": "internal.example.com",
-                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/v2"}}}),
+            mk_rewrite_filter(
+                mk_rewrite()
+                    .hostname("internal.example.com")
+                    .path(replace_prefix_match("/v2")),
+            ),
         );
         let mut objects = class_and_gateway();
         for (name, rules) in [
@@ -1051,19 +1068,13 @@ mod table {
             &["match.example.com"],
             vec![
                 mk_rule_to(&[("PathPrefix", "/")], "web", 80),
+                matching("api", mk_match().header("Version", "2")),
+                matching("canary", mk_match().method("POST")),
                 matching(
                     "api",
-                    serde_json::json!([{"headers": [{"name": "Version", "value": "2"}]}]),
+                    mk_path_match("RegularExpression", "^/v[0-9]+/items$"),
                 ),
-                matching("canary", serde_json::json!([{"method": "POST"}])),
-                matching(
-                    "api",
-                    serde_json::json!([{"path": {"type": "RegularExpression", "value": "^/v[0-9]+/items$"}}]),
-                ),
-                matching(
-                    "canary",
-                    serde_json::json!([{"queryParams": [{"name": "env", "value": "canary"}]}]),
-                ),
+                matching("canary", mk_match().query_param(None, "env", "canary")),
             ],
         )));
         objects.push(http_route_json(&mk_http_route(
@@ -1072,8 +1083,7 @@ mod table {
             &["team.example.com"],
             vec![matching(
                 "web",
-                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/"},
-                                    "headers": [{"name": "x-team", "value": "a"}]}]),
+                mk_path_match("PathPrefix", "/").header("x-team", "a"),
             )],
         )));
         let host = "match.example.com";
@@ -1171,10 +1181,9 @@ mod table {
                 timed("/quick", Some("2s"), Some("400ms")),
                 timed("/patient", Some("1m"), None),
                 timed("/forever", Some("0s"), None),
-                with_matches_json(
-                    mk_rule_to(&[], "slow", 80),
-                    serde_json::json!([{"path": {"type": "PathPrefix", "value": "/quick"},
-                                        "headers": [{"name": "x-patient", "value": "yes"}]}]),
+                matching(
+                    "slow",
+                    mk_path_match("PathPrefix", "/quick").header("x-patient", "yes"),
                 ),
             ],
         )));
@@ -1233,8 +1242,7 @@ mod table {
         let foo_with_header = || {
             matching(
                 "api",
-                serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo"},
-                                    "headers": [{"name": "x-v", "value": "2"}]}]),
+                mk_path_match("PathPrefix", "/foo").header("x-v", "2"),
             )
         };
         let mut objects = class_and_gateway();
@@ -1246,13 +1254,11 @@ mod table {
                 foo_with_header(),
                 matching(
                     "api",
-                    serde_json::json!([{"path": {"type": "PathPrefix", "value": "/foo/bar"},
-                                        "method": "POST"}]),
+                    mk_path_match("PathPrefix", "/foo/bar").method("POST"),
                 ),
                 matching(
                     "api",
-                    serde_json::json!([{"path": {"type": "Exact", "value": "/exact"},
-                                        "queryParams": [{"name": "q", "value": "1"}]}]),
+                    mk_path_match("Exact", "/exact").query_param(None, "q", "1"),
                 ),
                 mk_rule_to(&[("PathPrefix", "/exact")], "web", 80),
             ],
@@ -1338,11 +1344,7 @@ mod table {
             with_annotations,
         };
         let with_header = |path_type: &str, path: &str| {
-            matching(
-                "other",
-                serde_json::json!([{"path": {"type": path_type, "value": path},
-                                    "headers": [{"name": "x-v", "value": "2"}]}]),
-            )
+            matching("other", mk_path_match(path_type, path).header("x-v", "2"))
         };
         let mut objects = class_and_gateway();
         // A wildcard host whose rules under `/foo` depend on the path, beneath a host
@@ -1715,7 +1717,10 @@ async fn bad_routes_get_their_condition_and_harm_no_other(haproxy: HaproxyBinary
         &["filter.example.com"],
         vec![
             mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-            with_filter(mk_rule_to(&[("Exact", "/x")], "web", 80), "ExtensionRef"),
+            with_filter(
+                mk_rule_to(&[("Exact", "/x")], "web", 80),
+                mk_filter("ExtensionRef"),
+            ),
         ],
     )));
     objects.push(http_route_json(&mk_http_route(
@@ -1926,10 +1931,9 @@ async fn the_http_listener_redirects_while_the_https_listener_serves(
         route.spec.parent_refs[0].section_name = Some(section.to_string());
         http_route_json(&route)
     };
-    let mut redirect = with_filter_json(
+    let mut redirect = with_filter(
         mk_rule_to(&[("PathPrefix", "/")], "web", 80),
-        serde_json::json!({"type": "RequestRedirect",
-                           "requestRedirect": {"scheme": "https", "statusCode": 301}}),
+        mk_redirect_filter(mk_redirect().scheme("https").status_code(301)),
     );
     redirect.backend_refs.clear();
     objects.push(on(
@@ -2089,21 +2093,17 @@ async fn a_redirect_without_a_port_keeps_the_listeners_port(
             Some("bind.example.com"),
         )],
     ));
-    let redirect = |rule: HttpRouteRule, redirect: Value| {
-        with_filter_json(
-            rule,
-            serde_json::json!({"type": "RequestRedirect", "requestRedirect": redirect}),
-        )
-    };
+    let redirect =
+        |rule: HttpRouteRule, redirect: Redirect| with_filter(rule, mk_redirect_filter(redirect));
     let moving = |name: &str, gateway: &str, host: &str| {
         let rules = vec![
             redirect(
                 mk_rule_to(&[("PathPrefix", "/host")], "web", 80),
-                serde_json::json!({"hostname": "new.example.com"}),
+                mk_redirect().hostname("new.example.com"),
             ),
             redirect(
                 mk_rule_to(&[("PathPrefix", "/scheme")], "web", 80),
-                serde_json::json!({"scheme": "http", "hostname": "new.example.com"}),
+                mk_redirect().scheme("http").hostname("new.example.com"),
             ),
         ];
         http_route_json(&mk_http_route(name, gateway, &[host], rules))
@@ -2145,7 +2145,7 @@ async fn a_redirect_without_a_port_keeps_the_listeners_port(
         &["bind.example.com"],
         vec![redirect(
             mk_rule_to(&[("PathPrefix", "/both")], "web", 80),
-            serde_json::json!({"hostname": "new.example.com"}),
+            mk_redirect().hostname("new.example.com"),
         )],
     );
     both.spec.parent_refs.push(ParentReference {
@@ -2403,6 +2403,8 @@ async fn api_server_with_shop(net: u8) -> (tugboat_testkit::FakeApiServer, Vec<E
 async fn gateway_status_has_the_published_addresses_and_follows_generations(
     haproxy: HaproxyBinary,
 ) {
+    use tugboat_testkit::objects::gateway as wire;
+
     let (server, _web) = api_server_with_shop(199).await;
     let mut options = tugboat_testkit::cluster_pod::options("pod-a");
     options.publish.addresses = vec!["192.0.2.10".into(), "lb.example.com".into()];
@@ -2453,26 +2455,31 @@ async fn gateway_status_has_the_published_addresses_and_follows_generations(
         .await;
 
     // Requested addresses: only published ones can be; another type is not accepted.
-    let requesting = |addresses: Value| {
-        let mut gateway = class_and_gateway().remove(1);
-        gateway["spec"]["addresses"] = addresses;
-        gateway
+    // The Gateway of `class_and_gateway`, to be given the addresses it asks for.
+    let gateway = || {
+        wire::mk_gateway(
+            "gw",
+            "tugboat",
+            vec![wire::mk_listener("http", "HTTP", 80, None)],
+        )
     };
-    server.put(requesting(serde_json::json!([
-        {"type": "IPAddress", "value": "192.0.2.10"},
-        {"type": "IPAddress", "value": "192.0.2.99"},
-    ])));
+    server.put(to_json(
+        &gateway()
+            .address(Some("IPAddress"), "192.0.2.10")
+            .address(Some("IPAddress"), "192.0.2.99"),
+    ));
     let message = gateway_condition(&server, "Programmed", ("False", "AddressNotUsable")).await;
     assert!(message.contains("192.0.2.99"), "{message}");
     gateway_condition(&server, "Accepted", ("True", "Accepted")).await;
-    server.put(requesting(serde_json::json!([
-        {"value": "192.0.2.10"},
-        {"type": "Hostname", "value": "lb.example.com"},
-    ])));
+    server.put(to_json(
+        &gateway()
+            .address(None, "192.0.2.10")
+            .address(Some("Hostname"), "lb.example.com"),
+    ));
     gateway_condition(&server, "Programmed", ("True", "Programmed")).await;
-    server.put(requesting(serde_json::json!([
-        {"type": "example.com/pool", "value": "blue"},
-    ])));
+    server.put(to_json(
+        &gateway().address(Some("example.com/pool"), "blue"),
+    ));
     gateway_condition(&server, "Accepted", ("False", "UnsupportedAddress")).await;
 }
 

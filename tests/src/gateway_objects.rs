@@ -59,24 +59,15 @@ pub fn mk_backend_ref(namespace: Option<&str>, service: &str, port: i32) -> Http
     })
 }
 
-/// The rule with a filter of `type_` (and nothing else of it set).
-pub fn with_filter(mut rule: HttpRouteRule, type_: &str) -> HttpRouteRule {
-    rule.filters.push(retyped(&wire::mk_filter(type_)));
+/// The rule with one more filter, after its others.
+pub fn with_filter(mut rule: HttpRouteRule, filter: wire::RouteFilter) -> HttpRouteRule {
+    rule.filters.push(retyped(&filter));
     rule
 }
 
-/// The rule with a filter given as JSON (`{"type": ..., "<type>": {...}}`), as the
-/// user writes it.
-pub fn with_filter_json(mut rule: HttpRouteRule, filter: Value) -> HttpRouteRule {
-    rule.filters
-        .push(serde_json::from_value(filter).expect("a filter of the model's type"));
-    rule
-}
-
-/// The rule with its matches given as JSON (`[{"path": ..., "headers": ...}]`), as the
-/// user writes them.
-pub fn with_matches_json(mut rule: HttpRouteRule, matches: Value) -> HttpRouteRule {
-    rule.matches = serde_json::from_value(matches).expect("matches of the model's type");
+/// The rule with these matches instead of its own.
+pub fn with_matches(mut rule: HttpRouteRule, matches: Vec<wire::RouteMatch>) -> HttpRouteRule {
+    rule.matches = matches.iter().map(retyped).collect();
     rule
 }
 

@@ -884,6 +884,15 @@ pub fn replace_prefix_match(replacement: &str) -> PathModifier {
     }
 }
 
+/// A path change replacing the whole path by `path`.
+pub fn replace_full_path(path: &str) -> PathModifier {
+    PathModifier {
+        type_: "ReplaceFullPath".to_string(),
+        replace_full_path: Some(path.to_string()),
+        ..PathModifier::default()
+    }
+}
+
 /// A backend reference to Service `service` port `port` of the route's namespace.
 pub fn mk_backend_ref(service: &str, port: i32) -> BackendRef {
     BackendRef {
