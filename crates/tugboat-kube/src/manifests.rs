@@ -178,7 +178,8 @@ impl FolderCache {
                     .iter()
                     .map(|path| (path, read_manifest_file(path)))
                     .collect();
-                let mut merged = !self.defined_twice;
+                // In place, unless an object is (or becomes) defined in two files.
+                let mut incremental = !self.defined_twice;
                 for (path, _) in &read {
                     if let Some(old) = self.files.remove(*path) {
                         for_each_kind!(unmerge_objects, &mut self.merged, &old);
@@ -186,7 +187,7 @@ impl FolderCache {
                 }
                 for (path, contents) in read {
                     if let Some(contents) = contents {
-                        let mut defined_again = |_: &str, _: &ObjectKey| merged = false;
+                        let mut defined_again = |_: &str, _: &ObjectKey| incremental = false;
                         for_each_kind!(
                             merge_objects,
                             &mut self.merged,
@@ -196,7 +197,7 @@ impl FolderCache {
                         self.files.insert(path.clone(), contents);
                     }
                 }
-                if merged {
+                if incremental {
                     self.merged.problems = self
                         .files
                         .values()
