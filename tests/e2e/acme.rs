@@ -129,17 +129,6 @@ impl Solver {
     }
 }
 
-/// `GET http://host/path` gets the HTTPS redirect to the same URL.
-async fn assert_redirected(scene: &Scene, host: &str, path: &str) {
-    let reply = scene.get(host, path).await.expect("request");
-    assert_eq!(reply.status, 308, "{host}{path}: {reply:?}");
-    assert_eq!(
-        reply.header("location"),
-        Some(format!("https://{host}{path}").as_str()),
-        "{host}{path}"
-    );
-}
-
 /// `GET http://host/path` is answered on plain HTTP by `service`, which receives the
 /// path unchanged.
 async fn assert_answered_by(scene: &Scene, host: &str, path: &str, service: &str) {
@@ -194,7 +183,7 @@ async fn cert_manager_http01_solver_comes_and_goes_at_runtime(
     scene.wait_for_service(TLS_HOST, CHALLENGE, "web").await;
     for host in hosts {
         assert_answered_by(&scene, host, CHALLENGE, "web").await;
-        assert_redirected(&scene, host, "/page").await;
+        scene.assert_https_redirect(host, "/page").await;
     }
     // The private host's own route keeps the CA out.
     assert_eq!(status(&scene, PRIVATE_HOST, CHALLENGE).await, 403);
@@ -219,8 +208,10 @@ async fn cert_manager_http01_solver_comes_and_goes_at_runtime(
         scene.wait_for_service(host, CHALLENGE, solver.name()).await;
         assert_answered_by(&scene, host, CHALLENGE, solver.name()).await;
         // Only the challenge's path goes to the solver; the rest keeps its redirect.
-        assert_redirected(&scene, host, "/page").await;
-        assert_redirected(&scene, host, "/.well-known/security.txt").await;
+        scene.assert_https_redirect(host, "/page").await;
+        scene
+            .assert_https_redirect(host, "/.well-known/security.txt")
+            .await;
         // Another token (an earlier challenge's, say) is not the solver's: the host's
         // own route, still on plain HTTP.
         assert_answered_by(&scene, host, "/.well-known/acme-challenge/other", "web").await;
@@ -273,7 +264,7 @@ async fn cert_manager_http01_solver_comes_and_goes_at_runtime(
     for host in hosts {
         scene.wait_for_service(host, CHALLENGE, "web").await;
         assert_answered_by(&scene, host, CHALLENGE, "web").await;
-        assert_redirected(&scene, host, "/page").await;
+        scene.assert_https_redirect(host, "/page").await;
     }
     scene.wait_for_status(PRIVATE_HOST, CHALLENGE, 403).await;
 }

@@ -778,31 +778,19 @@ async fn acme_challenges_stay_on_plain_http(haproxy: HaproxyBinary, source: Sour
         config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
     })
     .await;
-    let redirected = |host: &'static str, path: &'static str| {
-        let scene = &scene;
-        async move {
-            let reply = scene.get(host, path).await.expect("request");
-            assert_eq!(reply.status, 308, "{host}{path}: {reply:?}");
-            assert_eq!(
-                reply.header("location"),
-                Some(format!("https://{host}{path}").as_str()),
-                "{host}{path}"
-            );
-        }
-    };
 
     // By default: ACME's path reaches its backend on plain HTTP, the rest is redirected.
     scene.wait_for_service(HOST, TOKEN, "solver").await;
     scene.wait_for_service(FORCED, TOKEN, "web").await;
-    redirected(HOST, "/other").await;
-    redirected(FORCED, "/other").await;
-    redirected(HOST, "/custom/x").await;
+    scene.assert_https_redirect(HOST, "/other").await;
+    scene.assert_https_redirect(FORCED, "/other").await;
+    scene.assert_https_redirect(HOST, "/custom/x").await;
 
     // Another list in the ConfigMap: its paths stay, ACME's no longer does.
     scene.apply(&config_map(&[("no-tls-redirect-locations", "/custom")]));
     scene.wait_for_service(HOST, "/custom/x", "web").await;
     scene.wait_for_service(FORCED, "/custom/x", "web").await;
-    redirected(HOST, TOKEN).await;
-    redirected(FORCED, TOKEN).await;
-    redirected(HOST, "/other").await;
+    scene.assert_https_redirect(HOST, TOKEN).await;
+    scene.assert_https_redirect(FORCED, TOKEN).await;
+    scene.assert_https_redirect(HOST, "/other").await;
 }

@@ -242,6 +242,18 @@ impl Haproxy {
         .await;
     }
 
+    /// Asserts that plain-HTTP `GET host path` gets the permanent HTTPS redirect (308)
+    /// to the same URL.
+    pub async fn assert_https_redirect(&self, host: &str, path: &str) {
+        let reply = self.get(host, path).await.expect("request");
+        assert_eq!(reply.status, 308, "{host}{path}: {reply:?}");
+        assert_eq!(
+            reply.header("location"),
+            Some(format!("https://{host}{path}").as_str()),
+            "{host}{path}"
+        );
+    }
+
     /// Whether the haproxy process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
