@@ -23,7 +23,7 @@ use tugboat_model::features::{
 
 use crate::rules::{FEATURE_SEPARATOR, FeatureRules, Phase, Writer, group, group_of, sets_acl};
 use crate::settings::RenderSettings;
-use crate::{body_limit, error_backend, external_auth, gateway_features};
+use crate::{body_limit, client_certs, error_backend, external_auth, gateway_features};
 
 /// The writers of the features' rules, in the order of their phases; writers of one
 /// phase write in the order listed here.
@@ -56,6 +56,7 @@ pub const WRITERS: &[Writer] = &[
     (Phase::Limits, rate_limits),
     (Phase::Limits, client_limits),
     (Phase::Cors, cors_preflight),
+    (Phase::Auth, client_certs::request_rules),
     (Phase::Auth, basic_auth),
     (Phase::Auth, |d, _, out| {
         external_auth::rules(&d.feature_sets, out)

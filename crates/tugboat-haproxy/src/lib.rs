@@ -7,6 +7,7 @@
 //! - [`external_auth`] is the Lua action and the rules of `auth-url`;
 //! - [`error_backend`] is the fallback and the Lua action of `default-backend` and
 //!   `custom-http-errors`;
+//! - [`client_certs`] is the crt-list options and the rules of `auth-tls-secret`;
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
 //! - [`layout`] keeps every endpoint in a stable server slot;
 //! - [`map_text`] edits route map files in place, a line at a time;
@@ -18,6 +19,7 @@ pub mod apply;
 pub mod blocking;
 pub mod body_limit;
 pub mod cli;
+pub mod client_certs;
 pub mod error_backend;
 pub mod external_auth;
 pub mod features;

@@ -198,10 +198,20 @@ fn runtime_plan(
     // goes away needs no reload: with the structure unchanged, nothing left in the
     // config names it (haproxy read it when it loaded, and keeps what it read).
     let maps = settings.maps();
+    // The runtime changes of the crt-list name its lines by certificate: with the lines
+    // of hosts that ask for client certificates (options, a certificate on several
+    // lines), a change of it reloads.
+    let list = settings.crt_list();
+    let with_options = |files: &RenderedFiles| {
+        files
+            .get(&list)
+            .is_some_and(|text| text.lines().any(|line| line.contains(" [")))
+    };
+    let crt_list_at_runtime = !with_options(&applied.files) && !with_options(&files);
     let runtime_file = |path: &PathBuf| {
         settings.is_config(path)
             || maps.contains(path)
-            || *path == settings.crt_list()
+            || (*path == list && crt_list_at_runtime)
             || settings.is_certificate(path)
     };
     let changed = changed_files(&applied.files, &files);
@@ -249,7 +259,6 @@ fn runtime_plan(
             files,
         }));
     }
-    let list = settings.crt_list();
     runtime.extend(certificate_changes(
         &list,
         &old_certs,

@@ -203,22 +203,16 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
         });
     }
     sink.file(settings.crt_list(), || {
-        let mut crt_list = String::new();
-        for certificate in desired.certificates.values() {
-            let _ = writeln!(
-                crt_list,
-                "{}{}{}",
-                settings.certificate(&certificate.name).display(),
-                if certificate.hosts.is_empty() {
-                    ""
-                } else {
-                    " "
-                },
-                certificate.hosts.join(" ")
-            );
-        }
-        rendered(crt_list)
+        rendered(crt_list(desired, settings))
     });
+    for (name, pem) in &desired.client_ca_files {
+        sink.file(settings.client_ca_file(name), || FileText::from(pem));
+    }
+    if crate::client_certs::needed(desired) {
+        sink.file(settings.verify_errors_map(), || {
+            crate::client_certs::VERIFY_ERRORS.into()
+        });
+    }
     for (code, page) in &desired.error_pages {
         sink.file(settings.error_page(*code), || page.as_str().into());
     }
@@ -246,6 +240,46 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
             crate::error_backend::SCRIPT.into()
         });
     }
+}
+
+/// The crt-list: a line per certificate with its hosts, but for the hosts that ask for
+/// client certificates, which get a line each with their options (with the default
+/// certificate when no other claims them). A certificate whose hosts all have lines of
+/// their own gets none: without hosts, it would be served for the names it carries,
+/// without the options.
+fn crt_list(desired: &Desired, settings: &RenderSettings) -> String {
+    let mut out = String::new();
+    let mut verified_elsewhere = desired.client_ca_hosts.clone();
+    for certificate in desired.certificates.values() {
+        let path = settings.certificate(&certificate.name);
+        let (verified, plain): (Vec<&String>, Vec<&String>) = certificate
+            .hosts
+            .iter()
+            .partition(|host| desired.client_ca_hosts.contains_key(*host));
+        if certificate.hosts.is_empty() || !plain.is_empty() {
+            let mut line = path.display().to_string();
+            for host in plain {
+                line.push(' ');
+                line.push_str(host);
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        for host in verified {
+            if let Some(ca) = verified_elsewhere.remove(host) {
+                let options = crate::client_certs::crt_list_options(&ca, settings);
+                let _ = writeln!(out, "{} [{options}] {host}", path.display());
+            }
+        }
+    }
+    for (host, ca) in &verified_elsewhere {
+        let options = crate::client_certs::crt_list_options(ca, settings);
+        let _ = writeln!(
+            out,
+            "{} [{options}] {host}",
+            settings.default_certificate().display()
+        );
+    }
+    out
 }
 
 /// A text built by pushing, which holds up to twice its length: kept for as long as
@@ -411,7 +445,7 @@ defaults
         "
 frontend http
     bind {http}
-    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}
+    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}{client_verify}
     # Here rather than in the defaults: a request that passes through an internal
     # frontend on its way (body limits) gets the header once.
     option forwardfor
@@ -439,6 +473,7 @@ frontend http
         feature_request = features.text(Place::Rules),
         default_cert = default_cert.display(),
         crt_list = crt_list.display(),
+        client_verify = crate::client_certs::bind_options(desired),
     );
     let _ = write!(
         out,

@@ -106,6 +106,16 @@ impl RenderSettings {
         self.lib_dir.join(BACKEND_TLS_DIR).join(name)
     }
 
+    /// A client-certificate CA bundle or revocation list, by its name.
+    pub fn client_ca_file(&self, name: &str) -> PathBuf {
+        self.lib_dir.join(CLIENT_CA_DIR).join(name)
+    }
+
+    /// OpenSSL's verification error texts, for `ssl-client-verify`.
+    pub fn verify_errors_map(&self) -> PathBuf {
+        self.config_dir.join(MAPS_DIR).join(VERIFY_ERRORS_MAP)
+    }
+
     /// A pattern file of an access list, by its name.
     pub fn pattern_file(&self, name: &str) -> PathBuf {
         self.config_dir.join(PATTERNS_DIR).join(name)
@@ -167,6 +177,11 @@ pub const MAPS_DIR: &str = "maps";
 pub const EXACT_MAP: &str = "routes-exact.map";
 pub const PREFIX_MAP: &str = "routes-prefix.map";
 pub const TLS_HOSTS_MAP: &str = "tls-hosts.map";
+/// OpenSSL's verification error texts by code (never changed at runtime).
+pub const VERIFY_ERRORS_MAP: &str = "x509-verify-errors.map";
+/// CA bundles and revocation lists that verify clients' certificates (under the lib
+/// folder).
+pub const CLIENT_CA_DIR: &str = "client-ca";
 pub const CRT_LIST: &str = "crt-list.txt";
 pub const DEFAULT_CERTIFICATE: &str = "default.pem";
 pub const CERTS_DIR: &str = "certs";

@@ -131,6 +131,8 @@ pub(crate) fn build_with(
             userlists: built.features.userlists,
             global,
             backend_files: built.tls.backend_files,
+            client_ca_hosts: built.features.client_ca_hosts,
+            client_ca_files: built.features.client_ca_files,
             pattern_files: built.features.pattern_files,
             http_route_slots: gateway.http_route_slots,
         },
@@ -163,6 +165,8 @@ pub(crate) struct IngressAlone {
     pub userlists: BTreeMap<String, Vec<UserHash>>,
     pub backend_files: BTreeMap<String, Pem>,
     pub pattern_files: BTreeMap<String, String>,
+    pub client_ca_hosts: BTreeMap<String, crate::features::ClientCa>,
+    pub client_ca_files: BTreeMap<String, Pem>,
     /// Sorted, without duplicates.
     pub problems: Vec<ObjectProblem>,
     pub reads: Reads,
@@ -203,6 +207,8 @@ pub(crate) fn build_ingress_alone<'a>(
         userlists: built.features.userlists,
         backend_files: built.tls.backend_files,
         pattern_files: built.features.pattern_files,
+        client_ca_hosts: built.features.client_ca_hosts,
+        client_ca_files: built.features.client_ca_files,
         problems: built.problems,
         reads: built.reads,
         canary,
@@ -458,6 +464,30 @@ impl<'a> Builder<'a> {
                     features = Some(self.features.with(features.as_ref(), |features| {
                         features.error_backend = Some(error_backend.clone());
                     }));
+                }
+                let client_ca = features
+                    .as_ref()
+                    .and_then(|id| self.features.get(id))
+                    .and_then(|f| f.client_certificates.as_ref())
+                    .map(|c| c.ca.clone());
+                if let Some(ca) = client_ca {
+                    let hosts = std::iter::once(host.clone())
+                        .chain(host_aliases.iter().map(|alias| ingress_host_match(alias)));
+                    let mut refused = false;
+                    for served in hosts {
+                        refused |= !self.features.client_ca_host(
+                            &mut self.shared,
+                            &object,
+                            &field,
+                            &served,
+                            &ca,
+                        );
+                    }
+                    if refused {
+                        features = Some(self.features.with(features.as_ref(), |features| {
+                            features.deny_all = true;
+                        }));
+                    }
                 }
                 let slot = (host.clone(), path_match.clone());
                 let route = new_route(key, slot, backend.clone(), features.clone());

@@ -152,6 +152,13 @@ pub struct Desired {
     /// Files the backends' TLS needs (CA bundles, client certificates and their keys),
     /// by file name (`ca_<namespace>_<secret>.pem`, `client_<namespace>_<secret>.pem`).
     pub backend_files: BTreeMap<String, Pem>,
+    /// Hosts that ask for client certificates (`auth-tls-secret`), as their crt-list
+    /// entries name them (`app.example.com`, `*.example.com`), with the files that
+    /// verify them.
+    pub client_ca_hosts: BTreeMap<String, crate::features::ClientCa>,
+    /// The CA bundles and revocation lists of [`Desired::client_ca_hosts`], by file name
+    /// (`<namespace>_<secret>.ca.pem`, `<namespace>_<secret>.crl.pem`).
+    pub client_ca_files: BTreeMap<String, Pem>,
     /// Pattern files of long access lists, by file name (`<namespace>_<configmap>_<key>.lst`):
     /// one address or network per line.
     pub pattern_files: BTreeMap<String, String>,

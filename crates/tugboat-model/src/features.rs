@@ -130,6 +130,52 @@ pub struct BasicAuth {
     pub realm: String,
 }
 
+/// `auth-tls-verify-client`: what a route asks of the client's certificate, as nginx's
+/// `ssl_verify_client` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VerifyClient {
+    /// A certificate the CA verifies is required: none, or one that fails, gets 400.
+    On,
+    /// A certificate is asked for; one that fails verification gets 400, none passes.
+    Optional,
+    /// A certificate is asked for and passed on whether the CA verifies it or not.
+    OptionalNoCa,
+    /// No client certificate (the other `auth-tls-*` keys do nothing).
+    Off,
+}
+
+/// Client-certificate authentication of a route (`auth-tls-secret` and the keys that go
+/// with it). The CA is a property of the host (its crt-list entry, see
+/// [`Desired::client_ca_hosts`]); the routes check what the handshake found.
+///
+/// [`Desired::client_ca_hosts`]: crate::Desired::client_ca_hosts
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientCertificates {
+    /// The CA bundle the hosts of the routes verify with (a key of
+    /// [`Desired::client_ca_files`]), and its revocation list.
+    ///
+    /// [`Desired::client_ca_files`]: crate::Desired::client_ca_files
+    pub ca: ClientCa,
+    pub verify: VerifyClient,
+    /// Where a client whose certificate is missing or fails is redirected (302) rather
+    /// than answered 400 (a URL validated by `parse_url`).
+    pub error_page: Option<String>,
+    /// The client's certificate goes to the backend in `ssl-client-cert`.
+    pub pass_certificate: bool,
+    /// A regular expression the subject DN (RFC 2253) must match, else 403.
+    pub match_subject: Option<String>,
+}
+
+/// The files that verify client certificates on a host: a CA bundle and an optional
+/// revocation list (keys of [`Desired::client_ca_files`]).
+///
+/// [`Desired::client_ca_files`]: crate::Desired::client_ca_files
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientCa {
+    pub ca_file: String,
+    pub crl_file: Option<String>,
+}
+
 /// `auth-url`: before a request goes to the backend, haproxy asks this URL (with the
 /// request's headers, without its body). 2xx lets the request through with
 /// `response_headers` copied from the answer onto it; 401 and 403 answer the client with
@@ -261,6 +307,8 @@ pub struct RouteFeatures {
     pub src_ip_header: Option<String>,
     pub basic_auth: Option<BasicAuth>,
     pub external_auth: Option<ExternalAuth>,
+    /// `auth-tls-secret`: client certificates.
+    pub client_certificates: Option<ClientCertificates>,
     pub rate_limit: Option<RateLimit>,
     pub client_limits: Option<ClientLimits>,
     /// `backend-path: original`: the backend receives the path as the client sent it

@@ -227,7 +227,11 @@ impl RouteChanges<'_> {
         if before.default_backend != after.default_backend {
             return Err(NeedsBuild("default backend"));
         }
-        if before.certificates != after.certificates || before.tls_hosts != after.tls_hosts {
+        if before.certificates != after.certificates
+            || before.tls_hosts != after.tls_hosts
+            || before.client_ca_hosts != after.client_ca_hosts
+            || before.client_ca_files != after.client_ca_files
+        {
             return Err(NeedsBuild("TLS"));
         }
         if before.feature_sets != after.feature_sets

@@ -193,6 +193,51 @@ pub fn check_ca_bundle(text: &str) -> Result<Pem, String> {
     Ok(Pem(pem.into()))
 }
 
+/// The files of a client-certificate CA Secret (`auth-tls-secret`): the CA bundle of
+/// `ca.crt` and the revocation lists of `ca.crl` when it has one, each written again
+/// from what parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCaFiles {
+    pub ca: Pem,
+    pub crl: Option<Pem>,
+}
+
+/// Checks a client-certificate CA Secret: `ca.crt` as [`check_ca_bundle`] does, and
+/// `ca.crl`, when present, as [`check_crl`] does. The error names the field.
+pub fn check_client_ca_secret(secret: &Secret) -> Result<ClientCaFiles, String> {
+    let ca = check_ca_secret(secret)?;
+    let crl = match secret.data.as_ref().and_then(|d| d.get("ca.crl")) {
+        None => None,
+        Some(bytes) => {
+            let text = std::str::from_utf8(&bytes.0).map_err(|_| "'ca.crl' is not PEM text")?;
+            Some(check_crl(text)?)
+        }
+    };
+    Ok(ClientCaFiles { ca, crl })
+}
+
+/// Checks PEM text holding certificate revocation lists (`X509 CRL`), and nothing else.
+pub fn check_crl(text: &str) -> Result<Pem, String> {
+    let blocks = pem_blocks(text);
+    if blocks.is_empty() {
+        return Err("'ca.crl' holds no PEM revocation list".into());
+    }
+    let mut pem = String::with_capacity(text.len());
+    for (label, der_bytes) in &blocks {
+        if label != "X509 CRL" {
+            return Err(format!(
+                "'ca.crl' must hold revocation lists (X509 CRL) only, not '{label}'"
+            ));
+        }
+        x509_cert::crl::CertificateList::<x509_cert::certificate::Rfc5280>::from_der(der_bytes)
+            .map_err(|_| "'ca.crl' holds something that is not an X.509 revocation list")?;
+        let block = der::pem::encode_string("X509 CRL", der::pem::LineEnding::LF, der_bytes)
+            .map_err(|_| "'ca.crl' holds a revocation list that cannot be encoded")?;
+        pem.push_str(&block);
+    }
+    Ok(Pem(pem.into()))
+}
+
 enum KeyPublic {
     Rsa(Vec<u8>),
     Raw(Vec<u8>),

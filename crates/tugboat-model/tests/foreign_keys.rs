@@ -51,7 +51,7 @@ fn an_unsupported_peer_access_key_refuses_the_routes_of_its_ingress_only() {
                 "/office",
                 &[(
                     "nginx.ingress.kubernetes.io/auth-tls-secret",
-                    "default/client-ca",
+                    "other-namespace/client-ca",
                 )],
             ),
             ingress("site", "/", &[]),

@@ -8,7 +8,9 @@ use super::parse::*;
 use super::peers::{self, PeerKey};
 use super::prefixes::Ecosystem;
 use super::snippet::parse_snippet;
-use crate::features::{Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget};
+use crate::features::{
+    Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget, VerifyClient,
+};
 
 /// Where a key can be set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -656,6 +658,91 @@ pub const AUTH_REALM: Key<String> = key!(
         example: "Shop staff",
         help: "The realm shown by browsers.",
         peers: peers::AUTH_REALM,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_SECRET: Key<String> = key!(
+    parse_secret_name,
+    KeySpec {
+        name: "auth-tls-secret",
+        refers: Refers::Secret,
+        scopes: INGRESS,
+        values: "the name of a Secret in the Ingress' namespace",
+        default: KeyDefault::None("none: no client certificate is asked for"),
+        example: "shop-client-ca",
+        help: "Client-certificate authentication on the Ingress' hosts: the Secret's `ca.crt` (PEM certificates) verifies the clients' certificates, and its optional `ca.crl` (PEM revocation lists) revokes some. Per host on the one HTTPS port: a request for such a host on a TLS connection made for another name (SNI), or none, gets 421. A Secret that cannot be used makes the routes answer 403. See docs/client-certificates.md.",
+        peers: peers::AUTH_TLS_SECRET,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_VERIFY_CLIENT: Key<VerifyClient> = key!(
+    parse_verify_client,
+    KeySpec {
+        name: "auth-tls-verify-client",
+        scopes: INGRESS,
+        values: "`on`, `optional`, `optional_no_ca` or `off`",
+        default: KeyDefault::Value("on"),
+        example: "optional",
+        help: "With `auth-tls-secret`: `on` refuses (400) a request without a certificate or with one the CA does not verify; `optional` refuses one that fails and lets one without through; `optional_no_ca` lets every request through and tells the backend the outcome (`ssl-client-verify`); `off` asks for no certificate.",
+        peers: peers::AUTH_TLS_VERIFY_CLIENT,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_VERIFY_DEPTH: Key<u64> = key!(
+    |v| parse_number(v, 0, 100),
+    KeySpec {
+        name: "auth-tls-verify-depth",
+        scopes: INGRESS,
+        values: "a whole number from 0 to 100",
+        default: KeyDefault::Value("1"),
+        example: "2",
+        help: "With `auth-tls-secret`: read and checked only. haproxy has no per-host verification depth: chains of any length up to OpenSSL's limit (100) that end at a CA of `ca.crt` are verified.",
+        peers: peers::AUTH_TLS_VERIFY_DEPTH,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_ERROR_PAGE: Key<String> = key!(
+    parse_url,
+    KeySpec {
+        name: "auth-tls-error-page",
+        scopes: INGRESS,
+        values: "an `http://` or `https://` URL",
+        default: KeyDefault::None("none: such requests get 400"),
+        example: "https://example.com/client-certificate-help",
+        help: "With `auth-tls-secret`: a request refused for its certificate (missing with `on`, or failing verification) is redirected here (302) instead of answered 400.",
+        peers: peers::AUTH_TLS_ERROR_PAGE,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_PASS_CERTIFICATE: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "auth-tls-pass-certificate-to-upstream",
+        scopes: INGRESS,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "With `auth-tls-secret`: the client's certificate goes to the backend in `ssl-client-cert`, URL-encoded PEM as ingress-nginx sends it. `ssl-client-verify`, `ssl-client-subject-dn` and `ssl-client-issuer-dn` are always sent on these routes; a client's own `ssl-client-*` headers never reach any backend.",
+        peers: peers::AUTH_TLS_PASS_CERTIFICATE,
+        ..BASE
+    }
+);
+
+pub const AUTH_TLS_MATCH_CN: Key<String> = key!(
+    parse_subject_pattern,
+    KeySpec {
+        name: "auth-tls-match-cn",
+        scopes: INGRESS,
+        values: "a regular expression without spaces, quotes, `%` or `#`",
+        default: KeyDefault::None("none"),
+        example: "CN=(billing|shipping)\\.shop",
+        help: "With `auth-tls-secret`: the subject DN of the client's certificate, in RFC 2253 form (`CN=app,O=Shop`), must match this expression, else 403 (also without a certificate).",
+        peers: peers::AUTH_TLS_MATCH_CN,
         ..BASE
     }
 );
@@ -1398,6 +1485,12 @@ pub const KEYS: &[KeySpec] = &[
     AUTH_TYPE.spec,
     AUTH_SECRET.spec,
     AUTH_REALM.spec,
+    AUTH_TLS_SECRET.spec,
+    AUTH_TLS_VERIFY_CLIENT.spec,
+    AUTH_TLS_VERIFY_DEPTH.spec,
+    AUTH_TLS_ERROR_PAGE.spec,
+    AUTH_TLS_PASS_CERTIFICATE.spec,
+    AUTH_TLS_MATCH_CN.spec,
     AUTH_URL.spec,
     AUTH_METHOD.spec,
     AUTH_RESPONSE_HEADERS.spec,

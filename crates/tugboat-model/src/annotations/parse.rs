@@ -7,7 +7,9 @@ use std::net::IpAddr;
 
 use thiserror::Error;
 
-use crate::features::{Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget};
+use crate::features::{
+    Balance, CorsOrigins, PathRewrite, ProxyProtocol, RedirectTarget, VerifyClient,
+};
 use crate::validate::{self, printable};
 
 /// Why a value was refused: each case's text is what the key expects.
@@ -108,6 +110,12 @@ pub enum ValueError {
     SnippetLineCount,
     #[error("basic-auth")]
     NotAuthType,
+    #[error("on, optional, optional_no_ca or off")]
+    NotVerifyClient,
+    #[error(
+        "a regular expression on the subject DN (RFC 2253, e.g. CN=app), printable ASCII without spaces, quotes, % or #, at most 512; {0}"
+    )]
+    NotSubjectPattern(String),
     #[error("at most 64 printable ASCII characters without \", \\, $ or %")]
     NotRealm,
     #[error("roundrobin, leastconn, source, uri, random or hdr(Name)")]
@@ -692,6 +700,25 @@ pub fn parse_proxy_protocol(value: &str) -> Parsed<ProxyProtocol> {
         "v2" => Ok(ProxyProtocol::V2),
         _ => Err(ValueError::NotProxyProtocol),
     }
+}
+
+/// `auth-tls-verify-client`: nginx's `ssl_verify_client` values.
+pub fn parse_verify_client(value: &str) -> Parsed<VerifyClient> {
+    match value {
+        "on" => Ok(VerifyClient::On),
+        "optional" => Ok(VerifyClient::Optional),
+        "optional_no_ca" => Ok(VerifyClient::OptionalNoCa),
+        "off" => Ok(VerifyClient::Off),
+        _ => Err(ValueError::NotVerifyClient),
+    }
+}
+
+/// `auth-tls-match-cn`: a regular expression matched against the client certificate's
+/// subject DN, written between single quotes (see [`validate::regex`]).
+pub fn parse_subject_pattern(value: &str) -> Parsed<String> {
+    validate::regex(value)
+        .map(|()| value.to_string())
+        .map_err(|err| ValueError::NotSubjectPattern(err.0))
 }
 
 pub fn parse_secret_name(value: &str) -> Parsed<String> {

@@ -505,6 +505,93 @@ pub const AUTH_REALM: &[PeerKey] = &[
     same(HI, "auth-realm"),
 ];
 
+/// What every spelling of `auth-tls-secret` has in common.
+const AUTH_TLS_SECRET_DIFFERENCE: &str = "a Secret in the Ingress' namespace only (`NAMESPACE/NAME` of another namespace is refused: 403); `ca.crt` must hold PEM certificates only and `ca.crl` PEM revocation lists only (else 403); a request for the host on a connection whose SNI is another name or none gets 421; plain HTTP to the routes is refused as a request without a certificate; a change of `ca.crt` or `ca.crl` reloads haproxy";
+pub const AUTH_TLS_SECRET: &[PeerKey] = &[
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(AUTH_TLS_SECRET_DIFFERENCE),
+        ..same(NGINX, "auth-tls-secret")
+    },
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(AUTH_TLS_SECRET_DIFFERENCE),
+        ..same(HI, "auth-tls-secret")
+    },
+];
+
+/// HAProxy Ingress' `auth-tls-verify-optional`: `true` is `optional`.
+fn verify_optional(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "true" => Ok(Some("optional".into())),
+        "false" => Ok(Some("on".into())),
+        _ => refuse("true or false"),
+    }
+}
+
+/// HAProxy Ingress' `auth-tls-strict`: Tugboat refuses at the HTTP layer either way.
+fn strict_either_way(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "true" | "false" => Ok(None),
+        _ => refuse("true or false"),
+    }
+}
+
+pub const AUTH_TLS_VERIFY_CLIENT: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "auth-tls-verify-client",
+        "the handshake always completes; a refused certificate gets 400 (or the error page) at the HTTP layer as in ingress-nginx",
+    ),
+    PeerKey {
+        translate: Some(verify_optional),
+        difference: Some(
+            "a request without a certificate passes with `ssl-client-verify: NONE`; one that fails verification gets 400 (or the error page), as ingress-nginx's `optional`",
+        ),
+        ..same(HI, "auth-tls-verify-optional")
+    },
+    PeerKey {
+        translate: Some(strict_either_way),
+        difference: Some(
+            "read and ignored: the handshake always completes and a refused certificate gets 400 or the error page (HAProxy Ingress' 495/496 are not used)",
+        ),
+        ..same(HI, "auth-tls-strict")
+    },
+];
+pub const AUTH_TLS_VERIFY_DEPTH: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-tls-verify-depth",
+    "checked but not enforced: haproxy has no per-host verification depth, so a longer chain that ends at a CA of `ca.crt` is accepted",
+)];
+pub const AUTH_TLS_ERROR_PAGE: &[PeerKey] = &[
+    same(NGINX, "auth-tls-error-page"),
+    same(HI, "auth-tls-error-page"),
+];
+
+/// HAProxy Ingress' `auth-tls-cert-header`.
+fn cert_header(value: &str, _: &str) -> Parsed<Option<String>> {
+    match value {
+        "true" | "false" => Ok(Some(value.into())),
+        _ => refuse("true or false"),
+    }
+}
+
+pub const AUTH_TLS_PASS_CERTIFICATE: &[PeerKey] = &[
+    same(NGINX, "auth-tls-pass-certificate-to-upstream"),
+    PeerKey {
+        translate: Some(cert_header),
+        difference: Some(
+            "the certificate goes in ingress-nginx's `ssl-client-cert` (URL-encoded PEM), not HAProxy Ingress' `X-SSL-Client-Cert` (base64 DER); `ssl-client-subject-dn` and `ssl-client-issuer-dn` replace `X-SSL-Client-DN` and `X-SSL-Client-CN`",
+        ),
+        ..same(HI, "auth-tls-cert-header")
+    },
+];
+pub const AUTH_TLS_MATCH_CN: &[PeerKey] = &[differs(
+    NGINX,
+    "auth-tls-match-cn",
+    "haproxy's regular expressions (PCRE on the official image); an expression with spaces, quotes, `%` or `#` is refused (403): write a space as `\\s` or `.`",
+)];
+
 pub const AUTH_URL: &[PeerKey] = &[differs(
     NGINX,
     "auth-url",
@@ -811,11 +898,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     ),
     (
         NGINX,
-        "auth-tls-secret",
-        "client certificates are not supported yet: the routes answer 403",
-    ),
-    (
-        NGINX,
         "limit-rpm",
         "use `rate-limit-requests` with `rate-limit-period: 1m`",
     ),
@@ -838,6 +920,16 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     (HT, "route-acl", "the routes answer 403"),
     (HT, "rate-limit-size", "the routes answer 403"),
     (HT, "pod-maxconn", "no equivalent"),
+    (
+        HT,
+        "client-ca",
+        "a ConfigMap key for every host there: set `auth-tls-secret` on the Ingresses (on an Ingress the routes answer 403)",
+    ),
+    (
+        HT,
+        "client-crt-optional",
+        "goes with `client-ca`: set `auth-tls-verify-client: optional` on the Ingresses",
+    ),
     (
         HI,
         "auth-url",

@@ -10,7 +10,7 @@ use super::parse::{AccessList, AffinityCanaryBehavior, BackendPath, ConfigMapKey
 use crate::features::{
     BackendOptions, CanaryRules, ClientLimits, Cors, CorsOrigins, ExternalAuth, GlobalOptions,
     HealthCheck, Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen,
-    RouteFeatures, ServerTls, Snippet,
+    RouteFeatures, ServerTls, Snippet, VerifyClient,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate;
@@ -23,6 +23,19 @@ pub struct RouteLookups {
     /// Access lists kept in ConfigMaps.
     pub allow_ref: Option<ConfigMapKeyRef>,
     pub deny_ref: Option<ConfigMapKeyRef>,
+    /// Client certificates: what the keys say, the CA's Secret still to be looked up.
+    pub client_certificates: Option<ClientCertificateKeys>,
+}
+
+/// The `auth-tls-*` keys of routes that ask for client certificates.
+#[derive(Debug, Clone)]
+pub struct ClientCertificateKeys {
+    /// The name of the Secret with `ca.crt` (and `ca.crl`), in the routes' namespace.
+    pub secret: String,
+    pub verify: VerifyClient,
+    pub error_page: Option<String>,
+    pub pass_certificate: bool,
+    pub match_subject: Option<String>,
 }
 
 /// The hosts the routes of one feature set are served for, as far as the keys care.
@@ -152,7 +165,46 @@ pub fn route_features(
         lookups.auth_secret = Some(resolver.get(&AUTH_SECRET));
     }
     features.external_auth = external_auth(resolver, hosts);
+    lookups.client_certificates = client_certificate_keys(resolver);
     (features, lookups)
+}
+
+/// `auth-tls-secret` and the keys that go with it; those keys alone are refused.
+fn client_certificate_keys(resolver: &mut Resolver<'_>) -> Option<ClientCertificateKeys> {
+    let scopes = [Scope::Ingress];
+    let with_secret = [
+        &AUTH_TLS_VERIFY_CLIENT.spec,
+        &AUTH_TLS_VERIFY_DEPTH.spec,
+        &AUTH_TLS_ERROR_PAGE.spec,
+        &AUTH_TLS_PASS_CERTIFICATE.spec,
+        &AUTH_TLS_MATCH_CN.spec,
+    ];
+    let Some(secret) = resolver.get(&AUTH_TLS_SECRET) else {
+        if !resolver.refused_restriction {
+            for key in with_secret {
+                resolver.refuse(
+                    key,
+                    &scopes,
+                    ProblemReason::InvalidField,
+                    "it needs auth-tls-secret",
+                );
+            }
+        }
+        return None;
+    };
+    let verify = resolver.get_or_default(&AUTH_TLS_VERIFY_CLIENT);
+    // Read for its problems only: haproxy has no per-host verification depth.
+    let _ = resolver.get(&AUTH_TLS_VERIFY_DEPTH);
+    if verify == VerifyClient::Off {
+        return None;
+    }
+    Some(ClientCertificateKeys {
+        secret,
+        verify,
+        error_page: resolver.get(&AUTH_TLS_ERROR_PAGE),
+        pass_certificate: resolver.get_or_default(&AUTH_TLS_PASS_CERTIFICATE),
+        match_subject: resolver.get(&AUTH_TLS_MATCH_CN),
+    })
 }
 
 /// `auth-url` and the keys that go with it; those keys alone are refused. `$host` in

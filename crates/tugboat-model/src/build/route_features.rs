@@ -4,11 +4,12 @@
 use crate::annotations::{self, Layer, Scope, UnsupportedAccess, read_keys};
 use crate::desired::{BackendName, HostMatch, UserHash};
 use crate::features::{
-    BasicAuth, ErrorBackend, FeatureSetId, HttpsRedirect, Redirect, RedirectTarget, RedirectWhen,
-    RouteFeatures,
+    BasicAuth, ClientCa, ClientCertificates, ErrorBackend, FeatureSetId, HttpsRedirect, Redirect,
+    RedirectTarget, RedirectWhen, RouteFeatures,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
+use crate::tls::Pem;
 use crate::validate;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +31,11 @@ pub(super) struct Features {
     pattern_files: BTreeMap<String, String>,
     /// The code of `from-to-www-redirect`: the ConfigMap's `http-redirect-code`.
     www_redirect_code: u16,
+    /// Client-certificate CA bundles and revocation lists, by file name.
+    client_ca_files: BTreeMap<String, Pem>,
+    /// The hosts that ask for client certificates, with their CA and the Ingress that
+    /// set it first.
+    client_ca_hosts: BTreeMap<String, (ClientCa, ObjectRef)>,
 }
 
 /// What the features part of a build gives the desired state.
@@ -37,6 +43,8 @@ pub(super) struct FeaturesOutput {
     pub feature_sets: BTreeMap<FeatureSetId, RouteFeatures>,
     pub userlists: BTreeMap<String, Vec<UserHash>>,
     pub pattern_files: BTreeMap<String, String>,
+    pub client_ca_files: BTreeMap<String, Pem>,
+    pub client_ca_hosts: BTreeMap<String, ClientCa>,
 }
 
 impl Features {
@@ -51,6 +59,8 @@ impl Features {
             userlists: BTreeMap::new(),
             pattern_files: BTreeMap::new(),
             www_redirect_code: annotations::keys::HTTP_REDIRECT_CODE.or_default(code),
+            client_ca_files: BTreeMap::new(),
+            client_ca_hosts: BTreeMap::new(),
         }
     }
 
@@ -59,6 +69,12 @@ impl Features {
             feature_sets: self.sets,
             userlists: self.userlists,
             pattern_files: self.pattern_files,
+            client_ca_files: self.client_ca_files,
+            client_ca_hosts: self
+                .client_ca_hosts
+                .into_iter()
+                .map(|(host, (ca, _))| (host, ca))
+                .collect(),
         }
     }
 
@@ -252,10 +268,125 @@ impl Features {
             };
             features.basic_auth = Some(BasicAuth { userlist, realm });
         }
+        if let Some(keys) = lookups.client_certificates {
+            match self.client_ca(shared, ingress_layer, &service.namespace, &keys.secret) {
+                Some(ca) => {
+                    features.client_certificates = Some(ClientCertificates {
+                        ca,
+                        verify: keys.verify,
+                        error_page: keys.error_page,
+                        pass_certificate: keys.pass_certificate,
+                        match_subject: keys.match_subject,
+                    });
+                }
+                // Fail closed: client certificates that cannot be checked let nobody in.
+                None => features.deny_all = true,
+            }
+        }
         if features.is_empty() {
             return None;
         }
         Some(self.insert(features))
+    }
+
+    /// The CA files of the `auth-tls-secret` Secret `secret`; `None` (and a problem of
+    /// the Ingress naming the Secret and its field) when they cannot be used.
+    fn client_ca(
+        &mut self,
+        shared: &mut Shared,
+        ingress_layer: &Layer,
+        namespace: &str,
+        secret: &str,
+    ) -> Option<ClientCa> {
+        let ca_file = format!("{namespace}_{secret}.ca.pem");
+        let crl_file = format!("{namespace}_{secret}.crl.pem");
+        if self.client_ca_files.contains_key(&ca_file) {
+            let crl_file = self
+                .client_ca_files
+                .contains_key(&crl_file)
+                .then_some(crl_file);
+            return Some(ClientCa { ca_file, crl_file });
+        }
+        let key = ObjectKey::new(namespace, secret);
+        shared.reads.secret(&key, SecretUse::Other);
+        let checked = match shared.snapshot.secrets.get(&key) {
+            None => Err((ProblemReason::SecretNotFound, "not found".to_string())),
+            Some(found) => crate::tls::check_client_ca_secret(found)
+                .map_err(|message| (ProblemReason::InvalidCertificate, message)),
+        };
+        match checked {
+            Ok(files) => {
+                self.client_ca_files.insert(ca_file.clone(), files.ca);
+                let crl_file = files.crl.map(|crl| {
+                    self.client_ca_files.insert(crl_file.clone(), crl);
+                    crl_file
+                });
+                Some(ClientCa { ca_file, crl_file })
+            }
+            Err((reason, message)) => {
+                let field = ingress_layer
+                    .field_of(&annotations::keys::AUTH_TLS_SECRET.spec)
+                    .unwrap_or("metadata.annotations")
+                    .to_string();
+                shared.problems.push(ObjectProblem {
+                    object: ingress_layer.object.clone(),
+                    field,
+                    reason,
+                    message: format!(
+                        "auth-tls-secret Secret {key}: {message}; every request is refused \
+                         (403) until it can be used"
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    /// Asks for client certificates verified by `ca` on `host`, a rule host of `object`
+    /// (`field`). `false` (and a problem) when it cannot: a rule without a host, or a
+    /// host another Ingress verifies with another CA; its routes must then refuse.
+    pub(super) fn client_ca_host(
+        &mut self,
+        shared: &mut Shared,
+        object: &ObjectRef,
+        field: &str,
+        host: &HostMatch,
+        ca: &ClientCa,
+    ) -> bool {
+        let name = match host {
+            HostMatch::Exact(name) => name.clone(),
+            HostMatch::Wildcard(suffix) => format!("*{suffix}"),
+            HostMatch::Any | HostMatch::Subdomains(_) => {
+                shared.problem(
+                    object,
+                    field.to_string(),
+                    "client certificates (auth-tls-secret) are asked for per host: a rule \
+                     without a host refuses every request (403)"
+                        .into(),
+                );
+                return false;
+            }
+        };
+        match self.client_ca_hosts.get(&name) {
+            Some((other, owner)) if other != ca => {
+                shared.problems.push(ObjectProblem {
+                    object: object.clone(),
+                    field: field.to_string(),
+                    reason: ProblemReason::RouteConflict,
+                    message: format!(
+                        "host {name} already verifies client certificates with the CA of \
+                         {owner}: these routes refuse every request (403)"
+                    ),
+                });
+                false
+            }
+            Some(_) => true,
+            None => {
+                self.client_ca_hosts
+                    .insert(name, (ca.clone(), object.clone()));
+                true
+            }
+        }
     }
 
     /// The pattern file of an access list kept in a ConfigMap key; `None` (and a
