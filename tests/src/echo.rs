@@ -6,7 +6,8 @@
 //! makes it answer with that status, for a backend that fails. It reads the whole
 //! request body before answering and tells its length and digest
 //! (`x-echo-body-length`, `x-echo-body-digest`, see [`body_digest`]); the largest body
-//! it received whole is kept ([`EchoServer::largest_body`]).
+//! it received whole is kept ([`EchoServer::largest_body`]). Request headers `x-*` come
+//! back as `x-echo-req-*`, and ingress-nginx's `ssl-client-*` as `x-echo-ssl-client-*`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -103,6 +104,11 @@ impl EchoServer {
                         for (name, value) in request.headers() {
                             if let Some(rest) = name.as_str().strip_prefix("x-") {
                                 response = response.header(format!("x-echo-req-{rest}"), value);
+                            }
+                            // ingress-nginx's client-certificate headers, as
+                            // x-echo-ssl-client-*.
+                            if name.as_str().starts_with("ssl-client-") {
+                                response = response.header(format!("x-echo-{name}"), value);
                             }
                         }
                         let status = request

@@ -68,6 +68,58 @@ impl ServerCertVerifier for AcceptAny {
     }
 }
 
+/// A certificate (DER) and its PKCS#8 key (DER) a client presents.
+pub type ClientIdentity<'a> = (&'a [u8], &'a [u8]);
+
+/// `GET path` with `Host: host` and `headers` over TLS (HTTP/1.1) to `addr`, with SNI
+/// `sni` (`None`: no SNI), presenting `client` when asked for a certificate; within 5 s.
+pub async fn get_as_client(
+    addr: SocketAddr,
+    sni: Option<&str>,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    client: Option<ClientIdentity<'_>>,
+) -> std::io::Result<Reply> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAny));
+    let mut config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from(cert.to_vec())],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.to_vec().into()),
+            )
+            .map_err(std::io::Error::other)?,
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.enable_sni = sni.is_some();
+    let connector = TlsConnector::from(Arc::new(config));
+    let name = ServerName::try_from(sni.unwrap_or("localhost").to_string())
+        .map_err(std::io::Error::other)?;
+    let work = async {
+        let tcp = TcpStream::connect(addr).await?;
+        let mut tls = connector.connect(name, tcp).await?;
+        let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        for (header, value) in headers {
+            request.push_str(&format!("{header}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        tls.write_all(request.as_bytes()).await?;
+        let mut raw = Vec::new();
+        // haproxy may close without close_notify: what was read still counts.
+        let _ = tls.read_to_end(&mut raw).await;
+        crate::http::parse(&raw)
+    };
+    tokio::time::timeout(Duration::from_secs(5), work)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in 5 s"))?
+}
+
 /// Connects to `addr` with SNI `sni` offering `alpn`, and when HTTP/1.1 is agreed sends
 /// `GET path` with `Host: sni`.
 pub async fn exchange(
@@ -191,6 +243,49 @@ impl Authority {
             cert.der().to_vec(),
             key.serialize_der(),
         )
+    }
+
+    /// [`Authority::sign`] with the serial number `serial`.
+    pub fn sign_serial(&self, cn: &str, serial: u64) -> (String, String, Vec<u8>, Vec<u8>) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec![cn.to_string()]).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        params.serial_number = Some(rcgen::SerialNumber::from(serial));
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        (
+            cert.pem(),
+            key.serialize_pem(),
+            cert.der().to_vec(),
+            key.serialize_der(),
+        )
+    }
+
+    /// A revocation list (PEM) of this authority that revokes the serial numbers
+    /// `revoked`, valid from 2020 to 2099.
+    pub fn crl(&self, revoked: &[u64]) -> String {
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2020, 1, 1),
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked
+                .iter()
+                .map(|serial| rcgen::RevokedCertParams {
+                    serial_number: rcgen::SerialNumber::from(*serial),
+                    revocation_time: rcgen::date_time_ymd(2020, 1, 1),
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params
+            .signed_by(&self.issuer)
+            .expect("CRL")
+            .pem()
+            .expect("CRL PEM")
     }
 
     /// The authority's own certificate (DER).
