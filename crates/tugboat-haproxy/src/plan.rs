@@ -1059,6 +1059,40 @@ mod tests {
         );
     }
 
+    /// `state` with client certificates verified on `a.com` by a CA file holding `ca`.
+    fn with_client_ca(mut desired: Desired, ca: &str) -> Desired {
+        let files = tugboat_model::features::ClientCa {
+            ca_file: "ns_client-ca.ca.pem".into(),
+            crl_file: None,
+        };
+        desired.client_ca_hosts.insert("a.com".into(), files);
+        desired.client_ca_files.insert(
+            "ns_client-ca.ca.pem".into(),
+            tugboat_model::tls::Pem::from_checked(ca.into()),
+        );
+        desired
+    }
+
+    #[test]
+    fn a_changed_client_ca_or_a_crt_list_with_options_reloads() {
+        let base = || state(&[("web", &[1])], &[("a.com", "web")]);
+        let before = applied(with_client_ca(base(), "CA ONE\n"));
+        let replaced = plan(
+            Some(&before),
+            with_client_ca(base(), "CA TWO\n"),
+            &settings(),
+        );
+        assert_eq!(replaced.reload, Some(ReloadReason::Structure));
+        assert!(
+            replaced
+                .changed
+                .contains(&settings().client_ca_file("ns_client-ca.ca.pem"))
+        );
+        // The host leaves: its crt-list line with options goes by a reload too.
+        let left = plan(Some(&before), base(), &settings());
+        assert_eq!(left.reload, Some(ReloadReason::Structure));
+    }
+
     #[test]
     fn a_new_backend_reloads() {
         let before = applied(state(&[("web", &[1])], &[]));

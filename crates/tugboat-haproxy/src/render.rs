@@ -1255,6 +1255,109 @@ mod tests {
         );
     }
 
+    /// The desired state with client certificates (`verify`) on `shop.example.com`'s
+    /// `/api`, whose certificate it shares with `www.example.com`.
+    fn with_client_certificates(verify: tugboat_model::features::VerifyClient) -> Desired {
+        use tugboat_model::features::{ClientCa, ClientCertificates, RouteFeatures};
+        let ca = ClientCa {
+            ca_file: "shop_client-ca.ca.pem".into(),
+            crl_file: Some("shop_client-ca.crl.pem".into()),
+        };
+        let mut desired = with_features(RouteFeatures {
+            client_certificates: Some(ClientCertificates {
+                ca: ca.clone(),
+                verify,
+                error_page: None,
+                pass_certificate: true,
+                match_subject: Some("CN=app".into()),
+            }),
+            ..Default::default()
+        });
+        desired.certificates.insert(
+            "shop_site".into(),
+            tugboat_model::TlsCertificate {
+                name: "shop_site".into(),
+                pem: tugboat_model::tls::Pem::from_checked("SITE PEM\n".into()),
+                hosts: vec!["shop.example.com".into(), "www.example.com".into()],
+            },
+        );
+        desired
+            .client_ca_hosts
+            .insert("shop.example.com".into(), ca.clone());
+        desired.client_ca_hosts.insert("*.example.org".into(), ca);
+        for file in ["shop_client-ca.ca.pem", "shop_client-ca.crl.pem"] {
+            desired.client_ca_files.insert(
+                file.into(),
+                tugboat_model::tls::Pem::from_checked("CA PEM\n".into()),
+            );
+        }
+        desired
+    }
+
+    #[test]
+    fn a_host_with_client_certificates_has_a_crt_list_line_of_its_own() {
+        let verified = with_client_certificates(tugboat_model::features::VerifyClient::On);
+        let rendered = render_fresh(&verified);
+        let list = rendered.get(&settings().crt_list()).expect("crt-list");
+        let options = "[ca-file /var/lib/haproxy/client-ca/shop_client-ca.ca.pem verify optional \
+                       crl-file /var/lib/haproxy/client-ca/shop_client-ca.crl.pem]";
+        assert_eq!(
+            list,
+            format!(
+                "/var/lib/haproxy/certs/shop_site.pem www.example.com\n\
+                 /var/lib/haproxy/certs/shop_site.pem {options} shop.example.com\n\
+                 /var/lib/haproxy/default.pem {options} *.example.org\n"
+            )
+        );
+        assert_eq!(
+            rendered.get(&settings().client_ca_file("shop_client-ca.ca.pem")),
+            Some("CA PEM\n")
+        );
+        assert_eq!(
+            rendered.get(&settings().verify_errors_map()),
+            Some(crate::client_certs::VERIFY_ERRORS)
+        );
+        let config = frontend(&verified);
+        assert!(
+            config.contains("alpn h2,http/1.1 ca-ignore-err all crt-ignore-err all\n"),
+            "{config}"
+        );
+        // Without such hosts, none of it.
+        let plain = render_fresh(&desired());
+        assert_eq!(plain.get(&settings().verify_errors_map()), None);
+        assert!(!frontend(&desired()).contains("ignore-err"));
+    }
+
+    #[test]
+    fn client_certificate_rules_refuse_misdirected_missing_and_failed_then_tell_the_backend() {
+        let desired = with_client_certificates(tugboat_model::features::VerifyClient::On);
+        let config = frontend(&desired);
+        let position = |text: &str| {
+            config
+                .find(text)
+                .unwrap_or_else(|| panic!("{text} in {config}"))
+        };
+        let deleted = position("http-request del-header ssl-client-verify\n");
+        let misdirected = position("http-request return status 421 ");
+        let missing = position("\"No required SSL certificate was sent\\n\"");
+        let failed = position("\"The SSL certificate error\\n\"");
+        let subject = position("!{ ssl_c_s_dn(,0,rfc2253) -m reg 'CN=app' }");
+        let told =
+            position("http-request set-header ssl-client-verify %[var(txn.tugboat_cc_verify)]");
+        let certificate =
+            position("http-request set-header ssl-client-cert -----BEGIN%%20CERTIFICATE-----%%0A");
+        assert!(deleted < misdirected && misdirected < missing && missing < failed);
+        assert!(failed < subject && subject < told && told < certificate);
+        assert!(config.contains("!{ ssl_fc_sni,lower,strcmp(txn.host) eq 0 }"));
+        // `optional_no_ca` refuses nothing for the certificate itself.
+        let any = frontend(&with_client_certificates(
+            tugboat_model::features::VerifyClient::OptionalNoCa,
+        ));
+        assert!(!any.contains("No required SSL certificate"), "{any}");
+        assert!(!any.contains("The SSL certificate error"), "{any}");
+        assert!(any.contains("http-request return status 421 "), "{any}");
+    }
+
     #[test]
     fn the_path_is_normalized_before_the_route_lookup() {
         let config = frontend(&desired());

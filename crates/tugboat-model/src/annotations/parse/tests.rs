@@ -1099,3 +1099,55 @@ fn path_prefixes_refuse_more_than_32() {
         Err(ValueError::NotPathPrefixList(_))
     ));
 }
+
+#[test]
+fn verify_client_takes_nginx_values() {
+    assert_eq!(parse_verify_client("on"), Ok(VerifyClient::On));
+    assert_eq!(parse_verify_client("optional"), Ok(VerifyClient::Optional));
+    assert_eq!(
+        parse_verify_client("optional_no_ca"),
+        Ok(VerifyClient::OptionalNoCa)
+    );
+    assert_eq!(parse_verify_client("off"), Ok(VerifyClient::Off));
+}
+
+#[test]
+fn verify_client_refuses_other_values() {
+    for value in ["On", "true", "required", "optional-no-ca", ""] {
+        assert_eq!(
+            parse_verify_client(value),
+            Err(ValueError::NotVerifyClient),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn a_subject_pattern_is_a_regular_expression() {
+    assert_eq!(
+        parse_subject_pattern("CN=(alice|bob)$"),
+        Ok("CN=(alice|bob)$".into())
+    );
+}
+
+#[test]
+fn a_subject_pattern_that_does_not_parse_is_refused() {
+    let refused = parse_subject_pattern("CN=(alice");
+    assert!(
+        matches!(&refused, Err(ValueError::NotSubjectPattern(why)) if why.contains("not a valid regular expression")),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_subject_pattern_with_a_quote_or_space_is_refused() {
+    for value in ["CN=a b", "CN='a'", "CN=\"a\"", "CN=50%", "CN=a#b", ""] {
+        assert!(
+            matches!(
+                parse_subject_pattern(value),
+                Err(ValueError::NotSubjectPattern(_))
+            ),
+            "{value}"
+        );
+    }
+}
