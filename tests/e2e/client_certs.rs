@@ -276,10 +276,11 @@ async fn client_certificates_per_host(haproxy: HaproxyBinary, source: Source) {
     wait_for(&scene, REQUIRED, bob_id, 200).await;
     assert_eq!(get_host(&scene, REQUIRED, alice_id).await.status, 400);
     assert_eq!(get_host(&scene, OPTIONAL, bob_id).await.status, 200);
-    // A CA change is a change of haproxy's files the runtime API is not used for.
-    assert!(
-        scene.reloads().await > reloads,
-        "the new CA was loaded by a reload"
+    // The new CA went to haproxy through its runtime API (`set ssl ca-file`).
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "the CA was replaced without a reload"
     );
 
     // A revocation list revokes alice, not carol.
@@ -294,6 +295,21 @@ async fn client_certificates_per_host(haproxy: HaproxyBinary, source: Source) {
     assert_eq!(get_host(&scene, REQUIRED, bob_id).await.status, 400);
     let reply = get_host(&scene, ANY_CA, alice_id).await;
     assert_eq!(seen(&reply, "verify"), Some("FAILED:certificate revoked"));
+    // A new revocation list (a new crt-list option) reloaded; a changed one goes at
+    // runtime (`set ssl crl-file`): carol revoked too.
+    let reloads = scene.reloads().await;
+    let crl = ca.crl(&[1001, 1003]);
+    scene.apply(&mk_secret(
+        "client-ca",
+        "Opaque",
+        &[("ca.crt", ca.pem.as_bytes()), ("ca.crl", crl.as_bytes())],
+    ));
+    wait_for(&scene, REQUIRED, carol_id, 400).await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "the CRL was replaced without a reload"
+    );
 
     // A CA that is not one fails closed on its hosts only, with a problem naming the
     // Secret and its field.

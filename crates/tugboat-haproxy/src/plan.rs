@@ -208,11 +208,21 @@ fn runtime_plan(
             .is_some_and(|text| text.lines().any(|line| line.contains(" [")))
     };
     let crt_list_at_runtime = !with_options(&applied.files) && !with_options(&files);
+    // A client CA bundle or revocation list haproxy loaded takes new contents at
+    // runtime; a new one comes with a new crt-list line, which reloads.
+    let client_ca_at_runtime = |path: &PathBuf| {
+        settings.is_client_ca_file(path)
+            && applied.files.get(path).is_some()
+            && files
+                .get(path)
+                .is_some_and(|pem| pem.len() <= MAX_CERTIFICATE)
+    };
     let runtime_file = |path: &PathBuf| {
         settings.is_config(path)
             || maps.contains(path)
             || (*path == list && crt_list_at_runtime)
             || settings.is_certificate(path)
+            || client_ca_at_runtime(path)
     };
     let changed = changed_files(&applied.files, &files);
     let removed = removed_files(&applied.files, &files);
@@ -258,6 +268,15 @@ fn runtime_plan(
             layout,
             files,
         }));
+    }
+    for path in changed.iter().filter(|p| settings.is_client_ca_file(p)) {
+        if let Some(pem) = files.get(path) {
+            runtime.push(RuntimeChange::CaFileUpload {
+                path: path.clone(),
+                pem: CertText(pem.to_string()),
+                revocation_list: settings.is_revocation_list(path),
+            });
+        }
     }
     runtime.extend(certificate_changes(
         &list,
@@ -1074,7 +1093,7 @@ mod tests {
     }
 
     #[test]
-    fn a_changed_client_ca_or_a_crt_list_with_options_reloads() {
+    fn a_changed_client_ca_goes_at_runtime_and_a_crt_list_with_options_reloads() {
         let base = || state(&[("web", &[1])], &[("a.com", "web")]);
         let before = applied(with_client_ca(base(), "CA ONE\n"));
         let replaced = plan(
@@ -1082,13 +1101,18 @@ mod tests {
             with_client_ca(base(), "CA TWO\n"),
             &settings(),
         );
-        assert_eq!(replaced.reload, Some(ReloadReason::Structure));
-        assert!(
-            replaced
-                .changed
-                .contains(&settings().client_ca_file("ns_client-ca.ca.pem"))
+        assert_eq!(replaced.reload, None);
+        let path = settings().client_ca_file("ns_client-ca.ca.pem");
+        assert_eq!(replaced.changed, vec![path.clone()]);
+        assert_eq!(
+            replaced.runtime,
+            vec![RuntimeChange::CaFileUpload {
+                path,
+                pem: CertText("CA TWO\n".into()),
+                revocation_list: false,
+            }]
         );
-        // The host leaves: its crt-list line with options goes by a reload too.
+        // The host leaves: its crt-list line with options goes by a reload.
         let left = plan(Some(&before), base(), &settings());
         assert_eq!(left.reload, Some(ReloadReason::Structure));
     }

@@ -61,6 +61,13 @@ pub enum RuntimeChange {
     },
     /// A certificate leaves haproxy (after its crt-list entry).
     CertDel { path: PathBuf },
+    /// The new contents of a client-certificate CA bundle (`set ssl ca-file`) or
+    /// revocation list (`set ssl crl-file`) haproxy already loaded.
+    CaFileUpload {
+        path: PathBuf,
+        pem: CertText,
+        revocation_list: bool,
+    },
     /// A line joins the crt-list.
     CrtListAdd { list: PathBuf, line: String },
     /// The entry of a certificate leaves the crt-list.
@@ -237,6 +244,28 @@ impl RuntimeChange {
                 ));
                 steps
             }
+            RuntimeChange::CaFileUpload {
+                path,
+                pem,
+                revocation_list,
+            } => {
+                let kind = if *revocation_list {
+                    "crl-file"
+                } else {
+                    "ca-file"
+                };
+                let path = path.display();
+                vec![
+                    step(
+                        format!("@1 set ssl {kind} {path} <<\n{}\n\n", pem.0.trim_end()),
+                        Expect::Contains("transaction created"),
+                    ),
+                    step(
+                        format!("@1 commit ssl {kind} {path}"),
+                        Expect::Contains("Success!"),
+                    ),
+                ]
+            }
             RuntimeChange::CertDel { path } => vec![step(
                 format!("@1 del ssl cert {}", path.display()),
                 Expect::Contains("deleted!"),
@@ -287,6 +316,7 @@ impl RuntimeChange {
             RuntimeChange::MapDel { .. } => Phase::MapDel,
             RuntimeChange::CertUpload { .. }
             | RuntimeChange::CertDel { .. }
+            | RuntimeChange::CaFileUpload { .. }
             | RuntimeChange::CrtListAdd { .. }
             | RuntimeChange::CrtListDel { .. } => Phase::Certificates,
         }
@@ -451,6 +481,26 @@ pub fn certificate_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_ca_or_revocation_list_is_set_then_committed() {
+        let change = RuntimeChange::CaFileUpload {
+            path: "/var/lib/haproxy/client-ca/ns_ca.crl.pem".into(),
+            pem: CertText("-----BEGIN X509 CRL-----\nAAA\n-----END X509 CRL-----\n".into()),
+            revocation_list: true,
+        };
+        let steps = change.steps();
+        assert_eq!(
+            steps[0].command,
+            "@1 set ssl crl-file /var/lib/haproxy/client-ca/ns_ca.crl.pem <<\n-----BEGIN X509 CRL-----\nAAA\n-----END X509 CRL-----\n\n"
+        );
+        assert!(steps[0].expect.accepts("transaction created for CRL /x!"));
+        assert_eq!(
+            steps[1].command,
+            "@1 commit ssl crl-file /var/lib/haproxy/client-ca/ns_ca.crl.pem"
+        );
+        assert!(!format!("{change:?}").contains("AAA"));
+    }
 
     #[test]
     fn map_changes_add_set_and_delete() {

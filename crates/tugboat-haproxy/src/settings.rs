@@ -111,6 +111,18 @@ impl RenderSettings {
         self.lib_dir.join(CLIENT_CA_DIR).join(name)
     }
 
+    /// Whether the client-certificate file `path` is a revocation list.
+    pub fn is_revocation_list(&self, path: &Path) -> bool {
+        path.to_str()
+            .is_some_and(|p| p.ends_with(REVOCATION_LIST_SUFFIX))
+    }
+
+    /// Whether `path` is a client-certificate CA bundle or revocation list (its changes
+    /// go through the runtime API once haproxy has loaded it).
+    pub fn is_client_ca_file(&self, path: &Path) -> bool {
+        path.parent() == Some(&self.lib_dir.join(CLIENT_CA_DIR))
+    }
+
     /// OpenSSL's verification error texts, for `ssl-client-verify`.
     pub fn verify_errors_map(&self) -> PathBuf {
         self.config_dir.join(MAPS_DIR).join(VERIFY_ERRORS_MAP)
@@ -182,6 +194,8 @@ pub const VERIFY_ERRORS_MAP: &str = "x509-verify-errors.map";
 /// CA bundles and revocation lists that verify clients' certificates (under the lib
 /// folder).
 pub const CLIENT_CA_DIR: &str = "client-ca";
+/// How the name of a revocation list in [`CLIENT_CA_DIR`] ends (the model names them).
+pub const REVOCATION_LIST_SUFFIX: &str = ".crl.pem";
 pub const CRT_LIST: &str = "crt-list.txt";
 pub const DEFAULT_CERTIFICATE: &str = "default.pem";
 pub const CERTS_DIR: &str = "certs";

@@ -671,7 +671,7 @@ pub const AUTH_TLS_SECRET: Key<String> = key!(
         values: "the name of a Secret in the Ingress' namespace",
         default: KeyDefault::None("none: no client certificate is asked for"),
         example: "shop-client-ca",
-        help: "Client-certificate authentication on the Ingress' hosts: the Secret's `ca.crt` (PEM certificates) verifies the clients' certificates, and its optional `ca.crl` (PEM revocation lists) revokes some. Per host on the one HTTPS port: a request for such a host on a TLS connection made for another name (SNI), or none, gets 421. A Secret that cannot be used makes the routes answer 403. See docs/client-certificates.md.",
+        help: "Client-certificate authentication on the Ingress' hosts: the Secret's `ca.crt` (PEM certificates) verifies the clients' certificates, and its optional `ca.crl` (PEM revocation lists) revokes some. Per host on the one HTTPS port: a request for such a host on a TLS connection made for another name (SNI), or none, gets 421. A changed `ca.crt` or `ca.crl` goes to haproxy without a reload. A Secret that cannot be used makes the routes answer 403. See docs/client-certificates.md.",
         peers: peers::AUTH_TLS_SECRET,
         ..BASE
     }

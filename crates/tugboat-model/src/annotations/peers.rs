@@ -506,7 +506,7 @@ pub const AUTH_REALM: &[PeerKey] = &[
 ];
 
 /// What every spelling of `auth-tls-secret` has in common.
-const AUTH_TLS_SECRET_DIFFERENCE: &str = "a Secret in the Ingress' namespace only (`NAMESPACE/NAME` of another namespace is refused: 403); `ca.crt` must hold PEM certificates only and `ca.crl` PEM revocation lists only (else 403); a request for the host on a connection whose SNI is another name or none gets 421; plain HTTP to the routes is refused as a request without a certificate; a change of `ca.crt` or `ca.crl` reloads haproxy";
+const AUTH_TLS_SECRET_DIFFERENCE: &str = "a Secret in the Ingress' namespace only (`NAMESPACE/NAME` of another namespace is refused: 403); `ca.crt` must hold PEM certificates only and `ca.crl` PEM revocation lists only (else 403); a request for the host on a connection whose SNI is another name or none gets 421; plain HTTP to the routes is refused as a request without a certificate";
 pub const AUTH_TLS_SECRET: &[PeerKey] = &[
     PeerKey {
         translate: Some(secret_in_own_namespace),
