@@ -64,7 +64,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
         to_json(&ingress(
             "external",
             "/external",
-            &[("nginx.ingress.kubernetes.io/auth-tls-verify-client", "on")],
+            &[("haproxy.org/client-ca", "client-ca")],
         )),
         to_json(&ingress(
             "buffers",
@@ -102,11 +102,7 @@ async fn unsupported_access_keys_fail_closed(haproxy: HaproxyBinary, source: Sou
             "403",
         ),
         ("office", "haproxy-ingress.github.io/oauth", "403"),
-        (
-            "external",
-            "nginx.ingress.kubernetes.io/auth-tls-verify-client",
-            "403",
-        ),
+        ("external", "haproxy.org/client-ca", "403"),
         (
             "buffers",
             "nginx.ingress.kubernetes.io/proxy-buffering",
@@ -140,7 +136,7 @@ async fn unsupported_access_keys_served_when_the_operator_says_so(
     objects.push(to_json(&ingress(
         "external",
         "/external",
-        &[("nginx.ingress.kubernetes.io/auth-tls-verify-client", "on")],
+        &[("haproxy.org/client-ca", "client-ca")],
     )));
     let scene = Scene::start_with(&haproxy, source, &objects, |config| {
         config.model.unsupported_access = UnsupportedAccess::Ignore;
@@ -148,7 +144,7 @@ async fn unsupported_access_keys_served_when_the_operator_says_so(
     .await;
     scene.wait_for_status(HOST, "/external", 200).await;
     // Still a problem, saying the restriction is not applied.
-    let field = "metadata.annotations.nginx.ingress.kubernetes.io/auth-tls-verify-client";
+    let field = "metadata.annotations.haproxy.org/client-ca";
     let problems = scene.status().problems;
     let problem = problems
         .iter()

@@ -216,13 +216,40 @@ fn a_bad_value_fails_closed_naming_the_key() {
 }
 
 #[test]
-fn the_keys_without_a_secret_are_refused() {
-    let output = build([shop(&[("auth-tls-verify-client", "optional")])]);
-    let problem = common::only_problem(&output);
-    assert!(
-        problem.message.contains("it needs auth-tls-secret"),
-        "{problem}"
-    );
+fn a_verification_without_a_secret_fails_closed() {
+    for keys in [
+        [("auth-tls-verify-client", "optional")],
+        [("auth-tls-match-cn", "CN=app")],
+    ] {
+        let output = build([shop(&keys)]);
+        let problem = common::only_problem(&output);
+        assert!(
+            problem.message.contains("it needs auth-tls-secret"),
+            "{problem}"
+        );
+        assert!(problem.message.contains("403"), "{problem}");
+        assert!(
+            common::prefix_route_features(&output, "/")
+                .expect("features")
+                .deny_all
+        );
+    }
+}
+
+#[test]
+fn the_other_keys_without_a_secret_are_refused_and_the_routes_served() {
+    for keys in [
+        [("auth-tls-verify-client", "off")],
+        [("auth-tls-pass-certificate-to-upstream", "true")],
+    ] {
+        let output = build([shop(&keys)]);
+        let problem = common::only_problem(&output);
+        assert!(
+            problem.message.contains("it needs auth-tls-secret"),
+            "{problem}"
+        );
+        assert!(common::prefix_route_features(&output, "/").is_none());
+    }
 }
 
 #[test]

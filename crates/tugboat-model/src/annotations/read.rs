@@ -180,15 +180,22 @@ fn client_certificate_keys(resolver: &mut Resolver<'_>) -> Option<ClientCertific
         &AUTH_TLS_MATCH_CN.spec,
     ];
     let Some(secret) = resolver.get(&AUTH_TLS_SECRET) else {
-        if !resolver.refused_restriction {
-            for key in with_secret {
-                resolver.refuse(
-                    key,
-                    &scopes,
-                    ProblemReason::InvalidField,
-                    "it needs auth-tls-secret",
-                );
-            }
+        if resolver.refused_restriction {
+            return None;
+        }
+        // A verification asked for without a CA cannot be honoured: fail closed.
+        let verifies = resolver
+            .get(&AUTH_TLS_VERIFY_CLIENT)
+            .is_some_and(|verify| verify != VerifyClient::Off)
+            || resolver.get(&AUTH_TLS_MATCH_CN).is_some();
+        let why = if verifies {
+            resolver.refused_restriction = true;
+            "it needs auth-tls-secret; the routes refuse every request (403) until they have one"
+        } else {
+            "it needs auth-tls-secret"
+        };
+        for key in with_secret {
+            resolver.refuse(key, &scopes, ProblemReason::InvalidField, why);
         }
         return None;
     };
