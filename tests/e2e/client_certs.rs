@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_ca_secret, mk_ingress, mk_secret, mk_service_of, mk_tls_secret, to_json, with_annotations,
-    with_keys, with_tls,
+    mk_ca_secret, mk_ingress, mk_ingress_with_rules, mk_rule, mk_secret, mk_service_of,
+    mk_tls_secret, prefix, to_json, with_annotations, with_keys, with_tls,
 };
 use tugboat_testkit::tls::{Authority, ClientIdentity, certificate, get_as_client};
 use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
@@ -25,6 +25,8 @@ const REQUIRED: &str = "required.example.com";
 const OPTIONAL: &str = "optional.example.com";
 /// `optional_no_ca` with `auth-tls-match-cn`.
 const ANY_CA: &str = "any-ca.example.com";
+/// Joins `OPTIONAL`'s Ingress and settings while the controller runs.
+const JOINED: &str = "joined.example.com";
 /// `on` with `auth-tls-error-page`.
 const PAGED: &str = "paged.example.com";
 /// `auth-tls-secret` naming a Secret of another namespace.
@@ -247,6 +249,42 @@ async fn client_certificates_per_host(haproxy: HaproxyBinary, source: Source) {
     // Without `pass-certificate-to-upstream`, the certificate stays home.
     assert_eq!(seen(&reply, "cert"), None);
     assert_eq!(get_host(&scene, OPTIONAL, bob_id).await.status, 400);
+
+    // A host that joins existing settings (a second rule of the same Ingress) is a
+    // crt-list line added at runtime (`add ssl crt-list` with the options): no reload.
+    let reloads = scene.reloads().await;
+    let optional = mk_ingress_with_rules(
+        "optional",
+        vec![
+            mk_rule(Some(OPTIONAL), &[prefix("/", "web")]),
+            mk_rule(Some(JOINED), &[prefix("/", "web")]),
+        ],
+    );
+    scene.apply(&with_keys(
+        with_tls(optional, &[(&[OPTIONAL, JOINED][..], "site-tls")]),
+        &[
+            ("auth-tls-secret", "client-ca"),
+            ("auth-tls-verify-client", "optional"),
+        ],
+    ));
+    wait_for(&scene, JOINED, bob_id, 400).await;
+    let reply = get_host(&scene, JOINED, alice_id).await;
+    assert_eq!(seen(&reply, "verify"), Some("SUCCESS"));
+    assert_eq!(
+        seen(&get_host(&scene, JOINED, None).await, "verify"),
+        Some("NONE")
+    );
+    assert_eq!(
+        get(&scene, Some(OPTIONAL), JOINED, alice_id, &[])
+            .await
+            .status,
+        421
+    );
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "the host joined without a reload"
+    );
 
     // `optional_no_ca`: any certificate passes with the outcome; the subject must match.
     let reply = get_host(&scene, ANY_CA, bob_id).await;

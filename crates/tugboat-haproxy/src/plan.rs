@@ -198,21 +198,32 @@ fn runtime_plan(
     // goes away needs no reload: with the structure unchanged, nothing left in the
     // config names it (haproxy read it when it loaded, and keeps what it read).
     let maps = settings.maps();
-    // The runtime changes of the crt-list name its lines by certificate: with the lines
+    // The runtime changes of the crt-list name its lines by certificate. With the lines
     // of hosts that ask for client certificates (options, a certificate on several
-    // lines), a change of it reloads.
+    // lines), only lines added go at runtime (`add ssl crt-list`); any other change of
+    // it reloads.
     let list = settings.crt_list();
     let with_options = |files: &RenderedFiles| {
         files
             .get(&list)
             .is_some_and(|text| text.lines().any(|line| line.contains(" [")))
     };
-    let crt_list_at_runtime = !with_options(&applied.files) && !with_options(&files);
-    // A client CA bundle or revocation list haproxy loaded takes new contents at
-    // runtime; a new one comes with a new crt-list line, which reloads.
+    let (old_list, new_list) = (
+        applied.files.get(&list).unwrap_or(""),
+        files.get(&list).unwrap_or(""),
+    );
+    let options_in_list = with_options(&applied.files) || with_options(&files);
+    let added_lines = if options_in_list {
+        lines_added_only(old_list, new_list)
+    } else {
+        None
+    };
+    let crt_list_at_runtime = !options_in_list || added_lines.is_some();
+    // A client CA bundle or revocation list takes new contents at runtime; a new one
+    // too when it comes with crt-list lines that go at runtime.
     let client_ca_at_runtime = |path: &PathBuf| {
         settings.is_client_ca_file(path)
-            && applied.files.get(path).is_some()
+            && (applied.files.get(path).is_some() || added_lines.is_some())
             && files
                 .get(path)
                 .is_some_and(|pem| pem.len() <= MAX_CERTIFICATE)
@@ -275,16 +286,25 @@ fn runtime_plan(
                 path: path.clone(),
                 pem: CertText(pem.to_string()),
                 revocation_list: settings.is_revocation_list(path),
+                new: applied.files.get(path).is_none(),
             });
         }
     }
-    runtime.extend(certificate_changes(
-        &list,
-        &old_certs,
-        &new_certs,
-        applied.files.get(&list).unwrap_or(""),
-        files.get(&list).unwrap_or(""),
-    ));
+    match added_lines {
+        // Certificates first (the lines name them), then the lines.
+        Some(lines) => {
+            runtime.extend(certificate_changes(
+                &list, &old_certs, &new_certs, old_list, old_list,
+            ));
+            runtime.extend(lines.into_iter().map(|line| RuntimeChange::CrtListAdd {
+                list: list.clone(),
+                line,
+            }));
+        }
+        None => runtime.extend(certificate_changes(
+            &list, &old_certs, &new_certs, old_list, new_list,
+        )),
+    }
     for map in maps {
         let old = applied.files.get(&map).unwrap_or("");
         let new = files.get(&map).unwrap_or("");
@@ -305,6 +325,23 @@ fn runtime_plan(
         patched: false,
         held: None,
     })
+}
+
+/// The lines of crt-list `new` that `old` lacks, when `new` only adds lines to `old`
+/// (each line of `old` is in `new` as many times); `None` otherwise.
+fn lines_added_only(old: &str, new: &str) -> Option<Vec<String>> {
+    let mut remaining: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in old.lines().filter(|l| !l.trim().is_empty()) {
+        *remaining.entry(line).or_default() += 1;
+    }
+    let mut added = Vec::new();
+    for line in new.lines().filter(|l| !l.trim().is_empty()) {
+        match remaining.get_mut(line) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => added.push(line.to_string()),
+        }
+    }
+    remaining.values().all(|count| *count == 0).then_some(added)
 }
 
 /// The runtime changes of one backend's slots.
@@ -1110,11 +1147,62 @@ mod tests {
                 path,
                 pem: CertText("CA TWO\n".into()),
                 revocation_list: false,
+                new: false,
             }]
         );
         // The host leaves: its crt-list line with options goes by a reload.
         let left = plan(Some(&before), base(), &settings());
         assert_eq!(left.reload, Some(ReloadReason::Structure));
+    }
+
+    #[test]
+    fn a_host_that_joins_client_certificates_goes_at_runtime() {
+        let hosts = [("a.com", "web"), ("b.com", "web")];
+        let before = applied(with_client_ca(state(&[("web", &[1])], &hosts), "CA\n"));
+        let mut after = with_client_ca(state(&[("web", &[1])], &hosts), "CA\n");
+        let verified = after.client_ca_hosts["a.com"].clone();
+        after.client_ca_hosts.insert("b.com".into(), verified);
+        let joined = plan(Some(&before), after.clone(), &settings());
+        assert_eq!(joined.reload, None, "{:?}", joined.changed);
+        let [RuntimeChange::CrtListAdd { line, .. }] = joined.runtime.as_slice() else {
+            panic!("one crt-list line: {:?}", joined.runtime);
+        };
+        assert!(line.ends_with(" b.com"), "{line}");
+        assert!(line.contains("[ca-file "), "{line}");
+        // With a CA of its own: the CA file is made first.
+        let own_ca = tugboat_model::features::ClientCa {
+            ca_file: "ns_other-ca.ca.pem".into(),
+            crl_file: None,
+        };
+        after.client_ca_hosts.insert("b.com".into(), own_ca);
+        after.client_ca_files.insert(
+            "ns_other-ca.ca.pem".into(),
+            tugboat_model::tls::Pem::from_checked("OTHER CA\n".into()),
+        );
+        let joined = plan(Some(&before), after, &settings());
+        assert_eq!(joined.reload, None, "{:?}", joined.changed);
+        assert!(
+            matches!(
+                joined.runtime.as_slice(),
+                [
+                    RuntimeChange::CaFileUpload { new: true, .. },
+                    RuntimeChange::CrtListAdd { .. }
+                ]
+            ),
+            "{:?}",
+            joined.runtime
+        );
+    }
+
+    #[test]
+    fn only_added_crt_list_lines_count_as_additions() {
+        assert_eq!(
+            lines_added_only("a\nb\n", "b\nc\na\n"),
+            Some(vec!["c".to_string()])
+        );
+        assert_eq!(lines_added_only("a\nb\n", "a\nc\n"), None);
+        assert_eq!(lines_added_only("a\na\n", "a\n"), None);
+        assert_eq!(lines_added_only("a\n", "a\n"), Some(vec![]));
     }
 
     #[test]

@@ -61,12 +61,13 @@ pub enum RuntimeChange {
     },
     /// A certificate leaves haproxy (after its crt-list entry).
     CertDel { path: PathBuf },
-    /// The new contents of a client-certificate CA bundle (`set ssl ca-file`) or
-    /// revocation list (`set ssl crl-file`) haproxy already loaded.
+    /// The contents of a client-certificate CA bundle (`set ssl ca-file`) or
+    /// revocation list (`set ssl crl-file`), created first when `new`.
     CaFileUpload {
         path: PathBuf,
         pem: CertText,
         revocation_list: bool,
+        new: bool,
     },
     /// A line joins the crt-list.
     CrtListAdd { list: PathBuf, line: String },
@@ -248,14 +249,22 @@ impl RuntimeChange {
                 path,
                 pem,
                 revocation_list,
+                new,
             } => {
-                let kind = if *revocation_list {
-                    "crl-file"
+                let (kind, created) = if *revocation_list {
+                    ("crl-file", "New CRL file created")
                 } else {
-                    "ca-file"
+                    ("ca-file", "New CA file created")
                 };
                 let path = path.display();
-                vec![
+                let mut steps = Vec::new();
+                if *new {
+                    steps.push(step(
+                        format!("@1 new ssl {kind} {path}"),
+                        Expect::Contains(created),
+                    ));
+                }
+                steps.extend([
                     step(
                         format!("@1 set ssl {kind} {path} <<\n{}\n\n", pem.0.trim_end()),
                         Expect::Contains("transaction created"),
@@ -264,7 +273,8 @@ impl RuntimeChange {
                         format!("@1 commit ssl {kind} {path}"),
                         Expect::Contains("Success!"),
                     ),
-                ]
+                ]);
+                steps
             }
             RuntimeChange::CertDel { path } => vec![step(
                 format!("@1 del ssl cert {}", path.display()),
@@ -488,6 +498,7 @@ mod tests {
             path: "/var/lib/haproxy/client-ca/ns_ca.crl.pem".into(),
             pem: CertText("-----BEGIN X509 CRL-----\nAAA\n-----END X509 CRL-----\n".into()),
             revocation_list: true,
+            new: false,
         };
         let steps = change.steps();
         assert_eq!(
