@@ -243,8 +243,8 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
 }
 
 /// The crt-list: a line per certificate with its hosts, but for the hosts that ask for
-/// client certificates, which get a line each with their options (with the default
-/// certificate when no other claims them). A certificate whose hosts all have lines of
+/// client certificates, which get a line each with their options (with the certificate
+/// of a wildcard that covers them, else the default certificate, when none names them). A certificate whose hosts all have lines of
 /// their own gets none: without hosts, it would be served for the names it carries,
 /// without the options.
 fn crt_list(desired: &Desired, settings: &RenderSettings) -> String {
@@ -271,13 +271,21 @@ fn crt_list(desired: &Desired, settings: &RenderSettings) -> String {
             }
         }
     }
+    // The others: the certificate of the wildcard that covers them, else the default.
     for (host, ca) in &verified_elsewhere {
         let options = crate::client_certs::crt_list_options(ca, settings);
-        let _ = writeln!(
-            out,
-            "{} [{options}] {host}",
-            settings.default_certificate().display()
-        );
+        let wildcard = host
+            .split_once('.')
+            .map(|(_, parent)| format!("*.{parent}"));
+        let certificate = desired
+            .certificates
+            .values()
+            .find(|c| wildcard.as_ref().is_some_and(|w| c.hosts.contains(w)))
+            .map_or_else(
+                || settings.default_certificate(),
+                |c| settings.certificate(&c.name),
+            );
+        let _ = writeln!(out, "{} [{options}] {host}", certificate.display());
     }
     out
 }
@@ -1281,6 +1289,17 @@ mod tests {
                 hosts: vec!["shop.example.com".into(), "www.example.com".into()],
             },
         );
+        desired.certificates.insert(
+            "shop_wildcard".into(),
+            tugboat_model::TlsCertificate {
+                name: "shop_wildcard".into(),
+                pem: tugboat_model::tls::Pem::from_checked("WILDCARD PEM\n".into()),
+                hosts: vec!["*.example.net".into()],
+            },
+        );
+        desired
+            .client_ca_hosts
+            .insert("api.example.net".into(), ca.clone());
         desired
             .client_ca_hosts
             .insert("shop.example.com".into(), ca.clone());
@@ -1306,7 +1325,9 @@ mod tests {
             format!(
                 "/var/lib/haproxy/certs/shop_site.pem www.example.com\n\
                  /var/lib/haproxy/certs/shop_site.pem {options} shop.example.com\n\
-                 /var/lib/haproxy/default.pem {options} *.example.org\n"
+                 /var/lib/haproxy/certs/shop_wildcard.pem *.example.net\n\
+                 /var/lib/haproxy/default.pem {options} *.example.org\n\
+                 /var/lib/haproxy/certs/shop_wildcard.pem {options} api.example.net\n"
             )
         );
         assert_eq!(
