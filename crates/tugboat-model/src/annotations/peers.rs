@@ -518,6 +518,12 @@ pub const AUTH_TLS_SECRET: &[PeerKey] = &[
         difference: Some(AUTH_TLS_SECRET_DIFFERENCE),
         ..same(HI, "auth-tls-secret")
     },
+    // HAProxy Ingress' backward-compatible prefix: `NAMESPACE/NAME` there too.
+    PeerKey {
+        translate: Some(secret_in_own_namespace),
+        difference: Some(AUTH_TLS_SECRET_DIFFERENCE),
+        ..same(LEGACY, "auth-tls-secret")
+    },
 ];
 
 /// HAProxy Ingress' `auth-tls-verify-optional`: `true` is `optional`.
