@@ -200,12 +200,24 @@ pub fn check_ca_bundle(text: &str) -> Result<Pem, String> {
 pub struct ClientCaFiles {
     pub ca: Pem,
     pub crl: Option<Pem>,
+    /// When the last certificate of `ca.crt` expires (seconds since the epoch): from
+    /// then on no client certificate verifies.
+    pub expires: i64,
 }
 
 /// Checks a client-certificate CA Secret: `ca.crt` as [`check_ca_bundle`] does, and
 /// `ca.crl`, when present, as [`check_crl`] does. The error names the field.
 pub fn check_client_ca_secret(secret: &Secret) -> Result<ClientCaFiles, String> {
     let ca = check_ca_secret(secret)?;
+    let expires = pem_blocks(ca.as_str())
+        .iter()
+        .filter_map(|(_, der_bytes)| x509_cert::Certificate::from_der(der_bytes).ok())
+        .map(|cert| {
+            let not_after = cert.tbs_certificate().validity().not_after;
+            not_after.to_unix_duration().as_secs() as i64
+        })
+        .max()
+        .unwrap_or(0);
     let crl = match secret.data.as_ref().and_then(|d| d.get("ca.crl")) {
         None => None,
         Some(bytes) => {
@@ -213,7 +225,7 @@ pub fn check_client_ca_secret(secret: &Secret) -> Result<ClientCaFiles, String> 
             Some(check_crl(text)?)
         }
     };
-    Ok(ClientCaFiles { ca, crl })
+    Ok(ClientCaFiles { ca, crl, expires })
 }
 
 /// Checks PEM text holding certificate revocation lists (`X509 CRL`), and nothing else.

@@ -176,6 +176,26 @@ fn a_ca_that_cannot_be_used_refuses_the_routes_and_names_the_secret_and_field() 
 }
 
 #[test]
+fn an_expired_ca_is_served_with_a_problem_saying_so() {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2020, 12, 31);
+    let expired = params.self_signed(&key).expect("CA").pem();
+    let output = build([
+        shop(&[("auth-tls-secret", "default/client-ca")]),
+        mk_ca_secret("client-ca", &expired).into(),
+    ]);
+    let problem = common::only_problem(&output);
+    assert_eq!(problem.field, SECRET_FIELD, "{problem}");
+    assert!(problem.message.contains("has expired"), "{problem}");
+    let features = common::prefix_route_features(&output, "/").expect("features");
+    assert!(!features.deny_all);
+    assert!(features.client_certificates.is_some());
+}
+
+#[test]
 fn a_secret_of_another_namespace_is_refused() {
     let (ca, _) = ca_and_crl();
     let output = build([

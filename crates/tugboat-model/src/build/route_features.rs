@@ -316,6 +316,21 @@ impl Features {
         };
         match checked {
             Ok(files) => {
+                let now = shared.settings.now;
+                if now >= files.expires {
+                    // Served all the same: haproxy refuses the clients, as nginx does.
+                    shared.problems.push(ObjectProblem {
+                        object: ingress_layer.object.clone(),
+                        field: secret_field(ingress_layer),
+                        reason: ProblemReason::InvalidCertificate,
+                        message: format!(
+                            "auth-tls-secret Secret {key}: every certificate in 'ca.crt' has \
+                             expired: no client certificate verifies until it is renewed"
+                        ),
+                    });
+                } else {
+                    shared.reads.validity_change(Some(files.expires));
+                }
                 self.client_ca_files.insert(ca_file.clone(), files.ca);
                 let crl_file = files.crl.map(|crl| {
                     self.client_ca_files.insert(crl_file.clone(), crl);
@@ -324,13 +339,9 @@ impl Features {
                 Some(ClientCa { ca_file, crl_file })
             }
             Err((reason, message)) => {
-                let field = ingress_layer
-                    .field_of(&annotations::keys::AUTH_TLS_SECRET.spec)
-                    .unwrap_or("metadata.annotations")
-                    .to_string();
                 shared.problems.push(ObjectProblem {
                     object: ingress_layer.object.clone(),
-                    field,
+                    field: secret_field(ingress_layer),
                     reason,
                     message: format!(
                         "auth-tls-secret Secret {key}: {message}; every request is refused \
@@ -505,6 +516,14 @@ impl Features {
             }
         }
     }
+}
+
+/// The field of an Ingress' `auth-tls-secret`, whichever spelling sets it.
+fn secret_field(ingress_layer: &Layer) -> String {
+    ingress_layer
+        .field_of(&annotations::keys::AUTH_TLS_SECRET.spec)
+        .unwrap_or("metadata.annotations")
+        .to_string()
 }
 
 /// ingress-nginx's `use-regex` and `rewrite-target` of an Ingress (or the ConfigMap):
