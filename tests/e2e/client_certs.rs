@@ -232,6 +232,8 @@ async fn client_certificates_per_host(haproxy: HaproxyBinary, source: Source) {
     for name in ["verify", "subject-dn", "issuer-dn", "cert"] {
         assert_eq!(seen(&reply, name), None, "{name}");
     }
+    // Plain HTTP to a `spec.tls` host goes to HTTPS first, as in ingress-nginx.
+    scene.assert_https_redirect(REQUIRED, "/").await;
     // A connection made for another name (or none) was not verified by this host's
     // CA: 421, even for a client the CA signed.
     for sni in [Some(PLAIN), Some(OPTIONAL), None] {
