@@ -296,3 +296,66 @@ fn a_passthrough_backend_name_reads_back_and_never_meets_a_service_backend() {
             .is_passthrough()
     );
 }
+
+/// The model kept between updates: a passthrough Ingress' change is built whole (who
+/// gets a host depends on the other Ingresses), and an endpoint change of its Service
+/// patches the passthrough backend like the HTTP one; each gives what a full build gives.
+#[test]
+fn updates_of_a_passthrough_ingress_give_what_a_full_build_gives() {
+    use std::sync::Arc;
+    use tugboat_model::{Model, ObjectKey, Rebuilt, Update};
+
+    let slice = |ip: &str| {
+        common::endpoint_slice(
+            "web",
+            "http",
+            8080,
+            vec![common::mk_endpoint(ip, Some(true))],
+        )
+    };
+    let cd =
+        |hosts: &[&str]| passthrough_ingress("cd", "2024-01-01T00:00:00Z", hosts, &[(KEY, "true")]);
+    let mut snapshot = common::snapshot_of([
+        Object::from(cd(&["cd.example.com"])),
+        common::web_service(&[]).into(),
+        slice("10.0.0.1").into(),
+    ]);
+    let settings = tugboat_model::Settings::new(1_700_000_000);
+    let mut model = Model::default();
+    let Update::Full(mut current, _) = model.update(&snapshot, &settings) else {
+        panic!("the first update is a full build");
+    };
+
+    snapshot.ingresses.insert(
+        ObjectKey::new("default", "cd"),
+        Arc::new(typed(&cd(&["cd.example.com", "argo.example.com"]))),
+    );
+    match model.update(&snapshot, &settings) {
+        Update::Full(output, Rebuilt::Ingresses(why)) => {
+            assert_eq!(why, "TLS passthrough");
+            current = output;
+        }
+        other => panic!("a passthrough Ingress is built whole: {other:?}"),
+    }
+    assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
+    assert_eq!(current.desired.passthrough.len(), 2);
+
+    snapshot.endpoint_slices.insert(
+        ObjectKey::new("default", "web-1"),
+        Arc::new(typed(&slice("10.0.0.2"))),
+    );
+    let Update::Patch(patch) = model.update(&snapshot, &settings) else {
+        panic!("an endpoint change is a patch");
+    };
+    assert!(
+        patch.endpoints.contains_key(&web_passthrough()),
+        "{patch:?}"
+    );
+    patch.apply_to_output(&mut current);
+    assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
+}
+
+/// A test object as the snapshot holds it (read from its JSON, as the sources do).
+fn typed<T: serde::de::DeserializeOwned>(object: &impl serde::Serialize) -> T {
+    serde_json::from_value(common::to_json(object)).expect("typed object")
+}

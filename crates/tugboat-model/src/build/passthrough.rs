@@ -123,10 +123,12 @@ impl Passthrough {
             return false;
         }
         if let Some(existing) = self.by_host.get(host) {
-            let message = format!(
-                "ssl-passthrough of host {host} is already given to the older {}",
-                existing.owner
-            );
+            let holder = if existing.owner == *owner {
+                "an earlier rule of this Ingress".to_string()
+            } else {
+                format!("the older {}", existing.owner)
+            };
+            let message = format!("ssl-passthrough of host {host} is already given to {holder}");
             shared.problems.push(ObjectProblem {
                 object: owner.clone(),
                 field: format!("{field}.host"),
