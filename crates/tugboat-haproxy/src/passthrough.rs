@@ -74,7 +74,7 @@ pub fn map(desired: &Desired) -> String {
         _ => None,
     });
     let lines: BTreeMap<&str, &str> = passed.clone().into_iter().chain(terminated).collect();
-    map_text::lines(MapOrder::Key, lines.into_iter())
+    map_text::lines(MapOrder::Key, lines)
 }
 
 /// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough).
