@@ -502,6 +502,14 @@ pub fn plan_patch(
     if !patch.routes.is_empty() && !has_maps {
         return Err(Box::new(Refused::of(applied, "no route maps to edit")));
     }
+    // The passthrough map terminates the exact hosts with routes of their own under a
+    // passthrough wildcard: rendered from every route, not edited a line at a time.
+    if !patch.routes.is_empty() && crate::passthrough::needed(&applied.desired) {
+        return Err(Box::new(Refused::of(
+            applied,
+            "routes beside TLS passthrough",
+        )));
+    }
     // Regex routes are rules of the config, not map lines: a change of them reloads.
     let regex_routes_change = patch.routes.values().any(|change| {
         change
@@ -935,9 +943,28 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
                 .map(|old| (*old).clone())
         })
         .collect();
+    // Passthrough routes alike: a host whose backend is new keeps its old route, if any.
+    let applied_passthrough: BTreeMap<_, _> = applied
+        .passthrough
+        .iter()
+        .map(|route| (&route.host, route))
+        .collect();
+    let passthrough = desired
+        .passthrough
+        .iter()
+        .filter_map(|route| {
+            if known.contains(&route.backend) {
+                return Some(route.clone());
+            }
+            applied_passthrough
+                .get(&route.host)
+                .map(|old| (*old).clone())
+        })
+        .collect();
     Desired {
         backends,
         routes,
+        passthrough,
         default_backend: applied.default_backend.clone(),
         default_backend_owner: applied.default_backend_owner.clone(),
         error_pages: applied.error_pages.clone(),

@@ -1,0 +1,329 @@
+//! TLS passthrough: the HTTPS port chooses by SNI between the backends that get TLS
+//! undecrypted and haproxy's own TLS termination.
+//!
+//! Only when the desired state has a passthrough route, the HTTPS port is bound by a
+//! mode tcp frontend (`tls_passthrough`) that waits for the ClientHello, looks its SNI up
+//! in `passthrough.map` (exact host, then the `*.` wildcard of the host without its first
+//! label) and sends the connection to the mode tcp backend the map names. Every other
+//! connection goes to the terminating `frontend http` over an internal hop: an abstract
+//! socket (a listener that haproxy hands to the next worker at a reload like any other,
+//! and that needs no file a non-root haproxy could not create), with PROXY v2 on the hop
+//! so that the terminating path sees the client's own address (X-Forwarded-For, allow
+//! lists, logs). Without a passthrough route the config is as it was: no hop.
+//!
+//! The map is a runtime map: a host added or removed for a passthrough backend haproxy
+//! has is a map update; a new passthrough backend, the first route and the removal of
+//! the last are changes of the config (a reload).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tugboat_model::{Desired, HostMatch};
+
+use crate::map_text::{self, MapOrder};
+use crate::settings::RenderSettings;
+
+/// The frontend that binds the HTTPS port when some TLS passes through.
+pub const FRONTEND: &str = "tls_passthrough";
+/// The backend of that frontend that hops to the terminating frontend. Not a
+/// `<namespace>_<service>_<port>` name: it never meets a Service's backend.
+pub const TERMINATE_BACKEND: &str = "tls_terminate";
+/// How long the frontend waits for a ClientHello before it hands the connection to the
+/// terminating frontend.
+const INSPECT_DELAY: &str = "5s";
+
+/// Whether the HTTPS port needs the TCP frontend.
+pub fn needed(desired: &Desired) -> bool {
+    !desired.passthrough.is_empty()
+}
+
+/// What the terminating frontend binds for HTTPS: the HTTPS port, or with passthrough the
+/// internal hop, whose connections carry the client's address in a PROXY v2 header.
+pub fn terminating_bind(desired: &Desired, settings: &RenderSettings) -> String {
+    if needed(desired) {
+        format!("{} accept-proxy", settings.tls_hop_address())
+    } else {
+        crate::render::address(settings.bind_address, settings.https_port)
+    }
+}
+
+/// The passthrough map: the host (`a.example.com`, or `.example.com` for
+/// `*.example.com`) and the backend its TLS goes to. An exact host that has routes of
+/// its own, is not passed through and falls under a passthrough wildcard is terminated,
+/// as HTTP routing prefers the exact host: its line names [`TERMINATE_BACKEND`], and the
+/// exact lookup finds it before the wildcard's.
+pub fn map(desired: &Desired) -> String {
+    let passed: BTreeMap<&str, &str> = desired
+        .passthrough
+        .iter()
+        .filter_map(|route| match &route.host {
+            HostMatch::Exact(host) | HostMatch::Wildcard(host) => {
+                Some((host.as_str(), route.backend.as_str()))
+            }
+            // The model gives passthrough routes a host SNI can name.
+            HostMatch::Any | HostMatch::Subdomains(_) => None,
+        })
+        .collect();
+    let terminated = desired.routes.iter().filter_map(|route| match &route.host {
+        HostMatch::Exact(host) if !passed.contains_key(host.as_str()) => {
+            let wildcard = &host[host.find('.')?..];
+            passed
+                .contains_key(wildcard)
+                .then_some((host.as_str(), TERMINATE_BACKEND))
+        }
+        _ => None,
+    });
+    let lines: BTreeMap<&str, &str> = passed.clone().into_iter().chain(terminated).collect();
+    map_text::lines(MapOrder::Key, lines)
+}
+
+/// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough).
+pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
+    if !needed(desired) {
+        return String::new();
+    }
+    let https = crate::render::address(settings.bind_address, settings.https_port);
+    let map = settings.passthrough_map();
+    let map = map.display();
+    let hop = settings.tls_hop_address();
+    // `accept` ends the content rules: the lookups are in the switching rules, which
+    // run once the ClientHello is in.
+    let exact = format!("req.ssl_sni,lower,map_str({map})");
+    let wildcard = format!("req.ssl_sni,lower,regsub(^[^.]*,),map_str({map})");
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "
+# TLS passthrough: the HTTPS port reads the ClientHello's SNI; the hosts of the
+# passthrough map get their TLS undecrypted, every other connection is terminated by
+# `frontend http` over the internal hop, with the client's address in PROXY v2.
+frontend {FRONTEND}
+    mode tcp
+    bind {https}
+    option tcplog
+    no option idle-close-on-response
+    tcp-request inspect-delay {INSPECT_DELAY}
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    use_backend %[{exact}] if {{ {exact} -m found }}
+    use_backend %[{wildcard}] if {{ {wildcard} -m found }}
+    default_backend {TERMINATE_BACKEND}
+
+backend {TERMINATE_BACKEND}
+    mode tcp
+    server hop {hop} send-proxy-v2
+"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tugboat_model::desired::ServicePortRef;
+    use tugboat_model::{
+        Backend, BackendName, BackendOptions, Endpoint, ObjectKey, ObjectRef, PassthroughRoute,
+    };
+
+    use super::*;
+    use crate::plan::{Applied, plan};
+    use crate::runtime::RuntimeChange;
+
+    fn settings() -> RenderSettings {
+        RenderSettings::example()
+    }
+
+    /// The passthrough backend of Service `argocd` port 443, with one endpoint.
+    fn argocd() -> (BackendName, Backend) {
+        let service = ObjectKey::new("cd", "argocd");
+        let port = ServicePortRef::Number(443);
+        let name = BackendName::for_service_port(&service, &port).expect("a name");
+        let backend = Backend {
+            service,
+            port,
+            endpoints: vec![Endpoint {
+                address: [10, 0, 0, 7].into(),
+                port: 8443,
+            }],
+            draining: Vec::new(),
+            external: None,
+            options: Arc::new(BackendOptions {
+                tls_passthrough: true,
+                ..BackendOptions::default()
+            }),
+        };
+        (name.passthrough(), backend)
+    }
+
+    /// A state whose `hosts` pass their TLS through to `argocd`.
+    fn state(hosts: &[HostMatch]) -> Desired {
+        let (name, backend) = argocd();
+        let owner = ObjectRef::of("Ingress", &ObjectKey::new("cd", "argocd"));
+        Desired {
+            passthrough: hosts
+                .iter()
+                .map(|host| PassthroughRoute {
+                    host: host.clone(),
+                    backend: name.clone(),
+                    owner: owner.clone(),
+                })
+                .collect(),
+            backends: [(name, backend)].into(),
+            ..Desired::default()
+        }
+    }
+
+    fn exact(host: &str) -> HostMatch {
+        HostMatch::Exact(host.into())
+    }
+
+    #[test]
+    fn without_passthrough_the_https_port_is_the_terminating_frontends() {
+        let files = crate::render(&Desired::default(), &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        assert!(
+            config.contains("\n    bind 0.0.0.0:8443 ssl crt "),
+            "{config}"
+        );
+        assert!(!config.contains(FRONTEND));
+        assert!(!config.contains(TERMINATE_BACKEND));
+        assert!(!config.contains("abns@tugboat-tls-hop"));
+        assert!(files.get(&settings().passthrough_map()).is_none());
+    }
+
+    #[test]
+    fn with_passthrough_a_tcp_frontend_binds_https_and_hops_with_proxy_v2() {
+        let desired = state(&[
+            exact("cd.example.com"),
+            HostMatch::Wildcard(".apps.example.com".into()),
+        ]);
+        let files = crate::render(&desired, &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        let hop = settings().tls_hop_address();
+        for line in [
+            format!("    bind {hop} accept-proxy ssl crt "),
+            format!("frontend {FRONTEND}\n    mode tcp\n    bind 0.0.0.0:8443\n"),
+            "    tcp-request inspect-delay 5s\n".to_string(),
+            "    tcp-request content accept if { req.ssl_hello_type 1 }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            format!("    default_backend {TERMINATE_BACKEND}\n"),
+            format!("backend {TERMINATE_BACKEND}\n    mode tcp\n    server hop {hop} send-proxy-v2\n"),
+        ] {
+            assert!(config.contains(&line), "no {line:?} in\n{config}");
+        }
+        // The HTTPS port is bound once: by the TCP frontend.
+        assert_eq!(config.matches(":8443").count(), 1, "{config}");
+        assert_eq!(
+            files.get(&settings().passthrough_map()),
+            Some(
+                ".apps.example.com passthrough:cd_argocd_443\ncd.example.com passthrough:cd_argocd_443\n"
+            )
+        );
+        let backends = files.get(&settings().backends_file(0)).expect("backends");
+        assert!(
+            backends.contains("backend passthrough:cd_argocd_443\n    mode tcp\n    balance roundrobin\n    server s1 10.0.0.7:8443\n"),
+            "{backends}"
+        );
+    }
+
+    /// HTTP routing prefers an exact host to a wildcard: an exact host with routes of its
+    /// own under a passthrough wildcard is terminated, one passed through itself is not.
+    #[test]
+    fn exact_hosts_with_routes_under_a_passthrough_wildcard_are_terminated() {
+        let mut desired = state(&[
+            HostMatch::Wildcard(".apps.example.com".into()),
+            exact("cd.apps.example.com"),
+        ]);
+        let (name, backend) = argocd();
+        let route = |host: &str| tugboat_model::Route {
+            host: exact(host),
+            path: tugboat_model::PathMatch::Prefix("/".into()),
+            backend: name.clone(),
+            ingress: ObjectKey::new("cd", "shop"),
+            features: None,
+            canary: None,
+        };
+        desired.routes = vec![
+            route("cd.apps.example.com"),
+            route("shop.apps.example.com"),
+            route("a.b.apps.example.com"),
+            route("other.example.com"),
+        ];
+        desired.backends.insert(name.clone(), backend);
+        assert_eq!(
+            map(&desired),
+            ".apps.example.com passthrough:cd_argocd_443\n\
+             cd.apps.example.com passthrough:cd_argocd_443\n\
+             shop.apps.example.com tls_terminate\n"
+        );
+    }
+
+    /// A route patch beside passthrough is planned whole: the passthrough map depends on
+    /// every route.
+    #[test]
+    fn a_route_patch_beside_passthrough_is_planned_whole() {
+        let applied = plan(None, state(&[exact("cd.example.com")]), &settings()).next;
+        let route = tugboat_model::Route {
+            host: exact("shop.example.com"),
+            path: tugboat_model::PathMatch::Prefix("/".into()),
+            backend: argocd().0,
+            ingress: ObjectKey::new("cd", "shop"),
+            features: None,
+            canary: None,
+        };
+        let patch = tugboat_model::Patch {
+            routes: [(
+                ObjectKey::new("cd", "shop"),
+                tugboat_model::IngressRoutes {
+                    before: Vec::new(),
+                    after: vec![route],
+                },
+            )]
+            .into(),
+            ..tugboat_model::Patch::default()
+        };
+        let refused = crate::plan_patch(applied, &patch, &settings()).expect_err("planned whole");
+        assert_eq!(refused.why, "routes beside TLS passthrough");
+    }
+
+    #[test]
+    fn a_host_added_or_removed_for_a_known_backend_is_a_map_update() {
+        let before = plan(None, state(&[exact("cd.example.com")]), &settings());
+        assert!(before.reload.is_some());
+        let applied: Applied = before.next;
+        let more = state(&[exact("cd.example.com"), exact("argo.example.com")]);
+        let added = plan(Some(&applied), more, &settings());
+        assert_eq!(added.reload, None);
+        assert_eq!(added.changed, vec![settings().passthrough_map()]);
+        assert!(
+            matches!(added.runtime.as_slice(), [RuntimeChange::MapAdd { .. }]),
+            "{:?}",
+            added.runtime
+        );
+        let removed = plan(
+            Some(&added.next),
+            state(&[exact("cd.example.com")]),
+            &settings(),
+        );
+        assert_eq!(removed.reload, None);
+        assert_eq!(removed.changed, vec![settings().passthrough_map()]);
+    }
+
+    #[test]
+    fn the_first_passthrough_host_and_the_removal_of_the_last_reload() {
+        let applied = plan(None, Desired::default(), &settings()).next;
+        let first = plan(
+            Some(&applied),
+            state(&[exact("cd.example.com")]),
+            &settings(),
+        );
+        assert!(first.reload.is_some());
+        let none = Desired {
+            backends: state(&[]).backends,
+            ..Desired::default()
+        };
+        let last = plan(Some(&first.next), none, &settings());
+        assert!(last.reload.is_some());
+    }
+}
