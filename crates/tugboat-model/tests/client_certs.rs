@@ -332,3 +332,40 @@ fn a_rule_without_a_host_refuses() {
     );
     assert!(output.desired.client_ca_hosts.is_empty());
 }
+
+/// TLS passed through undecrypted could not be asked for a client certificate: a host
+/// with client-certificate routes keeps its TLS terminated.
+#[test]
+fn client_certificates_on_a_host_refuse_its_passthrough() {
+    let (ca, _) = ca_and_crl();
+    let passthrough = ingress(
+        "cd",
+        "2024-01-01T00:00:00Z",
+        &[("nginx.ingress.kubernetes.io/ssl-passthrough", "true")],
+        vec![mk_rule(Some("cd.example.com"), &[prefix("/", "web")])],
+    );
+    let verified = ingress(
+        "verified",
+        "2024-02-01T00:00:00Z",
+        &[("tugboat.dev/auth-tls-secret", "client-ca")],
+        vec![mk_rule(Some("cd.example.com"), &[prefix("/admin", "web")])],
+    );
+    let output = build([
+        passthrough.into(),
+        verified.into(),
+        mk_ca_secret("client-ca", &ca).into(),
+    ]);
+    let problem = common::only_problem(&output);
+    assert_eq!(&*problem.object.name, "cd", "{problem}");
+    assert!(
+        problem.message.contains("Ingress default/verified"),
+        "{problem}"
+    );
+    assert!(output.desired.passthrough.is_empty());
+    assert!(
+        output
+            .desired
+            .client_ca_hosts
+            .contains_key("cd.example.com")
+    );
+}
