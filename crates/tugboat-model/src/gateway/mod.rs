@@ -64,6 +64,7 @@ pub fn unchanged_objects(old: &crate::Snapshot, new: &crate::Snapshot) -> bool {
     same(&old.gateway_classes, &new.gateway_classes)
         && same(&old.gateways, &new.gateways)
         && same(&old.http_routes, &new.http_routes)
+        && same(&old.tls_routes, &new.tls_routes)
         && same(&old.reference_grants, &new.reference_grants)
         && same(&old.namespaces, &new.namespaces)
 }
@@ -85,18 +86,28 @@ pub fn referenced(snapshot: &crate::Snapshot) -> (Vec<crate::ObjectKey>, Vec<cra
             }
         }
     }
-    let mut services = Vec::new();
-    for (key, route) in &snapshot.http_routes {
-        for rule in &route.spec.rules {
-            for backend in &rule.backend_refs {
-                if backend.kind.as_deref().unwrap_or("Service") == "Service"
-                    && backend.group.as_deref().unwrap_or("").is_empty()
-                {
-                    let namespace = backend.namespace.as_deref().unwrap_or(&key.namespace);
-                    services.push(crate::ObjectKey::new(namespace, &backend.name));
-                }
-            }
-        }
-    }
+    let http_targets = snapshot.http_routes.iter().flat_map(|(key, route)| {
+        route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|rule| &rule.backend_refs)
+            .map(move |backend| (key, backend.target()))
+    });
+    let tls_targets = snapshot.tls_routes.iter().flat_map(|(key, route)| {
+        route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|rule| &rule.backend_refs)
+            .map(move |backend| (key, backend.target()))
+    });
+    let services = http_targets
+        .chain(tls_targets)
+        .filter(|(_, target)| target.is_service())
+        .map(|(key, target)| {
+            crate::ObjectKey::new(target.namespace.unwrap_or(&key.namespace), target.name)
+        })
+        .collect();
     (secrets, services)
 }
