@@ -10,6 +10,7 @@
 //! - [`cli`] talks to haproxy's master CLI socket (commands, `show proc`, `reload`);
 //! - [`layout`] keeps every endpoint in a stable server slot;
 //! - [`map_text`] edits route map files in place, a line at a time;
+//! - [`passthrough`] is the TCP frontend of TLS passthrough, chosen by SNI;
 //! - [`runtime`] names the changes haproxy takes without a reload, as CLI commands;
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
@@ -25,6 +26,7 @@ pub mod files;
 pub mod gateway_features;
 pub mod layout;
 pub mod map_text;
+pub mod passthrough;
 pub mod plan;
 pub mod render;
 pub mod rules;

@@ -870,9 +870,28 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
                 .map(|old| (*old).clone())
         })
         .collect();
+    // Passthrough routes alike: a host whose backend is new keeps its old route, if any.
+    let applied_passthrough: BTreeMap<_, _> = applied
+        .passthrough
+        .iter()
+        .map(|route| (&route.host, route))
+        .collect();
+    let passthrough = desired
+        .passthrough
+        .iter()
+        .filter_map(|route| {
+            if known.contains(&route.backend) {
+                return Some(route.clone());
+            }
+            applied_passthrough
+                .get(&route.host)
+                .map(|old| (*old).clone())
+        })
+        .collect();
     Desired {
         backends,
         routes,
+        passthrough,
         default_backend: applied.default_backend.clone(),
         default_backend_owner: applied.default_backend_owner.clone(),
         error_pages: applied.error_pages.clone(),

@@ -192,6 +192,11 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
     sink.file(settings.tls_hosts_map(), || {
         rendered(tls_hosts_map(desired))
     });
+    if crate::passthrough::needed(desired) {
+        sink.file(settings.passthrough_map(), || {
+            rendered(crate::passthrough::map(desired))
+        });
+    }
     let default = desired
         .default_certificate
         .as_ref()
@@ -316,7 +321,7 @@ fn tls_hosts_map(desired: &Desired) -> String {
     out
 }
 
-fn address(address: IpAddr, port: u16) -> String {
+pub(crate) fn address(address: IpAddr, port: u16) -> String {
     match address {
         IpAddr::V4(a) => format!("{a}:{port}"),
         IpAddr::V6(a) => format!("[{a}]:{port}"),
@@ -329,7 +334,8 @@ fn config(desired: &Desired, settings: &RenderSettings) -> String {
     let tls_hosts = settings.tls_hosts_map();
     let (exact, prefix, tls_hosts) = (exact.display(), prefix.display(), tls_hosts.display());
     let http = address(settings.bind_address, settings.http_port);
-    let https = address(settings.bind_address, settings.https_port);
+    // With TLS passthrough the HTTPS port is the TCP frontend's, and this is the hop.
+    let https = crate::passthrough::terminating_bind(desired, settings);
     let default_cert = settings.default_certificate();
     let crt_list = settings.crt_list();
     let mut out = String::with_capacity(16384);
@@ -481,6 +487,7 @@ frontend stats
             address(settings.bind_address, settings.stats_port)
         );
     }
+    out.push_str(&crate::passthrough::sections(desired, settings));
     out.push_str(&features.text(Place::Sections));
     out
 }
@@ -574,6 +581,10 @@ fn write_backend(
     settings: &RenderSettings,
 ) {
     let options = &backend.options;
+    if options.tls_passthrough {
+        write_passthrough_backend(out, name, backend, slots);
+        return;
+    }
     let balance = options
         .balance
         .as_ref()
@@ -634,6 +645,28 @@ fn write_backend(
         out.push_str(&server_line(slot, server.as_ref(), cookie));
     }
     out.push_str(&snippet_lines(options.snippet.as_ref()));
+}
+
+/// A TLS passthrough backend: mode tcp, its servers get the client's TLS as it is; no
+/// HTTP option applies.
+fn write_passthrough_backend(
+    out: &mut String,
+    name: &BackendName,
+    backend: &Backend,
+    slots: &[Option<Server>],
+) {
+    let _ = write!(
+        out,
+        "\n# Service {} port {}, TLS passthrough\nbackend {name}\n    mode tcp\n    balance roundrobin\n",
+        backend.service, backend.port
+    );
+    if let Some((host, port)) = &backend.external {
+        let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
+        return;
+    }
+    for (slot, server) in slots.iter().enumerate() {
+        out.push_str(&server_line(slot, server.as_ref(), None));
+    }
 }
 
 /// The rules that normalize the request's path before anything looks at it, so that

@@ -76,9 +76,19 @@ impl RenderSettings {
         self.config_dir.join(MAPS_DIR).join(TLS_HOSTS_MAP)
     }
 
+    /// The TLS passthrough map: SNI host -> mode tcp backend.
+    pub fn passthrough_map(&self) -> PathBuf {
+        self.config_dir.join(MAPS_DIR).join(PASSTHROUGH_MAP)
+    }
+
     /// The maps, whose changes go through the runtime API.
-    pub fn maps(&self) -> [PathBuf; 3] {
-        [self.exact_map(), self.prefix_map(), self.tls_hosts_map()]
+    pub fn maps(&self) -> [PathBuf; 4] {
+        [
+            self.exact_map(),
+            self.prefix_map(),
+            self.tls_hosts_map(),
+            self.passthrough_map(),
+        ]
     }
 
     pub fn crt_list(&self) -> PathBuf {
@@ -138,6 +148,14 @@ impl RenderSettings {
         format!("abns@tugboat-body-limit-{hash:016x}")
     }
 
+    /// The abstract socket of the hop from TLS passthrough's TCP frontend to the
+    /// terminating frontend, named after the config folder like
+    /// [`Self::error_pages_address`].
+    pub fn tls_hop_address(&self) -> String {
+        let hash = tugboat_model::stable_hash(self.config_dir.as_os_str().as_encoded_bytes());
+        format!("abns@tugboat-tls-hop-{hash:016x}")
+    }
+
     /// The abstract socket of the internal frontend of `custom-http-errors`: named
     /// after the config folder, so that two haproxy processes on one host (tests) never
     /// share it, and the same across reloads.
@@ -167,6 +185,7 @@ pub const MAPS_DIR: &str = "maps";
 pub const EXACT_MAP: &str = "routes-exact.map";
 pub const PREFIX_MAP: &str = "routes-prefix.map";
 pub const TLS_HOSTS_MAP: &str = "tls-hosts.map";
+pub const PASSTHROUGH_MAP: &str = "passthrough.map";
 pub const CRT_LIST: &str = "crt-list.txt";
 pub const DEFAULT_CERTIFICATE: &str = "default.pem";
 pub const CERTS_DIR: &str = "certs";

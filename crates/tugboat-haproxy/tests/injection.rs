@@ -118,6 +118,11 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
             }
         }
     }
+    // Passthrough is refused beside a key that restricts access (the companions have
+    // several): it is tried alone.
+    if key.name == "ssl-passthrough" {
+        annotations.clear();
+    }
     if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
         annotations.insert("tugboat.dev/limit-rps".into(), "10".into());
     }

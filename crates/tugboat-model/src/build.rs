@@ -13,7 +13,8 @@ use crate::objects::Ingress;
 
 use crate::annotations::{self, Layer, Scope, read_keys};
 use crate::desired::{
-    Backend, BackendName, Desired, HostMatch, PathMatch, Route, TlsCertificate, UserHash,
+    Backend, BackendName, Desired, HostMatch, PassthroughRoute, PathMatch, Route, TlsCertificate,
+    UserHash,
 };
 use crate::features::{FeatureSetId, PathRewrite, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -25,6 +26,7 @@ mod canary;
 mod endpoints;
 mod error_pages;
 mod gateway_routes;
+mod passthrough;
 mod route_features;
 mod routes;
 mod shared;
@@ -35,6 +37,7 @@ pub(crate) use endpoints::slice_endpoints;
 use endpoints::{Endpoints, index_slices};
 use error_pages::error_pages;
 use gateway_routes::add_gateway_api;
+use passthrough::Passthrough;
 use route_features::{Features, FeaturesOutput, regex_keys, server_aliases, www_redirect_field};
 use routes::{Routes, ingress_host_match, new_route, parse_path, rule_host};
 use tls::{Tls, TlsOutput};
@@ -99,6 +102,7 @@ pub(crate) fn build_with(
         features,
         routes,
         canaries,
+        ..
     } = &mut builder;
     canaries.join(shared, endpoints, tls, features, routes);
     let gateway = add_gateway_api(shared, endpoints, tls, features, routes);
@@ -133,6 +137,7 @@ pub(crate) fn build_with(
             backend_files: built.tls.backend_files,
             pattern_files: built.features.pattern_files,
             http_route_slots: gateway.http_route_slots,
+            passthrough: built.passthrough,
         },
         problems: built.problems,
         gateway: gateway.status,
@@ -163,6 +168,8 @@ pub(crate) struct IngressAlone {
     pub userlists: BTreeMap<String, Vec<UserHash>>,
     pub backend_files: BTreeMap<String, Pem>,
     pub pattern_files: BTreeMap<String, String>,
+    /// Its TLS passthrough routes, sorted by host.
+    pub passthrough: Vec<PassthroughRoute>,
     /// Sorted, without duplicates.
     pub problems: Vec<ObjectProblem>,
     pub reads: Reads,
@@ -203,6 +210,7 @@ pub(crate) fn build_ingress_alone<'a>(
         userlists: built.features.userlists,
         backend_files: built.tls.backend_files,
         pattern_files: built.features.pattern_files,
+        passthrough: built.passthrough,
         problems: built.problems,
         reads: built.reads,
         canary,
@@ -248,6 +256,7 @@ struct Builder<'a> {
     features: Features,
     routes: Routes,
     canaries: Canaries,
+    passthrough: Passthrough,
 }
 
 /// What the parts of a build give the desired state, and what the build found.
@@ -257,6 +266,7 @@ struct Built {
     default_backend: Option<(BackendName, ObjectKey)>,
     tls: TlsOutput,
     features: FeaturesOutput,
+    passthrough: Vec<PassthroughRoute>,
     problems: Vec<ObjectProblem>,
     reads: Reads,
 }
@@ -283,6 +293,7 @@ impl<'a> Builder<'a> {
             features: Features::new(config_map_layer),
             routes: Routes::default(),
             canaries: Canaries::default(),
+            passthrough: Passthrough::default(),
         }
     }
 
@@ -292,8 +303,12 @@ impl<'a> Builder<'a> {
         problems.sort();
         problems.dedup();
         let (routes, default_backend) = self.routes.into_parts();
+        let (passthrough, passthrough_backends) = self.passthrough.into_parts();
+        let mut backends = self.endpoints.into_backends();
+        backends.extend(passthrough_backends);
         Built {
-            backends: self.endpoints.into_backends(),
+            backends,
+            passthrough,
             routes,
             default_backend,
             tls: self.tls.into_output(),
@@ -327,6 +342,7 @@ impl<'a> Builder<'a> {
             return;
         }
         let ingress_layer = &ingress_layer;
+        let passthrough = passthrough::wanted(shared, ingress_layer);
         let (regex_paths, rewrite_target) = regex_keys(shared, ingress_layer);
         let rule_hosts: BTreeSet<String> = spec
             .rules
@@ -398,6 +414,7 @@ impl<'a> Builder<'a> {
                     .iter()
                     .all(|alias| matches!(ingress_host_match(alias), HostMatch::Exact(_)));
             let mut rule_backend = None;
+            let mut root_backend = None;
             for (path_index, path) in http.paths.iter().enumerate() {
                 let field = format!("{field}.http.paths[{path_index}]");
                 let path_match =
@@ -421,6 +438,9 @@ impl<'a> Builder<'a> {
                 };
                 used.insert(backend.clone());
                 rule_backend.get_or_insert_with(|| backend.clone());
+                if path.path.as_deref() == Some("/") {
+                    root_backend.get_or_insert_with(|| backend.clone());
+                }
                 let service = self
                     .endpoints
                     .service_of(&backend)
@@ -473,6 +493,20 @@ impl<'a> Builder<'a> {
                         conflicting_aliases.insert(alias.clone());
                     }
                 }
+            }
+            // TLS passthrough goes to the rule's `/` path, else its first path.
+            if passthrough
+                && let Some(http_backend) = root_backend.as_ref().or(rule_backend.as_ref())
+                && let Some(backend) = self.endpoints.built(http_backend)
+                && self.passthrough.add(
+                    &mut self.shared,
+                    &object,
+                    &field,
+                    &host,
+                    (http_backend, backend),
+                )
+            {
+                used.insert(http_backend.passthrough());
             }
             if let (Some(www_field), Some(backend)) = (&www_redirect_field, rule_backend)
                 && let Some((counterpart, features)) = self.features.www_redirect(

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::features::{BackendOptions, GlobalOptions, RouteFeatures};
+use crate::problem::ObjectRef;
 pub use crate::route_parts::{BackendName, Canary, FeatureSetId, ServicePortRef};
 use crate::snapshot::ObjectKey;
 use crate::tls::Pem;
@@ -122,6 +123,18 @@ pub struct Route {
     pub canary: Option<Canary>,
 }
 
+/// A TLS passthrough route: TLS connections whose SNI matches `host` go to `backend`
+/// (a mode tcp backend, [`BackendName::passthrough`]) undecrypted. An Ingress with
+/// `ssl-passthrough` makes one per rule host; a Gateway API TLSRoute can make the same.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PassthroughRoute {
+    /// [`HostMatch::Exact`] or [`HostMatch::Wildcard`]: SNI is needed to choose.
+    pub host: HostMatch,
+    pub backend: BackendName,
+    /// The object the route comes from.
+    pub owner: ObjectRef,
+}
+
 /// Everything haproxy should do, as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
@@ -158,6 +171,9 @@ pub struct Desired {
     /// The host and path of the routes that come from Gateway API HTTPRoutes (the
     /// others come from Ingresses).
     pub http_route_slots: std::collections::BTreeSet<(HostMatch, PathMatch)>,
+    /// TLS passthrough routes, at most one per host, sorted by host. Empty: haproxy
+    /// terminates every TLS connection (and the HTTPS port has no TCP frontend).
+    pub passthrough: Vec<PassthroughRoute>,
 }
 
 /// A user and its password hash; the hash never shows in debug output.

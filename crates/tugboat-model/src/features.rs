@@ -418,6 +418,9 @@ pub struct BackendOptions {
     /// its servers without it.
     pub blocked: bool,
     pub snippet: Option<Snippet>,
+    /// TLS passthrough (mode tcp): the client's TLS goes to the servers undecrypted, and
+    /// none of the HTTP options above apply.
+    pub tls_passthrough: bool,
 }
 
 impl BackendOptions {

@@ -8,6 +8,9 @@ use std::fmt;
 use crate::snapshot::ObjectKey;
 use crate::validate;
 
+/// What starts the name of a TLS passthrough backend (see [`BackendName::passthrough`]).
+pub const PASSTHROUGH_PREFIX: &str = "passthrough:";
+
 /// Name of a backend: `<namespace>_<service>_<port>`. Built only from validated parts
 /// (DNS labels and a port number or name), so it is always a safe haproxy identifier.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,13 +38,29 @@ impl BackendName {
         Self("tugboat_unresolved".to_string())
     }
 
+    /// The TLS passthrough backend of the same Service port (mode tcp): the name with
+    /// [`PASSTHROUGH_PREFIX`], whose `:` no Kubernetes name holds, so it never meets an
+    /// HTTP backend's name.
+    pub fn passthrough(&self) -> Self {
+        Self(format!("{PASSTHROUGH_PREFIX}{}", self.0))
+    }
+
+    /// Whether this is a TLS passthrough backend ([`BackendName::passthrough`]).
+    pub fn is_passthrough(&self) -> bool {
+        self.0.starts_with(PASSTHROUGH_PREFIX)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
-    /// Reads back a name written by [`BackendName::for_service_port`]; `None` for any
-    /// other text (e.g. the controller's own backends).
+    /// Reads back a name written by [`BackendName::for_service_port`] (or its
+    /// [`BackendName::passthrough`] form); `None` for any other text (e.g. the
+    /// controller's own backends).
     pub fn parse(text: &str) -> Option<Self> {
+        if let Some(http) = text.strip_prefix(PASSTHROUGH_PREFIX) {
+            return Self::parse(http).map(|name| name.passthrough());
+        }
         let mut parts = text.splitn(3, '_');
         let (namespace, service, port) = (parts.next()?, parts.next()?, parts.next()?);
         let port = match port.parse::<i32>() {

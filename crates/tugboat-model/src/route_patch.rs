@@ -3,11 +3,11 @@
 //! An Ingress is built alone before and after its change (`build_ingress_alone`). The
 //! change is a patch of its routes, of the backends it starts or stops using and of the
 //! problems when nothing else it adds to a build moves: the same certificates, TLS
-//! hosts, route features, userlists, files and default backend; the same problems on
-//! other objects; backends with the options they have already; route keys no other
-//! Ingress claims or claimed; and, for a backend whose options it set and leaves, the
-//! same options from the next user. Anything else is a full build, which is always
-//! right.
+//! hosts, route features, userlists, files and default backend, no TLS passthrough
+//! before or after; the same problems on other objects; backends with the options
+//! they have already; route keys no other Ingress claims or claimed; and, for a backend
+//! whose options it set and leaves, the same options from the next user. Anything else
+//! is a full build, which is always right.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -223,6 +223,11 @@ impl RouteChanges<'_> {
     ) -> Result<(), NeedsBuild> {
         if before.canary || after.canary {
             return Err(NeedsBuild("a canary Ingress"));
+        }
+        // Who gets a passthrough host depends on the other Ingresses: built whole (a
+        // host added for a backend that has passthrough is still only a map update).
+        if !before.passthrough.is_empty() || !after.passthrough.is_empty() {
+            return Err(NeedsBuild("TLS passthrough"));
         }
         if before.default_backend != after.default_backend {
             return Err(NeedsBuild("default backend"));

@@ -1197,6 +1197,20 @@ pub const SESSION_COOKIE_EXPIRES: Key<u64> = key!(
 /// Canary keys are read on an Ingress only: they make it a canary of another Ingress.
 const INGRESS: &[Scope] = &[Scope::Ingress];
 
+pub const SSL_PASSTHROUGH: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "ssl-passthrough",
+        scopes: INGRESS,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Pass TLS through to the backend undecrypted: a TLS connection on the HTTPS port whose SNI is one of the Ingress' rule hosts (exact or `*.` wildcard, as the HTTP routes match them) goes to the Service port of that rule's `/` path (else its first path) as it is, so the backend presents its own certificate and sees the client's SNI and ALPN. Other hosts keep terminating TLS in haproxy on the same port. Plain HTTP to the hosts is served as the Ingress' rules say, with its keys (`ssl-redirect` and `force-ssl-redirect` redirect as usual). No other key applies to the passed-through TLS; a rule without a host has no passthrough. An Ingress that sets a key restricting access (allow lists, authentication, limits), or under a ConfigMap that does, gets no passthrough (a problem names the key): its hosts' TLS is terminated by haproxy and those keys are enforced. The first passthrough host (and the removal of the last) reloads haproxy; another host for a Service port that already has passthrough is a map update, and endpoints change at runtime.",
+        peers: peers::SSL_PASSTHROUGH,
+        ..BASE
+    }
+);
+
 pub const CANARY: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1436,6 +1450,7 @@ pub const KEYS: &[KeySpec] = &[
     SESSION_COOKIE_PATH.spec,
     SESSION_COOKIE_MAX_AGE.spec,
     SESSION_COOKIE_EXPIRES.spec,
+    SSL_PASSTHROUGH.spec,
     CANARY.spec,
     CANARY_WEIGHT.spec,
     CANARY_WEIGHT_TOTAL.spec,

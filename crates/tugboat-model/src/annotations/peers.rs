@@ -769,6 +769,19 @@ pub const PROXY_BODY_SIZE: &[PeerKey] = &[
     },
 ];
 
+pub const SSL_PASSTHROUGH: &[PeerKey] = &[
+    differs(
+        NGINX,
+        "ssl-passthrough",
+        "needs no controller flag (ingress-nginx reads it only with `--enable-ssl-passthrough`); a rule without a `/` path passes TLS to its first path's Service port (ingress-nginx passes only `/`)",
+    ),
+    differs(
+        HT,
+        "ssl-passthrough",
+        "read on Ingresses only (HAProxy Technologies' also reads it on Services and the ConfigMap); plain HTTP to the hosts is served by the Ingress' rules",
+    ),
+    same(HI, "ssl-passthrough"),
+];
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
     "canary",
@@ -828,7 +841,6 @@ pub const NOT_SUPPORTED: &[(Ecosystem, &str, &str)] = &[
     (NGINX, "server-snippet", NGINX_SNIPPET),
     (NGINX, "auth-snippet", NGINX_SNIPPET),
     (NGINX, "stream-snippet", NGINX_SNIPPET),
-    (HT, "ssl-passthrough", "no equivalent"),
     (
         HT,
         "scale-server-slots",

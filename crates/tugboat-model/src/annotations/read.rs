@@ -396,6 +396,7 @@ pub fn backend_options(
         send_proxy: resolver.get(&SEND_PROXY_PROTOCOL),
         timeout_server: resolver.get(&TIMEOUT_SERVER),
         timeout_connect: resolver.get(&TIMEOUT_CONNECT),
+        tls_passthrough: false,
     };
     (options, lookups)
 }

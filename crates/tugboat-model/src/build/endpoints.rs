@@ -45,6 +45,11 @@ impl<'a> Endpoints<'a> {
         self.backends
     }
 
+    /// A backend built.
+    pub(super) fn built(&self, name: &BackendName) -> Option<&Backend> {
+        self.backends.get(name)
+    }
+
     /// The Service of a backend built.
     pub(super) fn service_of(&self, name: &BackendName) -> Option<&ObjectKey> {
         self.backends.get(name).map(|backend| &backend.service)

@@ -1,0 +1,126 @@
+//! TLS passthrough (`ssl-passthrough`): which hosts of an Ingress pass TLS to their
+//! backend undecrypted, the mode tcp backends they go to, and who gets a host two
+//! Ingresses claim (the older one).
+//!
+//! Passthrough routes are kept apart from the HTTP routes: the TLS of a host is chosen
+//! by SNI before any HTTP is read, while plain HTTP to the same host is routed by the
+//! Ingress' rules as usual. A Gateway API TLSRoute can add routes the same way.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::annotations::{Layer, keys, prefixes, read_keys};
+use crate::desired::{Backend, BackendName, HostMatch, PassthroughRoute};
+use crate::features::BackendOptions;
+use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+
+use super::shared::Shared;
+
+/// The passthrough part of a build: routes by host, and their mode tcp backends.
+#[derive(Debug, Default)]
+pub(super) struct Passthrough {
+    by_host: BTreeMap<HostMatch, PassthroughRoute>,
+    backends: BTreeMap<BackendName, Backend>,
+}
+
+/// Whether the Ingress of `layer` asks for passthrough and may have it. A key that
+/// restricts access, on the Ingress or in the ConfigMap (`config_map`), cannot be
+/// enforced on TLS haproxy does not decrypt: the passthrough is then refused (a problem
+/// names the key), and the hosts' TLS is terminated with the key enforced.
+pub(super) fn wanted(shared: &mut Shared, layer: &Layer) -> bool {
+    let asked = read_keys(vec![layer], &mut shared.problems, |resolver| {
+        resolver.get(&keys::SSL_PASSTHROUGH)
+    });
+    if asked != Some(true) {
+        return false;
+    }
+    let field = layer
+        .field_of(&keys::SSL_PASSTHROUGH.spec)
+        .unwrap_or("metadata.annotations")
+        .to_string();
+    let restricting = restricting_key(layer, "").or_else(|| {
+        let config_map = shared.config_map_layer;
+        restricting_key(config_map, " in the ConfigMap")
+    });
+    if let Some(key) = restricting {
+        shared.problems.push(ObjectProblem {
+            object: layer.object.clone(),
+            field,
+            reason: ProblemReason::InvalidField,
+            message: format!(
+                "ssl-passthrough refused: key '{key}' restricts access and cannot be enforced on TLS that haproxy does not decrypt; haproxy terminates the TLS of these hosts and enforces it"
+            ),
+        });
+        return false;
+    }
+    true
+}
+
+/// The first key of `layer` that restricts access (Tugboat's name, or an unsupported
+/// annotation's full name), followed by `place`.
+fn restricting_key(layer: &Layer, place: &str) -> Option<String> {
+    layer
+        .values()
+        .map(|(key, _)| key.to_string())
+        .find(|key| prefixes::restricts_access(key))
+        .or_else(|| layer.unsupported_access.first().cloned())
+        .map(|key| format!("{key}{place}"))
+}
+
+impl Passthrough {
+    /// Passes the TLS of `host` to the Service port of the HTTP backend `http`
+    /// (`backend`, as built), for `owner`, asked by `field`. `false` (and a problem) when
+    /// the host cannot have passthrough or another object has it already.
+    pub(super) fn add(
+        &mut self,
+        shared: &mut Shared,
+        owner: &ObjectRef,
+        field: &str,
+        host: &HostMatch,
+        http: (&BackendName, &Backend),
+    ) -> bool {
+        if !matches!(host, HostMatch::Exact(_) | HostMatch::Wildcard(_)) {
+            shared.problem(
+                owner,
+                format!("{field}.host"),
+                "ssl-passthrough needs a host (the TLS SNI chooses the backend): this rule's TLS is terminated by haproxy".into(),
+            );
+            return false;
+        }
+        if let Some(existing) = self.by_host.get(host) {
+            let message = format!(
+                "ssl-passthrough of host {host} is already given to the older {}",
+                existing.owner
+            );
+            shared.problems.push(ObjectProblem {
+                object: owner.clone(),
+                field: format!("{field}.host"),
+                reason: ProblemReason::RouteConflict,
+                message,
+            });
+            return false;
+        }
+        let name = http.0.passthrough();
+        self.backends
+            .entry(name.clone())
+            .or_insert_with(|| Backend {
+                options: Arc::new(BackendOptions {
+                    tls_passthrough: true,
+                    ..BackendOptions::default()
+                }),
+                ..http.1.clone()
+            });
+        let route = PassthroughRoute {
+            host: host.clone(),
+            backend: name,
+            owner: owner.clone(),
+        };
+        self.by_host.insert(host.clone(), route);
+        true
+    }
+
+    /// The routes, sorted by host, and their backends.
+    pub(super) fn into_parts(self) -> (Vec<PassthroughRoute>, BTreeMap<BackendName, Backend>) {
+        (self.by_host.into_values().collect(), self.backends)
+    }
+}
