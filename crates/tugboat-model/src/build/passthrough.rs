@@ -119,8 +119,21 @@ impl Passthrough {
         true
     }
 
-    /// The routes, sorted by host, and their backends.
+    /// The object that has the passthrough of `host`.
+    pub(super) fn owner_of(&self, host: &HostMatch) -> Option<&ObjectRef> {
+        self.by_host.get(host).map(|route| &route.owner)
+    }
+
+    /// Takes the passthrough of `host` from its owner (for an older claimer).
+    pub(super) fn release(&mut self, host: &HostMatch) {
+        self.by_host.remove(host);
+    }
+
+    /// The routes, sorted by host, and their backends (only those a route names: a
+    /// released host may leave one unused).
     pub(super) fn into_parts(self) -> (Vec<PassthroughRoute>, BTreeMap<BackendName, Backend>) {
-        (self.by_host.into_values().collect(), self.backends)
+        let mut backends = self.backends;
+        backends.retain(|name, _| self.by_host.values().any(|route| route.backend == *name));
+        (self.by_host.into_values().collect(), backends)
     }
 }

@@ -26,11 +26,11 @@ mod translate;
 
 pub use status::{
     ClassState, Condition, GatewayState, GatewayStatus, ListenerState, PublishedAddresses,
-    RequestedAddress, RouteParentState, RouteState,
+    RequestedAddress, RouteKind, RouteParentState, RouteState,
 };
 pub use translate::{
-    Attachment, ListenerCertificate, RuleBackend, RuleRoute, Translation, settle_attachments,
-    translate,
+    Attachment, ListenerCertificate, PassthroughRule, RuleBackend, RuleRoute, Translation,
+    settle_attachments, translate,
 };
 
 /// The operator's Gateway API settings.
