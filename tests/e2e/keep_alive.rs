@@ -5,11 +5,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use tugboat_testkit::http::read_answer;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{mk_ingress, mk_service_of, to_json};
-use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
+use tugboat_testkit::{HaproxyBinary, Scene, Source, eventually, scene_tests};
 
 scene_tests!(idle_keep_alive_connections_are_answered_across_a_reload);
 
@@ -20,33 +21,6 @@ const CONNECTIONS: usize = 50;
 async fn send_get(stream: &mut TcpStream, host: &str) -> std::io::Result<()> {
     let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
     stream.write_all(request.as_bytes()).await
-}
-
-/// One answer read from `stream` (framed by its `Content-Length`), within 5 s; `None`
-/// when the connection closes or stalls first.
-async fn read_answer(stream: &mut TcpStream) -> Option<Reply> {
-    let read = async {
-        let mut raw = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = tugboat_testkit::http::parse(&raw[..end + 4]).ok()?;
-                let length: usize = head.header("content-length")?.parse().ok()?;
-                if raw.len() >= end + 4 + length {
-                    return tugboat_testkit::http::parse(&raw[..end + 4 + length]).ok();
-                }
-            }
-            let read = stream.read(&mut chunk).await.ok()?;
-            if read == 0 {
-                return None;
-            }
-            raw.extend_from_slice(&chunk[..read]);
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), read)
-        .await
-        .ok()
-        .flatten()
 }
 
 /// `CONNECTIONS` keep-alive connections, each with one request answered.

@@ -25,6 +25,7 @@ mod kube;
 mod migration;
 mod nginx_keys;
 mod normalize;
+mod passthrough;
 mod peer_readings;
 mod references;
 mod regex_paths;

@@ -50,6 +50,36 @@ impl Reply {
     }
 }
 
+/// One answer read from `stream` (framed by its `Content-Length`), within 5 s; `None`
+/// when the connection closes or stalls first. For keep-alive connections, plain or TLS.
+pub async fn read_answer<S>(stream: &mut S) -> Option<Reply>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
+    let read = async {
+        let mut raw = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = parse(&raw[..end + 4]).ok()?;
+                let length: usize = head.header("content-length")?.parse().ok()?;
+                if raw.len() >= end + 4 + length {
+                    return parse(&raw[..end + 4 + length]).ok();
+                }
+            }
+            let read = stream.read(&mut chunk).await.ok()?;
+            if read == 0 {
+                return None;
+            }
+            raw.extend_from_slice(&chunk[..read]);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .ok()
+        .flatten()
+}
+
 /// `GET path` with `Host: host` to `addr`, on a new connection, within 5 s.
 pub async fn get(addr: SocketAddr, host: &str, path: &str) -> std::io::Result<Reply> {
     request(addr, "GET", host, path, &[]).await

@@ -68,14 +68,13 @@ impl ServerCertVerifier for AcceptAny {
     }
 }
 
-/// Connects to `addr` with SNI `sni` offering `alpn`, and when HTTP/1.1 is agreed sends
-/// `GET path` with `Host: sni`.
-pub async fn exchange(
+/// A TLS connection to `addr` with SNI `sni` offering `alpn`, accepting any
+/// certificate (the caller checks which one it got).
+pub async fn connect(
     addr: SocketAddr,
     sni: &str,
-    path: &str,
     alpn: &[&[u8]],
-) -> std::io::Result<TlsExchange> {
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -86,9 +85,20 @@ pub async fn exchange(
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let connector = TlsConnector::from(Arc::new(config));
     let name = ServerName::try_from(sni.to_string()).map_err(std::io::Error::other)?;
+    let tcp = TcpStream::connect(addr).await?;
+    connector.connect(name, tcp).await
+}
+
+/// Connects to `addr` with SNI `sni` offering `alpn`, and when HTTP/1.1 is agreed sends
+/// `GET path` with `Host: sni`.
+pub async fn exchange(
+    addr: SocketAddr,
+    sni: &str,
+    path: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsExchange> {
     let work = async {
-        let tcp = TcpStream::connect(addr).await?;
-        let mut tls = connector.connect(name, tcp).await?;
+        let mut tls = connect(addr, sni, alpn).await?;
         let (_, session) = tls.get_ref();
         let certificate = session
             .peer_certificates()
@@ -198,4 +208,107 @@ impl Authority {
         let (_, der) = der::pem::decode_vec(self.pem.as_bytes()).expect("CA PEM");
         der
     }
+}
+
+/// A backend that terminates TLS itself with a certificate of its own (for TLS
+/// passthrough): it reads the ClientHello first and answers an HTTP/1.1 request with
+/// `service=NAME endpoint=ADDR sni=SNI alpn=OFFERED tls=backend`, where `sni` is the
+/// name the client asked for (`-` without) and `alpn` the protocols it offered, joined
+/// by `,` (`-` without). Stops when dropped.
+pub struct TlsEchoServer {
+    pub addr: SocketAddr,
+    /// The certificate it presents (DER).
+    pub certificate: Vec<u8>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TlsEchoServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl TlsEchoServer {
+    /// Starts one for `service` on `addr` (port 0 picks a free port), with a self-signed
+    /// certificate for `hosts`.
+    pub async fn start(service: &str, hosts: &[&str], addr: SocketAddr) -> std::io::Result<Self> {
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+        let key = rcgen::KeyPair::generate().map_err(std::io::Error::other)?;
+        let params =
+            rcgen::CertificateParams::new(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+                .map_err(std::io::Error::other)?;
+        let cert = params.self_signed(&key).map_err(std::io::Error::other)?;
+        let certificate = cert.der().to_vec();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(std::io::Error::other)?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(certificate.clone())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .map_err(std::io::Error::other)?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let service = service.to_string();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (config, service) = (config.clone(), service.clone());
+                tokio::spawn(async move {
+                    let work = tls_echo_one(stream, config, &service, addr);
+                    let _ = tokio::time::timeout(Duration::from_secs(10), work).await;
+                });
+            }
+        });
+        Ok(Self {
+            addr,
+            certificate,
+            task,
+        })
+    }
+}
+
+/// One connection of a [`TlsEchoServer`].
+async fn tls_echo_one(
+    stream: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+    service: &str,
+    endpoint: SocketAddr,
+) -> std::io::Result<()> {
+    let acceptor =
+        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+    let start = acceptor.await?;
+    let hello = start.client_hello();
+    let sni = hello.server_name().unwrap_or("-").to_string();
+    let alpn = hello
+        .alpn()
+        .map(|offered| {
+            offered
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_else(|| "-".to_string());
+    let mut tls = start.into_stream(config).await?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match tls.read(&mut buf).await? {
+            0 => return Ok(()),
+            n => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let body = format!("service={service} endpoint={endpoint} sni={sni} alpn={alpn} tls=backend\n");
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(response.as_bytes()).await?;
+    tls.shutdown().await
 }

@@ -69,6 +69,10 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
     let map = settings.passthrough_map();
     let map = map.display();
     let hop = settings.tls_hop_address();
+    // `accept` ends the content rules: the lookups are in the switching rules, which
+    // run once the ClientHello is in.
+    let exact = format!("req.ssl_sni,lower,map_str({map})");
+    let wildcard = format!("req.ssl_sni,lower,regsub(^[^.]*,),map_str({map})");
     let mut out = String::new();
     let _ = write!(
         out,
@@ -83,10 +87,8 @@ frontend {FRONTEND}
     no option idle-close-on-response
     tcp-request inspect-delay {INSPECT_DELAY}
     tcp-request content accept if {{ req.ssl_hello_type 1 }}
-    tcp-request content set-var(txn.sni) req.ssl_sni,lower
-    tcp-request content set-var(txn.passthrough) var(txn.sni),map_str({map}) if {{ var(txn.sni) -m found }}
-    tcp-request content set-var(txn.passthrough) var(txn.sni),regsub(^[^.]*,),map_str({map}) if {{ var(txn.sni) -m found }} !{{ var(txn.passthrough) -m found }}
-    use_backend %[var(txn.passthrough)] if {{ var(txn.passthrough) -m found }}
+    use_backend %[{exact}] if {{ {exact} -m found }}
+    use_backend %[{wildcard}] if {{ {wildcard} -m found }}
     default_backend {TERMINATE_BACKEND}
 
 backend {TERMINATE_BACKEND}
