@@ -273,7 +273,7 @@ async fn a_reload_with_passthrough_costs_no_request(haproxy: HaproxyBinary, sour
             let mut failures = Vec::new();
             let mut sent = 0usize;
             while !*stopped.borrow() {
-                let sni = if (task + sent) % 2 == 0 {
+                let sni = if (task + sent).is_multiple_of(2) {
                     TERMINATED_HOST
                 } else {
                     PASSTHROUGH_HOST
