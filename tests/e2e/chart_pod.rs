@@ -32,6 +32,7 @@ use tugboat_testkit::pod_runner::{
     self, Image, Pod, PodIdentity, RenderedChart, SERVICE_ACCOUNT_DIR, Sandbox, Tools,
 };
 use tugboat_testkit::rbac::{Rbac, service_account_user};
+use tugboat_testkit::tls::{TlsEchoServer, TlsExchange, exchange_over};
 use tugboat_testkit::{EchoServer, FakeApiServer, HAPROXY_SERIES, HaproxyBinary};
 
 const RELEASE: &str = "tugboat";
@@ -41,6 +42,10 @@ const API_PORT: u16 = 6443;
 /// The echo backend's port inside each pod's network.
 const BACKEND_PORT: u16 = 9090;
 const HOST: &str = "shop.example.com";
+/// The TLS backend's port inside each pod's network: it terminates its own TLS.
+const TLS_BACKEND_PORT: u16 = 9443;
+/// The host whose TLS passes through haproxy to the TLS backend (`ssl-passthrough`).
+const PASSTHROUGH_HOST: &str = "cd.example.com";
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -161,10 +166,11 @@ fn images(binary: PathBuf, scratch: PathBuf) -> impl Fn(&str) -> anyhow::Result<
     }
 }
 
-/// One replica: its sandbox, echo backend and pod.
+/// One replica: its sandbox, echo backends (plain, and TLS for passthrough) and pod.
 struct Replica {
     pod: Pod,
     _echo: EchoServer,
+    tls_echo: TlsEchoServer,
 }
 
 async fn start_replica(
@@ -185,6 +191,12 @@ async fn start_replica(
     .expect("serve the API in the pod");
     let echo = EchoServer::start_on("web", sandbox.listen(BACKEND_PORT).expect("backend"))
         .expect("echo backend");
+    let tls_echo = TlsEchoServer::start_on(
+        "argocd",
+        &[PASSTHROUGH_HOST],
+        sandbox.listen(TLS_BACKEND_PORT).expect("TLS backend"),
+    )
+    .expect("TLS echo backend");
     let identity = PodIdentity {
         name: name.into(),
         namespace: NAMESPACE.into(),
@@ -208,7 +220,11 @@ async fn start_replica(
     )
     .await
     .unwrap_or_else(|e| panic!("pod {name} did not start: {e:#}"));
-    Replica { pod, _echo: echo }
+    Replica {
+        pod,
+        _echo: echo,
+        tls_echo,
+    }
 }
 
 /// Polls until `check` holds, or fails with `what` and the pods' logs.
@@ -316,6 +332,45 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
         )
         .await
         .expect("create Ingress");
+    // A backend that terminates its own TLS, behind ingress-nginx's `ssl-passthrough`.
+    services
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "argocd", "namespace": namespace},
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": TLS_BACKEND_PORT}]}})),
+        )
+        .await
+        .expect("create Service");
+    slices
+        .create(
+            &pp,
+            &typed(
+                json!({"metadata": {"name": "argocd-1", "namespace": namespace,
+                    "labels": {"kubernetes.io/service-name": "argocd"}},
+                "addressType": "IPv4",
+                "ports": [{"name": "https", "port": TLS_BACKEND_PORT, "protocol": "TCP"}],
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
+            ),
+        )
+        .await
+        .expect("create EndpointSlice");
+    ingresses
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "argocd", "namespace": namespace,
+                    "annotations": {"nginx.ingress.kubernetes.io/ssl-passthrough": "true"}},
+                "spec": {"ingressClassName": class, "rules": [{"host": PASSTHROUGH_HOST, "http": {"paths": [
+                    {"path": "/", "pathType": "Prefix",
+                     "backend": {"service": {"name": "argocd", "port": {"number": 443}}}}]}}]}})),
+        )
+        .await
+        .expect("create Ingress");
+}
+
+/// A TLS exchange with SNI `sni` on 127.0.0.1:`port` in `pod`.
+async fn tls_in_pod(pod: &Pod, port: u16, sni: &str) -> std::io::Result<TlsExchange> {
+    let tcp = pod.sandbox.connect(port).await?;
+    exchange_over(tcp, sni, "/", &[b"x-tugboat-test", b"http/1.1"]).await
 }
 
 /// Runs the chart's pod for `values` (a file of examples/helm/, or the defaults); on
@@ -460,6 +515,47 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
             },
         )
         .await;
+    }
+
+    // On the HTTPS port, the passthrough host's TLS reaches the TLS backend itself (its
+    // certificate, the client's SNI and ALPN), and the other host is still terminated
+    // by haproxy (through the internal hop, as haproxy's non-root user).
+    let https_port = container_port(&haproxy, "https");
+    for replica in [&a, &b] {
+        let pod = &replica.pod;
+        let backend = &replica.tls_echo;
+        wait_for(
+            &format!(
+                "{PASSTHROUGH_HOST} passed through pod {} on port {https_port}",
+                pod.name
+            ),
+            Duration::from_secs(20),
+            &[pod],
+            || async move {
+                tls_in_pod(pod, https_port, PASSTHROUGH_HOST)
+                    .await
+                    .is_ok_and(|seen| {
+                        seen.certificate == backend.certificate
+                            && seen.reply.is_some_and(|r| {
+                                r.body.contains("sni=cd.example.com")
+                                    && r.body.contains("alpn=x-tugboat-test,http/1.1")
+                            })
+                    })
+            },
+        )
+        .await;
+        let terminated = tls_in_pod(pod, https_port, HOST)
+            .await
+            .expect("TLS terminated by haproxy");
+        assert_ne!(terminated.certificate, backend.certificate);
+        let reply = terminated.reply.expect("an HTTP/1.1 answer");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.service(), Some("web"), "{reply:?}");
+        assert_eq!(
+            reply.header("x-echo-req-forwarded-for"),
+            Some("127.0.0.1"),
+            "{reply:?}"
+        );
     }
 
     // Every probe of the spec answers, on the ports it names.

@@ -75,6 +75,15 @@ pub async fn connect(
     sni: &str,
     alpn: &[&[u8]],
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    connect_over(TcpStream::connect(addr).await?, sni, alpn).await
+}
+
+/// [`connect`] over a TCP connection made elsewhere (e.g. into a pod's network).
+pub async fn connect_over(
+    tcp: TcpStream,
+    sni: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -85,7 +94,6 @@ pub async fn connect(
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let connector = TlsConnector::from(Arc::new(config));
     let name = ServerName::try_from(sni.to_string()).map_err(std::io::Error::other)?;
-    let tcp = TcpStream::connect(addr).await?;
     connector.connect(name, tcp).await
 }
 
@@ -97,8 +105,21 @@ pub async fn exchange(
     path: &str,
     alpn: &[&[u8]],
 ) -> std::io::Result<TlsExchange> {
+    let tcp = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no connection in 5 s"))??;
+    exchange_over(tcp, sni, path, alpn).await
+}
+
+/// [`exchange`] over a TCP connection made elsewhere (e.g. into a pod's network).
+pub async fn exchange_over(
+    tcp: TcpStream,
+    sni: &str,
+    path: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsExchange> {
     let work = async {
-        let mut tls = connect(addr, sni, alpn).await?;
+        let mut tls = connect_over(tcp, sni, alpn).await?;
         let (_, session) = tls.get_ref();
         let certificate = session
             .peer_certificates()
@@ -232,6 +253,14 @@ impl TlsEchoServer {
     /// Starts one for `service` on `addr` (port 0 picks a free port), with a self-signed
     /// certificate for `hosts`.
     pub async fn start(service: &str, hosts: &[&str], addr: SocketAddr) -> std::io::Result<Self> {
+        let (config, certificate) = Self::config(hosts)?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        Self::serve(service, config, certificate, listener)
+    }
+
+    /// The server's TLS configuration with a new self-signed certificate for `hosts`,
+    /// and that certificate (DER).
+    fn config(hosts: &[&str]) -> std::io::Result<(Arc<rustls::ServerConfig>, Vec<u8>)> {
         use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
         let key = rcgen::KeyPair::generate().map_err(std::io::Error::other)?;
         let params =
@@ -250,8 +279,28 @@ impl TlsEchoServer {
             )
             .map_err(std::io::Error::other)?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let config = Arc::new(config);
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        Ok((Arc::new(config), certificate))
+    }
+
+    /// Starts one for `service` on a listener bound elsewhere (e.g. in a pod's
+    /// network namespace), with a self-signed certificate for `hosts`.
+    pub fn start_on(
+        service: &str,
+        hosts: &[&str],
+        listener: std::net::TcpListener,
+    ) -> std::io::Result<Self> {
+        let (config, certificate) = Self::config(hosts)?;
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        Self::serve(service, config, certificate, listener)
+    }
+
+    fn serve(
+        service: &str,
+        config: Arc<rustls::ServerConfig>,
+        certificate: Vec<u8>,
+        listener: tokio::net::TcpListener,
+    ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let service = service.to_string();
         let task = tokio::spawn(async move {

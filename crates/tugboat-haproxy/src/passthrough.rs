@@ -98,3 +98,155 @@ backend {TERMINATE_BACKEND}
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tugboat_model::desired::ServicePortRef;
+    use tugboat_model::{
+        Backend, BackendName, BackendOptions, Endpoint, ObjectKey, ObjectRef, PassthroughRoute,
+    };
+
+    use super::*;
+    use crate::plan::{Applied, plan};
+    use crate::runtime::RuntimeChange;
+
+    fn settings() -> RenderSettings {
+        RenderSettings::example()
+    }
+
+    /// The passthrough backend of Service `argocd` port 443, with one endpoint.
+    fn argocd() -> (BackendName, Backend) {
+        let service = ObjectKey::new("cd", "argocd");
+        let port = ServicePortRef::Number(443);
+        let name = BackendName::for_service_port(&service, &port).expect("a name");
+        let backend = Backend {
+            service,
+            port,
+            endpoints: vec![Endpoint {
+                address: [10, 0, 0, 7].into(),
+                port: 8443,
+            }],
+            draining: Vec::new(),
+            external: None,
+            options: Arc::new(BackendOptions {
+                tls_passthrough: true,
+                ..BackendOptions::default()
+            }),
+        };
+        (name.passthrough(), backend)
+    }
+
+    /// A state whose `hosts` pass their TLS through to `argocd`.
+    fn state(hosts: &[HostMatch]) -> Desired {
+        let (name, backend) = argocd();
+        let owner = ObjectRef::of("Ingress", &ObjectKey::new("cd", "argocd"));
+        Desired {
+            passthrough: hosts
+                .iter()
+                .map(|host| PassthroughRoute {
+                    host: host.clone(),
+                    backend: name.clone(),
+                    owner: owner.clone(),
+                })
+                .collect(),
+            backends: [(name, backend)].into(),
+            ..Desired::default()
+        }
+    }
+
+    fn exact(host: &str) -> HostMatch {
+        HostMatch::Exact(host.into())
+    }
+
+    #[test]
+    fn without_passthrough_the_https_port_is_the_terminating_frontends() {
+        let files = crate::render(&Desired::default(), &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        assert!(
+            config.contains("\n    bind 0.0.0.0:8443 ssl crt "),
+            "{config}"
+        );
+        assert!(!config.contains(FRONTEND));
+        assert!(!config.contains(TERMINATE_BACKEND));
+        assert!(!config.contains("abns@tugboat-tls-hop"));
+        assert!(files.get(&settings().passthrough_map()).is_none());
+    }
+
+    #[test]
+    fn with_passthrough_a_tcp_frontend_binds_https_and_hops_with_proxy_v2() {
+        let desired = state(&[
+            exact("cd.example.com"),
+            HostMatch::Wildcard(".apps.example.com".into()),
+        ]);
+        let files = crate::render(&desired, &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        let hop = settings().tls_hop_address();
+        for line in [
+            format!("    bind {hop} accept-proxy ssl crt "),
+            format!("frontend {FRONTEND}\n    mode tcp\n    bind 0.0.0.0:8443\n"),
+            "    tcp-request inspect-delay 5s\n".to_string(),
+            "    tcp-request content accept if { req.ssl_hello_type 1 }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            format!("    default_backend {TERMINATE_BACKEND}\n"),
+            format!("backend {TERMINATE_BACKEND}\n    mode tcp\n    server hop {hop} send-proxy-v2\n"),
+        ] {
+            assert!(config.contains(&line), "no {line:?} in\n{config}");
+        }
+        // The HTTPS port is bound once: by the TCP frontend.
+        assert_eq!(config.matches(":8443").count(), 1, "{config}");
+        assert_eq!(
+            files.get(&settings().passthrough_map()),
+            Some(
+                ".apps.example.com passthrough:cd_argocd_443\ncd.example.com passthrough:cd_argocd_443\n"
+            )
+        );
+        let backends = files.get(&settings().backends_file(0)).expect("backends");
+        assert!(
+            backends.contains("backend passthrough:cd_argocd_443\n    mode tcp\n    balance roundrobin\n    server s1 10.0.0.7:8443\n"),
+            "{backends}"
+        );
+    }
+
+    #[test]
+    fn a_host_added_or_removed_for_a_known_backend_is_a_map_update() {
+        let before = plan(None, state(&[exact("cd.example.com")]), &settings());
+        assert!(before.reload.is_some());
+        let applied: Applied = before.next;
+        let more = state(&[exact("cd.example.com"), exact("argo.example.com")]);
+        let added = plan(Some(&applied), more, &settings());
+        assert_eq!(added.reload, None);
+        assert_eq!(added.changed, vec![settings().passthrough_map()]);
+        assert!(
+            matches!(added.runtime.as_slice(), [RuntimeChange::MapAdd { .. }]),
+            "{:?}",
+            added.runtime
+        );
+        let removed = plan(
+            Some(&added.next),
+            state(&[exact("cd.example.com")]),
+            &settings(),
+        );
+        assert_eq!(removed.reload, None);
+        assert_eq!(removed.changed, vec![settings().passthrough_map()]);
+    }
+
+    #[test]
+    fn the_first_passthrough_host_and_the_removal_of_the_last_reload() {
+        let applied = plan(None, Desired::default(), &settings()).next;
+        let first = plan(
+            Some(&applied),
+            state(&[exact("cd.example.com")]),
+            &settings(),
+        );
+        assert!(first.reload.is_some());
+        let none = Desired {
+            backends: state(&[]).backends,
+            ..Desired::default()
+        };
+        let last = plan(Some(&first.next), none, &settings());
+        assert!(last.reload.is_some());
+    }
+}

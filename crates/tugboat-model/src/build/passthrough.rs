@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::annotations::{Layer, keys, prefixes, read_keys};
+use crate::annotations::{Layer, find_key, keys, prefixes, read_keys};
 use crate::desired::{Backend, BackendName, HostMatch, PassthroughRoute};
 use crate::features::BackendOptions;
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -56,13 +56,20 @@ pub(super) fn wanted(shared: &mut Shared, layer: &Layer) -> bool {
     true
 }
 
-/// The first key of `layer` that restricts access (Tugboat's name, or an unsupported
-/// annotation's full name), followed by `place`.
+/// The first key of `layer` that restricts access, as the object spells it (the
+/// annotation's full name, or the ConfigMap's key), followed by `place`.
 fn restricting_key(layer: &Layer, place: &str) -> Option<String> {
     layer
         .values()
-        .map(|(key, _)| key.to_string())
-        .find(|key| prefixes::restricts_access(key))
+        .filter(|(key, _)| prefixes::restricts_access(key))
+        .find_map(|(key, _)| layer.field_of(find_key(key)?))
+        .map(|field| {
+            let name = field
+                .strip_prefix("metadata.annotations.")
+                .or_else(|| field.strip_prefix("data."))
+                .unwrap_or(field);
+            name.to_string()
+        })
         .or_else(|| layer.unsupported_access.first().cloned())
         .map(|key| format!("{key}{place}"))
 }
