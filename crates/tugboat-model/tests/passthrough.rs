@@ -264,6 +264,28 @@ fn a_config_map_key_that_restricts_access_refuses_the_passthrough() {
 }
 
 #[test]
+fn a_service_key_that_restricts_access_refuses_the_passthrough_of_its_hosts() {
+    let snapshot = common::snapshot_of([
+        Object::from(passthrough_ingress(
+            "cd",
+            "2024-01-01T00:00:00Z",
+            &["cd.example.com"],
+            &[(KEY, "true")],
+        )),
+        common::web_service(&[("haproxy.org/allow-list", "10.0.0.0/8")]).into(),
+    ]);
+    let output = common::build_at_fixed_time(&snapshot);
+    let problem = common::only_problem(&output);
+    assert_eq!(&*problem.object.name, "cd", "{problem}");
+    assert_eq!(problem.field, "spec.rules[0].host", "{problem}");
+    assert!(
+        problem.message.contains("'haproxy.org/allow-list'"),
+        "{problem}"
+    );
+    assert!(output.desired.passthrough.is_empty());
+}
+
+#[test]
 fn a_passthrough_backend_name_reads_back_and_never_meets_a_service_backend() {
     let name = web_passthrough();
     assert_eq!(BackendName::parse(name.as_str()), Some(name.clone()));

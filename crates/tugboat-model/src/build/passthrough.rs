@@ -13,6 +13,7 @@ use crate::annotations::{Layer, find_key, keys, prefixes, read_keys};
 use crate::desired::{Backend, BackendName, HostMatch, PassthroughRoute};
 use crate::features::BackendOptions;
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
+use crate::snapshot::ObjectKey;
 
 use super::shared::Shared;
 
@@ -74,6 +75,23 @@ fn restricting_key(layer: &Layer, place: &str) -> Option<String> {
         .map(|key| format!("{key}{place}"))
 }
 
+/// The first annotation of Service `service` that restricts access, if any.
+fn service_restriction(shared: &Shared, service: &ObjectKey) -> Option<String> {
+    let annotations = shared
+        .snapshot
+        .services
+        .get(service)?
+        .metadata
+        .annotations
+        .as_ref()?;
+    annotations
+        .keys()
+        .find(|name| {
+            prefixes::split_annotation(name).is_some_and(|(_, key)| prefixes::restricts_access(key))
+        })
+        .cloned()
+}
+
 impl Passthrough {
     /// Passes the TLS of `host` to the Service port of the HTTP backend `http`
     /// (`backend`, as built), for `owner`, asked by `field`. `false` (and a problem) when
@@ -92,6 +110,16 @@ impl Passthrough {
                 format!("{field}.host"),
                 "ssl-passthrough needs a host (the TLS SNI chooses the backend): this rule's TLS is terminated by haproxy".into(),
             );
+            return false;
+        }
+        // A Service key that restricts access cannot be enforced on TLS haproxy does
+        // not decrypt either.
+        if let Some(key) = service_restriction(shared, &http.1.service) {
+            let message = format!(
+                "ssl-passthrough refused for host {host}: the Service {} sets '{key}', which restricts access and cannot be enforced on TLS that haproxy does not decrypt; haproxy terminates this host's TLS and enforces it",
+                http.1.service
+            );
+            shared.problem(owner, format!("{field}.host"), message);
             return false;
         }
         if let Some(existing) = self.by_host.get(host) {
