@@ -2399,6 +2399,8 @@ enum TlsPath {
     Terminated(&'static str),
     /// Terminated by haproxy with its own certificate (no listener is for the name), 404.
     Unrouted,
+    /// Closed before any handshake completes: its route's backend does not resolve.
+    Closed,
 }
 
 /// ALPN protocols the client offers: the first is one haproxy does not speak, so only a
@@ -2419,9 +2421,11 @@ async fn assert_tls_paths(
             &format!("{sni}: {path:?}"),
             Duration::from_secs(15),
             || async {
-                let found = exchange(scene.https_addr(), sni, "/", CLIENT_ALPN)
-                    .await
-                    .ok()?;
+                let found = exchange(scene.https_addr(), sni, "/", CLIENT_ALPN).await;
+                if let TlsPath::Closed = path {
+                    return found.is_err().then_some(());
+                }
+                let found = found.ok()?;
                 let reply = found.reply?;
                 let holds = match path {
                     TlsPath::PassedThrough => {
@@ -2437,6 +2441,7 @@ async fn assert_tls_paths(
                         found.certificate == fallback_certificate_der(&scene.lib_dir)
                             && reply.status == 404
                     }
+                    TlsPath::Closed => unreachable!("answered above"),
                 };
                 holds.then_some(())
             },
@@ -2448,8 +2453,9 @@ async fn assert_tls_paths(
 /// A TLSRoute on a TLS Passthrough listener and an HTTPS listener on the same port: the
 /// route's names reach their backend undecrypted (its own certificate, the client's SNI
 /// and ALPN), the HTTPS listener's name is terminated with its certificate and routed,
-/// any other name gets haproxy's own; a name added to the route for the same backend is
-/// a map update (no reload), and the statuses say where each route is attached.
+/// any other name gets haproxy's own, and the name of a route whose Service is missing
+/// is closed; a name added to the route for the same backend is a map update (no
+/// reload), and the statuses say where each route is attached and what is missing.
 async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     haproxy: HaproxyBinary,
     source: Source,
@@ -2473,6 +2479,13 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     objects.push(route_to("app", &["secure.example.com"], "web"));
     let argo_route = |hostnames: &[&str]| tls_route_json("argo", "gw", hostnames, "argo", 443);
     objects.push(argo_route(&["argo.example.com"]));
+    objects.push(tls_route_json(
+        "gone",
+        "gw",
+        &["gone.example.com"],
+        "nothing",
+        443,
+    ));
     let scene = run(
         &haproxy,
         source,
@@ -2482,6 +2495,8 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
             steps: vec![
                 tls_route("argo", "Accepted").becomes("True", "Accepted"),
                 tls_route("argo", "ResolvedRefs").is("True", "ResolvedRefs"),
+                tls_route("gone", "Accepted").is("True", "Accepted"),
+                tls_route("gone", "ResolvedRefs").is("False", "BackendNotFound"),
                 accepted("app"),
                 // Each listener counts the route of its own kind.
                 Step::AttachedRoutes {
@@ -2492,7 +2507,7 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
                 Step::AttachedRoutes {
                     gateway: "gw",
                     index: 1,
-                    routes: 1,
+                    routes: 2,
                 },
             ],
         },
@@ -2506,6 +2521,7 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
             ("argo.example.com", TlsPath::PassedThrough),
             ("secure.example.com", TlsPath::Terminated("web")),
             ("cd.example.com", TlsPath::Unrouted),
+            ("gone.example.com", TlsPath::Closed),
         ],
     )
     .await;
@@ -2531,9 +2547,8 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     );
     let problems = scene.status().problems;
     assert!(
-        problems
-            .iter()
-            .all(|p| !matches!(p.object.kind, "TLSRoute" | "HTTPRoute" | "Gateway")),
+        problems.iter().all(|p| p.object.kind != "TLSRoute"
+            || (&*p.object.name == "gone" && p.message.contains("connections are closed"))),
         "{problems:?}"
     );
 }

@@ -2491,13 +2491,28 @@ fn tls_route_backend_refs_resolve_as_http_route_ones() {
             "{name}: an unresolved backend does not refuse the route"
         );
     }
+    let routes = passthrough(&output);
+    let backends: Vec<(&str, &str)> = routes
+        .iter()
+        .map(|(host, backend, _)| (host.as_str(), backend.as_str()))
+        .collect();
     assert_eq!(
-        passthrough(&output)
-            .iter()
-            .map(|(host, ..)| host.as_str())
-            .collect::<Vec<_>>(),
-        ["service.example.com"],
-        "a name whose backend does not resolve is not passed through"
+        backends,
+        [
+            ("missing-port.example.com", "passthrough:tugboat_unresolved"),
+            ("missing.example.com", "passthrough:tugboat_unresolved"),
+            ("not-granted.example.com", "passthrough:tugboat_unresolved"),
+            ("other-kind.example.com", "passthrough:tugboat_unresolved"),
+            ("service.example.com", "passthrough:shop_api_80"),
+        ],
+        "a name whose backend does not resolve goes to a backend without servers"
+    );
+    assert!(
+        !output
+            .desired
+            .backends
+            .contains_key(&tugboat_model::BackendName::unresolved()),
+        "no HTTP route needs the HTTP one"
     );
     let problem = output
         .problems
@@ -2506,7 +2521,7 @@ fn tls_route_backend_refs_resolve_as_http_route_ones() {
         .expect("a problem on the route");
     assert_eq!(problem.reason, ProblemReason::ServiceNotFound);
     assert!(
-        problem.message.contains("not passed through"),
+        problem.message.contains("connections are closed"),
         "{}",
         problem.message
     );

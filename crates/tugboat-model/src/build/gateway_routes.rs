@@ -12,8 +12,10 @@
 //!
 //! The passthrough rules of TLSRoutes join the Ingresses' `ssl-passthrough` hosts
 //! ([`super::passthrough`]): the oldest claimer of an SNI name has it, whatever its kind,
-//! and the others get a problem. A rule whose backend does not resolve passes nothing
-//! through: its name is terminated as any other (its route says why in `ResolvedRefs`).
+//! and the others get a problem. A rule whose backend does not resolve has its names
+//! passed to the passthrough twin of [`BackendName::unresolved`], which has no server:
+//! their connections are closed, as the spec asks, never terminated with another
+//! certificate (its route says why in `ResolvedRefs`).
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
@@ -251,17 +253,33 @@ impl GatewayBuild<'_, '_> {
                 return;
             }
         }
-        let Some((service, port)) = &rule.backend else {
-            // Unresolved: the route's ResolvedRefs says why; the name is not taken.
-            served.serve_parents(&rule.route, &rule.parents);
-            return;
-        };
-        let layer = Layer::empty(object.clone(), Scope::Ingress);
-        let Some(http) = self.gateway_backend(&rule.route, field, service, *port, &layer) else {
-            return;
-        };
-        let Some(backend) = self.endpoints.built(&http).cloned() else {
-            return;
+        let (http, backend) = match &rule.backend {
+            Some((service, port)) => {
+                let layer = Layer::empty(object.clone(), Scope::Ingress);
+                let Some(http) = self.gateway_backend(&rule.route, field, service, *port, &layer)
+                else {
+                    return;
+                };
+                let Some(backend) = self.endpoints.built(&http).cloned() else {
+                    return;
+                };
+                (http, backend)
+            }
+            // Its connections are closed (the route's ResolvedRefs says why). The HTTP
+            // backend of unresolved rules only lends its shape: it stays only when an
+            // HTTP rule uses it.
+            None => {
+                let needed = self.endpoints.built(&BackendName::unresolved()).is_some();
+                let http = self.endpoints.unresolved_backend();
+                let backend = self.endpoints.built(&http).cloned();
+                if !needed {
+                    self.endpoints.remove_unresolved_backend();
+                }
+                let Some(backend) = backend else {
+                    return;
+                };
+                (http, backend)
+            }
         };
         if self
             .passthrough

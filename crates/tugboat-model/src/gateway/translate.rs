@@ -91,7 +91,7 @@ pub struct PassthroughRule {
     /// more: the passthrough map's wildcard).
     pub host: HostMatch,
     /// The Service port; `None` when the backend does not resolve (or all weights are
-    /// 0): connections for the name are not passed anywhere.
+    /// 0): connections for the name are closed.
     pub backend: Option<(ObjectKey, u16)>,
     /// The parents it comes from: their places in the route's status, sorted.
     pub parents: Vec<usize>,
@@ -1113,7 +1113,7 @@ fn rule_backend(
 fn unresolved_consequence(kind: RouteKind) -> &'static str {
     match kind {
         RouteKind::Http => "its requests get 500",
-        RouteKind::Tls => "its connections are not passed through",
+        RouteKind::Tls => "its connections are closed",
     }
 }
 
