@@ -780,7 +780,11 @@ pub const SSL_PASSTHROUGH: &[PeerKey] = &[
         "ssl-passthrough",
         "read on Ingresses only (HAProxy Technologies' also reads it on Services and the ConfigMap); plain HTTP to the hosts is served by the Ingress' rules",
     ),
-    same(HI, "ssl-passthrough"),
+    differs(
+        HI,
+        "ssl-passthrough",
+        "`ssl-passthrough-http-port` is not read: plain HTTP to the hosts is served by the Ingress' rules",
+    ),
 ];
 pub const CANARY: &[PeerKey] = &[differs(
     NGINX,
