@@ -2478,7 +2478,7 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     objects.push(to_json(&mk_endpoint_slice("argo", "https", &[argo.addr])));
     objects.push(route_to("app", &["secure.example.com"], "web"));
     let argo_route = |hostnames: &[&str]| tls_route_json("argo", "gw", hostnames, "argo", 443);
-    objects.push(argo_route(&["argo.example.com"]));
+    objects.push(argo_route(&["argo.example.com", "*.apps.example.com"]));
     objects.push(tls_route_json(
         "gone",
         "gw",
@@ -2519,6 +2519,10 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
         &der,
         &[
             ("argo.example.com", TlsPath::PassedThrough),
+            // A Gateway API wildcard takes any depth of labels.
+            ("x.apps.example.com", TlsPath::PassedThrough),
+            ("x.y.apps.example.com", TlsPath::PassedThrough),
+            ("apps.example.com", TlsPath::Unrouted),
             ("secure.example.com", TlsPath::Terminated("web")),
             ("cd.example.com", TlsPath::Unrouted),
             ("gone.example.com", TlsPath::Closed),
@@ -2528,7 +2532,11 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
 
     // Another name for the same backend: a map update.
     let reloads = scene.reloads().await;
-    scene.apply(&argo_route(&["argo.example.com", "cd.example.com"]));
+    scene.apply(&argo_route(&[
+        "argo.example.com",
+        "*.apps.example.com",
+        "cd.example.com",
+    ]));
     assert_tls_paths(
         &scene,
         &argo,

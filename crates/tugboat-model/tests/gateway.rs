@@ -2058,7 +2058,7 @@ fn a_tls_route_on_a_passthrough_listener_passes_its_names_through() {
                 "TLSRoute shop/argo".into()
             ),
             (
-                "*.apps.example.com".into(),
+                "*.apps.example.com (any depth)".into(),
                 "passthrough:shop_api_80".into(),
                 "TLSRoute shop/argo".into()
             ),

@@ -209,10 +209,10 @@ impl GatewayBuild<'_, '_> {
                          such as ports 80 and 8080, share its hosts and paths)"
                     )
                 }),
-                RouteKind::Tls => tls_served.serves_nothing(&tls_offered, &id).map(|owner| {
+                RouteKind::Tls => tls_served.serves_nothing(&tls_offered, &id).map(|why| {
                     format!(
-                        "every SNI name of this route on this parent is already passed \
-                         through for {owner}: it serves nothing here"
+                        "every SNI name of this route on this parent is {why}: it serves \
+                         nothing here"
                     )
                 }),
             }
@@ -239,17 +239,14 @@ impl GatewayBuild<'_, '_> {
                 });
                 self.passthrough.release(&rule.host);
             } else {
-                let owner = format!("the older {owner}");
+                let why = format!("already passed through for the older {owner}");
                 self.shared.problems.push(ObjectProblem {
                     object,
                     field: field.into(),
                     reason: ProblemReason::RouteConflict,
-                    message: format!(
-                        "SNI name {} is already passed through for {owner}",
-                        rule.host
-                    ),
+                    message: format!("SNI name {} is {why}", rule.host),
                 });
-                served.lose_parents(&rule.route, &rule.parents, &owner);
+                served.lose_parents(&rule.route, &rule.parents, &why);
                 return;
             }
         }
@@ -286,6 +283,9 @@ impl GatewayBuild<'_, '_> {
             .add(self.shared, &object, field, &rule.host, (&http, &backend))
         {
             served.serve_parents(&rule.route, &rule.parents);
+        } else {
+            let why = "refused passthrough (see the route's problems)";
+            served.lose_parents(&rule.route, &rule.parents, why);
         }
     }
 

@@ -104,7 +104,8 @@ impl Passthrough {
         host: &HostMatch,
         http: (&BackendName, &Backend),
     ) -> bool {
-        if !matches!(host, HostMatch::Exact(_) | HostMatch::Wildcard(_)) {
+        // Subdomains: a TLSRoute's any-depth wildcard.
+        if matches!(host, HostMatch::Any) {
             shared.problem(
                 owner,
                 format!("{field}.host"),

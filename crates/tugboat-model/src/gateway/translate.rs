@@ -87,8 +87,8 @@ pub struct PassthroughRule {
     /// `metadata.creationTimestamp` of the route: the oldest claimer of a name wins it,
     /// whatever kind of object it is.
     pub created: Option<String>,
-    /// [`HostMatch::Exact`], or [`HostMatch::Wildcard`] for `*.example.com` (one label
-    /// more: the passthrough map's wildcard).
+    /// [`HostMatch::Exact`], or [`HostMatch::Subdomains`] for `*.example.com` (any
+    /// depth, as for HTTPRoutes; never [`HostMatch::Any`]: a TLSRoute has hostnames).
     pub host: HostMatch,
     /// The Service port; `None` when the backend does not resolve (or all weights are
     /// 0): connections for the name are closed.
@@ -1421,15 +1421,6 @@ fn tls_route_parts(
     }
 }
 
-/// The passthrough map's match of a Gateway API hostname (validated, never empty):
-/// `*.example.com` is one label more, as the map's wildcard lookup takes it.
-fn passthrough_host_match(host: &str) -> HostMatch {
-    match host.strip_prefix('*') {
-        Some(suffix) => HostMatch::Wildcard(suffix.to_string()),
-        None => HostMatch::Exact(host.to_string()),
-    }
-}
-
 /// Attaches one TLSRoute to its parents of ours: its status, the listeners' counts and
 /// its passthrough rules, one per SNI name (a name several parents give is one rule of
 /// all of them).
@@ -1458,7 +1449,7 @@ fn attach_tls_route(
     let mut rules: Vec<PassthroughRule> = Vec::new();
     for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
         for host in accepted.listeners.iter().flat_map(|l| &l.hosts) {
-            let host = passthrough_host_match(host);
+            let host = gateway_host_match(host);
             match rules.iter_mut().find(|rule| rule.host == host) {
                 Some(rule) => {
                     if !rule.parents.contains(&accepted.place) {
