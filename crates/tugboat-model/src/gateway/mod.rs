@@ -1,6 +1,6 @@
 //! Gateway API (`gateway.networking.k8s.io/v1`): which Gateways this controller serves,
-//! which HTTPRoutes attach to their listeners, the host and path rules they give, and the
-//! status conditions of each object.
+//! which HTTPRoutes and TLSRoutes attach to their listeners, the host and path rules and
+//! the TLS passthrough names they give, and the status conditions of each object.
 //!
 //! The translation is pure: it reads the snapshot and answers with rules in the model's
 //! own terms (host, path, a Service port) that the builder adds to the same route maps
@@ -8,8 +8,10 @@
 //! and with the status the leader writes. How listeners map onto haproxy's ports:
 //! haproxy has one HTTP and one HTTPS bind; a listener of protocol `HTTP` on port 80 or
 //! on the HTTP bind's port is served by the HTTP bind, a listener of protocol `HTTPS` on
-//! port 443 or on the HTTPS bind's port by the HTTPS bind; any other port or protocol is
-//! refused with a listener condition. Both binds share one set of route maps; a rule
+//! port 443 or on the HTTPS bind's port by the HTTPS bind, and so is a listener of
+//! protocol `TLS` in `Passthrough` mode on those ports (its TLSRoutes' SNI names join the
+//! Ingresses' `ssl-passthrough` hosts); any other port, protocol or TLS mode is refused
+//! with a listener condition. Both binds share one set of route maps; a rule
 //! carries the bind of its listeners as a condition, so a route attached to listeners of
 //! one bind answers only there (docs/gateway-api.md).
 //!
