@@ -6,6 +6,8 @@
 //! 403 to whatever the chart's RBAC does not grant.
 //!
 //! Each test checks: an Ingress created through the API routes through both pods;
+//! on the HTTPS port, an `ssl-passthrough` host's TLS reaches its own TLS backend while
+//! the other host is terminated by haproxy (through the internal hop, as the spec's uid);
 //! every probe of the spec answers; haproxy's access log is on haproxy's stdout and
 //! the controller's update lines on the controller's; haproxy sees no token and cannot
 //! write its configuration; each container runs as the spec's uid; no request was

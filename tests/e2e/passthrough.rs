@@ -75,11 +75,19 @@ fn argocd_ingress(hosts: &[&str]) -> Value {
     ))
 }
 
-/// The terminated host's Ingress, with its certificate and an allow list of 127.0.0.1
-/// (the test's client) only.
+/// An exact host of the terminated Ingress under the passthrough wildcard: HTTP routing
+/// prefers it to the wildcard, so its TLS is terminated too.
+const TERMINATED_UNDER_WILDCARD: &str = "term.apps.example.com";
+
+/// The terminated hosts' Ingress, with a certificate for one and an allow list of
+/// 127.0.0.1 (the test's client) only.
 fn shop_ingress() -> Value {
+    let rules = [TERMINATED_HOST, TERMINATED_UNDER_WILDCARD]
+        .iter()
+        .map(|host| mk_rule(Some(host), &[prefix("/", "web")]))
+        .collect();
     let ingress = with_tls(
-        mk_ingress("shop", TERMINATED_HOST, "web"),
+        mk_ingress_with_rules("shop", rules),
         &[(&[TERMINATED_HOST], "shop-tls")],
     );
     to_json(&with_annotations(
@@ -192,6 +200,12 @@ async fn passthrough_and_terminating_hosts_share_the_https_port(
     wait_for_passthrough(&scene, "x.apps.example.com", first.addr).await;
     assert_passed_through(&scene, "x.apps.example.com", &first).await;
     assert_not_passed_through(&scene, "a.b.apps.example.com", &first).await;
+    let terminated = tls_get(&scene, TERMINATED_UNDER_WILDCARD)
+        .await
+        .expect("TLS terminated by haproxy");
+    assert_ne!(terminated.certificate, first.certificate);
+    let reply = terminated.reply.expect("an HTTP/1.1 answer");
+    assert_eq!(reply.service(), Some("web"), "{reply:?}");
     assert_eq!(
         scene.reloads().await,
         reloads,

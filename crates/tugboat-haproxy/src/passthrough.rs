@@ -15,6 +15,7 @@
 //! has is a map update; a new passthrough backend, the first route and the removal of
 //! the last are changes of the config (a reload).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use tugboat_model::{Desired, HostMatch};
@@ -48,27 +49,53 @@ pub fn terminating_bind(desired: &Desired, settings: &RenderSettings) -> String 
 
 /// The passthrough map: the host (`a.example.com`; `.example.com` for an Ingress'
 /// one-label `*.example.com`; `example.com*` for a TLSRoute's any-depth `*.example.com`,
-/// as the HTTP maps key Gateway API wildcards) and the backend its TLS goes to.
+/// as the HTTP maps key Gateway API wildcards) and the backend its TLS goes to. An exact
+/// host that has routes of its own, is not passed through and falls under a passthrough
+/// wildcard is terminated, as HTTP routing prefers the exact host: its line names
+/// [`TERMINATE_BACKEND`], and the exact lookup finds it before the wildcard's.
 pub fn map(desired: &Desired) -> String {
-    let keys: Vec<(String, &str)> = desired
+    let passed: BTreeMap<String, &str> = desired
         .passthrough
         .iter()
         .filter_map(|route| {
             let key = match &route.host {
                 HostMatch::Exact(host) | HostMatch::Wildcard(host) => host.clone(),
-                HostMatch::Subdomains(suffix) => {
-                    format!("{}*", suffix.strip_prefix('.').unwrap_or(suffix))
-                }
+                HostMatch::Subdomains(suffix) => subdomains_key(suffix),
                 // The model gives passthrough routes a host SNI can name.
                 HostMatch::Any => return None,
             };
             Some((key, route.backend.as_str()))
         })
         .collect();
+    let terminated = desired.routes.iter().filter_map(|route| match &route.host {
+        HostMatch::Exact(host)
+            if !passed.contains_key(host.as_str()) && under_a_passed_wildcard(host, &passed) =>
+        {
+            Some((host.clone(), TERMINATE_BACKEND))
+        }
+        _ => None,
+    });
+    let lines: BTreeMap<String, &str> = passed.clone().into_iter().chain(terminated).collect();
     map_text::lines(
         MapOrder::Key,
-        keys.iter().map(|(key, backend)| (key.as_str(), *backend)),
+        lines.iter().map(|(key, backend)| (key.as_str(), *backend)),
     )
+}
+
+/// The map key of a TLSRoute's any-depth wildcard of `suffix` (`.example.com`):
+/// `example.com*`, apart from exact hosts and one-label wildcards.
+fn subdomains_key(suffix: &str) -> String {
+    format!("{}*", suffix.strip_prefix('.').unwrap_or(suffix))
+}
+
+/// Whether `host` falls under a wildcard of `passed` (map keys): a one-label one
+/// (`.example.com`) or an any-depth one (`example.com*`) of any of its suffixes.
+fn under_a_passed_wildcard(host: &str, passed: &BTreeMap<String, &str>) -> bool {
+    let one_label = host.find('.').map(|dot| &host[dot..]);
+    one_label.is_some_and(|suffix| passed.contains_key(suffix))
+        || host
+            .match_indices('.')
+            .any(|(dot, _)| passed.contains_key(&subdomains_key(&host[dot..])))
 }
 
 /// The lookups of any-depth wildcards (TLSRoutes'), after the exact and one-label ones:
@@ -240,6 +267,66 @@ mod tests {
             backends.contains("backend passthrough:cd_argocd_443\n    mode tcp\n    balance roundrobin\n    server s1 10.0.0.7:8443\n"),
             "{backends}"
         );
+    }
+
+    /// HTTP routing prefers an exact host to a wildcard: an exact host with routes of its
+    /// own under a passthrough wildcard is terminated, one passed through itself is not.
+    #[test]
+    fn exact_hosts_with_routes_under_a_passthrough_wildcard_are_terminated() {
+        let mut desired = state(&[
+            HostMatch::Wildcard(".apps.example.com".into()),
+            exact("cd.apps.example.com"),
+        ]);
+        let (name, backend) = argocd();
+        let route = |host: &str| tugboat_model::Route {
+            host: exact(host),
+            path: tugboat_model::PathMatch::Prefix("/".into()),
+            backend: name.clone(),
+            ingress: ObjectKey::new("cd", "shop"),
+            features: None,
+            canary: None,
+        };
+        desired.routes = vec![
+            route("cd.apps.example.com"),
+            route("shop.apps.example.com"),
+            route("a.b.apps.example.com"),
+            route("other.example.com"),
+        ];
+        desired.backends.insert(name.clone(), backend);
+        assert_eq!(
+            map(&desired),
+            ".apps.example.com passthrough:cd_argocd_443\n\
+             cd.apps.example.com passthrough:cd_argocd_443\n\
+             shop.apps.example.com tls_terminate\n"
+        );
+    }
+
+    /// A route patch beside passthrough is planned whole: the passthrough map depends on
+    /// every route.
+    #[test]
+    fn a_route_patch_beside_passthrough_is_planned_whole() {
+        let applied = plan(None, state(&[exact("cd.example.com")]), &settings()).next;
+        let route = tugboat_model::Route {
+            host: exact("shop.example.com"),
+            path: tugboat_model::PathMatch::Prefix("/".into()),
+            backend: argocd().0,
+            ingress: ObjectKey::new("cd", "shop"),
+            features: None,
+            canary: None,
+        };
+        let patch = tugboat_model::Patch {
+            routes: [(
+                ObjectKey::new("cd", "shop"),
+                tugboat_model::IngressRoutes {
+                    before: Vec::new(),
+                    after: vec![route],
+                },
+            )]
+            .into(),
+            ..tugboat_model::Patch::default()
+        };
+        let refused = crate::plan_patch(applied, &patch, &settings()).expect_err("planned whole");
+        assert_eq!(refused.why, "routes beside TLS passthrough");
     }
 
     #[test]

@@ -437,6 +437,14 @@ pub fn plan_patch(
     if !patch.routes.is_empty() && !has_maps {
         return Err(Box::new(Refused::of(applied, "no route maps to edit")));
     }
+    // The passthrough map terminates the exact hosts with routes of their own under a
+    // passthrough wildcard: rendered from every route, not edited a line at a time.
+    if !patch.routes.is_empty() && crate::passthrough::needed(&applied.desired) {
+        return Err(Box::new(Refused::of(
+            applied,
+            "routes beside TLS passthrough",
+        )));
+    }
     // Regex routes are rules of the config, not map lines: a change of them reloads.
     let regex_routes_change = patch.routes.values().any(|change| {
         change

@@ -298,11 +298,14 @@ impl<'a> Builder<'a> {
     }
 
     /// The parts' output, the problems sorted and without duplicates.
-    fn finish(self) -> Built {
+    fn finish(mut self) -> Built {
+        let (routes, default_backend) = self.routes.into_parts();
+        let features = self.features.into_output();
+        self.passthrough
+            .refuse_bypassed(&mut self.shared, &routes, &features.feature_sets);
         let mut problems = self.shared.problems;
         problems.sort();
         problems.dedup();
-        let (routes, default_backend) = self.routes.into_parts();
         let (passthrough, passthrough_backends) = self.passthrough.into_parts();
         let mut backends = self.endpoints.into_backends();
         backends.extend(passthrough_backends);
@@ -312,7 +315,7 @@ impl<'a> Builder<'a> {
             routes,
             default_backend,
             tls: self.tls.into_output(),
-            features: self.features.into_output(),
+            features,
             problems,
             reads: self.shared.reads,
         }

@@ -4,7 +4,7 @@
 //! change is a patch of its routes, of the backends it starts or stops using and of the
 //! problems when nothing else it adds to a build moves: the same certificates, TLS
 //! hosts, route features, userlists, files and default backend, no TLS passthrough
-//! before or after; the same problems on other objects; backends with the options
+//! before or after nor a route of a passthrough host; the same problems on other objects; backends with the options
 //! they have already; route keys no other Ingress claims or claimed; and, for a backend
 //! whose options it set and leaves, the same options from the next user. Anything else
 //! is a full build, which is always right.
@@ -45,6 +45,9 @@ pub(crate) struct RoutesSeen {
     problems: Vec<ObjectProblem>,
     /// The route keys more than one rule claimed.
     contested: HashSet<(HostMatch, PathMatch)>,
+    /// The hosts whose TLS passes through: whether they may is decided by every route
+    /// of the host.
+    passthrough_hosts: HashSet<HostMatch>,
 }
 
 #[derive(Debug)]
@@ -77,6 +80,12 @@ impl RoutesSeen {
                 })
                 .collect(),
             problems: output.problems.clone(),
+            passthrough_hosts: output
+                .desired
+                .passthrough
+                .iter()
+                .map(|route| route.host.clone())
+                .collect(),
         }
     }
 }
@@ -262,6 +271,9 @@ impl RouteChanges<'_> {
             return Err(NeedsBuild("a conflict"));
         }
         for route in before.routes.iter().chain(&after.routes) {
+            if seen.passthrough_hosts.contains(&route.host) {
+                return Err(NeedsBuild("a route of a TLS passthrough host"));
+            }
             let slot = (route.host.clone(), route.path.clone());
             if seen.contested.contains(&slot) {
                 return Err(NeedsBuild("a contested route"));

@@ -285,6 +285,39 @@ fn a_service_key_that_restricts_access_refuses_the_passthrough_of_its_hosts() {
     assert!(output.desired.passthrough.is_empty());
 }
 
+/// Another object's route of the host that restricts access would be bypassed by the
+/// passthrough: refused, with a problem naming that route.
+#[test]
+fn another_ingress_restricting_the_host_refuses_its_passthrough() {
+    let private = ingress(
+        "private",
+        "2024-02-01T00:00:00Z",
+        &[(
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8",
+        )],
+        vec![mk_rule(Some("cd.example.com"), &[prefix("/admin", "api")])],
+    );
+    let output = build([
+        passthrough_ingress(
+            "cd",
+            "2024-01-01T00:00:00Z",
+            &["cd.example.com"],
+            &[(KEY, "true")],
+        ),
+        private,
+    ]);
+    let problem = common::only_problem(&output);
+    assert_eq!(&*problem.object.name, "cd", "{problem}");
+    assert_eq!(problem.field, "spec.rules[0].host", "{problem}");
+    assert!(
+        problem.message.contains("Ingress default/private"),
+        "{problem}"
+    );
+    assert!(output.desired.passthrough.is_empty());
+    assert!(!output.desired.backends.contains_key(&web_passthrough()));
+}
+
 #[test]
 fn a_passthrough_backend_name_reads_back_and_never_meets_a_service_backend() {
     let name = web_passthrough();
@@ -295,4 +328,101 @@ fn a_passthrough_backend_name_reads_back_and_never_meets_a_service_backend() {
             .expect("name")
             .is_passthrough()
     );
+}
+
+/// The model kept between updates: a passthrough Ingress' change is built whole (who
+/// gets a host depends on the other Ingresses), and an endpoint change of its Service
+/// patches the passthrough backend like the HTTP one; each gives what a full build gives.
+#[test]
+fn updates_of_a_passthrough_ingress_give_what_a_full_build_gives() {
+    use std::sync::Arc;
+    use tugboat_model::{Model, ObjectKey, Rebuilt, Update};
+
+    let slice = |ip: &str| {
+        common::endpoint_slice(
+            "web",
+            "http",
+            8080,
+            vec![common::mk_endpoint(ip, Some(true))],
+        )
+    };
+    let cd =
+        |hosts: &[&str]| passthrough_ingress("cd", "2024-01-01T00:00:00Z", hosts, &[(KEY, "true")]);
+    let allow_list = [(
+        "nginx.ingress.kubernetes.io/whitelist-source-range",
+        "10.0.0.0/8",
+    )];
+    let restricted = |name: &str, host: &str| {
+        let rule = mk_rule(Some(host), &[prefix("/admin", "web")]);
+        ingress(name, "2024-02-01T00:00:00Z", &allow_list, vec![rule])
+    };
+    let mut snapshot = common::snapshot_of([
+        Object::from(cd(&["cd.example.com"])),
+        restricted("other", "other.example.com").into(),
+        common::web_service(&[]).into(),
+        slice("10.0.0.1").into(),
+    ]);
+    let settings = tugboat_model::Settings::new(1_700_000_000);
+    let mut model = Model::default();
+    let Update::Full(mut current, _) = model.update(&snapshot, &settings) else {
+        panic!("the first update is a full build");
+    };
+
+    snapshot.ingresses.insert(
+        ObjectKey::new("default", "cd"),
+        Arc::new(typed(&cd(&["cd.example.com", "argo.example.com"]))),
+    );
+    match model.update(&snapshot, &settings) {
+        Update::Full(output, Rebuilt::Ingresses(why)) => {
+            assert_eq!(why, "TLS passthrough");
+            current = output;
+        }
+        other => panic!("a passthrough Ingress is built whole: {other:?}"),
+    }
+    assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
+    assert_eq!(current.desired.passthrough.len(), 2);
+
+    snapshot.endpoint_slices.insert(
+        ObjectKey::new("default", "web-1"),
+        Arc::new(typed(&slice("10.0.0.2"))),
+    );
+    let Update::Patch(patch) = model.update(&snapshot, &settings) else {
+        panic!("an endpoint change is a patch");
+    };
+    assert!(
+        patch.endpoints.contains_key(&web_passthrough()),
+        "{patch:?}"
+    );
+    patch.apply_to_output(&mut current);
+    assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
+
+    // Another Ingress restricts a path of a passthrough host: built whole, and the
+    // passthrough of that host goes.
+    let private = ingress(
+        "private",
+        "2024-02-01T00:00:00Z",
+        &[(
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8",
+        )],
+        vec![mk_rule(
+            Some("argo.example.com"),
+            &[prefix("/admin", "web")],
+        )],
+    );
+    snapshot.ingresses.insert(
+        ObjectKey::new("default", "private"),
+        Arc::new(typed(&private)),
+    );
+    match model.update(&snapshot, &settings) {
+        Update::Full(output, Rebuilt::Ingresses(_)) => current = output,
+        other => panic!("a route of a passthrough host is built whole: {other:?}"),
+    }
+    assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
+    assert_eq!(current.desired.passthrough.len(), 1);
+}
+
+/// A test object as the snapshot holds it (read from its JSON, as the sources do).
+fn typed<T: serde::de::DeserializeOwned>(object: &impl serde::Serialize) -> T {
+    serde_json::from_value(common::to_json(object)).expect("typed object")
 }

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::annotations::{Layer, find_key, keys, prefixes, read_keys};
-use crate::desired::{Backend, BackendName, HostMatch, PassthroughRoute};
-use crate::features::BackendOptions;
+use crate::desired::{Backend, BackendName, HostMatch, PassthroughRoute, Route};
+use crate::features::{BackendOptions, FeatureSetId, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
 
@@ -20,7 +20,8 @@ use super::shared::Shared;
 /// The passthrough part of a build: routes by host, and their mode tcp backends.
 #[derive(Debug, Default)]
 pub(super) struct Passthrough {
-    by_host: BTreeMap<HostMatch, PassthroughRoute>,
+    /// Each route with the field that asked for it (the rule's `host`).
+    by_host: BTreeMap<HostMatch, (PassthroughRoute, String)>,
     backends: BTreeMap<BackendName, Backend>,
 }
 
@@ -75,6 +76,19 @@ fn restricting_key(layer: &Layer, place: &str) -> Option<String> {
         .map(|key| format!("{key}{place}"))
 }
 
+/// Whether a route's features restrict who may reach it.
+fn restricts_access(features: &RouteFeatures) -> bool {
+    features.deny_all
+        || !features.allow_list.is_empty()
+        || !features.deny_list.is_empty()
+        || features.allow_file.is_some()
+        || features.deny_file.is_some()
+        || features.basic_auth.is_some()
+        || features.external_auth.is_some()
+        || features.rate_limit.is_some()
+        || features.client_limits.is_some()
+}
+
 /// The first annotation of Service `service` that restricts access, if any.
 fn service_restriction(shared: &Shared, service: &ObjectKey) -> Option<String> {
     let annotations = shared
@@ -123,11 +137,13 @@ impl Passthrough {
             shared.problem(owner, format!("{field}.host"), message);
             return false;
         }
-        if let Some(existing) = self.by_host.get(host) {
-            let message = format!(
-                "ssl-passthrough of host {host} is already given to the older {}",
-                existing.owner
-            );
+        if let Some((existing, _)) = self.by_host.get(host) {
+            let holder = if existing.owner == *owner {
+                "an earlier rule of this Ingress".to_string()
+            } else {
+                format!("the older {}", existing.owner)
+            };
+            let message = format!("ssl-passthrough of host {host} is already given to {holder}");
             shared.problems.push(ObjectProblem {
                 object: owner.clone(),
                 field: format!("{field}.host"),
@@ -151,25 +167,75 @@ impl Passthrough {
             backend: name,
             owner: owner.clone(),
         };
-        self.by_host.insert(host.clone(), route);
+        self.by_host
+            .insert(host.clone(), (route, format!("{field}.host")));
         true
     }
 
     /// The object that has the passthrough of `host`.
     pub(super) fn owner_of(&self, host: &HostMatch) -> Option<&ObjectRef> {
-        self.by_host.get(host).map(|route| &route.owner)
+        self.by_host.get(host).map(|(route, _)| &route.owner)
     }
 
-    /// Takes the passthrough of `host` from its owner (for an older claimer).
+    /// Takes the passthrough of `host` from its owner (for an older claimer), and its
+    /// backend when no other host uses it.
     pub(super) fn release(&mut self, host: &HostMatch) {
-        self.by_host.remove(host);
+        if let Some((route, _)) = self.by_host.remove(host)
+            && !self
+                .by_host
+                .values()
+                .any(|(other, _)| other.backend == route.backend)
+        {
+            self.backends.remove(&route.backend);
+        }
     }
 
-    /// The routes, sorted by host, and their backends (only those a route names: a
-    /// released host may leave one unused).
+    /// Refuses the passthrough of each host whose HTTP routes (of any Ingress or
+    /// HTTPRoute) restrict access: TLS passthrough would bypass them. A problem on the
+    /// passthrough's owner names the route's owner; haproxy terminates the host's TLS.
+    pub(super) fn refuse_bypassed(
+        &mut self,
+        shared: &mut Shared,
+        routes: &[Route],
+        feature_sets: &BTreeMap<FeatureSetId, RouteFeatures>,
+    ) {
+        let restricted: BTreeMap<&HostMatch, &Route> = routes
+            .iter()
+            .filter(|route| self.by_host.contains_key(&route.host))
+            .filter(|route| {
+                route
+                    .features
+                    .as_ref()
+                    .and_then(|id| feature_sets.get(id))
+                    .is_some_and(restricts_access)
+            })
+            .map(|route| (&route.host, route))
+            .collect();
+        for (host, route) in restricted {
+            let Some((refused, field)) = self.by_host.remove(host) else {
+                continue;
+            };
+            shared.problems.push(ObjectProblem {
+                object: refused.owner,
+                field,
+                reason: ProblemReason::InvalidField,
+                message: format!(
+                    "ssl-passthrough refused for host {host}: the route of path {} (Ingress {}) restricts access, which TLS passthrough would bypass; haproxy terminates this host's TLS",
+                    route.path, route.ingress
+                ),
+            });
+        }
+        let used: std::collections::BTreeSet<&BackendName> = self
+            .by_host
+            .values()
+            .map(|(route, _)| &route.backend)
+            .collect();
+        self.backends.retain(|name, _| used.contains(name));
+    }
+
+    /// The routes, sorted by host, and their backends.
     pub(super) fn into_parts(self) -> (Vec<PassthroughRoute>, BTreeMap<BackendName, Backend>) {
-        let mut backends = self.backends;
-        backends.retain(|name, _| self.by_host.values().any(|route| route.backend == *name));
-        (self.by_host.into_values().collect(), backends)
+        let routes = self.by_host.into_values().map(|(route, _)| route);
+        (routes.collect(), self.backends)
     }
 }
