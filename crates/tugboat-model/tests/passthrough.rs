@@ -364,21 +364,22 @@ fn updates_of_a_passthrough_ingress_give_what_a_full_build_gives() {
     ]);
     let settings = tugboat_model::Settings::new(1_700_000_000);
     let mut model = Model::default();
-    let Update::Full(mut current, _) = model.update(&snapshot, &settings) else {
+    let Update::Full(first, _) = model.update(&snapshot, &settings) else {
         panic!("the first update is a full build");
     };
+    assert_eq!(first.desired.passthrough.len(), 1);
 
     snapshot.ingresses.insert(
         ObjectKey::new("default", "cd"),
         Arc::new(typed(&cd(&["cd.example.com", "argo.example.com"]))),
     );
-    match model.update(&snapshot, &settings) {
+    let mut current = match model.update(&snapshot, &settings) {
         Update::Full(output, Rebuilt::Ingresses(why)) => {
             assert_eq!(why, "TLS passthrough");
-            current = output;
+            output
         }
         other => panic!("a passthrough Ingress is built whole: {other:?}"),
-    }
+    };
     assert_eq!(*current, tugboat_model::build(&snapshot, &settings));
     assert_eq!(current.desired.passthrough.len(), 2);
 

@@ -26,7 +26,7 @@ pub(super) struct Passthrough {
 }
 
 /// Whether the Ingress of `layer` asks for passthrough and may have it. A key that
-/// restricts access, on the Ingress or in the ConfigMap (`config_map`), cannot be
+/// restricts access, on the Ingress or in the controller's ConfigMap, cannot be
 /// enforced on TLS haproxy does not decrypt: the passthrough is then refused (a problem
 /// names the key), and the hosts' TLS is terminated with the key enforced.
 pub(super) fn wanted(shared: &mut Shared, layer: &Layer) -> bool {
