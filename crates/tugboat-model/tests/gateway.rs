@@ -2668,3 +2668,51 @@ fn an_http_route_and_a_tls_route_of_one_name_keep_their_own_status() {
         5
     );
 }
+
+#[test]
+fn a_tls_route_to_a_service_whose_keys_restrict_access_passes_nothing_through() {
+    let mut snapshot = with_passthrough_gateway();
+    snapshot.services.insert(
+        ObjectKey::new("shop", "api"),
+        typed(&in_namespace(
+            with_annotations(
+                mk_service("api", "http", 80),
+                &[("haproxy.org/allow-list", "10.0.0.0/8")],
+            ),
+            "shop",
+        )),
+    );
+    add_tls_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_tls_route(
+            "argo",
+            "gw",
+            &["argo.example.com"],
+            vec![mk_backend_ref("api", 80)],
+        ),
+    );
+    let output = build_now(&snapshot);
+    assert!(
+        passthrough(&output).is_empty(),
+        "{:?}",
+        passthrough(&output)
+    );
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.object.to_string() == "TLSRoute shop/argo")
+        .expect("a problem on the route");
+    assert!(
+        problem.message.contains("'haproxy.org/allow-list'"),
+        "{problem}"
+    );
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "Accepted"),
+        (false, "UnsupportedValue".into()),
+        "a route that passes nothing through is not accepted there"
+    );
+    let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(gateway.listeners[1].attached_routes, 0);
+}
