@@ -1,4 +1,5 @@
-//! Gateway API end to end: GatewayClass, Gateway, HTTPRoute and ReferenceGrant through
+//! Gateway API end to end: GatewayClass, Gateway, HTTPRoute, TLSRoute and ReferenceGrant
+//! through
 //! the API source (the fake API server, status written back to it) and the manifests
 //! folder, on real haproxy with real HTTP. Each scenario checks the routing and the
 //! conditions the spec names; the status conditions are read from the API server in
@@ -23,8 +24,8 @@ use tugboat_model::gateway::objects::{
 use tugboat_testkit::gateway_objects::{
     GATEWAY_CONTROLLER, from_all_namespaces, http_route_json, mk_backend_ref, mk_gateway,
     mk_gateway_class, mk_http_route, mk_https_listener, mk_https_listener_for, mk_listener,
-    mk_reference_grant, mk_rule_to, mk_service_grant, mk_weighted_rule, route_created_at,
-    with_filter, with_matches,
+    mk_reference_grant, mk_rule_to, mk_service_grant, mk_tls_passthrough_listener,
+    mk_weighted_rule, route_created_at, tls_route_json, with_filter, with_matches,
 };
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::gateway::{
@@ -35,7 +36,9 @@ use tugboat_testkit::objects::gateway::{
 use tugboat_testkit::objects::{
     in_namespace, mk_endpoint_slice, mk_service, mk_tls_secret, to_json, with_keys,
 };
-use tugboat_testkit::tls::{TlsExchange, certificate, exchange, fallback_certificate_der};
+use tugboat_testkit::tls::{
+    TlsEchoServer, TlsExchange, certificate, exchange, fallback_certificate_der,
+};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
 
 /// Declares the scenarios on every haproxy series and from both sources
@@ -76,6 +79,7 @@ gateway_scenarios!(
         a_redirect_without_a_port_keeps_the_listeners_port,
         the_examples_route_and_report_their_conditions,
         a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
+        tls_routes_pass_their_names_through_while_https_listeners_terminate,
     ],
 );
 
@@ -488,11 +492,12 @@ impl TlsAsk {
     }
 }
 
-/// Whose condition: a route of namespace `default` (its first parent), or a listener
-/// of a Gateway of namespace `default`.
+/// Whose condition: an HTTPRoute or a TLSRoute of namespace `default` (its first
+/// parent), or a listener of a Gateway of namespace `default`.
 #[derive(Debug, Clone, Copy)]
 enum Holder {
     Route(&'static str),
+    TlsRoute(&'static str),
     Listener(&'static str, usize),
 }
 
@@ -509,6 +514,15 @@ struct Condition {
 fn route(name: &'static str, type_: &'static str) -> Condition {
     Condition {
         holder: Holder::Route(name),
+        type_,
+        wait: false,
+    }
+}
+
+/// The TLSRoute's condition `type_`.
+fn tls_route(name: &'static str, type_: &'static str) -> Condition {
+    Condition {
+        holder: Holder::TlsRoute(name),
         type_,
         wait: false,
     }
@@ -576,8 +590,12 @@ impl Condition {
                 match scene.api() {
                     Some(api) => {
                         let (conditions, controller) = match self.holder {
-                            Holder::Route(name) => {
-                                let route = api.get("HTTPRoute", "default", name)?;
+                            Holder::Route(name) | Holder::TlsRoute(name) => {
+                                let kind = match self.holder {
+                                    Holder::TlsRoute(_) => "TLSRoute",
+                                    _ => "HTTPRoute",
+                                };
+                                let route = api.get(kind, "default", name)?;
                                 let parent = &route["status"]["parents"][0];
                                 (
                                     parent["conditions"].clone(),
@@ -608,6 +626,13 @@ impl Condition {
                                 let route = status
                                     .gateway
                                     .routes
+                                    .get(&ObjectKey::new("default", name))?;
+                                &route.parents[0].conditions
+                            }
+                            Holder::TlsRoute(name) => {
+                                let route = status
+                                    .gateway
+                                    .tls_routes
                                     .get(&ObjectKey::new("default", name))?;
                                 &route.parents[0].conditions
                             }
@@ -2361,6 +2386,180 @@ async fn a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counte
 
 // ---------------------------------------------------------------------------------
 // Through the API only.
+
+/// How the HTTPS port serves a name, in the rows of
+/// [`tls_routes_pass_their_names_through_while_https_listeners_terminate`].
+#[derive(Debug, Clone, Copy)]
+enum TlsPath {
+    /// Passed through undecrypted to the TLS echo backend: its own certificate, and the
+    /// client's own SNI and ALPN reach it.
+    PassedThrough,
+    /// Terminated by haproxy with the HTTPS listener's certificate, then routed to the
+    /// echo Service.
+    Terminated(&'static str),
+    /// Terminated by haproxy with its own certificate (no listener is for the name), 404.
+    Unrouted,
+    /// Closed before any handshake completes: its route's backend does not resolve.
+    Closed,
+}
+
+/// ALPN protocols the client offers: the first is one haproxy does not speak, so only a
+/// backend that got the client's own ClientHello can report it.
+const CLIENT_ALPN: &[&[u8]] = &[b"x-tugboat-test", b"http/1.1"];
+
+/// Checks each row `(SNI name, how it is served)` on the HTTPS port, waiting for it to
+/// hold: `passed` is the TLS echo backend, `terminating` the HTTPS listener's
+/// certificate (DER).
+async fn assert_tls_paths(
+    scene: &Scene,
+    passed: &TlsEchoServer,
+    terminating: &[u8],
+    rows: &[(&'static str, TlsPath)],
+) {
+    for &(sni, path) in rows {
+        eventually(
+            &format!("{sni}: {path:?}"),
+            Duration::from_secs(15),
+            || async {
+                let found = exchange(scene.https_addr(), sni, "/", CLIENT_ALPN).await;
+                if let TlsPath::Closed = path {
+                    return found.is_err().then_some(());
+                }
+                let found = found.ok()?;
+                let reply = found.reply?;
+                let holds = match path {
+                    TlsPath::PassedThrough => {
+                        found.certificate == passed.certificate
+                            && reply.body.contains("tls=backend")
+                            && reply.body.contains(&format!("sni={sni} "))
+                            && reply.body.contains("alpn=x-tugboat-test,http/1.1")
+                    }
+                    TlsPath::Terminated(service) => {
+                        found.certificate == terminating && reply.service() == Some(service)
+                    }
+                    TlsPath::Unrouted => {
+                        found.certificate == fallback_certificate_der(&scene.lib_dir)
+                            && reply.status == 404
+                    }
+                    TlsPath::Closed => unreachable!("answered above"),
+                };
+                holds.then_some(())
+            },
+        )
+        .await;
+    }
+}
+
+/// A TLSRoute on a TLS Passthrough listener and an HTTPS listener on the same port: the
+/// route's names reach their backend undecrypted (its own certificate, the client's SNI
+/// and ALPN), the HTTPS listener's name is terminated with its certificate and routed,
+/// any other name gets haproxy's own, and the name of a route whose Service is missing
+/// is closed; a name added to the route for the same backend is a map update (no
+/// reload), and the statuses say where each route is attached and what is missing.
+async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let backend_addr = std::net::SocketAddr::from(([127, 0, 226, 1], 0));
+    let argo = TlsEchoServer::start(
+        "argo",
+        &["argo.example.com", "cd.example.com"],
+        backend_addr,
+    )
+    .await
+    .expect("a TLS backend");
+    let (cert, key, der) = certificate(&["secure.example.com"], false);
+    let mut objects = class_and_gateway_with(vec![
+        mk_https_listener("https", "secure.example.com", (None, "site-tls")),
+        mk_tls_passthrough_listener("tls", 443, None),
+    ]);
+    objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
+    objects.push(to_json(&mk_service("argo", "https", 443)));
+    objects.push(to_json(&mk_endpoint_slice("argo", "https", &[argo.addr])));
+    objects.push(route_to("app", &["secure.example.com"], "web"));
+    let argo_route = |hostnames: &[&str]| tls_route_json("argo", "gw", hostnames, "argo", 443);
+    objects.push(argo_route(&["argo.example.com", "*.apps.example.com"]));
+    objects.push(tls_route_json(
+        "gone",
+        "gw",
+        &["gone.example.com"],
+        "nothing",
+        443,
+    ));
+    let scene = run(
+        &haproxy,
+        source,
+        Case {
+            echoes: vec![echo("web", 227)],
+            objects,
+            steps: vec![
+                tls_route("argo", "Accepted").becomes("True", "Accepted"),
+                tls_route("argo", "ResolvedRefs").is("True", "ResolvedRefs"),
+                tls_route("gone", "Accepted").is("True", "Accepted"),
+                tls_route("gone", "ResolvedRefs").is("False", "BackendNotFound"),
+                accepted("app"),
+                // Each listener counts the route of its own kind.
+                Step::AttachedRoutes {
+                    gateway: "gw",
+                    index: 0,
+                    routes: 1,
+                },
+                Step::AttachedRoutes {
+                    gateway: "gw",
+                    index: 1,
+                    routes: 2,
+                },
+            ],
+        },
+    )
+    .await;
+    assert_tls_paths(
+        &scene,
+        &argo,
+        &der,
+        &[
+            ("argo.example.com", TlsPath::PassedThrough),
+            // A Gateway API wildcard takes any depth of labels.
+            ("x.apps.example.com", TlsPath::PassedThrough),
+            ("x.y.apps.example.com", TlsPath::PassedThrough),
+            ("apps.example.com", TlsPath::Unrouted),
+            ("secure.example.com", TlsPath::Terminated("web")),
+            ("cd.example.com", TlsPath::Unrouted),
+            ("gone.example.com", TlsPath::Closed),
+        ],
+    )
+    .await;
+
+    // Another name for the same backend: a map update.
+    let reloads = scene.reloads().await;
+    scene.apply(&argo_route(&[
+        "argo.example.com",
+        "*.apps.example.com",
+        "cd.example.com",
+    ]));
+    assert_tls_paths(
+        &scene,
+        &argo,
+        &der,
+        &[
+            ("cd.example.com", TlsPath::PassedThrough),
+            ("argo.example.com", TlsPath::PassedThrough),
+            ("secure.example.com", TlsPath::Terminated("web")),
+        ],
+    )
+    .await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "a passthrough name for an existing backend is a map update"
+    );
+    let problems = scene.status().problems;
+    assert!(
+        problems.iter().all(|p| p.object.kind != "TLSRoute"
+            || (&*p.object.name == "gone" && p.message.contains("connections are closed"))),
+        "{problems:?}"
+    );
+}
 
 /// The message of the condition `type_` of the Gateway `gw` once it is `expected`.
 async fn gateway_condition(

@@ -173,6 +173,14 @@ const RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         group: "gateway.networking.k8s.io",
+        version: "v1",
+        plural: "tlsroutes",
+        kind: "TLSRoute",
+        namespaced: true,
+        status: true,
+    },
+    ResourceType {
+        group: "gateway.networking.k8s.io",
         version: "v1beta1",
         plural: "referencegrants",
         kind: "ReferenceGrant",

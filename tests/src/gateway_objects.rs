@@ -130,3 +130,25 @@ pub fn mk_https_listener_for(
 ) -> Listener {
     retyped(&wire::mk_https_listener_for(name, hostname, secret))
 }
+
+/// A TLS listener in Passthrough mode on `port`, for `hostname` or (`None`) any name.
+pub fn mk_tls_passthrough_listener(name: &str, port: i32, hostname: Option<&str>) -> Listener {
+    retyped(&wire::mk_tls_passthrough_listener(name, port, hostname))
+}
+
+/// A TLSRoute of Gateway `gateway` for the SNI names `hostnames`, to Service `service`
+/// port `port`, as JSON.
+pub fn tls_route_json(
+    name: &str,
+    gateway: &str,
+    hostnames: &[&str],
+    service: &str,
+    port: i32,
+) -> Value {
+    to_json(&wire::mk_tls_route(
+        name,
+        gateway,
+        hostnames,
+        vec![wire::mk_backend_ref(service, port)],
+    ))
+}

@@ -47,34 +47,72 @@ pub fn terminating_bind(desired: &Desired, settings: &RenderSettings) -> String 
     }
 }
 
-/// The passthrough map: the host (`a.example.com`, or `.example.com` for
-/// `*.example.com`) and the backend its TLS goes to. An exact host that has routes of
-/// its own, is not passed through and falls under a passthrough wildcard is terminated,
-/// as HTTP routing prefers the exact host: its line names [`TERMINATE_BACKEND`], and the
-/// exact lookup finds it before the wildcard's.
+/// The passthrough map: the host (`a.example.com`; `.example.com` for an Ingress'
+/// one-label `*.example.com`; `example.com*` for a TLSRoute's any-depth `*.example.com`,
+/// as the HTTP maps key Gateway API wildcards) and the backend its TLS goes to. An exact
+/// host that has routes of its own, is not passed through and falls under a passthrough
+/// wildcard is terminated, as HTTP routing prefers the exact host: its line names
+/// [`TERMINATE_BACKEND`], and the exact lookup finds it before the wildcard's.
 pub fn map(desired: &Desired) -> String {
-    let passed: BTreeMap<&str, &str> = desired
+    let passed: BTreeMap<String, &str> = desired
         .passthrough
         .iter()
-        .filter_map(|route| match &route.host {
-            HostMatch::Exact(host) | HostMatch::Wildcard(host) => {
-                Some((host.as_str(), route.backend.as_str()))
-            }
-            // The model gives passthrough routes a host SNI can name.
-            HostMatch::Any | HostMatch::Subdomains(_) => None,
+        .filter_map(|route| {
+            let key = match &route.host {
+                HostMatch::Exact(host) | HostMatch::Wildcard(host) => host.clone(),
+                HostMatch::Subdomains(suffix) => subdomains_key(suffix),
+                // The model gives passthrough routes a host SNI can name.
+                HostMatch::Any => return None,
+            };
+            Some((key, route.backend.as_str()))
         })
         .collect();
     let terminated = desired.routes.iter().filter_map(|route| match &route.host {
-        HostMatch::Exact(host) if !passed.contains_key(host.as_str()) => {
-            let wildcard = &host[host.find('.')?..];
-            passed
-                .contains_key(wildcard)
-                .then_some((host.as_str(), TERMINATE_BACKEND))
+        HostMatch::Exact(host)
+            if !passed.contains_key(host.as_str()) && under_a_passed_wildcard(host, &passed) =>
+        {
+            Some((host.clone(), TERMINATE_BACKEND))
         }
         _ => None,
     });
-    let lines: BTreeMap<&str, &str> = passed.clone().into_iter().chain(terminated).collect();
-    map_text::lines(MapOrder::Key, lines)
+    let lines: BTreeMap<String, &str> = passed.clone().into_iter().chain(terminated).collect();
+    map_text::lines(
+        MapOrder::Key,
+        lines.iter().map(|(key, backend)| (key.as_str(), *backend)),
+    )
+}
+
+/// The map key of a TLSRoute's any-depth wildcard of `suffix` (`.example.com`):
+/// `example.com*`, apart from exact hosts and one-label wildcards.
+fn subdomains_key(suffix: &str) -> String {
+    format!("{}*", suffix.strip_prefix('.').unwrap_or(suffix))
+}
+
+/// Whether `host` falls under a wildcard of `passed` (map keys): a one-label one
+/// (`.example.com`) or an any-depth one (`example.com*`) of any of its suffixes.
+fn under_a_passed_wildcard(host: &str, passed: &BTreeMap<String, &str>) -> bool {
+    let one_label = host.find('.').map(|dot| &host[dot..]);
+    one_label.is_some_and(|suffix| passed.contains_key(suffix))
+        || host
+            .match_indices('.')
+            .any(|(dot, _)| passed.contains_key(&subdomains_key(&host[dot..])))
+}
+
+/// The lookups of any-depth wildcards (TLSRoutes'), after the exact and one-label ones:
+/// the name from its second label on, then its third, and so on, the longest suffix
+/// first, down to [`crate::render::SUBDOMAIN_DEPTH`] labels below the suffix (as for
+/// HTTPRoutes' hosts). Always written with passthrough on, so that the first such
+/// wildcard is a map update.
+fn subdomain_lookups(map: &impl std::fmt::Display) -> String {
+    let mut out = String::new();
+    for from in 2..crate::render::SUBDOMAIN_DEPTH + 2 {
+        let lookup = format!("req.ssl_sni,lower,field({from},.,0),concat(*),map_str({map})");
+        let _ = writeln!(
+            out,
+            "    use_backend %[{lookup}] if {{ {lookup} -m found }}"
+        );
+    }
+    out
 }
 
 /// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough).
@@ -90,6 +128,7 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
     // run once the ClientHello is in.
     let exact = format!("req.ssl_sni,lower,map_str({map})");
     let wildcard = format!("req.ssl_sni,lower,regsub(^[^.]*,),map_str({map})");
+    let subdomains = subdomain_lookups(&map);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -106,7 +145,7 @@ frontend {FRONTEND}
     tcp-request content accept if {{ req.ssl_hello_type 1 }}
     use_backend %[{exact}] if {{ {exact} -m found }}
     use_backend %[{wildcard}] if {{ {wildcard} -m found }}
-    default_backend {TERMINATE_BACKEND}
+{subdomains}    default_backend {TERMINATE_BACKEND}
 
 backend {TERMINATE_BACKEND}
     mode tcp
@@ -196,6 +235,7 @@ mod tests {
         let desired = state(&[
             exact("cd.example.com"),
             HostMatch::Wildcard(".apps.example.com".into()),
+            HostMatch::Subdomains(".deep.example.com".into()),
         ]);
         let files = crate::render(&desired, &Default::default(), &settings());
         let config = files.get(&settings().config_file()).expect("config");
@@ -207,6 +247,8 @@ mod tests {
             "    tcp-request content accept if { req.ssl_hello_type 1 }\n".to_string(),
             "    use_backend %[req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
             "    use_backend %[req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,regsub(^[^.]*,),map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,field(2,.,0),concat(*),map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,field(2,.,0),concat(*),map_str(/etc/haproxy/maps/passthrough.map) -m found }\n".to_string(),
+            "    use_backend %[req.ssl_sni,lower,field(9,.,0),concat(*),map_str(/etc/haproxy/maps/passthrough.map)] if { req.ssl_sni,lower,field(9,.,0),concat(*),map_str(/etc/haproxy/maps/passthrough.map) -m found }\n    default_backend".to_string(),
             format!("    default_backend {TERMINATE_BACKEND}\n"),
             format!("backend {TERMINATE_BACKEND}\n    mode tcp\n    server hop {hop} send-proxy-v2\n"),
         ] {
@@ -217,7 +259,7 @@ mod tests {
         assert_eq!(
             files.get(&settings().passthrough_map()),
             Some(
-                ".apps.example.com passthrough:cd_argocd_443\ncd.example.com passthrough:cd_argocd_443\n"
+                ".apps.example.com passthrough:cd_argocd_443\ncd.example.com passthrough:cd_argocd_443\ndeep.example.com* passthrough:cd_argocd_443\n"
             )
         );
         let backends = files.get(&settings().backends_file(0)).expect("backends");

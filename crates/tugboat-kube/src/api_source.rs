@@ -186,6 +186,7 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.gateway_classes, &b.gateway_classes)
         && same(&a.gateways, &b.gateways)
         && same(&a.http_routes, &b.http_routes)
+        && same(&a.tls_routes, &b.tls_routes)
         && same(&a.reference_grants, &b.reference_grants)
         && same(&a.namespaces, &b.namespaces)
 }
@@ -292,8 +293,8 @@ impl ApiSource {
         let mut endpoint_slices = Vec::new();
         let mut secrets = Vec::new();
         let gateway_api = config.settings.gateway.is_some();
-        let (mut gateways, mut http_routes, mut reference_grants) =
-            (Vec::new(), Vec::new(), Vec::new());
+        let (mut gateways, mut http_routes, mut tls_routes, mut reference_grants) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (ns, client) in namespaced(&client) {
             let scope = api_for(&ns, client);
             ingresses.push(spawn_watch::<Ingress>(
@@ -325,6 +326,7 @@ impl ApiSource {
                 let recheck = config.gateway_recheck;
                 gateways.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
                 http_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                tls_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
                 reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
             }
         }
@@ -337,6 +339,7 @@ impl ApiSource {
             ),
             gateways,
             http_routes,
+            tls_routes,
             reference_grants,
             namespaces: spawn_watch::<tugboat_model::gateway::objects::Namespace>(
                 Api::all(client.clone()),

@@ -17,7 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::Deserialize;
 use tugboat_model::gateway::objects::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec, HttpRoute, HttpRouteSpec,
-    Namespace, ReferenceGrant, ReferenceGrantSpec,
+    Namespace, ReferenceGrant, ReferenceGrantSpec, TlsRoute, TlsRouteSpec,
 };
 
 use crate::store::{ObjectStore, Union, object_store};
@@ -116,6 +116,17 @@ gateway_wire!(
     false
 );
 gateway_wire!(
+    TlsRouteWire,
+    TlsRoute,
+    TlsRouteSpec,
+    "gateway.networking.k8s.io",
+    "v1",
+    "TLSRoute",
+    "tlsroutes",
+    k8s_openapi::NamespaceResourceScope,
+    false
+);
+gateway_wire!(
     ReferenceGrantWire,
     ReferenceGrant,
     ReferenceGrantSpec,
@@ -151,6 +162,7 @@ pub struct GatewayStores {
     pub gateway_classes: ObjectStore<GatewayClass>,
     pub gateways: Vec<ObjectStore<Gateway>>,
     pub http_routes: Vec<ObjectStore<HttpRoute>>,
+    pub tls_routes: Vec<ObjectStore<TlsRoute>>,
     pub reference_grants: Vec<ObjectStore<ReferenceGrant>>,
     pub namespaces: ObjectStore<Namespace>,
 }
@@ -160,6 +172,7 @@ pub struct GatewayStores {
 pub struct GatewayUnions {
     gateways: Union<Gateway>,
     http_routes: Union<HttpRoute>,
+    tls_routes: Union<TlsRoute>,
     reference_grants: Union<ReferenceGrant>,
 }
 
@@ -169,6 +182,7 @@ impl GatewayStores {
         snapshot.gateway_classes = self.gateway_classes.objects();
         snapshot.gateways = unions.gateways.of(&self.gateways);
         snapshot.http_routes = unions.http_routes.of(&self.http_routes);
+        snapshot.tls_routes = unions.tls_routes.of(&self.tls_routes);
         snapshot.reference_grants = unions.reference_grants.of(&self.reference_grants);
         snapshot.namespaces = self.namespaces.objects();
     }
@@ -179,6 +193,7 @@ impl GatewayStores {
             self.gateway_classes.wait_until_listed(),
             futures::future::join_all(self.gateways.iter().map(ObjectStore::wait_until_listed)),
             futures::future::join_all(self.http_routes.iter().map(ObjectStore::wait_until_listed)),
+            futures::future::join_all(self.tls_routes.iter().map(ObjectStore::wait_until_listed)),
             futures::future::join_all(
                 self.reference_grants
                     .iter()
@@ -195,6 +210,7 @@ impl GatewayStores {
         counts.insert("GatewayClass", self.gateway_classes.len());
         counts.insert("Gateway", total(&self.gateways));
         counts.insert("HTTPRoute", total(&self.http_routes));
+        counts.insert("TLSRoute", total(&self.tls_routes));
         counts.insert("ReferenceGrant", total(&self.reference_grants));
         counts.insert("Namespace", self.namespaces.len());
     }
@@ -228,7 +244,8 @@ where
                         tracing::warn!(
                             kind,
                             "the API server does not serve {version} {kind}: install the \
-                             Gateway API CRDs (standard channel, v1.2 or later); they are \
+                             Gateway API CRDs (standard channel, v1.2 or later; v1.5 or \
+                             later for TLSRoute); they are \
                              looked for again every {recheck:?}, and Ingresses are served \
                              as before"
                         );

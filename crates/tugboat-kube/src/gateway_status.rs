@@ -1,11 +1,12 @@
 //! Gateway API status: the conditions the model works out
-//! ([`tugboat_model::gateway::GatewayStatus`]) written to the GatewayClasses, Gateways and
-//! HTTPRoutes this controller serves, by the leader only, and only when they change.
+//! ([`tugboat_model::gateway::GatewayStatus`]) written to the GatewayClasses, Gateways,
+//! HTTPRoutes and TLSRoutes this controller serves, by the leader only, and only when
+//! they change.
 //!
 //! The writer remembers what it wrote (without the times): an object is written when
 //! what it owes differs from that, so a steady state costs no API calls and a new leader
 //! writes each object once. A condition keeps its `lastTransitionTime` while its status
-//! stays the same. An HTTPRoute's `status.parents` may hold entries of other
+//! stays the same. A route's `status.parents` may hold entries of other
 //! controllers: the route is read first and those are kept. Gateways get the published
 //! addresses (`--publish-service`, `--publish-address`). Writes go at the pace of
 //! [`StatusPace`], after a failure with a growing pause.
@@ -18,7 +19,9 @@ use kube::api::PatchParams;
 use serde_json::{Value, json};
 use tugboat_model::ObjectKey;
 use tugboat_model::gateway::objects::GROUP;
-use tugboat_model::gateway::{Condition, GatewayStatus, PublishedAddresses, RequestedAddress};
+use tugboat_model::gateway::{
+    Condition, GatewayStatus, PublishedAddresses, RequestedAddress, RouteKind,
+};
 
 use crate::status::{FIELD_MANAGER, StatusPace};
 
@@ -27,10 +30,16 @@ use crate::status::{FIELD_MANAGER, StatusPace};
 pub enum StatusTarget {
     GatewayClass(String),
     Gateway(ObjectKey),
-    HttpRoute(ObjectKey),
+    Route(RouteKind, ObjectKey),
 }
 
 impl StatusTarget {
+    /// Whether it is a route (whose entries are removed when it has no parent of ours
+    /// any more).
+    fn is_route(&self) -> bool {
+        matches!(self, StatusTarget::Route(..))
+    }
+
     fn path(&self) -> String {
         match self {
             StatusTarget::GatewayClass(name) => {
@@ -40,9 +49,14 @@ impl StatusTarget {
                 "/apis/{GROUP}/v1/namespaces/{}/gateways/{}/status",
                 key.namespace, key.name
             ),
-            StatusTarget::HttpRoute(key) => format!(
-                "/apis/{GROUP}/v1/namespaces/{}/httproutes/{}/status",
-                key.namespace, key.name
+            StatusTarget::Route(kind, key) => format!(
+                "/apis/{GROUP}/v1/namespaces/{}/{}/{}/status",
+                key.namespace,
+                match kind {
+                    RouteKind::Http => "httproutes",
+                    RouteKind::Tls => "tlsroutes",
+                },
+                key.name
             ),
         }
     }
@@ -53,7 +67,7 @@ impl std::fmt::Display for StatusTarget {
         match self {
             StatusTarget::GatewayClass(name) => write!(f, "GatewayClass {name}"),
             StatusTarget::Gateway(key) => write!(f, "Gateway {key}"),
-            StatusTarget::HttpRoute(key) => write!(f, "HTTPRoute {key}"),
+            StatusTarget::Route(kind, key) => write!(f, "{} {key}", kind.name()),
         }
     }
 }
@@ -168,7 +182,15 @@ pub fn owed(
             }),
         );
     }
-    for (key, route) in &status.routes {
+    let routes = [RouteKind::Http, RouteKind::Tls]
+        .into_iter()
+        .flat_map(|kind| {
+            status
+                .routes_of(kind)
+                .iter()
+                .map(move |route| (kind, route))
+        });
+    for (kind, (key, route)) in routes {
         let parents: Vec<Value> = route
             .parents
             .iter()
@@ -181,7 +203,7 @@ pub fn owed(
             })
             .collect();
         owed.insert(
-            StatusTarget::HttpRoute(key.clone()),
+            StatusTarget::Route(kind, key.clone()),
             json!({ "parents": parents }),
         );
     }
@@ -290,7 +312,7 @@ pub struct GatewayStatusWriter {
     backoff: tugboat_model::backoff::Backoff,
     /// Routes whose parents were ours at the last write (a route that loses them all
     /// gets its entries removed).
-    routes_with_parents: BTreeSet<ObjectKey>,
+    routes_with_parents: BTreeSet<StatusTarget>,
 }
 
 impl GatewayStatusWriter {
@@ -321,17 +343,18 @@ impl GatewayStatusWriter {
         let owed = owed(status, &self.controller_name, addresses);
         // Objects no longer ours (deleted, or of another class now) are forgotten; a
         // route's entries are removed below.
-        self.written.retain(|target, _| {
-            matches!(target, StatusTarget::HttpRoute(_)) || owed.contains_key(target)
-        });
+        self.written
+            .retain(|target, _| target.is_route() || owed.contains_key(target));
         let mut due: Vec<(StatusTarget, Value)> = owed
             .into_iter()
             .filter(|(target, value)| self.written.get(target).is_none_or(|(w, _)| w != value))
             .collect();
         // Routes that were ours and have no parent of ours any more.
-        for key in &self.routes_with_parents {
-            if !status.routes.contains_key(key) {
-                due.push((StatusTarget::HttpRoute(key.clone()), json!({"parents": []})));
+        for target in &self.routes_with_parents {
+            if let StatusTarget::Route(kind, key) = target
+                && !status.routes_of(*kind).contains_key(key)
+            {
+                due.push((target.clone(), json!({"parents": []})));
             }
         }
         let mut writes = 0;
@@ -345,20 +368,18 @@ impl GatewayStatusWriter {
                 Ok(Some(stamped)) => {
                     writes += 1;
                     self.backoff.reset();
-                    if let StatusTarget::HttpRoute(key) = &target {
+                    if target.is_route() {
                         if value["parents"].as_array().is_some_and(|p| !p.is_empty()) {
-                            self.routes_with_parents.insert(key.clone());
+                            self.routes_with_parents.insert(target.clone());
                         } else {
-                            self.routes_with_parents.remove(key);
+                            self.routes_with_parents.remove(&target);
                         }
                     }
                     self.written.insert(target, (value, stamped));
                 }
                 Ok(None) => {
                     // Gone: nothing to write.
-                    if let StatusTarget::HttpRoute(key) = &target {
-                        self.routes_with_parents.remove(key);
-                    }
+                    self.routes_with_parents.remove(&target);
                     self.written.remove(&target);
                 }
                 Err(err) => {
@@ -388,7 +409,7 @@ impl GatewayStatusWriter {
             .to_string();
         let mut stamped = value.clone();
         with_times(&mut stamped, previous, &now);
-        if let StatusTarget::HttpRoute(_) = target {
+        if target.is_route() {
             // Keep the parents other controllers wrote.
             let Some(current) = self.get(target).await? else {
                 return Ok(None);
@@ -584,6 +605,42 @@ mod tests {
         assert_eq!(gateway["addresses"][0]["type"], "IPAddress");
         assert_eq!(gateway["listeners"][0]["attachedRoutes"], 3);
         assert_eq!(gateway["conditions"][0]["observedGeneration"], 2);
+    }
+
+    #[test]
+    fn an_http_route_and_a_tls_route_of_one_name_owe_their_own_status() {
+        let mut status = status();
+        let key = ObjectKey::new("shop", "web");
+        let parent = |reason: &'static str| tugboat_model::gateway::RouteState {
+            parents: vec![tugboat_model::gateway::RouteParentState {
+                parent_ref: tugboat_model::gateway::objects::ParentReference {
+                    name: "gw".into(),
+                    ..Default::default()
+                },
+                conditions: vec![Condition::new("Accepted", true, reason, "", 5)],
+            }],
+        };
+        status.routes.insert(key.clone(), parent("Accepted"));
+        status
+            .tls_routes
+            .insert(key.clone(), parent("NotAllowedByListeners"));
+        let owed = owed(&status, "tugboat.dev/gateway", &[]);
+        let http = StatusTarget::Route(RouteKind::Http, key.clone());
+        let tls = StatusTarget::Route(RouteKind::Tls, key);
+        assert_eq!(
+            owed[&http]["parents"][0]["conditions"][0]["reason"],
+            "Accepted"
+        );
+        assert_eq!(
+            owed[&tls]["parents"][0]["conditions"][0]["reason"],
+            "NotAllowedByListeners"
+        );
+        assert_eq!(
+            tls.path(),
+            "/apis/gateway.networking.k8s.io/v1/namespaces/shop/tlsroutes/web/status"
+        );
+        assert_eq!(tls.to_string(), "TLSRoute shop/web");
+        assert!(http.path().contains("/httproutes/web/status"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! documents per file and `kind: List` expanded. Ingress and IngressClass
 //! (networking.k8s.io/v1), Service, Secret, ConfigMap (v1) and EndpointSlice
 //! (discovery.k8s.io/v1) are kept, and with `--enable-gateway-api` GatewayClass,
-//! Gateway, HTTPRoute (gateway.networking.k8s.io/v1), ReferenceGrant (v1beta1) and
+//! Gateway, HTTPRoute, TLSRoute (gateway.networking.k8s.io/v1), ReferenceGrant (v1beta1) and
 //! Namespace (v1); other kinds are ignored. A document that does not
 //! parse is reported with its file, document number, object and field, and skipped;
 //! everything else still loads. The folder is then followed live: files added, edited
@@ -124,6 +124,7 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
         snapshot.gateway_classes = Objects::default();
         snapshot.gateways = Objects::default();
         snapshot.http_routes = Objects::default();
+        snapshot.tls_routes = Objects::default();
         snapshot.reference_grants = Objects::default();
         snapshot.namespaces = Objects::default();
     }
@@ -303,6 +304,7 @@ macro_rules! for_each_kind {
         $apply("GatewayClass", &mut objects.gateway_classes, &more.gateway_classes $(, $extra)*);
         $apply("Gateway", &mut objects.gateways, &more.gateways $(, $extra)*);
         $apply("HTTPRoute", &mut objects.http_routes, &more.http_routes $(, $extra)*);
+        $apply("TLSRoute", &mut objects.tls_routes, &more.tls_routes $(, $extra)*);
         $apply("ReferenceGrant", &mut objects.reference_grants, &more.reference_grants $(, $extra)*);
         $apply("Namespace", &mut objects.namespaces, &more.namespaces $(, $extra)*);
         $apply("IngressClass", &mut into.ingress_classes, &from.ingress_classes $(, $extra)*);
@@ -419,7 +421,7 @@ fn add_object(
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "Service" | "Secret" | "ConfigMap" => "v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
-        "GatewayClass" | "Gateway" | "HTTPRoute" => "gateway.networking.k8s.io/v1",
+        "GatewayClass" | "Gateway" | "HTTPRoute" | "TLSRoute" => "gateway.networking.k8s.io/v1",
         "ReferenceGrant" => "gateway.networking.k8s.io/v1beta1",
         "Namespace" => "v1",
         "" => {
@@ -513,6 +515,9 @@ fn add_object(
             &mut o.metadata.namespace
         }),
         "HTTPRoute" => insert(value, &key, &mut snapshot.http_routes, |o| {
+            &mut o.metadata.namespace
+        }),
+        "TLSRoute" => insert(value, &key, &mut snapshot.tls_routes, |o| {
             &mut o.metadata.namespace
         }),
         "ReferenceGrant" => insert(value, &key, &mut snapshot.reference_grants, |o| {
@@ -777,6 +782,28 @@ mod tests {
                 .ingresses
                 .contains_key(&ObjectKey::new("default", "web"))
         );
+    }
+
+    #[test]
+    fn tls_routes_are_read_and_a_wrong_version_is_reported() {
+        let contents = parse(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute\n\
+             metadata: {name: argo, namespace: cd}\n\
+             spec: {parentRefs: [{name: gw}], hostnames: [argo.example.com],\n\
+             rules: [{backendRefs: [{name: argocd, port: 443}]}]}\n---\n\
+             apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\n\
+             metadata: {name: old, namespace: cd}\nspec: {}\n",
+        );
+        let route = &contents.snapshot.tls_routes[&ObjectKey::new("cd", "argo")];
+        assert_eq!(route.spec.hostnames, ["argo.example.com"]);
+        assert_eq!(route.spec.rules[0].backend_refs[0].port, Some(443));
+        assert!(
+            !contents
+                .snapshot
+                .tls_routes
+                .contains_key(&ObjectKey::new("cd", "old"))
+        );
+        assert_eq!(contents.problems.len(), 1, "{:?}", contents.problems);
     }
 
     #[test]

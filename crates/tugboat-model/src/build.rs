@@ -102,10 +102,10 @@ pub(crate) fn build_with(
         features,
         routes,
         canaries,
-        ..
+        passthrough,
     } = &mut builder;
     canaries.join(shared, endpoints, tls, features, routes);
-    let gateway = add_gateway_api(shared, endpoints, tls, features, routes);
+    let gateway = add_gateway_api(shared, endpoints, tls, features, routes, passthrough);
     let default_backend_service = endpoints.default_backend_service(shared);
     // An HTTPS listener without a hostname takes every host on the HTTPS bind: its
     // certificate is the default there, unless the operator chose one

@@ -186,6 +186,11 @@ impl Model {
             if !snapshot.http_routes.is_empty() {
                 return Err(Rebuilt::Ingresses("HTTPRoutes share their route keys"));
             }
+            if !snapshot.tls_routes.is_empty() {
+                return Err(Rebuilt::Ingresses(
+                    "TLSRoutes share their passthrough hosts",
+                ));
+            }
             let Seen {
                 snapshot: before,
                 settings: settings_before,

@@ -65,6 +65,7 @@ struct Remembered {
     services: Objects<crate::objects::Service>,
     gateways: Objects<crate::gateway::objects::Gateway>,
     http_routes: Objects<crate::gateway::objects::HttpRoute>,
+    tls_routes: Objects<crate::gateway::objects::TlsRoute>,
     own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
     settings: Settings,
     references: References,
@@ -86,6 +87,7 @@ impl ReferencesMemo {
             && same_objects(&last.services, &snapshot.services)
             && same_objects(&last.gateways, &snapshot.gateways)
             && same_objects(&last.http_routes, &snapshot.http_routes)
+            && same_objects(&last.tls_routes, &snapshot.tls_routes)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
@@ -101,6 +103,7 @@ impl ReferencesMemo {
             services: snapshot.services.clone(),
             gateways: snapshot.gateways.clone(),
             http_routes: snapshot.http_routes.clone(),
+            tls_routes: snapshot.tls_routes.clone(),
             own,
             settings: settings.clone(),
             references: found.clone(),
@@ -210,6 +213,7 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
         let (secrets, routed) = crate::gateway::referenced(snapshot);
         found.secrets.extend(secrets);
         route_namespaces.extend(snapshot.http_routes.keys().map(|k| &*k.namespace));
+        route_namespaces.extend(snapshot.tls_routes.keys().map(|k| &*k.namespace));
         for key in &routed {
             if let Some(service) = snapshot.services.get(key) {
                 let annotations = service.metadata.annotations.as_ref();

@@ -9,7 +9,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::gateway::objects::{Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant};
+use crate::gateway::objects::{
+    Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant, TlsRoute,
+};
 use crate::objects::{EndpointSlice, Ingress, Service};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
@@ -157,6 +159,7 @@ pub struct Snapshot {
     pub gateway_classes: Objects<GatewayClass>,
     pub gateways: Objects<Gateway>,
     pub http_routes: Objects<HttpRoute>,
+    pub tls_routes: Objects<TlsRoute>,
     pub reference_grants: Objects<ReferenceGrant>,
     /// Namespaces (their labels), for `allowedRoutes.namespaces.selector`.
     pub namespaces: Objects<Namespace>,
@@ -177,6 +180,7 @@ impl Snapshot {
             + self.gateway_classes.len()
             + self.gateways.len()
             + self.http_routes.len()
+            + self.tls_routes.len()
             + self.reference_grants.len()
     }
 

@@ -1,5 +1,6 @@
-//! Table tests of the Gateway API translation: GatewayClass, Gateway, HTTPRoute and
-//! ReferenceGrant in, routes and status conditions out.
+//! Table tests of the Gateway API translation: GatewayClass, Gateway, HTTPRoute,
+//! TLSRoute and ReferenceGrant in, routes (and passthrough routes) and status conditions
+//! out.
 
 use std::sync::Arc;
 
@@ -14,10 +15,11 @@ use tugboat_model::{
 use tugboat_test_objects::gateway::{
     Gateway, HttpRoute, Listener, RouteMatch, RouteRule, mk_backend_ref, mk_backend_ref_to_kind,
     mk_extension_filter, mk_gateway, mk_gateway_class, mk_header_modifier, mk_http_route,
-    mk_http_route_on, mk_https_listener_for, mk_label_selector, mk_listener, mk_match,
-    mk_mirror_filter, mk_namespace, mk_parent_ref, mk_path_match, mk_redirect, mk_redirect_filter,
-    mk_reference_grant, mk_request_header_filter, mk_response_header_filter, mk_rewrite,
-    mk_rewrite_filter, mk_route_rule, mk_rule_to, replace_prefix_match,
+    mk_http_route_on, mk_https_listener, mk_https_listener_for, mk_label_selector, mk_listener,
+    mk_match, mk_mirror_filter, mk_namespace, mk_parent_ref, mk_path_match, mk_redirect,
+    mk_redirect_filter, mk_reference_grant, mk_request_header_filter, mk_response_header_filter,
+    mk_rewrite, mk_rewrite_filter, mk_route_rule, mk_rule_to, mk_tls_passthrough_listener,
+    mk_tls_route, mk_tls_route_on, replace_prefix_match,
 };
 use tugboat_test_objects::{
     in_namespace, mk_ingress_with_rules, mk_rule, mk_service, mk_tls_secret, prefix, to_json,
@@ -1959,4 +1961,758 @@ fn the_certificate_of_an_https_listener_without_a_hostname_is_the_default() {
         default.as_str().contains(operators.trim()),
         "the operator's"
     );
+}
+
+/// The TLSRoute, in `namespace`, created at `created`, of generation 4.
+fn add_tls_route(
+    snapshot: &mut Snapshot,
+    namespace: &str,
+    created: &str,
+    route: tugboat_test_objects::gateway::TlsRoute,
+) {
+    let name = route.metadata.name.clone().expect("a named route");
+    snapshot.tls_routes.insert(
+        ObjectKey::new(namespace, &name),
+        typed(&in_namespace(
+            with_generation(with_creation_timestamp(route, created), 4),
+            namespace,
+        )),
+    );
+}
+
+/// `(status, reason)` of the TLSRoute's condition of `type_` at its first parent.
+fn tls_route_condition(
+    output: &BuildOutput,
+    namespace: &str,
+    name: &str,
+    type_: &str,
+) -> (bool, String) {
+    let state = &output.gateway.tls_routes[&ObjectKey::new(namespace, name)];
+    let found = condition(&state.parents[0].conditions, type_);
+    (found.status, found.reason.to_string())
+}
+
+/// `(host, backend, owner)` of every passthrough route.
+fn passthrough(output: &BuildOutput) -> Vec<(String, String, String)> {
+    output
+        .desired
+        .passthrough
+        .iter()
+        .map(|r| {
+            (
+                r.host.to_string(),
+                r.backend.to_string(),
+                r.owner.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// [`base`] with the Gateway `shop/gw`: an HTTPS listener `https` for
+/// `shop.example.com` (Secret `shop/shop-tls`) and a TLS Passthrough listener `tls` on
+/// port 443 for any name.
+fn with_passthrough_gateway() -> Snapshot {
+    let mut snapshot = base();
+    add_tls_secret(&mut snapshot, "shop-tls", "shop.example.com");
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        vec![
+            mk_https_listener_for("https", Some("shop.example.com"), (None, "shop-tls")),
+            mk_tls_passthrough_listener("tls", 443, None),
+        ],
+    );
+    snapshot
+}
+
+#[test]
+fn a_tls_route_on_a_passthrough_listener_passes_its_names_through() {
+    let mut snapshot = with_passthrough_gateway();
+    add_shop_route(
+        &mut snapshot,
+        "web",
+        &["shop.example.com"],
+        vec![to_web(&[])],
+    );
+    add_tls_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_tls_route(
+            "argo",
+            "gw",
+            &["argo.example.com", "*.apps.example.com"],
+            vec![mk_backend_ref("api", 80)],
+        ),
+    );
+    let output = build_now(&snapshot);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    assert_eq!(
+        passthrough(&output),
+        [
+            (
+                "argo.example.com".into(),
+                "passthrough:shop_api_80".into(),
+                "TLSRoute shop/argo".into()
+            ),
+            (
+                "*.apps.example.com (any depth)".into(),
+                "passthrough:shop_api_80".into(),
+                "TLSRoute shop/argo".into()
+            ),
+        ]
+    );
+    assert!(
+        output
+            .desired
+            .backends
+            .keys()
+            .any(|name| name.as_str() == "passthrough:shop_api_80"),
+        "the passthrough backend is built"
+    );
+    // The HTTPS listener's host is still terminated and routed.
+    assert_eq!(routes(&output)[0].0, "shop.example.com");
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "Accepted"),
+        (true, "Accepted".into())
+    );
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "ResolvedRefs"),
+        (true, "ResolvedRefs".into())
+    );
+    let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(
+        gateway.listeners[1].supported_kinds,
+        [(
+            "gateway.networking.k8s.io".to_string(),
+            "TLSRoute".to_string()
+        )]
+    );
+    assert_eq!(
+        (
+            gateway.listeners[0].attached_routes,
+            gateway.listeners[1].attached_routes
+        ),
+        (1, 1),
+        "each listener counts its own kind"
+    );
+    let features = &output.gateway.classes["tugboat"].supported_features;
+    assert!(features.contains(&"TLSRoute"), "{features:?}");
+}
+
+#[test]
+fn tls_listeners_are_served_in_passthrough_mode_on_the_https_port_only() {
+    let tls = |name: &str, port: i32| mk_listener(name, "TLS", port, None);
+    /// A listener, its Accepted and ResolvedRefs conditions, and its supported kinds.
+    type Case = (
+        &'static str,
+        Listener,
+        (bool, &'static str),
+        (bool, &'static str),
+        &'static [&'static str],
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "on-443",
+            tls("l", 443).tls_mode("Passthrough"),
+            (true, "Accepted"),
+            (true, "ResolvedRefs"),
+            &["TLSRoute"],
+        ),
+        (
+            "on-https-bind",
+            tls("l", 8443).tls_mode("Passthrough"),
+            (true, "Accepted"),
+            (true, "ResolvedRefs"),
+            &["TLSRoute"],
+        ),
+        (
+            "terminate",
+            tls("l", 443).tls_mode("Terminate"),
+            (false, "UnsupportedValue"),
+            (true, "ResolvedRefs"),
+            &[],
+        ),
+        (
+            "mode-unset",
+            tls("l", 443),
+            (false, "UnsupportedValue"),
+            (true, "ResolvedRefs"),
+            &[],
+        ),
+        (
+            "other-port",
+            tls("l", 9443).tls_mode("Passthrough"),
+            (false, "PortUnavailable"),
+            (true, "ResolvedRefs"),
+            &[],
+        ),
+        (
+            "tcp-and-tls-kinds",
+            tls("l", 443)
+                .tls_mode("Passthrough")
+                .route_kinds(&["TCPRoute", "TLSRoute"]),
+            (true, "Accepted"),
+            (false, "InvalidRouteKinds"),
+            &["TLSRoute"],
+        ),
+        (
+            "http-kind-only",
+            tls("l", 443)
+                .tls_mode("Passthrough")
+                .route_kinds(&["HTTPRoute"]),
+            (true, "Accepted"),
+            (false, "InvalidRouteKinds"),
+            &[],
+        ),
+        (
+            "https-with-tls-kind",
+            mk_https_listener_for("l", None, (None, "shop-tls")).route_kinds(&["TLSRoute"]),
+            (true, "Accepted"),
+            (false, "InvalidRouteKinds"),
+            &[],
+        ),
+    ];
+    let mut snapshot = base();
+    add_tls_secret(&mut snapshot, "shop-tls", "shop.example.com");
+    for (name, listener, ..) in &cases {
+        add_gateway(
+            &mut snapshot,
+            "shop",
+            name,
+            "tugboat",
+            vec![listener.clone()],
+        );
+    }
+    let output = build_now(&snapshot);
+    for (name, _, accepted, resolved, kinds) in cases {
+        let found = |type_| listener_condition(&output, ("shop", name), 0, type_);
+        assert_eq!(found("Accepted"), (accepted.0, accepted.1.into()), "{name}");
+        assert_eq!(
+            found("ResolvedRefs"),
+            (resolved.0, resolved.1.into()),
+            "{name}"
+        );
+        let state = &output.gateway.gateways[&ObjectKey::new("shop", name)];
+        let supported: Vec<&str> = state.listeners[0]
+            .supported_kinds
+            .iter()
+            .map(|(_, kind)| kind.as_str())
+            .collect();
+        assert_eq!(supported, kinds, "{name}");
+    }
+}
+
+#[test]
+fn tls_listeners_of_both_modes_on_one_port_and_a_name_both_terminated_and_passed_conflict() {
+    let mut snapshot = base();
+    add_tls_secret(&mut snapshot, "shop-tls", "shop.example.com");
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "mixed",
+        "tugboat",
+        vec![
+            mk_listener("terminate", "TLS", 443, Some("t.example.com")).tls_mode("Terminate"),
+            mk_tls_passthrough_listener("passthrough", 443, Some("p.example.com")),
+            mk_https_listener("https", "h.example.com", (None, "shop-tls")),
+        ],
+    );
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "same-name",
+        "tugboat",
+        vec![
+            mk_https_listener("https", "shop.example.com", (None, "shop-tls")),
+            mk_tls_passthrough_listener("tls", 443, Some("shop.example.com")),
+        ],
+    );
+    let output = build_now(&snapshot);
+    for listener in [0, 1] {
+        assert_eq!(
+            listener_condition(&output, ("shop", "mixed"), listener, "Accepted"),
+            (false, "ProtocolConflict".into()),
+            "listener {listener}"
+        );
+        assert_eq!(
+            listener_condition(&output, ("shop", "mixed"), listener, "Conflicted"),
+            (true, "ProtocolConflict".into()),
+            "listener {listener}"
+        );
+    }
+    assert_eq!(
+        listener_condition(&output, ("shop", "mixed"), 2, "Accepted"),
+        (true, "Accepted".into()),
+        "an HTTPS listener on the same port is not a TLS listener of another mode"
+    );
+    assert_eq!(
+        listener_condition(&output, ("shop", "same-name"), 1, "Conflicted"),
+        (true, "HostnameConflict".into()),
+        "a name is either terminated or passed through"
+    );
+}
+
+#[test]
+fn tls_routes_attach_only_where_the_spec_lets_them() {
+    let mut snapshot = base();
+    add_tls_secret(&mut snapshot, "shop-tls", "shop.example.com");
+    for (name, listener) in [
+        ("http-only", http_listener("http", None)),
+        (
+            "https-only",
+            mk_https_listener_for("https", None, (None, "shop-tls")),
+        ),
+        (
+            "tls",
+            mk_tls_passthrough_listener("tls", 443, Some("*.example.com")),
+        ),
+    ] {
+        add_gateway(&mut snapshot, "shop", name, "tugboat", vec![listener]);
+    }
+    let to_api = || vec![mk_backend_ref("api", 80)];
+    let on = |gateway: &str| mk_parent_ref(gateway);
+    let cases: Vec<(&str, &str, tugboat_test_objects::gateway::TlsRoute, &str)> = vec![
+        (
+            "ok",
+            "shop",
+            mk_tls_route("ok", "tls", &["ok.example.com"], to_api()),
+            "Accepted",
+        ),
+        (
+            "on-http",
+            "shop",
+            mk_tls_route("on-http", "http-only", &["a.example.com"], to_api()),
+            "NotAllowedByListeners",
+        ),
+        (
+            "on-https",
+            "shop",
+            mk_tls_route("on-https", "https-only", &["a.example.com"], to_api()),
+            "NotAllowedByListeners",
+        ),
+        (
+            "no-such-section",
+            "shop",
+            mk_tls_route_on(
+                "no-such-section",
+                on("tls").section("nope"),
+                &["a.example.com"],
+                to_api(),
+            ),
+            "NoMatchingParent",
+        ),
+        (
+            "other-port",
+            "shop",
+            mk_tls_route_on(
+                "other-port",
+                on("tls").port(8443),
+                &["a.example.com"],
+                to_api(),
+            ),
+            "NoMatchingParent",
+        ),
+        (
+            "hostname-mismatch",
+            "shop",
+            mk_tls_route("hostname-mismatch", "tls", &["a.example.org"], to_api()),
+            "NoMatchingListenerHostname",
+        ),
+        (
+            "other-namespace",
+            "blog",
+            mk_tls_route_on(
+                "other-namespace",
+                on("tls").namespace("shop"),
+                &["b.example.com"],
+                vec![mk_backend_ref("posts", 8080)],
+            ),
+            "NotAllowedByListeners",
+        ),
+        (
+            "no-hostnames",
+            "shop",
+            mk_tls_route("no-hostnames", "tls", &[], to_api()),
+            "UnsupportedValue",
+        ),
+        (
+            "two-rules",
+            "shop",
+            mk_tls_route("two-rules", "tls", &["c.example.com"], to_api()).rule(to_api()),
+            "UnsupportedValue",
+        ),
+        (
+            "two-weighted",
+            "shop",
+            mk_tls_route(
+                "two-weighted",
+                "tls",
+                &["d.example.com"],
+                vec![
+                    mk_backend_ref("api", 80).weight(1),
+                    mk_backend_ref("web", 80).weight(1),
+                ],
+            ),
+            "UnsupportedValue",
+        ),
+        (
+            "one-weighted",
+            "shop",
+            mk_tls_route(
+                "one-weighted",
+                "tls",
+                &["e.example.com"],
+                vec![
+                    mk_backend_ref("api", 80).weight(0),
+                    mk_backend_ref("web", 80).weight(3),
+                ],
+            ),
+            "Accepted",
+        ),
+        (
+            "weight-out-of-range",
+            "shop",
+            mk_tls_route(
+                "weight-out-of-range",
+                "tls",
+                &["f.example.com"],
+                vec![mk_backend_ref("api", 80).weight(-1)],
+            ),
+            "UnsupportedValue",
+        ),
+    ];
+    for (_, namespace, route, _) in &cases {
+        add_tls_route(
+            &mut snapshot,
+            namespace,
+            "2024-01-01T00:00:00Z",
+            route.clone(),
+        );
+    }
+    add_shop_route(&mut snapshot, "http-on-tls", &[], vec![to_web(&[])]);
+    let http_on_tls = mk_http_route("http-on-tls", "tls", &[], vec![to_web(&[])]);
+    add_route(&mut snapshot, "shop", "2024-01-01T00:00:00Z", http_on_tls);
+    let output = build_now(&snapshot);
+    for (name, namespace, _, reason) in &cases {
+        let accepted = tls_route_condition(&output, namespace, name, "Accepted");
+        assert_eq!(
+            accepted,
+            (*reason == "Accepted", reason.to_string()),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        route_condition(&output, "shop", "http-on-tls", "Accepted"),
+        (false, "NotAllowedByListeners".into()),
+        "an HTTPRoute does not attach to a TLS listener"
+    );
+    let attached = |gateway: &str| {
+        output.gateway.gateways[&ObjectKey::new("shop", gateway)].listeners[0].attached_routes
+    };
+    assert_eq!(
+        (
+            attached("http-only"),
+            attached("https-only"),
+            attached("tls")
+        ),
+        (0, 0, 2),
+        "only the accepted TLSRoutes count, on the TLS listener"
+    );
+    assert_eq!(
+        passthrough(&output)
+            .iter()
+            .map(|(host, backend, _)| (host.as_str(), backend.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("e.example.com", "passthrough:shop_web_80"),
+            ("ok.example.com", "passthrough:shop_api_80")
+        ]
+    );
+}
+
+#[test]
+fn tls_route_backend_refs_resolve_as_http_route_ones() {
+    let cases: Vec<(
+        &str,
+        tugboat_test_objects::gateway::BackendRef,
+        (bool, &str),
+    )> = vec![
+        ("service", mk_backend_ref("api", 80), (true, "ResolvedRefs")),
+        (
+            "missing",
+            mk_backend_ref("nothing", 443),
+            (false, "BackendNotFound"),
+        ),
+        (
+            "missing-port",
+            mk_backend_ref("api", 443),
+            (false, "BackendNotFound"),
+        ),
+        (
+            "other-kind",
+            mk_backend_ref_to_kind("example.com", "Bucket", "b"),
+            (false, "InvalidKind"),
+        ),
+        (
+            "not-granted",
+            mk_backend_ref("posts", 8080).namespace("blog"),
+            (false, "RefNotPermitted"),
+        ),
+    ];
+    let mut snapshot = with_passthrough_gateway();
+    for (name, backend, _) in &cases {
+        let host = format!("{name}.example.com");
+        let route = mk_tls_route(name, "gw", &[host.as_str()], vec![backend.clone()]);
+        add_tls_route(&mut snapshot, "shop", "2024-01-01T00:00:00Z", route);
+    }
+    // A grant to HTTPRoutes is not one to TLSRoutes.
+    snapshot.reference_grants.insert(
+        ObjectKey::new("blog", "http-only"),
+        typed(&mk_reference_grant(
+            "blog",
+            "http-only",
+            ("HTTPRoute", "shop"),
+            "Service",
+        )),
+    );
+    let output = build_now(&snapshot);
+    for (name, _, resolved) in &cases {
+        assert_eq!(
+            tls_route_condition(&output, "shop", name, "ResolvedRefs"),
+            (resolved.0, resolved.1.into()),
+            "{name}"
+        );
+        assert_eq!(
+            tls_route_condition(&output, "shop", name, "Accepted"),
+            (true, "Accepted".into()),
+            "{name}: an unresolved backend does not refuse the route"
+        );
+    }
+    let routes = passthrough(&output);
+    let backends: Vec<(&str, &str)> = routes
+        .iter()
+        .map(|(host, backend, _)| (host.as_str(), backend.as_str()))
+        .collect();
+    assert_eq!(
+        backends,
+        [
+            ("missing-port.example.com", "passthrough:tugboat_unresolved"),
+            ("missing.example.com", "passthrough:tugboat_unresolved"),
+            ("not-granted.example.com", "passthrough:tugboat_unresolved"),
+            ("other-kind.example.com", "passthrough:tugboat_unresolved"),
+            ("service.example.com", "passthrough:shop_api_80"),
+        ],
+        "a name whose backend does not resolve goes to a backend without servers"
+    );
+    assert!(
+        !output
+            .desired
+            .backends
+            .contains_key(&tugboat_model::BackendName::unresolved()),
+        "no HTTP route needs the HTTP one"
+    );
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.object.to_string() == "TLSRoute shop/missing")
+        .expect("a problem on the route");
+    assert_eq!(problem.reason, ProblemReason::ServiceNotFound);
+    assert!(
+        problem.message.contains("connections are closed"),
+        "{}",
+        problem.message
+    );
+
+    // Granted to TLSRoutes: resolved.
+    snapshot.reference_grants.insert(
+        ObjectKey::new("blog", "tls"),
+        typed(&mk_reference_grant(
+            "blog",
+            "tls",
+            ("TLSRoute", "shop"),
+            "Service",
+        )),
+    );
+    let output = build_now(&snapshot);
+    assert_eq!(
+        tls_route_condition(&output, "shop", "not-granted", "ResolvedRefs"),
+        (true, "ResolvedRefs".into())
+    );
+    assert!(
+        passthrough(&output).contains(&(
+            "not-granted.example.com".into(),
+            "passthrough:blog_posts_8080".into(),
+            "TLSRoute shop/not-granted".into()
+        )),
+        "{:?}",
+        passthrough(&output)
+    );
+}
+
+#[test]
+fn the_oldest_claimer_of_an_sni_name_has_it_whatever_its_kind() {
+    /// An Ingress `shop/name` with ssl-passthrough for `host`, created at `created`.
+    fn add_passthrough_ingress(snapshot: &mut Snapshot, name: &str, host: &str, created: &str) {
+        let ingress = with_creation_timestamp(
+            with_annotations(
+                with_class(
+                    mk_ingress_with_rules(name, vec![mk_rule(Some(host), &[prefix("/", "web")])]),
+                    None,
+                ),
+                &[("nginx.ingress.kubernetes.io/ssl-passthrough", "true")],
+            ),
+            created,
+        );
+        snapshot.ingresses.insert(
+            ObjectKey::new("shop", name),
+            Arc::new(in_namespace(ingress, "shop").into()),
+        );
+    }
+    let cases = [
+        // (name, Ingress created, winner)
+        ("ingress-older", "2023-01-01T00:00:00Z", "Ingress shop/site"),
+        ("route-older", "2025-01-01T00:00:00Z", "TLSRoute shop/first"),
+    ];
+    for (name, ingress_created, winner) in cases {
+        let mut snapshot = with_passthrough_gateway();
+        add_passthrough_ingress(&mut snapshot, "site", "a.example.com", ingress_created);
+        for (route, created) in [
+            ("first", "2024-01-01T00:00:00Z"),
+            ("second", "2024-02-01T00:00:00Z"),
+        ] {
+            let tls_route = mk_tls_route(
+                route,
+                "gw",
+                &["a.example.com"],
+                vec![mk_backend_ref("api", 80)],
+            );
+            add_tls_route(&mut snapshot, "shop", created, tls_route);
+        }
+        let output = build_now(&snapshot);
+        let owners: Vec<String> = passthrough(&output)
+            .into_iter()
+            .map(|(_, _, owner)| owner)
+            .collect();
+        assert_eq!(owners, [winner], "{name}");
+        let conflicts: Vec<String> = output
+            .problems
+            .iter()
+            .filter(|p| p.reason == ProblemReason::RouteConflict)
+            .map(|p| p.object.to_string())
+            .collect();
+        let losers: Vec<&str> = [
+            "Ingress shop/site",
+            "TLSRoute shop/first",
+            "TLSRoute shop/second",
+        ]
+        .into_iter()
+        .filter(|owner| *owner != winner)
+        .collect();
+        assert_eq!(conflicts, losers, "{name}: {:?}", output.problems);
+        assert_eq!(
+            tls_route_condition(&output, "shop", "second", "Accepted"),
+            (false, "UnsupportedValue".into()),
+            "{name}: a route whose every name went elsewhere serves nothing"
+        );
+        let first = tls_route_condition(&output, "shop", "first", "Accepted");
+        assert_eq!(first.0, winner == "TLSRoute shop/first", "{name}");
+        let attached =
+            output.gateway.gateways[&ObjectKey::new("shop", "gw")].listeners[1].attached_routes;
+        assert_eq!(attached, i32::from(first.0), "{name}");
+    }
+}
+
+#[test]
+fn an_http_route_and_a_tls_route_of_one_name_keep_their_own_status() {
+    let mut snapshot = with_passthrough_gateway();
+    add_shop_route(
+        &mut snapshot,
+        "app",
+        &["shop.example.com"],
+        vec![to_web(&[])],
+    );
+    add_tls_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_tls_route(
+            "app",
+            "gw",
+            &["nowhere.example.org"],
+            vec![mk_backend_ref("api", 80)],
+        ),
+    );
+    let output = build_now(&snapshot);
+    assert_eq!(
+        route_condition(&output, "shop", "app", "Accepted"),
+        (true, "Accepted".into())
+    );
+    // The TLS listener takes any name; the HTTPS one is for shop.example.com only, and
+    // takes no TLSRoute: accepted by the TLS listener.
+    assert_eq!(
+        tls_route_condition(&output, "shop", "app", "Accepted"),
+        (true, "Accepted".into())
+    );
+    assert_eq!(
+        output.gateway.tls_routes[&ObjectKey::new("shop", "app")].parents[0].conditions[0]
+            .observed_generation,
+        4,
+        "the TLSRoute's own generation"
+    );
+    assert_eq!(
+        output.gateway.routes[&ObjectKey::new("shop", "app")].parents[0].conditions[0]
+            .observed_generation,
+        5
+    );
+}
+
+#[test]
+fn a_tls_route_to_a_service_whose_keys_restrict_access_passes_nothing_through() {
+    let mut snapshot = with_passthrough_gateway();
+    snapshot.services.insert(
+        ObjectKey::new("shop", "api"),
+        typed(&in_namespace(
+            with_annotations(
+                mk_service("api", "http", 80),
+                &[("haproxy.org/allow-list", "10.0.0.0/8")],
+            ),
+            "shop",
+        )),
+    );
+    add_tls_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_tls_route(
+            "argo",
+            "gw",
+            &["argo.example.com"],
+            vec![mk_backend_ref("api", 80)],
+        ),
+    );
+    let output = build_now(&snapshot);
+    assert!(
+        passthrough(&output).is_empty(),
+        "{:?}",
+        passthrough(&output)
+    );
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| p.object.to_string() == "TLSRoute shop/argo")
+        .expect("a problem on the route");
+    assert!(
+        problem.message.contains("'haproxy.org/allow-list'"),
+        "{problem}"
+    );
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "Accepted"),
+        (false, "UnsupportedValue".into()),
+        "a route that passes nothing through is not accepted there"
+    );
+    let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(gateway.listeners[1].attached_routes, 0);
 }

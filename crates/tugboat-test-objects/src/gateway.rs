@@ -1,5 +1,6 @@
 //! Gateway API objects: GatewayClasses, Gateways and their listeners, HTTPRoutes (rules,
-//! matches, filters, backend references), ReferenceGrants, and Namespaces with labels.
+//! matches, filters, backend references), TLSRoutes, ReferenceGrants, and Namespaces
+//! with labels.
 //!
 //! The model declares its own lean types for these kinds, and this crate sits below the
 //! model, so these are the objects' wire form: structs that serialize to the JSON the API
@@ -96,6 +97,14 @@ gateway_kind!(
     HttpRouteSpec,
     "v1",
     "httproutes",
+    NamespaceResourceScope
+);
+gateway_kind!(
+    /// A `TLSRoute`: SNI names from its parents (Gateways) to backends.
+    TlsRoute = "TLSRoute",
+    TlsRouteSpec,
+    "v1",
+    "tlsroutes",
     NamespaceResourceScope
 );
 gateway_kind!(
@@ -198,6 +207,23 @@ pub struct HttpRouteSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hostnames: Vec<String>,
     pub rules: Vec<RouteRule>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsRouteSpec {
+    pub parent_refs: Vec<ParentReference>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hostnames: Vec<String>,
+    pub rules: Vec<TlsRouteRule>,
+}
+
+/// A rule of a TLSRoute: its backends ([`BackendRef`] without filters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsRouteRule {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backend_refs: Vec<BackendRef>,
 }
 
 /// A route's parent: a Gateway, maybe of another namespace, maybe one of its listeners
@@ -462,6 +488,12 @@ pub fn mk_https_listener_for(
     }
 }
 
+/// A listener of protocol `TLS` in mode `Passthrough` on `port`, for `hostname` or
+/// (`None`) any SNI name, taking routes of its Gateway's namespace.
+pub fn mk_tls_passthrough_listener(name: &str, port: i32, hostname: Option<&str>) -> Listener {
+    mk_listener(name, "TLS", port, hostname).tls_mode("Passthrough")
+}
+
 impl Listener {
     /// The listener taking routes from every namespace.
     pub fn routes_from_all_namespaces(self) -> Self {
@@ -548,6 +580,43 @@ pub fn mk_http_route_on(
             rules,
         },
     )
+}
+
+/// The TLSRoute `name` attached to the Gateway `gateway` of its namespace, for the SNI
+/// names `hostnames`, with one rule of `backend_refs`.
+pub fn mk_tls_route(
+    name: &str,
+    gateway: &str,
+    hostnames: &[&str],
+    backend_refs: Vec<BackendRef>,
+) -> TlsRoute {
+    mk_tls_route_on(name, mk_parent_ref(gateway), hostnames, backend_refs)
+}
+
+/// [`mk_tls_route`], attached to `parent`.
+pub fn mk_tls_route_on(
+    name: &str,
+    parent: ParentReference,
+    hostnames: &[&str],
+    backend_refs: Vec<BackendRef>,
+) -> TlsRoute {
+    TlsRoute::new(
+        meta(name),
+        TlsRouteSpec {
+            parent_refs: vec![parent],
+            hostnames: hostnames.iter().map(|host| host.to_string()).collect(),
+            rules: vec![TlsRouteRule { backend_refs }],
+        },
+    )
+}
+
+impl TlsRoute {
+    /// The route with one more rule of `backend_refs` (the API allows one: a test of a
+    /// refusal wants two).
+    pub fn rule(mut self, backend_refs: Vec<BackendRef>) -> Self {
+        self.spec.rules.push(TlsRouteRule { backend_refs });
+        self
+    }
 }
 
 /// A parent reference to the Gateway `gateway` of the route's namespace, all its

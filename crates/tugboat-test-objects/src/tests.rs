@@ -163,3 +163,35 @@ fn gateway_api_objects_carry_their_kind_and_wire_shape() {
     assert_eq!(namespace["kind"], "Namespace");
     assert_eq!(namespace["metadata"]["labels"]["team"], "writers");
 }
+
+#[test]
+fn tls_routes_and_passthrough_listeners_serialize_as_the_api_serves_them() {
+    use serde_json::json;
+
+    use crate::gateway::*;
+
+    let listener = serde_json::to_value(mk_tls_passthrough_listener(
+        "tls",
+        443,
+        Some("a.example.com"),
+    ))
+    .expect("a listener");
+    assert_eq!(
+        listener,
+        json!({"name": "tls", "hostname": "a.example.com", "port": 443, "protocol": "TLS",
+               "tls": {"mode": "Passthrough"}})
+    );
+    let route = to_json(&mk_tls_route(
+        "argo",
+        "gw",
+        &["argo.example.com"],
+        vec![mk_backend_ref("argocd", 443).weight(2)],
+    ));
+    assert_eq!(route["apiVersion"], "gateway.networking.k8s.io/v1");
+    assert_eq!(route["kind"], "TLSRoute");
+    assert_eq!(
+        route["spec"],
+        json!({"parentRefs": [{"name": "gw"}], "hostnames": ["argo.example.com"],
+               "rules": [{"backendRefs": [{"name": "argocd", "port": 443, "weight": 2}]}]})
+    );
+}

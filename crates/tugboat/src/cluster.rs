@@ -306,7 +306,7 @@ async fn gateway_status_duties(
     }
 }
 
-/// The uids of the Ingresses, Gateways and HTTPRoutes that have problems (Events name
+/// The uids of the Ingresses, Gateways, HTTPRoutes and TLSRoutes that have problems (Events name
 /// the object by uid).
 fn ingress_uids(
     stores: &ClusterStores,
@@ -325,6 +325,10 @@ fn ingress_uids(
                     .and_then(|g| g.metadata.uid.clone()),
                 "HTTPRoute" => snapshot
                     .http_routes
+                    .get(&key)
+                    .and_then(|r| r.metadata.uid.clone()),
+                "TLSRoute" => snapshot
+                    .tls_routes
                     .get(&key)
                     .and_then(|r| r.metadata.uid.clone()),
                 _ => None,

@@ -9,10 +9,18 @@
 //! [`BackendName::unresolved`] with a feature set that answers 500, as the spec asks.
 //! The rule's filters and weighted backends join its feature set
 //! ([`crate::RouteFeatures::gateway`]).
+//!
+//! The passthrough rules of TLSRoutes join the Ingresses' `ssl-passthrough` hosts
+//! ([`super::passthrough`]): the oldest claimer of an SNI name has it, whatever its kind,
+//! and the others get a problem. A rule whose backend does not resolve has its names
+//! passed to the passthrough twin of [`BackendName::unresolved`], which has no server:
+//! their connections are closed, as the spec asks, never terminated with another
+//! certificate (its route says why in `ResolvedRefs`).
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
 use super::endpoints::Endpoints;
+use super::passthrough::Passthrough;
 use super::route_features::Features;
 use super::routes::{Routes, Slot, new_route};
 use super::shared::{SecretUse, Shared};
@@ -27,7 +35,10 @@ use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
-use crate::gateway::{GatewayStatus, RuleBackend, RuleRoute, settle_attachments, translate};
+use crate::gateway::{
+    GatewayStatus, PassthroughRule, RouteKind, RuleBackend, RuleRoute, settle_attachments,
+    translate,
+};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
 use crate::tls::Pem;
@@ -45,17 +56,38 @@ struct Served {
 
 impl Served {
     fn serve(&mut self, rule: &RuleRoute) {
-        for &parent in &rule.parents {
-            self.served.insert((rule.route.clone(), parent));
+        self.serve_parents(&rule.route, &rule.parents);
+    }
+
+    fn serve_parents(&mut self, route: &ObjectKey, parents: &[usize]) {
+        for &parent in parents {
+            self.served.insert((route.clone(), parent));
         }
     }
 
     fn lose(&mut self, rule: &RuleRoute, owner: &str) {
-        for &parent in &rule.parents {
+        self.lose_parents(&rule.route, &rule.parents, owner);
+    }
+
+    fn lose_parents(&mut self, route: &ObjectKey, parents: &[usize], owner: &str) {
+        for &parent in parents {
             self.lost_to
-                .entry((rule.route.clone(), parent))
+                .entry((route.clone(), parent))
                 .or_insert_with(|| owner.to_string());
         }
+    }
+
+    /// Why the parent of an attachment whose route offered something there serves
+    /// nothing (`None`: it serves something, or offered nothing to lose).
+    fn serves_nothing(
+        &self,
+        offered: &BTreeSet<(ObjectKey, usize)>,
+        id: &(ObjectKey, usize),
+    ) -> Option<&str> {
+        if !offered.contains(id) || self.served.contains(id) {
+            return None;
+        }
+        Some(self.lost_to.get(id).map_or("other routes", String::as_str))
     }
 }
 
@@ -78,6 +110,7 @@ pub(super) fn add_gateway_api<'a>(
     tls: &mut Tls<'a>,
     features: &mut Features,
     routes: &mut Routes,
+    passthrough: &mut Passthrough,
 ) -> GatewayOutput {
     let mut gateway = GatewayBuild {
         shared,
@@ -85,6 +118,7 @@ pub(super) fn add_gateway_api<'a>(
         tls,
         features,
         routes,
+        passthrough,
         http_route_slots: BTreeSet::new(),
     };
     let (status, default_certificate) = gateway.add();
@@ -102,6 +136,7 @@ struct GatewayBuild<'p, 'a> {
     tls: &'p mut Tls<'a>,
     features: &'p mut Features,
     routes: &'p mut Routes,
+    passthrough: &'p mut Passthrough,
     /// The hosts and paths routed by HTTPRoutes.
     http_route_slots: BTreeSet<Slot>,
 }
@@ -154,23 +189,121 @@ impl GatewayBuild<'_, '_> {
             self.add_gateway_slot(rules, &mut served);
         }
         self.add_gateway_fallbacks();
+        let tls_offered: BTreeSet<(ObjectKey, usize)> = translation
+            .passthrough
+            .iter()
+            .flat_map(|rule| rule.parents.iter().map(|&p| (rule.route.clone(), p)))
+            .collect();
+        let mut tls_served = Served::default();
+        for rule in &translation.passthrough {
+            self.add_passthrough_rule(rule, &mut tls_served);
+        }
         let mut status = translation.status;
-        settle_attachments(&mut status, &translation.attachments, |route, parent| {
-            let id = (route.clone(), parent);
-            if !offered.contains(&id) || served.served.contains(&id) {
-                return None;
+        settle_attachments(&mut status, &translation.attachments, |attachment| {
+            let id = (attachment.route.clone(), attachment.parent);
+            match attachment.kind {
+                RouteKind::Http => served.serves_nothing(&offered, &id).map(|owner| {
+                    format!(
+                        "every host and path of this route on this parent is already routed \
+                         by {owner}: it serves nothing here (listeners of one haproxy bind, \
+                         such as ports 80 and 8080, share its hosts and paths)"
+                    )
+                }),
+                RouteKind::Tls => tls_served.serves_nothing(&tls_offered, &id).map(|why| {
+                    format!(
+                        "every SNI name of this route on this parent is {why}: it serves \
+                         nothing here"
+                    )
+                }),
             }
-            let owner = served
-                .lost_to
-                .get(&id)
-                .map_or("other routes", String::as_str);
-            Some(format!(
-                "every host and path of this route on this parent is already routed by \
-                 {owner}: it serves nothing here (listeners of one haproxy bind, such as \
-                 ports 80 and 8080, share its hosts and paths)"
-            ))
         });
         (status, default_certificate)
+    }
+
+    /// Passes the TLS of a TLSRoute's SNI name to its backend, unless an older object
+    /// has the name (an Ingress with `ssl-passthrough`, or an older TLSRoute: translated
+    /// first); a younger Ingress that has it loses it, with a problem.
+    fn add_passthrough_rule(&mut self, rule: &PassthroughRule, served: &mut Served) {
+        let object = ObjectRef::of("TLSRoute", &rule.route);
+        let field = "spec.hostnames";
+        if let Some(owner) = self.passthrough.owner_of(&rule.host).cloned() {
+            if self.younger_ingress(&owner, rule.created.as_deref()) {
+                self.shared.problems.push(ObjectProblem {
+                    object: owner.clone(),
+                    field: "metadata.annotations".into(),
+                    reason: ProblemReason::RouteConflict,
+                    message: format!(
+                        "ssl-passthrough of host {} is taken by the older TLSRoute {}",
+                        rule.host, rule.route
+                    ),
+                });
+                self.passthrough.release(&rule.host);
+            } else {
+                let why = format!("already passed through for the older {owner}");
+                self.shared.problems.push(ObjectProblem {
+                    object,
+                    field: field.into(),
+                    reason: ProblemReason::RouteConflict,
+                    message: format!("SNI name {} is {why}", rule.host),
+                });
+                served.lose_parents(&rule.route, &rule.parents, &why);
+                return;
+            }
+        }
+        let (http, backend) = match &rule.backend {
+            Some((service, port)) => {
+                let layer = Layer::empty(object.clone(), Scope::Ingress);
+                let Some(http) = self.gateway_backend(&rule.route, field, service, *port, &layer)
+                else {
+                    return;
+                };
+                let Some(backend) = self.endpoints.built(&http).cloned() else {
+                    return;
+                };
+                (http, backend)
+            }
+            // Its connections are closed (the route's ResolvedRefs says why). The HTTP
+            // backend of unresolved rules only lends its shape: it stays only when an
+            // HTTP rule uses it.
+            None => {
+                let needed = self.endpoints.built(&BackendName::unresolved()).is_some();
+                let http = self.endpoints.unresolved_backend();
+                let backend = self.endpoints.built(&http).cloned();
+                if !needed {
+                    self.endpoints.remove_unresolved_backend();
+                }
+                let Some(backend) = backend else {
+                    return;
+                };
+                (http, backend)
+            }
+        };
+        if self
+            .passthrough
+            .add(self.shared, &object, field, &rule.host, (&http, &backend))
+        {
+            served.serve_parents(&rule.route, &rule.parents);
+        } else {
+            let why = "refused passthrough (see the route's problems)";
+            served.lose_parents(&rule.route, &rule.parents, why);
+        }
+    }
+
+    /// Whether `owner` is an Ingress created after `created` (RFC 3339; an object
+    /// without a time is the oldest).
+    fn younger_ingress(&self, owner: &ObjectRef, created: Option<&str>) -> bool {
+        if owner.kind != "Ingress" {
+            return false;
+        }
+        let key = ObjectKey::new(&owner.namespace, &owner.name);
+        let ingress_created = self
+            .shared
+            .snapshot
+            .ingresses
+            .get(&key)
+            .and_then(|ingress| ingress.metadata.creation_timestamp.as_ref())
+            .map(|time| time.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+        created.map(str::to_string) < ingress_created
     }
 
     /// A host and path whose rules all have conditions sends the requests that meet none
@@ -655,7 +788,8 @@ impl GatewayBuild<'_, '_> {
         gateway.only_tls = only_tls;
         let (backend, base) = match &rule.backend {
             RuleBackend::Service { service, port } => {
-                let backend = self.gateway_backend(rule, service, *port, &layer)?;
+                let backend =
+                    self.gateway_backend(&rule.route, &rule.field, service, *port, &layer)?;
                 (
                     backend,
                     self.features.route_features(
@@ -673,7 +807,13 @@ impl GatewayBuild<'_, '_> {
                 for (target, weight) in shares {
                     let backend = match target {
                         Some((service, port)) => {
-                            let backend = self.gateway_backend(rule, service, *port, &layer);
+                            let backend = self.gateway_backend(
+                                &rule.route,
+                                &rule.field,
+                                service,
+                                *port,
+                                &layer,
+                            );
                             if first.is_none()
                                 && let Some(backend) = &backend
                             {
@@ -709,11 +849,13 @@ impl GatewayBuild<'_, '_> {
         Some((backend, features))
     }
 
-    /// The backend of one Service port of a rule, built as an Ingress backend is (the
-    /// Service's namespace: a ReferenceGrant allowed it when it is not the route's).
+    /// The backend of one Service port of a rule (at `field` of `route`), built as an
+    /// Ingress backend is (the Service's namespace: a ReferenceGrant allowed it when it is
+    /// not the route's).
     fn gateway_backend(
         &mut self,
-        rule: &RuleRoute,
+        route: &ObjectKey,
+        field: &str,
         service: &ObjectKey,
         port: u16,
         layer: &Layer,
@@ -728,15 +870,9 @@ impl GatewayBuild<'_, '_> {
             }),
             resource: None,
         };
-        let owner = ObjectKey::new(&service.namespace, &rule.route.name);
-        self.endpoints.backend(
-            self.shared,
-            self.tls,
-            &owner,
-            &reference,
-            &rule.field,
-            layer,
-        )
+        let owner = ObjectKey::new(&service.namespace, &route.name);
+        self.endpoints
+            .backend(self.shared, self.tls, &owner, &reference, field, layer)
     }
 
     /// The feature set of a rule: the Service's and the ConfigMap's (`base`), the

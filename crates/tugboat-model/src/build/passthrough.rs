@@ -119,7 +119,8 @@ impl Passthrough {
         host: &HostMatch,
         http: (&BackendName, &Backend),
     ) -> bool {
-        if !matches!(host, HostMatch::Exact(_) | HostMatch::Wildcard(_)) {
+        // Subdomains: a TLSRoute's any-depth wildcard.
+        if matches!(host, HostMatch::Any) {
             shared.problem(
                 owner,
                 format!("{field}.host"),
@@ -170,6 +171,24 @@ impl Passthrough {
         self.by_host
             .insert(host.clone(), (route, format!("{field}.host")));
         true
+    }
+
+    /// The object that has the passthrough of `host`.
+    pub(super) fn owner_of(&self, host: &HostMatch) -> Option<&ObjectRef> {
+        self.by_host.get(host).map(|(route, _)| &route.owner)
+    }
+
+    /// Takes the passthrough of `host` from its owner (for an older claimer), and its
+    /// backend when no other host uses it.
+    pub(super) fn release(&mut self, host: &HostMatch) {
+        if let Some((route, _)) = self.by_host.remove(host)
+            && !self
+                .by_host
+                .values()
+                .any(|(other, _)| other.backend == route.backend)
+        {
+            self.backends.remove(&route.backend);
+        }
     }
 
     /// Refuses the passthrough of each host whose HTTP routes (of any Ingress or

@@ -1,6 +1,6 @@
 //! Gateway API (`gateway.networking.k8s.io/v1`): which Gateways this controller serves,
-//! which HTTPRoutes attach to their listeners, the host and path rules they give, and the
-//! status conditions of each object.
+//! which HTTPRoutes and TLSRoutes attach to their listeners, the host and path rules and
+//! the TLS passthrough names they give, and the status conditions of each object.
 //!
 //! The translation is pure: it reads the snapshot and answers with rules in the model's
 //! own terms (host, path, a Service port) that the builder adds to the same route maps
@@ -8,8 +8,10 @@
 //! and with the status the leader writes. How listeners map onto haproxy's ports:
 //! haproxy has one HTTP and one HTTPS bind; a listener of protocol `HTTP` on port 80 or
 //! on the HTTP bind's port is served by the HTTP bind, a listener of protocol `HTTPS` on
-//! port 443 or on the HTTPS bind's port by the HTTPS bind; any other port or protocol is
-//! refused with a listener condition. Both binds share one set of route maps; a rule
+//! port 443 or on the HTTPS bind's port by the HTTPS bind, and so is a listener of
+//! protocol `TLS` in `Passthrough` mode on those ports (its TLSRoutes' SNI names join the
+//! Ingresses' `ssl-passthrough` hosts); any other port, protocol or TLS mode is refused
+//! with a listener condition. Both binds share one set of route maps; a rule
 //! carries the bind of its listeners as a condition, so a route attached to listeners of
 //! one bind answers only there (docs/gateway-api.md).
 //!
@@ -26,11 +28,11 @@ mod translate;
 
 pub use status::{
     ClassState, Condition, GatewayState, GatewayStatus, ListenerState, PublishedAddresses,
-    RequestedAddress, RouteParentState, RouteState,
+    RequestedAddress, RouteKind, RouteParentState, RouteState,
 };
 pub use translate::{
-    Attachment, ListenerCertificate, RuleBackend, RuleRoute, Translation, settle_attachments,
-    translate,
+    Attachment, ListenerCertificate, PassthroughRule, RuleBackend, RuleRoute, Translation,
+    settle_attachments, translate,
 };
 
 /// The operator's Gateway API settings.
@@ -64,6 +66,7 @@ pub fn unchanged_objects(old: &crate::Snapshot, new: &crate::Snapshot) -> bool {
     same(&old.gateway_classes, &new.gateway_classes)
         && same(&old.gateways, &new.gateways)
         && same(&old.http_routes, &new.http_routes)
+        && same(&old.tls_routes, &new.tls_routes)
         && same(&old.reference_grants, &new.reference_grants)
         && same(&old.namespaces, &new.namespaces)
 }
@@ -85,18 +88,28 @@ pub fn referenced(snapshot: &crate::Snapshot) -> (Vec<crate::ObjectKey>, Vec<cra
             }
         }
     }
-    let mut services = Vec::new();
-    for (key, route) in &snapshot.http_routes {
-        for rule in &route.spec.rules {
-            for backend in &rule.backend_refs {
-                if backend.kind.as_deref().unwrap_or("Service") == "Service"
-                    && backend.group.as_deref().unwrap_or("").is_empty()
-                {
-                    let namespace = backend.namespace.as_deref().unwrap_or(&key.namespace);
-                    services.push(crate::ObjectKey::new(namespace, &backend.name));
-                }
-            }
-        }
-    }
+    let http_targets = snapshot.http_routes.iter().flat_map(|(key, route)| {
+        route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|rule| &rule.backend_refs)
+            .map(move |backend| (key, backend.target()))
+    });
+    let tls_targets = snapshot.tls_routes.iter().flat_map(|(key, route)| {
+        route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|rule| &rule.backend_refs)
+            .map(move |backend| (key, backend.target()))
+    });
+    let services = http_targets
+        .chain(tls_targets)
+        .filter(|(_, target)| target.is_service())
+        .map(|(key, target)| {
+            crate::ObjectKey::new(target.namespace.unwrap_or(&key.namespace), target.name)
+        })
+        .collect();
     (secrets, services)
 }

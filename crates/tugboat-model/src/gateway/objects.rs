@@ -1,6 +1,6 @@
-//! Lean versions of the Gateway API kinds Tugboat reads: `GatewayClass`, `Gateway` and
-//! `HTTPRoute` of `gateway.networking.k8s.io/v1`, `ReferenceGrant` of `v1beta1`, and the
-//! labels of `Namespace`s (for `allowedRoutes.namespaces.selector`).
+//! Lean versions of the Gateway API kinds Tugboat reads: `GatewayClass`, `Gateway`,
+//! `HTTPRoute` and `TLSRoute` of `gateway.networking.k8s.io/v1`, `ReferenceGrant` of
+//! `v1beta1`, and the labels of `Namespace`s (for `allowedRoutes.namespaces.selector`).
 //!
 //! The `gateway-api` crate's types need an older kube than the workspace's; these declare
 //! only the fields the model reads, as [`crate::objects`] does for Services. Fields the
@@ -363,6 +363,99 @@ pub struct HttpBackendRef {
     pub filters: Option<Vec<serde_json::Value>>,
 }
 
+/// `TLSRoute`: TLS connections, chosen by the SNI of their ClientHello, to Services
+/// (undecrypted, on a `Passthrough` listener).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct TlsRoute {
+    #[serde(default)]
+    pub metadata: GatewayMeta,
+    #[serde(default)]
+    pub spec: TlsRouteSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentReference>,
+    /// SNI names (the API requires at least one).
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    /// The API allows exactly one rule.
+    #[serde(default)]
+    pub rules: Vec<TlsRouteRule>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsRouteRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub backend_refs: Vec<BackendRef>,
+}
+
+/// A backend of a TLSRoute rule: a Service port, with a weight (no filters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackendRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i32>,
+}
+
+/// What a backendRef of any route kind points at, borrowed, with the API's defaults
+/// filled in (group `""`, kind `Service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendTarget<'a> {
+    pub group: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: Option<&'a str>,
+    pub port: Option<i32>,
+}
+
+impl BackendTarget<'_> {
+    /// Whether it names a core Service.
+    pub fn is_service(&self) -> bool {
+        self.group.is_empty() && self.kind == "Service"
+    }
+}
+
+impl HttpBackendRef {
+    pub fn target(&self) -> BackendTarget<'_> {
+        BackendTarget {
+            group: self.group.as_deref().unwrap_or(""),
+            kind: self.kind.as_deref().unwrap_or("Service"),
+            name: &self.name,
+            namespace: self.namespace.as_deref(),
+            port: self.port,
+        }
+    }
+}
+
+impl BackendRef {
+    pub fn target(&self) -> BackendTarget<'_> {
+        BackendTarget {
+            group: self.group.as_deref().unwrap_or(""),
+            kind: self.kind.as_deref().unwrap_or("Service"),
+            name: &self.name,
+            namespace: self.namespace.as_deref(),
+            port: self.port,
+        }
+    }
+}
+
 /// `ReferenceGrant` (`v1beta1`): lets objects of some kinds in other namespaces refer to
 /// objects of this one.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -411,6 +504,28 @@ pub struct Namespace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tls_route_keeps_what_the_model_reads() {
+        let route: TlsRoute = serde_json::from_value(serde_json::json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute",
+            "metadata": {"name": "argo", "namespace": "cd", "generation": 2},
+            "spec": {
+                "parentRefs": [{"name": "gw", "sectionName": "tls", "port": 443}],
+                "hostnames": ["argo.example.com"],
+                "rules": [{"backendRefs": [{"name": "argocd-server", "port": 443, "weight": 3}]}]
+            },
+            "status": {"parents": []}
+        }))
+        .expect("TLSRoute");
+        assert_eq!(route.spec.parent_refs[0].port, Some(443));
+        assert_eq!(route.spec.hostnames, ["argo.example.com"]);
+        let backend = &route.spec.rules[0].backend_refs[0];
+        assert_eq!(
+            (backend.name.as_str(), backend.port, backend.weight),
+            ("argocd-server", Some(443), Some(3))
+        );
+    }
 
     #[test]
     fn an_http_route_keeps_what_the_model_reads() {

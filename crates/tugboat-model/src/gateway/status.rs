@@ -1,6 +1,6 @@
 //! The status the controller owes each Gateway API object it serves, as data: the
-//! conditions of GatewayClasses, Gateways (and each listener) and HTTPRoutes (per
-//! parent). The leader turns it into status patches (`tugboat_kube::gateway_status`);
+//! conditions of GatewayClasses, Gateways (and each listener), HTTPRoutes and TLSRoutes
+//! (per parent). The leader turns it into status patches (`tugboat_kube::gateway_status`);
 //! the time of a transition is the writer's business, not the model's.
 
 use std::collections::BTreeMap;
@@ -169,10 +169,28 @@ pub struct RouteParentState {
     pub conditions: Vec<Condition>,
 }
 
-/// An HTTPRoute with at least one parent of ours.
+/// A route with at least one parent of ours.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteState {
     pub parents: Vec<RouteParentState>,
+}
+
+/// The kinds of route this controller serves. An HTTPRoute and a TLSRoute may have the
+/// same namespace and name: their status is kept apart by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteKind {
+    Http,
+    Tls,
+}
+
+impl RouteKind {
+    /// The kind's name in the API (`HTTPRoute`, `TLSRoute`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteKind::Http => "HTTPRoute",
+            RouteKind::Tls => "TLSRoute",
+        }
+    }
 }
 
 /// The status of every Gateway API object this controller serves.
@@ -181,11 +199,31 @@ pub struct GatewayStatus {
     /// By name (cluster-scoped).
     pub classes: BTreeMap<String, ClassState>,
     pub gateways: BTreeMap<ObjectKey, GatewayState>,
+    /// HTTPRoutes.
     pub routes: BTreeMap<ObjectKey, RouteState>,
+    pub tls_routes: BTreeMap<ObjectKey, RouteState>,
 }
 
 impl GatewayStatus {
     pub fn is_empty(&self) -> bool {
-        self.classes.is_empty() && self.gateways.is_empty() && self.routes.is_empty()
+        self.classes.is_empty()
+            && self.gateways.is_empty()
+            && self.routes.is_empty()
+            && self.tls_routes.is_empty()
+    }
+
+    /// The routes of `kind`.
+    pub fn routes_of(&self, kind: RouteKind) -> &BTreeMap<ObjectKey, RouteState> {
+        match kind {
+            RouteKind::Http => &self.routes,
+            RouteKind::Tls => &self.tls_routes,
+        }
+    }
+
+    pub fn routes_of_mut(&mut self, kind: RouteKind) -> &mut BTreeMap<ObjectKey, RouteState> {
+        match kind {
+            RouteKind::Http => &mut self.routes,
+            RouteKind::Tls => &mut self.tls_routes,
+        }
     }
 }

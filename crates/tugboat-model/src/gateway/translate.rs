@@ -9,6 +9,10 @@
 //! headers, query, the listener's bind): for each host and path, the builder keeps the
 //! first rule of each distinct conditions, so an older route wins a conflict, and within
 //! a route the first rule.
+//!
+//! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
+//! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
+//! rule per SNI name it gets, and the builder keeps the first rule of each name.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,12 +20,12 @@ use crate::desired::{HostMatch, PathMatch};
 use crate::gateway::GatewaySettings;
 use crate::gateway::features::{Conditions, GatewayFeatures};
 use crate::gateway::objects::{
-    GROUP, Gateway, HttpBackendRef, HttpRoute, HttpRouteRule, LabelSelector, Listener,
-    ParentReference, ReferenceGrant,
+    BackendTarget, GROUP, Gateway, HttpBackendRef, HttpRoute, HttpRouteRule, LabelSelector,
+    Listener, ParentReference, ReferenceGrant, TlsRoute,
 };
 use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
 use crate::gateway::status::{
-    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RequestedAddress,
+    ClassState, Condition, GatewayState, GatewayStatus, ListenerState, RequestedAddress, RouteKind,
     RouteParentState, RouteState,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -30,9 +34,10 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 11] = [
+pub const SUPPORTED_FEATURES: [&str; 12] = [
     "Gateway",
     "HTTPRoute",
+    "TLSRoute",
     "ReferenceGrant",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteHostRewrite",
@@ -75,11 +80,29 @@ pub struct RuleRoute {
     pub parents: Vec<usize>,
 }
 
+/// One SNI name of an attached TLSRoute: TLS for it goes to the backend undecrypted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassthroughRule {
+    pub route: ObjectKey,
+    /// `metadata.creationTimestamp` of the route: the oldest claimer of a name wins it,
+    /// whatever kind of object it is.
+    pub created: Option<String>,
+    /// [`HostMatch::Exact`], or [`HostMatch::Subdomains`] for `*.example.com` (any
+    /// depth, as for HTTPRoutes; never [`HostMatch::Any`]: a TLSRoute has hostnames).
+    pub host: HostMatch,
+    /// The Service port; `None` when the backend does not resolve (or all weights are
+    /// 0): connections for the name are closed.
+    pub backend: Option<(ObjectKey, u16)>,
+    /// The parents it comes from: their places in the route's status, sorted.
+    pub parents: Vec<usize>,
+}
+
 /// A route accepted by some listeners of one of its parents: counted in their
 /// `attachedRoutes` once the builder knows the route serves something there
 /// ([`settle_attachments`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attachment {
+    pub kind: RouteKind,
     pub route: ObjectKey,
     /// The parent's place in the route's status ([`RouteState::parents`]).
     pub parent: usize,
@@ -103,6 +126,8 @@ pub struct ListenerCertificate {
 pub struct Translation {
     /// In precedence order: the first rule of a host and path wins.
     pub rules: Vec<RuleRoute>,
+    /// Of TLSRoutes, in precedence order: the first rule of a name wins.
+    pub passthrough: Vec<PassthroughRule>,
     pub certificates: Vec<ListenerCertificate>,
     /// The certificate of the HTTPS listener without a hostname (of the oldest Gateway
     /// that has one): the HTTPS bind's default, served for every name no other
@@ -141,8 +166,9 @@ struct ListenerInfo {
     usable: bool,
     /// Served by the HTTPS bind (else the HTTP one).
     tls: bool,
-    /// Whether it takes HTTPRoutes (its `allowedRoutes.kinds`).
-    takes_http_routes: bool,
+    /// The kind of route it takes: HTTPRoutes on HTTP and HTTPS listeners, TLSRoutes on
+    /// TLS ones; `None` when its `allowedRoutes.kinds` names neither.
+    takes: Option<RouteKind>,
     from: From,
     /// The secret of its certificate, for HTTPS listeners whose reference resolved.
     certificate: Option<ObjectKey>,
@@ -182,28 +208,20 @@ pub fn translate(
         gateways.insert(key.clone(), info);
     }
 
-    let mut routes: Vec<(&ObjectKey, &HttpRoute)> = snapshot
-        .http_routes
-        .iter()
-        .map(|(key, route)| (key, route.as_ref()))
-        .collect();
-    routes.sort_by(|(ka, a), (kb, b)| {
-        a.metadata
-            .creation_timestamp
-            .cmp(&b.metadata.creation_timestamp)
-            .then_with(|| ka.cmp(kb))
-    });
     // Hosts that routes attached to each HTTPS listener without a hostname give.
     let mut listener_hosts: BTreeMap<(ObjectKey, String), BTreeSet<String>> = BTreeMap::new();
-    for (key, route) in routes {
+    for (key, route) in oldest_first(&snapshot.http_routes, |r| &r.metadata.creation_timestamp) {
         attach_route(
             snapshot,
             key,
             route,
-            &mut gateways,
+            &gateways,
             &mut listener_hosts,
             &mut out,
         );
+    }
+    for (key, route) in oldest_first(&snapshot.tls_routes, |r| &r.metadata.creation_timestamp) {
+        attach_tls_route(snapshot, key, route, &gateways, &mut out);
     }
 
     // The oldest Gateway's first HTTPS listener without a hostname gives the default.
@@ -251,9 +269,22 @@ pub fn translate(
     out
 }
 
+/// The routes of `objects`, oldest first (by `created`), then by namespace and name.
+fn oldest_first<R>(
+    objects: &Objects<R>,
+    created: impl Fn(&R) -> &Option<String>,
+) -> Vec<(&ObjectKey, &R)> {
+    let mut routes: Vec<(&ObjectKey, &R)> = objects
+        .iter()
+        .map(|(key, route)| (key, route.as_ref()))
+        .collect();
+    routes.sort_by(|(ka, a), (kb, b)| created(a).cmp(created(b)).then_with(|| ka.cmp(kb)));
+    routes
+}
+
 /// Settles the status that only the builder can tell: a route accepted by a parent
-/// whose every host and path there went to other routes (`serves_nothing` says by
-/// whom) serves nothing through it, and its `Accepted` condition for that parent says
+/// whose every host and path (or SNI name) there went to other routes (`serves_nothing`
+/// says by whom) serves nothing through it, and its `Accepted` condition for that parent says
 /// so: `False`, reason `UnsupportedValue` (the spec's reason for what a controller
 /// cannot serve as asked; its other reasons name attachment faults that are not the
 /// case). Then each listener counts the routes it accepted (`attachedRoutes`: as
@@ -261,12 +292,12 @@ pub fn translate(
 pub fn settle_attachments(
     status: &mut GatewayStatus,
     attachments: &[Attachment],
-    mut serves_nothing: impl FnMut(&ObjectKey, usize) -> Option<String>,
+    mut serves_nothing: impl FnMut(&Attachment) -> Option<String>,
 ) {
     for attachment in attachments {
-        if let Some(message) = serves_nothing(&attachment.route, attachment.parent) {
+        if let Some(message) = serves_nothing(attachment) {
             let parent = status
-                .routes
+                .routes_of_mut(attachment.kind)
                 .get_mut(&attachment.route)
                 .and_then(|route| route.parents.get_mut(attachment.parent));
             for condition in parent.into_iter().flat_map(|p| &mut p.conditions) {
@@ -334,10 +365,6 @@ fn gateway_ref(key: &ObjectKey) -> ObjectRef {
     ObjectRef::of("Gateway", key)
 }
 
-fn route_ref(key: &ObjectKey) -> ObjectRef {
-    ObjectRef::of("HTTPRoute", key)
-}
-
 /// A Gateway's listeners and conditions.
 fn gateway_info(
     key: &ObjectKey,
@@ -372,6 +399,7 @@ fn gateway_info(
     let mut states = Vec::new();
     // The first listener of each bind and hostname; later ones conflict.
     let mut claimed: BTreeSet<(Bind, Option<String>)> = BTreeSet::new();
+    let mixed_tls_ports = mixed_tls_ports(gateway);
     for (index, listener) in gateway.spec.listeners.iter().enumerate() {
         let (info, state) = listener_info(
             key,
@@ -381,6 +409,7 @@ fn gateway_info(
             settings,
             grants,
             &mut claimed,
+            mixed_tls_ports.contains(&listener.port),
             check_certificate,
             problems,
         );
@@ -500,6 +529,33 @@ fn granted(
         })
 }
 
+/// The TLS mode of a listener (`Terminate` when not set, as the API defaults it).
+fn tls_mode(listener: &Listener) -> &str {
+    listener
+        .tls
+        .as_ref()
+        .and_then(|t| t.mode.as_deref())
+        .unwrap_or("Terminate")
+}
+
+/// The ports on which a Gateway has `TLS` listeners of both modes, `Terminate` and
+/// `Passthrough`: not supported (the spec's `TLSRouteModeMixed`), every `TLS` listener
+/// there is refused with `ProtocolConflict`.
+fn mixed_tls_ports(gateway: &Gateway) -> BTreeSet<i32> {
+    let mut modes: BTreeMap<i32, BTreeSet<&str>> = BTreeMap::new();
+    for listener in &gateway.spec.listeners {
+        let mode = tls_mode(listener);
+        if listener.protocol == "TLS" && matches!(mode, "Terminate" | "Passthrough") {
+            modes.entry(listener.port).or_default().insert(mode);
+        }
+    }
+    modes
+        .into_iter()
+        .filter(|(_, modes)| modes.len() > 1)
+        .map(|(port, _)| port)
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn listener_info(
     gateway: &ObjectKey,
@@ -509,6 +565,7 @@ fn listener_info(
     settings: &GatewaySettings,
     grants: &Objects<ReferenceGrant>,
     claimed: &mut BTreeSet<(Bind, Option<String>)>,
+    mixed_tls_port: bool,
     check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
     problems: &mut Vec<ObjectProblem>,
 ) -> (ListenerInfo, ListenerState) {
@@ -523,25 +580,49 @@ fn listener_info(
     };
     // Accepted: port and protocol, hostname, TLS mode.
     let mut accepted: Result<(), (&'static str, String)> = Ok(());
+    let https_port = |port: i32| port == 443 || port == i32::from(settings.https_port);
     let bind = match listener.protocol.as_str() {
         "HTTP" if listener.port == 80 || listener.port == i32::from(settings.http_port) => {
             Some(Bind::Http)
         }
-        "HTTPS" if listener.port == 443 || listener.port == i32::from(settings.https_port) => {
-            Some(Bind::Https)
+        "HTTPS" if https_port(listener.port) => Some(Bind::Https),
+        "TLS" if mixed_tls_port => {
+            accepted = Err((
+                "ProtocolConflict",
+                format!(
+                    "TLS listeners of both modes, Terminate and Passthrough, are on port {}: \
+                     mixing them is not supported (Passthrough is; an HTTPS listener \
+                     terminates TLS on the same port)",
+                    listener.port
+                ),
+            ));
+            None
         }
-        "HTTP" | "HTTPS" => {
-            let (served, bind_port) = if listener.protocol == "HTTP" {
-                (80, settings.http_port)
+        "TLS" if tls_mode(listener) != "Passthrough" => {
+            accepted = Err((
+                "UnsupportedValue",
+                format!(
+                    "tls.mode '{}' is not supported on TLS listeners: Passthrough is (an \
+                     HTTPS listener terminates TLS, for HTTPRoutes)",
+                    validate::printable(tls_mode(listener))
+                ),
+            ));
+            None
+        }
+        // Passthrough: the HTTPS bind chooses by SNI.
+        "TLS" if https_port(listener.port) => Some(Bind::Https),
+        "HTTP" | "HTTPS" | "TLS" => {
+            let (served, bind_port, bind_name) = if listener.protocol == "HTTP" {
+                (80, settings.http_port, "HTTP")
             } else {
-                (443, settings.https_port)
+                (443, settings.https_port, "HTTPS")
             };
             accepted = Err((
                 "PortUnavailable",
                 format!(
                     "port {} is not served: {} listeners use port {served} or {bind_port} \
-                     (haproxy's {} bind)",
-                    listener.port, listener.protocol, listener.protocol
+                     (haproxy's {bind_name} bind)",
+                    listener.port, listener.protocol
                 ),
             ));
             None
@@ -550,7 +631,7 @@ fn listener_info(
             accepted = Err((
                 "UnsupportedProtocol",
                 format!(
-                    "protocol '{}' is not supported: HTTP and HTTPS are",
+                    "protocol '{}' is not supported: HTTP, HTTPS and TLS (Passthrough) are",
                     validate::printable(other)
                 ),
             ));
@@ -576,29 +657,38 @@ fn listener_info(
         .allowed_routes
         .as_ref()
         .and_then(|a| a.kinds.as_ref());
-    let takes_http_routes = match kinds {
+    // TLS listeners take TLSRoutes; HTTP and HTTPS ones (and any other) HTTPRoutes.
+    let native = if listener.protocol == "TLS" {
+        RouteKind::Tls
+    } else {
+        RouteKind::Http
+    };
+    let native_kind = (GROUP.to_string(), native.name().to_string());
+    let takes = match kinds {
         None => {
-            supported_kinds.push((GROUP.to_string(), "HTTPRoute".to_string()));
-            true
+            supported_kinds.push(native_kind);
+            Some(native)
         }
         Some(kinds) => {
             for kind in kinds {
                 let group = kind.group.as_deref().unwrap_or(GROUP);
-                if group == GROUP && kind.kind == "HTTPRoute" {
-                    supported_kinds.push((GROUP.to_string(), "HTTPRoute".to_string()));
+                if group == GROUP && kind.kind == native.name() {
+                    supported_kinds.push(native_kind.clone());
                 } else if resolved.is_ok() {
                     resolved = Err((
                         "InvalidRouteKinds",
                         format!(
-                            "route kind {}/{} is not supported: HTTPRoute is",
+                            "route kind {}/{} is not supported on {} listeners: {} is",
                             validate::printable(group),
-                            validate::printable(&kind.kind)
+                            validate::printable(&kind.kind),
+                            validate::printable(&listener.protocol),
+                            native.name()
                         ),
                     ));
                 }
             }
             supported_kinds.dedup();
-            !supported_kinds.is_empty()
+            (!supported_kinds.is_empty()).then_some(native)
         }
     };
     let from = match listener
@@ -614,7 +704,7 @@ fn listener_info(
         },
     };
     let mut certificate = None;
-    if bind == Some(Bind::Https) {
+    if bind == Some(Bind::Https) && listener.protocol == "HTTPS" {
         let tls = listener.tls.as_ref();
         let mode = tls.and_then(|t| t.mode.as_deref()).unwrap_or("Terminate");
         if mode != "Terminate" && accepted.is_ok() {
@@ -693,14 +783,24 @@ fn listener_info(
             }
         }
     }
-    // Conflicted: a second listener of this Gateway on the same bind and hostname.
-    let mut conflicted = false;
-    if accepted.is_ok()
+    // Conflicted: a second listener of this Gateway on the same bind and hostname (an
+    // SNI name is either terminated or passed through), or TLS listeners of both modes.
+    let mut conflict: Option<(&'static str, &str)> = None;
+    if mixed_tls_port {
+        conflict = Some((
+            "ProtocolConflict",
+            "TLS listeners of both modes, Terminate and Passthrough, share its port",
+        ));
+    } else if accepted.is_ok()
         && let Some(bind) = bind
         && !claimed.insert((bind, hostname.clone()))
     {
-        conflicted = true;
+        conflict = Some((
+            "HostnameConflict",
+            "another listener of this Gateway has the same port and hostname",
+        ));
     }
+    let conflicted = conflict.is_some();
 
     let mut conditions = Vec::new();
     match &accepted {
@@ -735,10 +835,9 @@ fn listener_info(
             ));
         }
     }
-    conditions.push(if conflicted {
-        let message = "another listener of this Gateway has the same port and hostname";
+    conditions.push(if let Some((reason, message)) = conflict {
         problem(format!("{field}.hostname"), message);
-        Condition::new("Conflicted", true, "HostnameConflict", message, generation)
+        Condition::new("Conflicted", true, reason, message, generation)
     } else {
         Condition::new("Conflicted", false, "NoConflicts", "", generation)
     });
@@ -760,7 +859,7 @@ fn listener_info(
         hostname,
         usable,
         tls: bind == Some(Bind::Https),
-        takes_http_routes,
+        takes,
         from,
         certificate,
     };
@@ -866,35 +965,50 @@ type RuleParts = (
     FilterSpec,
 );
 
-/// A route's rules as the model reads them, before any parent.
-struct RouteRules {
+/// What any route gives its parents' status, before any parent: its hostnames, what
+/// it uses that is not supported, and its first reference that does not resolve.
+#[derive(Default)]
+struct RouteFacts {
     /// A field this controller does not support, and why: the route is not accepted.
     unsupported: Option<(String, String)>,
     /// The route's hostnames, validated and lower-cased.
     hostnames: Vec<String>,
-    /// Per rule: its field, its paths (with their conditions), its backend and its
-    /// filters.
-    rules: Vec<RuleParts>,
     /// The first backend that does not resolve: reason and message.
     unresolved: Option<(&'static str, String)>,
 }
 
-fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> RouteRules {
-    let mut out = RouteRules {
-        unsupported: None,
-        hostnames: Vec::new(),
-        rules: Vec::new(),
-        unresolved: None,
-    };
-    for (index, host) in route.spec.hostnames.iter().enumerate() {
-        match validate::ingress_host(host) {
-            Ok(host) => out.hostnames.push(host),
-            Err(err) => {
-                out.unsupported
-                    .get_or_insert((format!("spec.hostnames[{index}]"), err.0));
+impl RouteFacts {
+    /// The facts of a route of `hostnames`, validated (the first bad one is not
+    /// supported).
+    fn of_hostnames(hostnames: &[String]) -> Self {
+        let mut facts = RouteFacts::default();
+        for (index, host) in hostnames.iter().enumerate() {
+            match validate::ingress_host(host) {
+                Ok(host) => facts.hostnames.push(host),
+                Err(err) => {
+                    facts
+                        .unsupported
+                        .get_or_insert((format!("spec.hostnames[{index}]"), err.0));
+                }
             }
         }
+        facts
     }
+}
+
+/// An HTTPRoute's rules as the model reads them, before any parent.
+struct RouteRules {
+    facts: RouteFacts,
+    /// Per rule: its field, its paths (with their conditions), its backend and its
+    /// filters.
+    rules: Vec<RuleParts>,
+}
+
+fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> RouteRules {
+    let mut out = RouteRules {
+        facts: RouteFacts::of_hostnames(&route.spec.hostnames),
+        rules: Vec::new(),
+    };
     for (index, rule) in route.spec.rules.iter().enumerate() {
         let field = format!("spec.rules[{index}]");
         match rule_paths(rule, &field).and_then(|paths| Ok((paths, rule_filters(rule, &field)?))) {
@@ -903,57 +1017,79 @@ fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> Route
                     // A redirect answers by itself.
                     RuleBackend::Unresolved
                 } else {
-                    rule_backend(snapshot, key, rule, &field, &mut out)
+                    rule_backend(snapshot, key, rule, &field, &mut out.facts)
                 };
                 out.rules.push((field, paths, backend, filters));
             }
             Err(unsupported) => {
-                out.unsupported.get_or_insert(unsupported);
+                out.facts.unsupported.get_or_insert(unsupported);
             }
         }
     }
     out
 }
 
-/// The backend of a rule. Sets `out.unsupported` for what is not supported and
-/// `out.unresolved` for a reference that does not resolve.
+/// Checks that every weight of `weights` (each with its backendRef's field) is in the
+/// API's range; sets `facts.unsupported` for the first that is not.
+fn weights_in_range(
+    weights: impl IntoIterator<Item = (String, Option<i32>)>,
+    facts: &mut RouteFacts,
+) -> bool {
+    for (field, weight) in weights {
+        let weight = weight.unwrap_or(1);
+        if !(0..=1_000_000).contains(&weight) {
+            facts.unsupported.get_or_insert((
+                format!("{field}.weight"),
+                format!("weight {weight} is out of range: 0 to 1000000"),
+            ));
+            return false;
+        }
+    }
+    true
+}
+
+/// The backend of a rule. Sets `facts.unsupported` for what is not supported and
+/// `facts.unresolved` for a reference that does not resolve.
 fn rule_backend(
     snapshot: &Snapshot,
     route: &ObjectKey,
     rule: &HttpRouteRule,
     field: &str,
-    out: &mut RouteRules,
+    facts: &mut RouteFacts,
 ) -> RuleBackend {
+    let weights = rule
+        .backend_refs
+        .iter()
+        .enumerate()
+        .map(|(index, backend)| (format!("{field}.backendRefs[{index}]"), backend.weight));
+    if !weights_in_range(weights, facts) {
+        return RuleBackend::Unresolved;
+    }
+    if let Some(index) = rule
+        .backend_refs
+        .iter()
+        .position(|backend| backend.filters.as_ref().is_some_and(|f| !f.is_empty()))
+    {
+        facts.unsupported.get_or_insert((
+            format!("{field}.backendRefs[{index}].filters"),
+            "filters on a backendRef are not supported yet (docs/gateway-api.md)".into(),
+        ));
+        return RuleBackend::Unresolved;
+    }
     let weighted: Vec<(usize, &HttpBackendRef)> = rule
         .backend_refs
         .iter()
         .enumerate()
         .filter(|(_, backend)| backend.weight.unwrap_or(1) != 0)
         .collect();
-    for (index, backend) in rule.backend_refs.iter().enumerate() {
-        let weight = backend.weight.unwrap_or(1);
-        if !(0..=1_000_000).contains(&weight) {
-            out.unsupported.get_or_insert((
-                format!("{field}.backendRefs[{index}].weight"),
-                format!("weight {weight} is out of range: 0 to 1000000"),
-            ));
-            return RuleBackend::Unresolved;
-        }
-        if backend.filters.as_ref().is_some_and(|f| !f.is_empty()) {
-            out.unsupported.get_or_insert((
-                format!("{field}.backendRefs[{index}].filters"),
-                "filters on a backendRef are not supported yet (docs/gateway-api.md)".into(),
-            ));
-            return RuleBackend::Unresolved;
-        }
-    }
     let mut shares = Vec::new();
     for (index, backend) in &weighted {
         let share_field = format!("{field}.backendRefs[{index}]");
-        let resolved = match resolve_backend(snapshot, route, backend) {
+        let resolved = match resolve_backend(snapshot, RouteKind::Http, route, backend.target()) {
             Ok(found) => Some(found),
             Err((reason, message)) => {
-                out.unresolved
+                facts
+                    .unresolved
                     .get_or_insert((reason, format!("{share_field}: {message}")));
                 None
             }
@@ -973,41 +1109,48 @@ fn rule_backend(
     }
 }
 
+/// What happens to the traffic of a route of `kind` whose backend does not resolve.
+fn unresolved_consequence(kind: RouteKind) -> &'static str {
+    match kind {
+        RouteKind::Http => "its requests get 500",
+        RouteKind::Tls => "its connections are closed",
+    }
+}
+
 fn resolve_backend(
     snapshot: &Snapshot,
+    kind: RouteKind,
     route: &ObjectKey,
-    backend: &HttpBackendRef,
+    backend: BackendTarget<'_>,
 ) -> Result<(ObjectKey, u16), (&'static str, String)> {
-    let group = backend.group.as_deref().unwrap_or("");
-    let kind = backend.kind.as_deref().unwrap_or("Service");
-    if !group.is_empty() || kind != "Service" {
+    if !backend.is_service() {
         return Err((
             "InvalidKind",
             format!(
                 "kind {}/{} is not supported: core Services are",
-                validate::printable(group),
-                validate::printable(kind)
+                validate::printable(backend.group),
+                validate::printable(backend.kind)
             ),
         ));
     }
-    let namespace = backend.namespace.as_deref().unwrap_or(&route.namespace);
-    if validate::dns_label(namespace).is_err() || validate::dns_label(&backend.name).is_err() {
+    let namespace = backend.namespace.unwrap_or(&route.namespace);
+    if validate::dns_label(namespace).is_err() || validate::dns_label(backend.name).is_err() {
         return Err((
             "BackendNotFound",
             format!(
                 "'{}' is not a valid Service name",
-                validate::printable(&backend.name)
+                validate::printable(backend.name)
             ),
         ));
     }
     if *namespace != *route.namespace
         && !granted(
             &snapshot.reference_grants,
-            "HTTPRoute",
+            kind.name(),
             &route.namespace,
             namespace,
             "Service",
-            &backend.name,
+            backend.name,
         )
     {
         return Err((
@@ -1019,7 +1162,7 @@ fn resolve_backend(
             ),
         ));
     }
-    let service = ObjectKey::new(namespace, &backend.name);
+    let service = ObjectKey::new(namespace, backend.name);
     let Some(port) = backend.port else {
         return Err((
             "BackendNotFound",
@@ -1027,10 +1170,11 @@ fn resolve_backend(
         ));
     };
     let port = validate::port_number(port).map_err(|err| ("BackendNotFound", err.0))?;
+    let consequence = unresolved_consequence(kind);
     let found = snapshot.services.get(&service).ok_or_else(|| {
         (
             "BackendNotFound",
-            format!("Service {service} not found: its requests get 500"),
+            format!("Service {service} not found: {consequence}"),
         )
     })?;
     let has_port = found
@@ -1041,110 +1185,105 @@ fn resolve_backend(
     if !has_port {
         return Err((
             "BackendNotFound",
-            format!("Service {service} has no port {port}: its requests get 500"),
+            format!("Service {service} has no port {port}: {consequence}"),
         ));
     }
     Ok((service, port))
 }
 
-/// Attaches one route to its parents of ours: its status, the listeners' counts and
-/// its rules.
-fn attach_route(
+/// The key of the Gateway of ours that `parent` (of a route in `namespace`) names.
+fn our_gateway(
+    parent: &ParentReference,
+    namespace: &str,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
+) -> Option<ObjectKey> {
+    let group = parent.group.as_deref().unwrap_or(GROUP);
+    let kind = parent.kind.as_deref().unwrap_or("Gateway");
+    if group != GROUP || kind != "Gateway" {
+        return None;
+    }
+    let key = ObjectKey::new(
+        parent.namespace.as_deref().unwrap_or(namespace),
+        &parent.name,
+    );
+    gateways.contains_key(&key).then_some(key)
+}
+
+/// A route as [`attach_parents`] reads it.
+struct RouteToAttach<'r> {
+    kind: RouteKind,
+    key: &'r ObjectKey,
+    parent_refs: &'r [ParentReference],
+    generation: i64,
+    facts: &'r RouteFacts,
+}
+
+/// A parent that accepted a route: its place in the route's status, and the listeners
+/// the route attached to there.
+struct AcceptedParent {
+    place: usize,
+    gateway: ObjectKey,
+    listeners: Vec<AttachedListener>,
+}
+
+/// Attaches a route to its parents of ours: its status and problems, and the parents
+/// that accepted it (the caller adds what it routes there).
+fn attach_parents(
     snapshot: &Snapshot,
-    key: &ObjectKey,
-    route: &HttpRoute,
-    gateways: &mut BTreeMap<ObjectKey, GatewayInfo>,
-    listener_hosts: &mut BTreeMap<(ObjectKey, String), BTreeSet<String>>,
+    route: &RouteToAttach<'_>,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
     out: &mut Translation,
-) {
-    let generation = route.metadata.generation.unwrap_or(0);
-    let mut rules: Option<RouteRules> = None;
+) -> Vec<AcceptedParent> {
+    let (key, generation, facts) = (route.key, route.generation, route.facts);
+    let object = ObjectRef::of(route.kind.name(), key);
+    let mut accepted_parents = Vec::new();
     let mut parents = Vec::new();
-    for parent in &route.spec.parent_refs {
-        let group = parent.group.as_deref().unwrap_or(GROUP);
-        let kind = parent.kind.as_deref().unwrap_or("Gateway");
-        if group != GROUP || kind != "Gateway" {
-            continue;
-        }
-        let gateway_key = ObjectKey::new(
-            parent.namespace.as_deref().unwrap_or(&key.namespace),
-            &parent.name,
-        );
-        let Some(gateway) = gateways.get_mut(&gateway_key) else {
+    for parent in route.parent_refs {
+        let Some(gateway_key) = our_gateway(parent, &key.namespace, gateways) else {
             continue;
         };
-        let rules = rules.get_or_insert_with(|| route_rules(snapshot, key, route));
-        let (accepted, attached) = attach_to_gateway(
-            snapshot,
-            key,
-            parent,
-            &gateway_key,
-            gateway,
-            rules,
-            generation,
-        );
+        let Some(gateway) = gateways.get(&gateway_key) else {
+            continue;
+        };
+        let (accepted, attached) =
+            attach_to_gateway(snapshot, route, parent, &gateway_key, gateway);
         let mut conditions = vec![accepted.clone()];
-        conditions.push(match &rules.unresolved {
+        conditions.push(match &facts.unresolved {
             None => Condition::new("ResolvedRefs", true, "ResolvedRefs", "", generation),
             Some((reason, message)) => {
                 Condition::new("ResolvedRefs", false, reason, message.clone(), generation)
             }
         });
-        if !accepted.status {
-            out.problems.push(ObjectProblem {
-                object: route_ref(key),
-                field: "spec.parentRefs".into(),
-                reason: ProblemReason::InvalidField,
-                message: format!("parent Gateway {gateway_key}: {}", accepted.message),
-            });
-        }
         if accepted.status {
             let place = parents.len();
             out.attachments.push(Attachment {
+                kind: route.kind,
                 route: key.clone(),
                 parent: place,
                 gateway: gateway_key.clone(),
                 listeners: attached.iter().map(|listener| listener.index).collect(),
             });
-            for listener in attached {
-                let (tls, port) = (listener.tls, listener.port);
-                for host in &listener.hosts {
-                    for (field, paths, backend, filters) in &rules.rules {
-                        for (path, conditions) in paths {
-                            out.rules.push(RuleRoute {
-                                route: key.clone(),
-                                field: field.clone(),
-                                host: gateway_host_match(host),
-                                path: path.clone(),
-                                conditions: Conditions {
-                                    tls: Some(tls),
-                                    ..conditions.clone()
-                                },
-                                backend: backend.clone(),
-                                features: features_on_listener(filters, path, tls, port),
-                                parents: vec![place],
-                            });
-                        }
-                    }
-                }
-                listener_hosts
-                    .entry((gateway_key.clone(), listener.name))
-                    .or_default()
-                    .extend(listener.hosts);
-            }
+            accepted_parents.push(AcceptedParent {
+                place,
+                gateway: gateway_key,
+                listeners: attached,
+            });
+        } else {
+            out.problems.push(ObjectProblem {
+                object: object.clone(),
+                field: "spec.parentRefs".into(),
+                reason: ProblemReason::InvalidField,
+                message: format!("parent Gateway {gateway_key}: {}", accepted.message),
+            });
         }
         parents.push(RouteParentState {
             parent_ref: parent.clone(),
             conditions,
         });
     }
-    if let Some(RouteRules {
-        unresolved: Some((reason, message)),
-        ..
-    }) = &rules
-    {
+    if let Some((reason, message)) = &facts.unresolved {
         out.problems.push(ObjectProblem {
-            object: route_ref(key),
+            object,
             field: "spec.rules".into(),
             reason: if *reason == "BackendNotFound" {
                 ProblemReason::ServiceNotFound
@@ -1156,9 +1295,178 @@ fn attach_route(
     }
     if !parents.is_empty() {
         out.status
-            .routes
+            .routes_of_mut(route.kind)
             .insert(key.clone(), RouteState { parents });
     }
+    accepted_parents
+}
+
+/// Attaches one HTTPRoute to its parents of ours: its status, the listeners' counts and
+/// its rules.
+fn attach_route(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &HttpRoute,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
+    listener_hosts: &mut BTreeMap<(ObjectKey, String), BTreeSet<String>>,
+    out: &mut Translation,
+) {
+    let parent_refs = &route.spec.parent_refs;
+    if !parent_refs
+        .iter()
+        .any(|parent| our_gateway(parent, &key.namespace, gateways).is_some())
+    {
+        return;
+    }
+    let rules = route_rules(snapshot, key, route);
+    let to_attach = RouteToAttach {
+        kind: RouteKind::Http,
+        key,
+        parent_refs,
+        generation: route.metadata.generation.unwrap_or(0),
+        facts: &rules.facts,
+    };
+    for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
+        for listener in accepted.listeners {
+            let (tls, port) = (listener.tls, listener.port);
+            for host in &listener.hosts {
+                for (field, paths, backend, filters) in &rules.rules {
+                    for (path, conditions) in paths {
+                        out.rules.push(RuleRoute {
+                            route: key.clone(),
+                            field: field.clone(),
+                            host: gateway_host_match(host),
+                            path: path.clone(),
+                            conditions: Conditions {
+                                tls: Some(tls),
+                                ..conditions.clone()
+                            },
+                            backend: backend.clone(),
+                            features: features_on_listener(filters, path, tls, port),
+                            parents: vec![accepted.place],
+                        });
+                    }
+                }
+            }
+            listener_hosts
+                .entry((accepted.gateway.clone(), listener.name))
+                .or_default()
+                .extend(listener.hosts);
+        }
+    }
+}
+
+/// A TLSRoute as the model reads it, before any parent: its facts and the Service port
+/// its connections go to (`None`: not resolved, or no backend of non-zero weight).
+fn tls_route_parts(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &TlsRoute,
+) -> (RouteFacts, Option<(ObjectKey, u16)>) {
+    let mut facts = RouteFacts::of_hostnames(&route.spec.hostnames);
+    if route.spec.hostnames.is_empty() {
+        facts.unsupported.get_or_insert((
+            "spec.hostnames".into(),
+            "a TLSRoute needs at least one hostname: the SNI name its connections are \
+             chosen by"
+                .into(),
+        ));
+    }
+    let [rule] = route.spec.rules.as_slice() else {
+        facts.unsupported.get_or_insert((
+            "spec.rules".into(),
+            format!(
+                "a TLSRoute has exactly one rule, this one has {}",
+                route.spec.rules.len()
+            ),
+        ));
+        return (facts, None);
+    };
+    let field = "spec.rules[0]";
+    let weights = rule
+        .backend_refs
+        .iter()
+        .enumerate()
+        .map(|(index, backend)| (format!("{field}.backendRefs[{index}]"), backend.weight));
+    if !weights_in_range(weights, &mut facts) {
+        return (facts, None);
+    }
+    let weighted: Vec<(usize, BackendTarget<'_>)> = rule
+        .backend_refs
+        .iter()
+        .enumerate()
+        .filter(|(_, backend)| backend.weight.unwrap_or(1) != 0)
+        .map(|(index, backend)| (index, backend.target()))
+        .collect();
+    let [(index, target)] = weighted.as_slice() else {
+        if weighted.len() > 1 {
+            facts.unsupported.get_or_insert((
+                format!("{field}.backendRefs"),
+                "several backendRefs of non-zero weight are not supported on a TLSRoute: \
+                 haproxy passes each SNI name to one backend (give the others weight 0, \
+                 or split with a Service whose endpoints are both)"
+                    .into(),
+            ));
+        }
+        return (facts, None);
+    };
+    match resolve_backend(snapshot, RouteKind::Tls, key, *target) {
+        Ok(found) => (facts, Some(found)),
+        Err((reason, message)) => {
+            facts
+                .unresolved
+                .get_or_insert((reason, format!("{field}.backendRefs[{index}]: {message}")));
+            (facts, None)
+        }
+    }
+}
+
+/// Attaches one TLSRoute to its parents of ours: its status, the listeners' counts and
+/// its passthrough rules, one per SNI name (a name several parents give is one rule of
+/// all of them).
+fn attach_tls_route(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &TlsRoute,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
+    out: &mut Translation,
+) {
+    let parent_refs = &route.spec.parent_refs;
+    if !parent_refs
+        .iter()
+        .any(|parent| our_gateway(parent, &key.namespace, gateways).is_some())
+    {
+        return;
+    }
+    let (facts, backend) = tls_route_parts(snapshot, key, route);
+    let to_attach = RouteToAttach {
+        kind: RouteKind::Tls,
+        key,
+        parent_refs,
+        generation: route.metadata.generation.unwrap_or(0),
+        facts: &facts,
+    };
+    let mut rules: Vec<PassthroughRule> = Vec::new();
+    for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
+        for host in accepted.listeners.iter().flat_map(|l| &l.hosts) {
+            let host = gateway_host_match(host);
+            match rules.iter_mut().find(|rule| rule.host == host) {
+                Some(rule) => {
+                    if !rule.parents.contains(&accepted.place) {
+                        rule.parents.push(accepted.place);
+                    }
+                }
+                None => rules.push(PassthroughRule {
+                    route: key.clone(),
+                    created: route.metadata.creation_timestamp.clone(),
+                    host,
+                    backend: backend.clone(),
+                    parents: vec![accepted.place],
+                }),
+            }
+        }
+    }
+    out.passthrough.extend(rules);
 }
 
 /// A listener a route attaches to: its index and name, whether the HTTPS bind serves
@@ -1195,19 +1503,17 @@ fn features_on_listener(
 
 /// Attaches a route to the listeners of one Gateway its `parent` selects: the Accepted
 /// condition, and the listeners that accept it with the hosts it got on each (empty
-/// when not accepted).
+/// when not accepted). Only listeners that take the route's kind accept it.
 fn attach_to_gateway(
     snapshot: &Snapshot,
-    key: &ObjectKey,
+    route: &RouteToAttach<'_>,
     parent: &ParentReference,
     gateway_key: &ObjectKey,
-    gateway: &mut GatewayInfo,
-    rules: &RouteRules,
-    generation: i64,
+    gateway: &GatewayInfo,
 ) -> (Condition, Vec<AttachedListener>) {
     let refuse = |reason: &'static str, message: String| {
         (
-            Condition::new("Accepted", false, reason, message, generation),
+            Condition::new("Accepted", false, reason, message, route.generation),
             Vec::new(),
         )
     };
@@ -1241,14 +1547,27 @@ fn attach_to_gateway(
         .filter(|&index| {
             let listener = &gateway.listeners[index];
             listener.usable
-                && listener.takes_http_routes
-                && namespace_allowed(snapshot, listener, &gateway_key.namespace, &key.namespace)
+                && listener.takes == Some(route.kind)
+                && namespace_allowed(
+                    snapshot,
+                    listener,
+                    &gateway_key.namespace,
+                    &route.key.namespace,
+                )
         })
         .collect();
     if allowed.is_empty() {
+        let needs = match route.kind {
+            RouteKind::Http => "an HTTP or HTTPS listener",
+            RouteKind::Tls => "a TLS listener in Passthrough mode",
+        };
         return refuse(
             "NotAllowedByListeners",
-            "no listener selected allows HTTPRoutes from this namespace".into(),
+            format!(
+                "no listener selected allows {}s from this namespace (a {} needs {needs})",
+                route.kind.name(),
+                route.kind.name()
+            ),
         );
     }
     let attached: Vec<AttachedListener> = allowed
@@ -1260,7 +1579,7 @@ fn attach_to_gateway(
                 name: listener.name.clone(),
                 tls: listener.tls,
                 port: listener.port,
-                hosts: intersect(listener.hostname.as_deref(), &rules.hostnames),
+                hosts: intersect(listener.hostname.as_deref(), &route.facts.hostnames),
             }
         })
         .filter(|listener| !listener.hosts.is_empty())
@@ -1271,11 +1590,11 @@ fn attach_to_gateway(
             "no hostname of the route matches a hostname of the listeners".into(),
         );
     }
-    if let Some((field, message)) = &rules.unsupported {
+    if let Some((field, message)) = &route.facts.unsupported {
         return refuse("UnsupportedValue", format!("{field}: {message}"));
     }
     (
-        Condition::new("Accepted", true, "Accepted", "", generation),
+        Condition::new("Accepted", true, "Accepted", "", route.generation),
         attached,
     )
 }

@@ -140,10 +140,10 @@ seccompProfile:
   verbs: ["create", "patch"]
 {{- if .Values.gatewayApi.enabled }}
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways", "httproutes", "referencegrants"]
+  resources: ["gateways", "httproutes", "tlsroutes", "referencegrants"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways/status", "httproutes/status"]
+  resources: ["gateways/status", "httproutes/status", "tlsroutes/status"]
   verbs: ["update", "patch"]
 {{- end }}
 {{- end }}
