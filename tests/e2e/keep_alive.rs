@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use tugboat_testkit::http::read_answer;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{mk_ingress, mk_service_of, to_json};
-use tugboat_testkit::{HaproxyBinary, Scene, Source, eventually, scene_tests};
+use tugboat_testkit::{HaproxyBinary, Scene, Source, scene_tests};
 
 scene_tests!(idle_keep_alive_connections_are_answered_across_a_reload);
 
@@ -49,18 +49,8 @@ async fn idle_keep_alive_connections_are_answered_across_a_reload(
     let mut streams = open_connections(scene.http_addr()).await;
 
     // A new Service behind a new Ingress: a new backend, so a reload.
-    let before = scene.reloads().await;
-    let other = start_backends("other", 241, 1).await;
-    for object in mk_service_of("other", &other) {
-        scene.apply(&object);
-    }
-    scene.apply(&mk_ingress("other", "other.example.com", "other"));
-    eventually("a reload", Duration::from_secs(15), || async {
-        (scene.reloads().await > before).then_some(())
-    })
-    .await;
-    scene
-        .wait_for_service("other.example.com", "/", "other")
+    let _other = scene
+        .reload_with_a_new_service("other", "other.example.com", 241)
         .await;
     // Time for the old worker to act on its stop while the connections sit idle.
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -15,8 +15,8 @@ use tokio::io::AsyncWriteExt;
 use tugboat_testkit::http::read_answer;
 use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{
-    mk_endpoint_slice, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service, mk_service_of,
-    mk_tls_secret, prefix, to_json, with_annotations, with_tls,
+    mk_endpoint_slice, mk_ingress_with_rules, mk_rule, mk_service, mk_service_of, mk_tls_secret,
+    prefix, to_json, with_annotations, with_tls,
 };
 use tugboat_testkit::tls::{TlsEchoServer, TlsExchange, certificate, connect, exchange};
 use tugboat_testkit::{HaproxyBinary, Scene, Source, eventually, free_port, scene_tests};
@@ -313,18 +313,8 @@ async fn a_reload_with_passthrough_costs_no_request(haproxy: HaproxyBinary, sour
 
     // A new Service behind a new Ingress: a new backend, so a reload.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = scene.reloads().await;
-    let other = start_backends("other", 254, 1).await;
-    for object in mk_service_of("other", &other) {
-        scene.apply(&object);
-    }
-    scene.apply(&mk_ingress("other", "other.example.com", "other"));
-    eventually("a reload", Duration::from_secs(15), || async {
-        (scene.reloads().await > before).then_some(())
-    })
-    .await;
-    scene
-        .wait_for_service("other.example.com", "/", "other")
+    let _other = scene
+        .reload_with_a_new_service("other", "other.example.com", 254)
         .await;
     // Time for the old worker to act on its stop while the connections sit idle.
     tokio::time::sleep(Duration::from_secs(1)).await;

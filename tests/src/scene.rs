@@ -172,6 +172,29 @@ impl Scene {
         .await;
     }
 
+    /// Serves a new Service `name` (echo backends on 127.0.`net`.x) behind a new Ingress
+    /// for `host`: a new backend, so haproxy reloads. Returns once the reload happened
+    /// and the host answers from the new Service.
+    pub async fn reload_with_a_new_service(
+        &self,
+        name: &str,
+        host: &str,
+        net: u8,
+    ) -> Vec<crate::EchoServer> {
+        let before = self.reloads().await;
+        let servers = crate::manifests::start_backends(name, net, 1).await;
+        for object in crate::objects::mk_service_of(name, &servers) {
+            self.apply(&object);
+        }
+        self.apply(&tugboat_test_objects::mk_ingress(name, host, name));
+        crate::eventually("a reload", std::time::Duration::from_secs(15), || async {
+            (self.reloads().await > before).then_some(())
+        })
+        .await;
+        self.wait_for_service(host, "/", name).await;
+        servers
+    }
+
     /// haproxy's reload counter.
     pub async fn reloads(&self) -> u64 {
         self.show_proc().await.reloads

@@ -3,11 +3,11 @@
 //! An Ingress is built alone before and after its change (`build_ingress_alone`). The
 //! change is a patch of its routes, of the backends it starts or stops using and of the
 //! problems when nothing else it adds to a build moves: the same certificates, TLS
-//! hosts, route features, userlists, files and default backend, no TLS passthrough
-//! before or after nor a route of a passthrough host; the same problems on other objects; backends with the options
-//! they have already; route keys no other Ingress claims or claimed; and, for a backend
-//! whose options it set and leaves, the same options from the next user. Anything else
-//! is a full build, which is always right.
+//! hosts, route features, userlists, files and default backend; no TLS passthrough
+//! before or after, nor a route of a passthrough host; the same problems on other
+//! objects; backends with the options they have already; route keys no other Ingress
+//! claims or claimed; and, for a backend whose options it set and leaves, the same
+//! options from the next user. Anything else is a full build, which is always right.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
