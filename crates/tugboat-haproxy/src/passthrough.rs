@@ -43,7 +43,7 @@ pub fn terminating_bind(desired: &Desired, settings: &RenderSettings) -> String 
     if needed(desired) {
         format!("{} accept-proxy", settings.tls_hop_address())
     } else {
-        crate::render::address(settings.bind_address, settings.https_port)
+        settings.bind(settings.https_port)
     }
 }
 
@@ -100,12 +100,12 @@ fn under_a_passed_wildcard(host: &str, passed: &BTreeMap<String, &str>) -> bool 
 
 /// The lookups of any-depth wildcards (TLSRoutes'), after the exact and one-label ones:
 /// the name from its second label on, then its third, and so on, the longest suffix
-/// first, down to [`crate::render::SUBDOMAIN_DEPTH`] labels below the suffix (as for
+/// first, down to [`crate::settings::SUBDOMAIN_DEPTH`] labels below the suffix (as for
 /// HTTPRoutes' hosts). Always written with passthrough on, so that the first such
 /// wildcard is a map update.
 fn subdomain_lookups(map: &impl std::fmt::Display) -> String {
     let mut out = String::new();
-    for from in 2..crate::render::SUBDOMAIN_DEPTH + 2 {
+    for from in 2..crate::settings::SUBDOMAIN_DEPTH + 2 {
         let lookup = format!("req.ssl_sni,lower,field({from},.,0),concat(*),map_str({map})");
         let _ = writeln!(
             out,
@@ -120,7 +120,7 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
     if !needed(desired) {
         return String::new();
     }
-    let https = crate::render::address(settings.bind_address, settings.https_port);
+    let https = settings.bind(settings.https_port);
     let map = settings.passthrough_map();
     let map = map.display();
     let hop = settings.tls_hop_address();

@@ -17,7 +17,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
@@ -363,19 +362,12 @@ fn tls_hosts_map(desired: &Desired) -> String {
     out
 }
 
-pub(crate) fn address(address: IpAddr, port: u16) -> String {
-    match address {
-        IpAddr::V4(a) => format!("{a}:{port}"),
-        IpAddr::V6(a) => format!("[{a}]:{port}"),
-    }
-}
-
 fn config(desired: &Desired, settings: &RenderSettings) -> String {
     let exact = settings.exact_map();
     let prefix = settings.prefix_map();
     let tls_hosts = settings.tls_hosts_map();
     let (exact, prefix, tls_hosts) = (exact.display(), prefix.display(), tls_hosts.display());
-    let http = address(settings.bind_address, settings.http_port);
+    let http = settings.bind(settings.http_port);
     // With TLS passthrough the HTTPS port is the TCP frontend's, and this is the hop.
     let https = crate::passthrough::terminating_bind(desired, settings);
     let default_cert = settings.default_certificate();
@@ -527,7 +519,7 @@ frontend stats
     stats uri /stats
     stats refresh 10s
 ",
-            address(settings.bind_address, settings.stats_port)
+            settings.bind(settings.stats_port)
         );
     }
     out.push_str(&crate::passthrough::sections(desired, settings));
@@ -747,9 +739,6 @@ fn normalize_rules(keep_original: bool) -> String {
     );
     out
 }
-
-/// How many labels below its suffix a Gateway API wildcard host reaches.
-pub const SUBDOMAIN_DEPTH: usize = 8;
 
 /// The lookups of Gateway API wildcard hosts (any depth), after the one-label wildcard
 /// lookups of Ingresses: the host without its first label, then without its first two,

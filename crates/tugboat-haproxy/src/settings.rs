@@ -76,6 +76,14 @@ impl RenderSettings {
         self.config_dir.join(MAPS_DIR).join(TLS_HOSTS_MAP)
     }
 
+    /// What a bind on `port` of the bind address is written as (`[..]` around IPv6).
+    pub fn bind(&self, port: u16) -> String {
+        match self.bind_address {
+            IpAddr::V4(a) => format!("{a}:{port}"),
+            IpAddr::V6(a) => format!("[{a}]:{port}"),
+        }
+    }
+
     /// The TLS passthrough map: SNI host -> mode tcp backend.
     pub fn passthrough_map(&self) -> PathBuf {
         self.config_dir.join(MAPS_DIR).join(PASSTHROUGH_MAP)
@@ -194,6 +202,9 @@ impl RenderSettings {
 }
 
 /// The main config file, the one the init container seeds.
+/// How many labels below its suffix a Gateway API wildcard host reaches.
+pub const SUBDOMAIN_DEPTH: usize = 8;
+
 pub const CONFIG_FILE: &str = "haproxy.cfg";
 /// The backends' sections are spread over config files of their own
 /// (`haproxy_backends_000.cfg`, ...), so that an endpoint change rewrites one small file
