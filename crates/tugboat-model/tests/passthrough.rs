@@ -427,3 +427,26 @@ fn updates_of_a_passthrough_ingress_give_what_a_full_build_gives() {
 fn typed<T: serde::de::DeserializeOwned>(object: &impl serde::Serialize) -> T {
     serde_json::from_value(common::to_json(object)).expect("typed object")
 }
+
+#[test]
+fn a_canary_ingress_asking_for_passthrough_is_a_problem_and_changes_nothing() {
+    let main = passthrough_ingress("site", "2024-01-01T00:00:00Z", &["site.example.com"], &[]);
+    let canary = ingress(
+        "site-canary",
+        "2024-01-02T00:00:00Z",
+        &[
+            ("nginx.ingress.kubernetes.io/canary", "true"),
+            ("nginx.ingress.kubernetes.io/canary-weight", "10"),
+            (KEY, "true"),
+        ],
+        vec![mk_rule(Some("site.example.com"), &[prefix("/", "api")])],
+    );
+    let output = build([main, canary]);
+    assert!(output.desired.passthrough.is_empty());
+    let [problem] = output.problems.as_slice() else {
+        panic!("one problem: {:?}", output.problems);
+    };
+    assert_eq!(problem.object.to_string(), "Ingress default/site-canary");
+    assert_eq!(problem.field, format!("metadata.annotations.{KEY}"));
+    assert!(problem.message.contains("canary"), "{problem}");
+}

@@ -57,6 +57,15 @@ impl Canaries {
                     .into(),
             );
         }
+        if let Some(field) = super::passthrough::asked(shared, &layer) {
+            shared.problem(
+                &object,
+                field,
+                "a canary Ingress's ssl-passthrough is not used: the main Ingress decides \
+                 whether its hosts' TLS passes through"
+                    .into(),
+            );
+        }
         // Its paths meet the main Ingress's as they are written: regular expressions
         // with use-regex (its rewrite-target is the main route's to set).
         let (regex_paths, _) = regex_keys(shared, &layer);

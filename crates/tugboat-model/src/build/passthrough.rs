@@ -30,16 +30,9 @@ pub(super) struct Passthrough {
 /// enforced on TLS haproxy does not decrypt: the passthrough is then refused (a problem
 /// names the key), and the hosts' TLS is terminated with the key enforced.
 pub(super) fn wanted(shared: &mut Shared, layer: &Layer) -> bool {
-    let asked = read_keys(vec![layer], &mut shared.problems, |resolver| {
-        resolver.get(&keys::SSL_PASSTHROUGH)
-    });
-    if asked != Some(true) {
+    let Some(field) = asked(shared, layer) else {
         return false;
-    }
-    let field = layer
-        .field_of(&keys::SSL_PASSTHROUGH.spec)
-        .unwrap_or("metadata.annotations")
-        .to_string();
+    };
     let restricting = restricting_key(layer, "").or_else(|| {
         let config_map = shared.config_map_layer;
         restricting_key(config_map, " in the ConfigMap")
@@ -56,6 +49,20 @@ pub(super) fn wanted(shared: &mut Shared, layer: &Layer) -> bool {
         return false;
     }
     true
+}
+
+/// The field of `layer` that asks for passthrough (`ssl-passthrough: "true"` in any
+/// spelling), if it does.
+pub(super) fn asked(shared: &mut Shared, layer: &Layer) -> Option<String> {
+    let asked = read_keys(vec![layer], &mut shared.problems, |resolver| {
+        resolver.get(&keys::SSL_PASSTHROUGH)
+    });
+    (asked == Some(true)).then(|| {
+        layer
+            .field_of(&keys::SSL_PASSTHROUGH.spec)
+            .unwrap_or("metadata.annotations")
+            .to_string()
+    })
 }
 
 /// The first key of `layer` that restricts access, as the object spells it (the
