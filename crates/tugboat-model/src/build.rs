@@ -308,7 +308,9 @@ impl<'a> Builder<'a> {
         let (routes, default_backend) = self.routes.into_parts();
         let features = self.features.into_output();
         self.passthrough
-            .refuse_bypassed(&mut self.shared, &routes, &features.feature_sets);
+            .refuse_bypassed(&mut self.shared, routes.iter(), |id| {
+                features.feature_sets.get(id)
+            });
         let mut problems = self.shared.problems;
         problems.sort();
         problems.dedup();

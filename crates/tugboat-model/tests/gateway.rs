@@ -2716,3 +2716,70 @@ fn a_tls_route_to_a_service_whose_keys_restrict_access_passes_nothing_through() 
     let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
     assert_eq!(gateway.listeners[1].attached_routes, 0);
 }
+
+#[test]
+fn a_tls_route_whose_name_has_a_restricting_http_route_is_not_accepted_there() {
+    let mut snapshot = with_passthrough_gateway();
+    add_tls_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_tls_route(
+            "argo",
+            "gw",
+            &["argo.example.com"],
+            vec![mk_backend_ref("api", 80)],
+        ),
+    );
+    // Without the Ingress the name passes through.
+    let output = build_now(&snapshot);
+    assert_eq!(passthrough(&output).len(), 1, "{:?}", output.problems);
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "Accepted"),
+        (true, "Accepted".into())
+    );
+
+    // An Ingress route of the name with an allow list: passing the TLS through would
+    // bypass it, so the name is terminated and the route says it serves nothing.
+    let ingress = with_annotations(
+        with_class(
+            mk_ingress_with_rules(
+                "admin",
+                vec![mk_rule(
+                    Some("argo.example.com"),
+                    &[prefix("/admin", "web")],
+                )],
+            ),
+            None,
+        ),
+        &[(
+            "nginx.ingress.kubernetes.io/whitelist-source-range",
+            "10.0.0.0/8",
+        )],
+    );
+    snapshot.ingresses.insert(
+        ObjectKey::new("shop", "admin"),
+        Arc::new(in_namespace(ingress, "shop").into()),
+    );
+    let output = build_now(&snapshot);
+    assert!(
+        passthrough(&output).is_empty(),
+        "{:?}",
+        passthrough(&output)
+    );
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.object.to_string() == "TLSRoute shop/argo"
+                && p.message.contains("restricts access")),
+        "{:?}",
+        output.problems
+    );
+    assert_eq!(
+        tls_route_condition(&output, "shop", "argo", "Accepted"),
+        (false, "UnsupportedValue".into())
+    );
+    let gateway = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(gateway.listeners[1].attached_routes, 0);
+}

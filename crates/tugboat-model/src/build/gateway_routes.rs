@@ -77,6 +77,16 @@ impl Served {
         }
     }
 
+    /// Takes back what [`Self::serve_parents`] recorded: the parents lost their rules,
+    /// for `why`.
+    fn withdraw_parents(&mut self, route: &ObjectKey, parents: &[usize], why: &str) {
+        for &parent in parents {
+            let id = (route.clone(), parent);
+            self.served.remove(&id);
+            self.lost_to.insert(id, why.to_string());
+        }
+    }
+
     /// Why the parent of an attachment whose route offered something there serves
     /// nothing (`None`: it serves something, or offered nothing to lose).
     fn serves_nothing(
@@ -197,6 +207,29 @@ impl GatewayBuild<'_, '_> {
         let mut tls_served = Served::default();
         for rule in &translation.passthrough {
             self.add_passthrough_rule(rule, &mut tls_served);
+        }
+        // Every HTTP route is in: a name whose routes restrict access loses its
+        // passthrough now, and a TLSRoute left with no name says so.
+        let features = &*self.features;
+        let refused = self
+            .passthrough
+            .refuse_bypassed(self.shared, self.routes.iter(), |id| features.get(id));
+        let why = "refused passthrough (an HTTP route of the name restricts access, see the \
+                   route's problems)";
+        for rule in &translation.passthrough {
+            let owner = ObjectRef::of("TLSRoute", &rule.route);
+            if refused
+                .iter()
+                .any(|r| r.host == rule.host && r.owner == owner)
+            {
+                tls_served.withdraw_parents(&rule.route, &rule.parents, why);
+            }
+        }
+        for rule in &translation.passthrough {
+            let owner = ObjectRef::of("TLSRoute", &rule.route);
+            if self.passthrough.owner_of(&rule.host) == Some(&owner) {
+                tls_served.serve_parents(&rule.route, &rule.parents);
+            }
         }
         let mut status = translation.status;
         settle_attachments(&mut status, &translation.attachments, |attachment| {

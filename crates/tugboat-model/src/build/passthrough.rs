@@ -201,28 +201,31 @@ impl Passthrough {
     /// Refuses the passthrough of each host whose HTTP routes (of any Ingress or
     /// HTTPRoute) restrict access: TLS passthrough would bypass them. A problem on the
     /// passthrough's owner names the route's owner; haproxy terminates the host's TLS.
-    pub(super) fn refuse_bypassed(
+    /// Returns the refused routes. Once every route is in, so that a TLSRoute's status
+    /// can say what it lost; a second call finds nothing more to refuse.
+    pub(super) fn refuse_bypassed<'r, 'f>(
         &mut self,
         shared: &mut Shared,
-        routes: &[Route],
-        feature_sets: &BTreeMap<FeatureSetId, RouteFeatures>,
-    ) {
+        routes: impl Iterator<Item = &'r Route>,
+        features_of: impl Fn(&FeatureSetId) -> Option<&'f RouteFeatures>,
+    ) -> Vec<PassthroughRoute> {
         let restricted: BTreeMap<&HostMatch, &Route> = routes
-            .iter()
             .filter(|route| self.by_host.contains_key(&route.host))
             .filter(|route| {
                 route
                     .features
                     .as_ref()
-                    .and_then(|id| feature_sets.get(id))
+                    .and_then(&features_of)
                     .is_some_and(restricts_access)
             })
             .map(|route| (&route.host, route))
             .collect();
+        let mut refused_routes = Vec::new();
         for (host, route) in restricted {
             let Some((refused, field)) = self.by_host.remove(host) else {
                 continue;
             };
+            refused_routes.push(refused.clone());
             shared.problems.push(ObjectProblem {
                 object: refused.owner,
                 field,
@@ -239,6 +242,7 @@ impl Passthrough {
             .map(|(route, _)| &route.backend)
             .collect();
         self.backends.retain(|name, _| used.contains(name));
+        refused_routes
     }
 
     /// The routes, sorted by host, and their backends.
