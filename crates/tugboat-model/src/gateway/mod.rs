@@ -94,7 +94,7 @@ pub fn referenced(snapshot: &crate::Snapshot) -> (Vec<crate::ObjectKey>, Vec<cra
             .rules
             .iter()
             .flat_map(|rule| &rule.backend_refs)
-            .map(move |backend| (key, backend.target()))
+            .map(move |backend| (key, backend.backend.target()))
     });
     let tls_targets = snapshot.tls_routes.iter().flat_map(|(key, route)| {
         route

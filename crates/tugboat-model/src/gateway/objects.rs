@@ -345,19 +345,9 @@ pub struct RequestRedirect {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HttpBackendRef {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<i32>,
-    /// Default 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<i32>,
+    /// The Service port and weight, as a TLSRoute's backendRef has them.
+    #[serde(flatten)]
+    pub backend: BackendRef,
     /// Not supported yet: a backend that sets them is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Vec<serde_json::Value>>,
@@ -395,7 +385,8 @@ pub struct TlsRouteRule {
     pub backend_refs: Vec<BackendRef>,
 }
 
-/// A backend of a TLSRoute rule: a Service port, with a weight (no filters).
+/// A backend of a route rule: a Service port, with a weight (an HTTPRoute's adds
+/// filters, [`HttpBackendRef`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendRef {
@@ -429,18 +420,6 @@ impl BackendTarget<'_> {
     /// Whether it names a core Service.
     pub fn is_service(&self) -> bool {
         self.group.is_empty() && self.kind == "Service"
-    }
-}
-
-impl HttpBackendRef {
-    pub fn target(&self) -> BackendTarget<'_> {
-        BackendTarget {
-            group: self.group.as_deref().unwrap_or(""),
-            kind: self.kind.as_deref().unwrap_or("Service"),
-            name: &self.name,
-            namespace: self.namespace.as_deref(),
-            port: self.port,
-        }
     }
 }
 
@@ -565,6 +544,6 @@ mod tests {
             "an unsupported match is seen"
         );
         assert_eq!(rule.filters[0].type_, "RequestHeaderModifier");
-        assert_eq!(rule.backend_refs[0].weight, Some(2));
+        assert_eq!(rule.backend_refs[0].backend.weight, Some(2));
     }
 }

@@ -20,8 +20,8 @@ use crate::desired::{HostMatch, PathMatch};
 use crate::gateway::GatewaySettings;
 use crate::gateway::features::{Conditions, GatewayFeatures};
 use crate::gateway::objects::{
-    BackendTarget, GROUP, Gateway, HttpBackendRef, HttpRoute, HttpRouteRule, LabelSelector,
-    Listener, ParentReference, ReferenceGrant, TlsRoute,
+    BackendRef, BackendTarget, GROUP, Gateway, HttpRoute, HttpRouteRule, LabelSelector, Listener,
+    ParentReference, ReferenceGrant, TlsRoute,
 };
 use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
 use crate::gateway::status::{
@@ -1029,17 +1029,18 @@ fn route_rules(snapshot: &Snapshot, key: &ObjectKey, route: &HttpRoute) -> Route
     out
 }
 
-/// Checks that every weight of `weights` (each with its backendRef's field) is in the
-/// API's range; sets `facts.unsupported` for the first that is not.
-fn weights_in_range(
-    weights: impl IntoIterator<Item = (String, Option<i32>)>,
+/// Checks that the weight of every backendRef of the rule at `field` is in the API's
+/// range; sets `facts.unsupported` for the first that is not.
+fn weights_in_range<'b>(
+    field: &str,
+    backends: impl IntoIterator<Item = &'b BackendRef>,
     facts: &mut RouteFacts,
 ) -> bool {
-    for (field, weight) in weights {
-        let weight = weight.unwrap_or(1);
+    for (index, backend) in backends.into_iter().enumerate() {
+        let weight = backend.weight.unwrap_or(1);
         if !(0..=1_000_000).contains(&weight) {
             facts.unsupported.get_or_insert((
-                format!("{field}.weight"),
+                format!("{field}.backendRefs[{index}].weight"),
                 format!("weight {weight} is out of range: 0 to 1000000"),
             ));
             return false;
@@ -1057,12 +1058,8 @@ fn rule_backend(
     field: &str,
     facts: &mut RouteFacts,
 ) -> RuleBackend {
-    let weights = rule
-        .backend_refs
-        .iter()
-        .enumerate()
-        .map(|(index, backend)| (format!("{field}.backendRefs[{index}]"), backend.weight));
-    if !weights_in_range(weights, facts) {
+    let backends: Vec<&BackendRef> = rule.backend_refs.iter().map(|b| &b.backend).collect();
+    if !weights_in_range(field, backends.iter().copied(), facts) {
         return RuleBackend::Unresolved;
     }
     if let Some(index) = rule
@@ -1076,9 +1073,8 @@ fn rule_backend(
         ));
         return RuleBackend::Unresolved;
     }
-    let weighted: Vec<(usize, &HttpBackendRef)> = rule
-        .backend_refs
-        .iter()
+    let weighted: Vec<(usize, &BackendRef)> = backends
+        .into_iter()
         .enumerate()
         .filter(|(_, backend)| backend.weight.unwrap_or(1) != 0)
         .collect();
@@ -1383,12 +1379,7 @@ fn tls_route_parts(
         return (facts, None);
     };
     let field = "spec.rules[0]";
-    let weights = rule
-        .backend_refs
-        .iter()
-        .enumerate()
-        .map(|(index, backend)| (format!("{field}.backendRefs[{index}]"), backend.weight));
-    if !weights_in_range(weights, &mut facts) {
+    if !weights_in_range(field, rule.backend_refs.iter(), &mut facts) {
         return (facts, None);
     }
     let weighted: Vec<(usize, BackendTarget<'_>)> = rule
