@@ -452,10 +452,7 @@ defaults
 frontend http
     bind {http}
     bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}{client_verify}
-    # Here rather than in the defaults: a request that passes through an internal
-    # frontend on its way (body limits) gets the header once.
-    option forwardfor
-{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+{client_address}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
@@ -470,6 +467,7 @@ frontend http
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
 {restore}{feature_request}",
+        client_address = crate::client_address::request_rules(global),
         normalize = normalize_rules(keeps_original_path(desired)),
         subdomains = subdomain_rules(&exact, &prefix),
         regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
@@ -483,9 +481,7 @@ frontend http
     );
     let _ = write!(
         out,
-        "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
-    http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
+        "{proto}{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
 # Requests that match no route: 404 (with the 404 error page when one is set), and
@@ -493,6 +489,7 @@ frontend http
 backend {NOT_FOUND_BACKEND}
     http-request return status 200 content-type text/plain string \"ok\\n\" if {{ path /healthz }}
 ",
+        proto = crate::client_address::proto_rules(global),
         switching = features.text(Place::Switching),
         default = desired
             .default_backend
