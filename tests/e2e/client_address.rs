@@ -1,0 +1,181 @@
+//! The client's address behind forwarders (`use-forwarded-headers`, `proxy-real-ip-cidr`,
+//! `compute-full-forwarded-for`), end to end on real haproxy from both sources: behind
+//! a trusted forwarder the allow-list and the backend's X-Forwarded-For see the
+//! address the forwarder gave, behind an untrusted one (and with the keys off) a header
+//! the client wrote changes nothing.
+
+use std::time::Duration;
+
+use tugboat_model::ObjectKey;
+use tugboat_testkit::http::request;
+use tugboat_testkit::manifests::start_backends;
+use tugboat_testkit::objects::{
+    in_namespace, mk_config_map, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
+    with_keys,
+};
+use tugboat_testkit::{HaproxyBinary, Reply, Scene, Source, eventually, scene_tests};
+
+scene_tests!(forwarded_headers_from_trusted_peers_only);
+
+const HOST: &str = "client.example.com";
+/// The address the forwarder names as the client, in the route's allow-list.
+const CLIENT: &str = "203.0.113.9";
+
+/// What one request with these headers gets: its status and the X-Forwarded-For values
+/// the backend received (one per header line).
+async fn ask(scene: &Scene, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<String>) {
+    try_ask(scene, path, headers).await.expect("request")
+}
+
+async fn try_ask(
+    scene: &Scene,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<(u16, Vec<String>)> {
+    let reply: Reply = request(scene.http_addr(), "GET", HOST, path, headers).await?;
+    let forwarded = reply
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("x-echo-req-forwarded-for"))
+        .map(|(_, value)| value.clone())
+        .collect();
+    Ok((reply.status, forwarded))
+}
+
+/// Waits until a request with `headers` gets `expected` (the ConfigMap's change is a
+/// reload).
+async fn wait_for(scene: &Scene, path: &str, headers: &[(&str, &str)], expected: (u16, &[&str])) {
+    eventually(
+        &format!("{path} with {headers:?} -> {expected:?}"),
+        Duration::from_secs(20),
+        || async {
+            let (status, forwarded) = try_ask(scene, path, headers).await.ok()?;
+            (status == expected.0 && forwarded == expected.1).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn forwarded_headers_from_trusted_peers_only(haproxy: HaproxyBinary, source: Source) {
+    let web = start_backends("web", 140, 1).await;
+    let config_map = |data: &[(&str, &str)]| in_namespace(mk_config_map("tugboat", data), "ops");
+    let mut objects = mk_service_of("web", &web).to_vec();
+    // The test client is 127.0.0.1: a trusted forwarder, with a second one at 10.0.0.0/8.
+    let trusted = [
+        ("use-forwarded-headers", "true"),
+        ("proxy-real-ip-cidr", "127.0.0.0/8, 10.0.0.0/8"),
+    ];
+    objects.extend([
+        to_json(&config_map(&trusted)),
+        to_json(&with_keys(
+            mk_ingress_with_rules(
+                "listed",
+                vec![mk_rule(Some(HOST), &[prefix("/listed", "web")])],
+            ),
+            &[("allow-list", "203.0.113.0/24")],
+        )),
+        to_json(&mk_ingress_with_rules(
+            "site",
+            vec![mk_rule(Some(HOST), &[prefix("/", "web")])],
+        )),
+    ]);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        config.model.config_map = Some(ObjectKey::new("ops", "tugboat"));
+    })
+    .await;
+    let through_two = [("X-Forwarded-For", "198.51.100.1, 203.0.113.9, 10.1.2.3")];
+    let spoofed = [("X-Forwarded-For", "203.0.113.9, 198.51.100.1")];
+
+    // Behind trusted forwarders: the rightmost untrusted address is the client, for the
+    // allow-list and the backend, whatever the client wrote on its left.
+    wait_for(&scene, "/listed", &through_two, (200, &[CLIENT])).await;
+    assert_eq!(
+        ask(&scene, "/", &through_two).await,
+        (200, vec![CLIENT.into()])
+    );
+    assert_eq!(ask(&scene, "/listed", &spoofed).await, (403, vec![]));
+    assert_eq!(
+        ask(&scene, "/", &spoofed).await,
+        (200, vec!["198.51.100.1".into()])
+    );
+    // Something that is not an address ends the walk: the forwarder is the client.
+    assert_eq!(
+        ask(&scene, "/", &[("X-Forwarded-For", "203.0.113.9, unknown")]).await,
+        (200, vec!["127.0.0.1".into()])
+    );
+    // X-Forwarded-Proto from a trusted forwarder reaches the backend.
+    let reply = request(
+        scene.http_addr(),
+        "GET",
+        HOST,
+        "/",
+        &[("X-Forwarded-Proto", "https")],
+    )
+    .await
+    .expect("request");
+    assert_eq!(reply.header("x-echo-req-forwarded-proto"), Some("https"));
+
+    // compute-full-forwarded-for: the header is kept and the forwarder appended.
+    scene.apply(&config_map(&[
+        trusted[0],
+        trusted[1],
+        ("compute-full-forwarded-for", "true"),
+    ]));
+    wait_for(
+        &scene,
+        "/listed",
+        &[("X-Forwarded-For", CLIENT)],
+        (200, &[CLIENT, "127.0.0.1"]),
+    )
+    .await;
+
+    // An untrusted peer: its header changes nothing, the peer is the client.
+    scene.apply(&config_map(&[
+        trusted[0],
+        ("proxy-real-ip-cidr", "10.0.0.0/8"),
+        ("compute-full-forwarded-for", "true"),
+    ]));
+    wait_for(
+        &scene,
+        "/",
+        &[("X-Forwarded-For", CLIENT)],
+        (200, &["127.0.0.1"]),
+    )
+    .await;
+    assert_eq!(
+        ask(&scene, "/listed", &[("X-Forwarded-For", CLIENT)]).await,
+        (403, vec![])
+    );
+    let reply = request(
+        scene.http_addr(),
+        "GET",
+        HOST,
+        "/",
+        &[("X-Forwarded-Proto", "https")],
+    )
+    .await
+    .expect("request");
+    assert_eq!(reply.header("x-echo-req-forwarded-proto"), Some("http"));
+
+    // The keys off: the same, and a client's X-Forwarded-For is replaced, not appended to.
+    scene.apply(&config_map(&[]));
+    wait_for(
+        &scene,
+        "/",
+        &[("X-Forwarded-For", "192.0.2.1, 203.0.113.9")],
+        (200, &["127.0.0.1"]),
+    )
+    .await;
+    assert_eq!(
+        ask(&scene, "/listed", &[("X-Forwarded-For", CLIENT)]).await,
+        (403, vec![])
+    );
+
+    // Trusting without naming forwarders trusts nobody (not ingress-nginx's 0.0.0.0/0).
+    scene.apply(&config_map(&[("use-forwarded-headers", "true")]));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        ask(&scene, "/listed", &[("X-Forwarded-For", CLIENT)]).await,
+        (403, vec![])
+    );
+}
