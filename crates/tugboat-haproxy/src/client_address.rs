@@ -5,7 +5,8 @@
 //! changes what `src` is for access lists, rate limits and logs, and the backend's
 //! `X-Forwarded-For` is written from it here (replacing what the client sent, or with
 //! `compute-full-forwarded-for` appending the trusted forwarder to it). A header from a
-//! peer that is not trusted is never read.
+//! peer that is not trusted is never read. With `use-proxy-protocol`, the connections
+//! of trusted peers start with a PROXY header that sets `src` before all of that.
 
 use std::fmt::Write as _;
 
@@ -21,6 +22,21 @@ const WALKING: &str = "txn.forwarded_walk";
 const PEER: &str = "txn.peer";
 /// The scheme a trusted forwarder gave (`X-Forwarded-Proto`), when it is one.
 const PROTO: &str = "txn.forwarded_proto";
+
+/// The rule of a frontend that binds the HTTP or HTTPS port (`use-proxy-protocol`):
+/// connections from the trusted peers start with a PROXY header, whose source is then
+/// `src`. Evaluated when the connection is accepted, before TLS and before any PROXY
+/// header of a bind's `accept-proxy` is read (the internal hop's peer is a socket
+/// without an IP address: never matched).
+pub fn connection_rules(global: &GlobalOptions) -> String {
+    match &global.proxy_protocol_from {
+        None => String::new(),
+        Some(trusted) => format!(
+            "    tcp-request connection expect-proxy layer4 if {{ src -m ip {} }}\n",
+            trusted.join(" ")
+        ),
+    }
+}
 
 /// The frontend's first `http-request` rules.
 pub fn request_rules(global: &GlobalOptions) -> String {

@@ -505,6 +505,9 @@ pub struct GlobalOptions {
     /// `use-forwarded-headers` with trusted forwarders: where the client's address
     /// comes from. `None`: the connection's peer is the client.
     pub forwarded: Option<ForwardedHeaders>,
+    /// `use-proxy-protocol`: the trusted peers (canonical addresses and networks) whose
+    /// connections to the HTTP and HTTPS ports start with a PROXY header.
+    pub proxy_protocol_from: Option<Vec<String>>,
 }
 
 /// The client's address from the header of trusted forwarders (`use-forwarded-headers`).

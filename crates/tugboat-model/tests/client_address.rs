@@ -1,7 +1,7 @@
 //! The keys of the client's address as the model reads them from the controller's
 //! ConfigMap: off by default, trusted forwarders only when named, and a bad value is a
 //! problem naming the ConfigMap's field while the header is not trusted (fails closed)
-//! and the routes are served.
+//! and the routes are served; `use-proxy-protocol` likewise.
 
 mod common;
 
@@ -36,7 +36,10 @@ fn the_peer_is_the_client_by_default() {
 fn trusted_forwarders_are_read_in_canonical_form() {
     let output = build_with_config_map(&[
         ("use-forwarded-headers", "true"),
-        ("proxy-real-ip-cidr", "10.0.0.0/8, 192.168.1.1,2001:db8::/32"),
+        (
+            "proxy-real-ip-cidr",
+            "10.0.0.0/8, 192.168.1.1,2001:db8::/32",
+        ),
         ("forwarded-for-header", "X-Real-IP"),
         ("compute-full-forwarded-for", "true"),
     ]);
@@ -102,4 +105,23 @@ fn a_bad_value_is_a_problem_naming_the_field_and_the_header_is_not_trusted() {
         }
         assert_eq!(output.desired.routes.len(), 1, "{key}={bad:?}");
     }
+}
+
+#[test]
+fn proxy_protocol_is_accepted_from_the_trusted_peers_only() {
+    let output = build_with_config_map(&[
+        ("use-proxy-protocol", "true"),
+        ("proxy-real-ip-cidr", "10.0.0.0/8"),
+    ]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let global = &output.desired.global;
+    assert_eq!(global.proxy_protocol_from, Some(vec!["10.0.0.0/8".into()]));
+    // The header is a key of its own.
+    assert_eq!(global.forwarded, None);
+
+    let output = build_with_config_map(&[("use-proxy-protocol", "true")]);
+    let problem = common::only_problem(&output);
+    assert_eq!(problem.field, "data.use-proxy-protocol", "{problem}");
+    assert_eq!(output.desired.global.proxy_protocol_from, None);
+    assert_eq!(output.desired.routes.len(), 1);
 }

@@ -292,6 +292,20 @@ pub const PROXY_REAL_IP_CIDR: Key<Vec<String>> = key!(
     }
 );
 
+pub const USE_PROXY_PROTOCOL: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "use-proxy-protocol",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Connections to the HTTP and HTTPS ports from a trusted peer (`proxy-real-ip-cidr`) start with a PROXY protocol header (v1 or v2), whose source address is the client's for access lists, rate limits, logs and the backend's `X-Forwarded-For` (and for TLS passthrough's hop to haproxy's own TLS termination). Connections from other peers are taken as they are: a PROXY line from them is not read as one. Without `proxy-real-ip-cidr` no peer is trusted (a problem says so). See docs/client-address.md.",
+        peers: peers::USE_PROXY_PROTOCOL,
+        ..BASE
+    }
+);
+
 pub const COMPUTE_FULL_FORWARDED_FOR: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1616,6 +1630,7 @@ pub const KEYS: &[KeySpec] = &[
     FORWARDED_FOR_HEADER.spec,
     PROXY_REAL_IP_CIDR.spec,
     COMPUTE_FULL_FORWARDED_FOR.spec,
+    USE_PROXY_PROTOCOL.spec,
 ];
 
 /// The key called `name` (or with this alias).

@@ -250,6 +250,7 @@ pub const USE_FORWARDED_HEADERS: &[PeerKey] = &[];
 pub const FORWARDED_FOR_HEADER: &[PeerKey] = &[];
 pub const PROXY_REAL_IP_CIDR: &[PeerKey] = &[];
 pub const COMPUTE_FULL_FORWARDED_FOR: &[PeerKey] = &[];
+pub const USE_PROXY_PROTOCOL: &[PeerKey] = &[];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
 const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";

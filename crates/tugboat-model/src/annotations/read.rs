@@ -536,7 +536,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
     let no_tls_redirect_locations = resolver.get_in(&NO_TLS_REDIRECT_LOCATIONS, &cm);
     let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
-    let forwarded = forwarded_headers(resolver);
+    let (forwarded, proxy_protocol_from) = client_address(resolver);
     GlobalOptions {
         timeouts,
         syslog_server: SYSLOG_SERVER.or_default(syslog_server),
@@ -548,33 +548,41 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         snippet,
         original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,
         forwarded,
+        proxy_protocol_from,
     }
 }
 
-/// `use-forwarded-headers` and the keys that go with it. Without trusted forwarders
-/// nothing is trusted, and the keys say so: an allow-list then sees the peer (fails
-/// closed) rather than an address any client could write.
-fn forwarded_headers(resolver: &mut Resolver<'_>) -> Option<ForwardedHeaders> {
+/// `use-forwarded-headers`, `use-proxy-protocol` and the keys that go with them. Without
+/// trusted peers (`proxy-real-ip-cidr`) nothing is trusted, and the keys say so: an
+/// allow-list then sees the peer (fails closed) rather than an address any client could
+/// write.
+fn client_address(resolver: &mut Resolver<'_>) -> (Option<ForwardedHeaders>, Option<Vec<String>>) {
     let cm = [Scope::ConfigMap];
-    let enabled = resolver.get_in(&USE_FORWARDED_HEADERS, &cm);
+    let forwarded = resolver.get_in(&USE_FORWARDED_HEADERS, &cm);
     let header = resolver.get_in(&FORWARDED_FOR_HEADER, &cm);
     let trusted = resolver.get_in(&PROXY_REAL_IP_CIDR, &cm);
     let full = resolver.get_in(&COMPUTE_FULL_FORWARDED_FOR, &cm);
-    if !USE_FORWARDED_HEADERS.or_default(enabled) {
-        return None;
-    }
-    let Some(trusted) = trusted else {
-        resolver.refuse(
-            &USE_FORWARDED_HEADERS.spec,
-            &cm,
-            ProblemReason::InvalidField,
-            "no forwarder is trusted: set proxy-real-ip-cidr to the addresses of the load balancers in front",
-        );
-        return None;
+    let proxy_protocol = resolver.get_in(&USE_PROXY_PROTOCOL, &cm);
+    let mut trusted_for = |key: &Key<bool>, enabled: Option<bool>| {
+        if !key.or_default(enabled) {
+            return None;
+        }
+        if trusted.is_none() {
+            resolver.refuse(
+                &key.spec,
+                &cm,
+                ProblemReason::InvalidField,
+                "no peer is trusted: set proxy-real-ip-cidr to the addresses of the load balancers in front",
+            );
+        }
+        trusted.clone()
     };
-    Some(ForwardedHeaders {
-        header: FORWARDED_FOR_HEADER.or_default(header),
-        trusted,
-        full: COMPUTE_FULL_FORWARDED_FOR.or_default(full),
-    })
+    let forwarded =
+        trusted_for(&USE_FORWARDED_HEADERS, forwarded).map(|trusted| ForwardedHeaders {
+            header: FORWARDED_FOR_HEADER.or_default(header),
+            trusted,
+            full: COMPUTE_FULL_FORWARDED_FOR.or_default(full),
+        });
+    let proxy_protocol_from = trusted_for(&USE_PROXY_PROTOCOL, proxy_protocol);
+    (forwarded, proxy_protocol_from)
 }
