@@ -250,7 +250,12 @@ pub const USE_FORWARDED_HEADERS: &[PeerKey] = &[];
 pub const FORWARDED_FOR_HEADER: &[PeerKey] = &[];
 pub const PROXY_REAL_IP_CIDR: &[PeerKey] = &[];
 pub const COMPUTE_FULL_FORWARDED_FOR: &[PeerKey] = &[];
-pub const USE_PROXY_PROTOCOL: &[PeerKey] = &[];
+/// HAProxy Ingress' global key of the same name accepts PROXY from every peer.
+pub const USE_PROXY_PROTOCOL: &[PeerKey] = &[differs(
+    HI,
+    "use-proxy-protocol",
+    "PROXY is expected only from the peers of `proxy-real-ip-cidr`, which must be set (HAProxy Ingress expects it from every peer); others are taken as they are",
+)];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
 const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";
