@@ -1,6 +1,6 @@
 //! The client's address behind forwarders (`use-forwarded-headers`, `proxy-real-ip-cidr`,
 //! `compute-full-forwarded-for`), end to end on real haproxy from both sources: behind
-//! a trusted forwarder the allow-list and the backend's X-Forwarded-For see the
+//! a trusted forwarder the allow-list, the rate limit and the backend's X-Forwarded-For see the
 //! address the forwarder gave, behind an untrusted one (and with the keys off) a header
 //! the client wrote changes nothing. Likewise with `use-proxy-protocol`: a PROXY v1
 //! line from a trusted peer names the client on the HTTP and HTTPS ports (also through
@@ -87,6 +87,13 @@ async fn forwarded_headers_from_trusted_peers_only(haproxy: HaproxyBinary, sourc
             ),
             &[("allow-list", "203.0.113.0/24")],
         )),
+        to_json(&with_keys(
+            mk_ingress_with_rules(
+                "rated",
+                vec![mk_rule(Some(HOST), &[prefix("/rated", "web")])],
+            ),
+            &[("rate-limit-requests", "2"), ("rate-limit-period", "10s")],
+        )),
         to_json(&mk_ingress_with_rules(
             "site",
             vec![mk_rule(Some(HOST), &[prefix("/", "web")])],
@@ -111,6 +118,21 @@ async fn forwarded_headers_from_trusted_peers_only(haproxy: HaproxyBinary, sourc
         ask(&scene, "/", &spoofed).await,
         (200, vec!["198.51.100.1".into()])
     );
+    // The rate limit counts per forwarded client, not per forwarder.
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(
+            ask(&scene, "/rated", &[("X-Forwarded-For", CLIENT)])
+                .await
+                .0,
+        );
+    }
+    statuses.push(
+        ask(&scene, "/rated", &[("X-Forwarded-For", "203.0.113.10")])
+            .await
+            .0,
+    );
+    assert_eq!(statuses, [200, 200, 429, 200]);
     // Something that is not an address ends the walk: the forwarder is the client.
     assert_eq!(
         ask(&scene, "/", &[("X-Forwarded-For", "203.0.113.9, unknown")]).await,
