@@ -15,6 +15,7 @@ mod backend_keys;
 mod body_limit;
 mod canary;
 mod chart_pod;
+mod client_address;
 mod client_certs;
 mod conformance;
 mod cors;

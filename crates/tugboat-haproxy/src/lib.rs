@@ -20,6 +20,7 @@ pub mod apply;
 pub mod blocking;
 pub mod body_limit;
 pub mod cli;
+pub mod client_address;
 pub mod client_certs;
 pub mod error_backend;
 pub mod external_auth;

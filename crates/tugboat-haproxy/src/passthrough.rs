@@ -129,6 +129,8 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
     let exact = format!("req.ssl_sni,lower,map_str({map})");
     let wildcard = format!("req.ssl_sni,lower,regsub(^[^.]*,),map_str({map})");
     let subdomains = subdomain_lookups(&map);
+    // The outer PROXY header sets `src`, which the hop's PROXY v2 carries on.
+    let proxy_protocol = crate::client_address::connection_rules(&desired.global);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -139,7 +141,7 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
 frontend {FRONTEND}
     mode tcp
     bind {https}
-    option tcplog
+{proxy_protocol}    option tcplog
     no option idle-close-on-response
     tcp-request inspect-delay {INSPECT_DELAY}
     tcp-request content accept if {{ req.ssl_hello_type 1 }}

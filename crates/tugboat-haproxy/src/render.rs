@@ -452,10 +452,7 @@ defaults
 frontend http
     bind {http}
     bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}{client_verify}
-    # Here rather than in the defaults: a request that passes through an internal
-    # frontend on its way (body limits) gets the header once.
-    option forwardfor
-{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+{proxy_protocol}{client_address}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
     http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
@@ -470,6 +467,8 @@ frontend http
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
 {restore}{feature_request}",
+        proxy_protocol = crate::client_address::connection_rules(global),
+        client_address = crate::client_address::request_rules(global),
         normalize = normalize_rules(keeps_original_path(desired)),
         subdomains = subdomain_rules(&exact, &prefix),
         regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
@@ -483,9 +482,7 @@ frontend http
     );
     let _ = write!(
         out,
-        "    http-request set-header X-Forwarded-Proto https if {{ ssl_fc }}
-    http-request set-header X-Forwarded-Proto http if !{{ ssl_fc }}
-{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
+        "{proto}{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
     default_backend {default}
 
 # Requests that match no route: 404 (with the 404 error page when one is set), and
@@ -493,6 +490,7 @@ frontend http
 backend {NOT_FOUND_BACKEND}
     http-request return status 200 content-type text/plain string \"ok\\n\" if {{ path /healthz }}
 ",
+        proto = crate::client_address::proto_rules(global),
         switching = features.text(Place::Switching),
         default = desired
             .default_backend
@@ -1671,6 +1669,49 @@ mod tests {
         for at in https {
             assert!(root < at, "{config}");
         }
+    }
+
+    #[test]
+    fn the_clients_address_is_settled_before_any_rule_reads_it() {
+        use tugboat_model::features::{ForwardedHeaders, RouteFeatures};
+        let mut desired = with_features(RouteFeatures {
+            allow_list: vec!["203.0.113.0/24".into()],
+            ..Default::default()
+        });
+        let plain = frontend(&desired);
+        assert!(!plain.contains("set-src"), "{plain}");
+        assert!(!plain.contains("expect-proxy"), "{plain}");
+        assert!(!plain.contains("option forwardfor"), "{plain}");
+        assert!(plain.contains("    http-request set-header X-Forwarded-For %[src]\n"));
+
+        desired.global.forwarded = Some(ForwardedHeaders {
+            header: "X-Real-IP".into(),
+            trusted: vec!["10.0.0.0/8".into(), "::1".into()],
+            full: false,
+        });
+        desired.global.proxy_protocol_from = Some(vec!["10.0.0.0/8".into()]);
+        let config = frontend(&desired);
+        let position = |needle: &str| {
+            config
+                .find(needle)
+                .unwrap_or_else(|| panic!("{needle} in {config}"))
+        };
+        let expect_proxy = position(
+            "    tcp-request connection expect-proxy layer4 if { src -m ip 10.0.0.0/8 }\n",
+        );
+        let first_walk = position(
+            "    http-request set-src req.hdr_ip(X-Real-IP,-1) if { var(txn.forwarded_walk) -m bool }\n",
+        );
+        let last_walk = position(&format!(
+            "req.hdr_ip(X-Real-IP,-{})",
+            crate::client_address::MOST_FORWARDERS
+        ));
+        let allow_list = position("!{ var(txn.src) -m ip 203.0.113.0/24 }");
+        let first_rule = position("    http-request set-var(txn.host)");
+        assert!(expect_proxy < first_walk, "{config}");
+        assert!(first_walk < last_walk && last_walk < first_rule, "{config}");
+        assert!(first_rule < allow_list, "{config}");
+        assert!(config.contains("{ src -m ip 10.0.0.0/8 ::1 }"), "{config}");
     }
 
     #[test]

@@ -142,6 +142,24 @@ fn render_with(key: &KeySpec, value: Option<&str>) -> BTreeMap<String, String> {
         );
     }
     let mut data = BTreeMap::new();
+    // The keys of the client's address act with trusted forwarders only.
+    const CLIENT_ADDRESS: &[&str] = &[
+        "use-forwarded-headers",
+        "forwarded-for-header",
+        "proxy-real-ip-cidr",
+        "compute-full-forwarded-for",
+        "use-proxy-protocol",
+    ];
+    if CLIENT_ADDRESS.contains(&key.name) {
+        for (name, companion) in [
+            ("use-forwarded-headers", "true"),
+            ("proxy-real-ip-cidr", "10.0.0.0/8"),
+        ] {
+            if name != key.name {
+                data.insert(name.to_string(), companion.to_string());
+            }
+        }
+    }
     if let Some(value) = value {
         if key.scopes.contains(&Scope::Ingress) {
             annotations.insert(format!("tugboat.dev/{}", key.name), value.to_string());

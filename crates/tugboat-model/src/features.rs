@@ -502,6 +502,23 @@ pub struct GlobalOptions {
     /// `backend-path: original` in the ConfigMap: requests that match no route reach
     /// the default backend with the path as the client sent it.
     pub original_path: bool,
+    /// `use-forwarded-headers` with trusted forwarders: where the client's address
+    /// comes from. `None`: the connection's peer is the client.
+    pub forwarded: Option<ForwardedHeaders>,
+    /// `use-proxy-protocol`: the trusted peers (canonical addresses and networks) whose
+    /// connections to the HTTP and HTTPS ports start with a PROXY header.
+    pub proxy_protocol_from: Option<Vec<String>>,
+}
+
+/// The client's address from the header of trusted forwarders (`use-forwarded-headers`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardedHeaders {
+    /// The header the address is read from (an HTTP token, `forwarded-for-header`).
+    pub header: String,
+    /// The trusted forwarders: canonical addresses and networks (`proxy-real-ip-cidr`).
+    pub trusted: Vec<String>,
+    /// Keep the header and append the forwarder (`compute-full-forwarded-for`).
+    pub full: bool,
 }
 
 #[cfg(test)]

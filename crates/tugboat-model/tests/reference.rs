@@ -60,6 +60,9 @@ fn every_key_is_documented_with_an_example_that_parses() {
         if key.name == "limit-burst-multiplier" || key.name == "limit-allowlist" {
             data.insert("limit-rps".into(), "10".into());
         }
+        if key.name == "use-forwarded-headers" || key.name == "use-proxy-protocol" {
+            data.insert("proxy-real-ip-cidr".into(), "10.0.0.0/8".into());
+        }
         if key.name.starts_with("session-cookie-") {
             data.insert("affinity".into(), "cookie".into());
         }

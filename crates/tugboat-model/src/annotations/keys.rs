@@ -250,6 +250,76 @@ pub const NO_TLS_REDIRECT_LOCATIONS: Key<Vec<String>> = key!(
     }
 );
 
+pub const USE_FORWARDED_HEADERS: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "use-forwarded-headers",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Take the client's address from `forwarded-for-header` (and the scheme from `X-Forwarded-Proto`) when the connection comes from a trusted forwarder (`proxy-real-ip-cidr`): walking the header from the right while the current address is trusted (at most 8 steps), the first untrusted address is the client. That address is the one access lists, rate limits, logs and the backend's `X-Forwarded-For` use. Without `proxy-real-ip-cidr` no forwarder is trusted (a problem says so): ingress-nginx trusts every address by default, so that any client could name its own address. A header from an untrusted peer changes nothing. See docs/client-address.md.",
+        peers: peers::USE_FORWARDED_HEADERS,
+        ..BASE
+    }
+);
+
+pub const FORWARDED_FOR_HEADER: Key<String> = key!(
+    parse_header_name,
+    KeySpec {
+        name: "forwarded-for-header",
+        scopes: GLOBAL,
+        values: "an HTTP header name",
+        default: KeyDefault::Value("X-Forwarded-For"),
+        example: "X-Real-IP",
+        help: "The header `use-forwarded-headers` reads the client's address from. The backend always gets `X-Forwarded-For`.",
+        peers: peers::FORWARDED_FOR_HEADER,
+        ..BASE
+    }
+);
+
+pub const PROXY_REAL_IP_CIDR: Key<Vec<String>> = key!(
+    parse_networks,
+    KeySpec {
+        name: "proxy-real-ip-cidr",
+        scopes: GLOBAL,
+        values: "addresses and CIDR networks separated by commas (at most 1000)",
+        default: KeyDefault::None("none: no forwarder is trusted (ingress-nginx: 0.0.0.0/0)"),
+        example: "10.0.0.0/8,192.168.0.0/16",
+        help: "The trusted forwarders of `use-forwarded-headers`: only a connection from one of them has its `forwarded-for-header` read. Tugboat trusts none unless set, where ingress-nginx trusts every address (so that any client could set its own address in an allow-list); write `0.0.0.0/0,::/0` for ingress-nginx's behaviour.",
+        peers: peers::PROXY_REAL_IP_CIDR,
+        ..BASE
+    }
+);
+
+pub const USE_PROXY_PROTOCOL: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "use-proxy-protocol",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Connections to the HTTP and HTTPS ports from a trusted peer (`proxy-real-ip-cidr`) start with a PROXY protocol header (v1 or v2), whose source address is the client's for access lists, rate limits, logs and the backend's `X-Forwarded-For` (and for TLS passthrough's hop to haproxy's own TLS termination). Connections from other peers are taken as they are: a PROXY line from them is not read as one. Without `proxy-real-ip-cidr` no peer is trusted (a problem says so). See docs/client-address.md.",
+        peers: peers::USE_PROXY_PROTOCOL,
+        ..BASE
+    }
+);
+
+pub const COMPUTE_FULL_FORWARDED_FOR: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "compute-full-forwarded-for",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "With `use-forwarded-headers`, a request from a trusted forwarder reaches the backend with its `X-Forwarded-For` kept and the forwarder's address appended, instead of `X-Forwarded-For` holding the client's address only. From an untrusted peer the header is always replaced.",
+        peers: peers::COMPUTE_FULL_FORWARDED_FOR,
+        ..BASE
+    }
+);
+
 pub const CLIENT_STRICT_SNI: Key<bool> = key!(
     parse_bool,
     KeySpec {
@@ -1556,6 +1626,11 @@ pub const KEYS: &[KeySpec] = &[
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,
     LOG_FORMAT.spec,
+    USE_FORWARDED_HEADERS.spec,
+    FORWARDED_FOR_HEADER.spec,
+    PROXY_REAL_IP_CIDR.spec,
+    COMPUTE_FULL_FORWARDED_FOR.spec,
+    USE_PROXY_PROTOCOL.spec,
 ];
 
 /// The key called `name` (or with this alias).

@@ -244,6 +244,18 @@ pub const NO_TLS_REDIRECT_LOCATIONS: &[PeerKey] = &[differs(
     "no-tls-redirect-locations",
     "the request's path is compared, whichever rule takes it (haproxy-ingress compares the path of the Ingress rule, so a listed path taken by a broader rule such as `/` is still redirected there)",
 )];
+/// ingress-nginx's ConfigMap keys of the client's address: the same names in Tugboat's
+/// ConfigMap (the differing default of `proxy-real-ip-cidr` is in its help).
+pub const USE_FORWARDED_HEADERS: &[PeerKey] = &[];
+pub const FORWARDED_FOR_HEADER: &[PeerKey] = &[];
+pub const PROXY_REAL_IP_CIDR: &[PeerKey] = &[];
+pub const COMPUTE_FULL_FORWARDED_FOR: &[PeerKey] = &[];
+/// HAProxy Ingress' global key of the same name accepts PROXY from every peer.
+pub const USE_PROXY_PROTOCOL: &[PeerKey] = &[differs(
+    HI,
+    "use-proxy-protocol",
+    "PROXY is expected only from the peers of `proxy-real-ip-cidr`, which must be set (HAProxy Ingress expects it from every peer); others are taken as they are",
+)];
 pub const CLIENT_STRICT_SNI: &[PeerKey] = &[same(HT, "client-strict-sni")];
 
 const HSTS_DEFAULT: &str = "`hsts` is off unless set (HAProxy Ingress: on by default)";

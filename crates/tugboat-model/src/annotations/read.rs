@@ -8,9 +8,9 @@ use super::keys::*;
 use super::layer::Resolver;
 use super::parse::{AccessList, AffinityCanaryBehavior, BackendPath, ConfigMapKeyRef};
 use crate::features::{
-    BackendOptions, CanaryRules, ClientLimits, Cors, CorsOrigins, ExternalAuth, GlobalOptions,
-    HealthCheck, Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect, RedirectWhen,
-    RouteFeatures, ServerTls, Snippet, VerifyClient,
+    BackendOptions, CanaryRules, ClientLimits, Cors, CorsOrigins, ExternalAuth, ForwardedHeaders,
+    GlobalOptions, HealthCheck, Hsts, HttpsRedirect, PersistenceCookie, RateLimit, Redirect,
+    RedirectWhen, RouteFeatures, ServerTls, Snippet, VerifyClient,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::validate;
@@ -536,6 +536,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     let ssl_redirect_port = resolver.get_in(&SSL_REDIRECT_PORT, &cm);
     let no_tls_redirect_locations = resolver.get_in(&NO_TLS_REDIRECT_LOCATIONS, &cm);
     let backend_path = resolver.get_in(&BACKEND_PATH, &cm);
+    let (forwarded, proxy_protocol_from) = client_address(resolver);
     GlobalOptions {
         timeouts,
         syslog_server: SYSLOG_SERVER.or_default(syslog_server),
@@ -546,5 +547,42 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         no_tls_redirect_locations: NO_TLS_REDIRECT_LOCATIONS.or_default(no_tls_redirect_locations),
         snippet,
         original_path: BACKEND_PATH.or_default(backend_path) == BackendPath::Original,
+        forwarded,
+        proxy_protocol_from,
     }
+}
+
+/// `use-forwarded-headers`, `use-proxy-protocol` and the keys that go with them. Without
+/// trusted peers (`proxy-real-ip-cidr`) nothing is trusted, and the keys say so: an
+/// allow-list then sees the peer (fails closed) rather than an address any client could
+/// write.
+fn client_address(resolver: &mut Resolver<'_>) -> (Option<ForwardedHeaders>, Option<Vec<String>>) {
+    let cm = [Scope::ConfigMap];
+    let forwarded = resolver.get_in(&USE_FORWARDED_HEADERS, &cm);
+    let header = resolver.get_in(&FORWARDED_FOR_HEADER, &cm);
+    let trusted = resolver.get_in(&PROXY_REAL_IP_CIDR, &cm);
+    let full = resolver.get_in(&COMPUTE_FULL_FORWARDED_FOR, &cm);
+    let proxy_protocol = resolver.get_in(&USE_PROXY_PROTOCOL, &cm);
+    let mut trusted_for = |key: &Key<bool>, enabled: Option<bool>| {
+        if !key.or_default(enabled) {
+            return None;
+        }
+        if trusted.is_none() {
+            resolver.refuse(
+                &key.spec,
+                &cm,
+                ProblemReason::InvalidField,
+                "no peer is trusted: set proxy-real-ip-cidr to the addresses of the load balancers in front",
+            );
+        }
+        trusted.clone()
+    };
+    let forwarded =
+        trusted_for(&USE_FORWARDED_HEADERS, forwarded).map(|trusted| ForwardedHeaders {
+            header: FORWARDED_FOR_HEADER.or_default(header),
+            trusted,
+            full: COMPUTE_FULL_FORWARDED_FOR.or_default(full),
+        });
+    let proxy_protocol_from = trusted_for(&USE_PROXY_PROTOCOL, proxy_protocol);
+    (forwarded, proxy_protocol_from)
 }
