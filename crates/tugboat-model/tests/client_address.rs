@@ -5,24 +5,14 @@
 
 mod common;
 
-use common::{Object, in_namespace, mk_config_map, shop_ingress};
+use common::shop_ingress;
 use tugboat_model::BuildOutput;
 use tugboat_model::features::ForwardedHeaders;
 
 /// The build of an Ingress routing `shop.example.com/` with the controller's ConfigMap
 /// `ops/tugboat` holding `data`.
 fn build_with_config_map(data: &[(&str, &str)]) -> BuildOutput {
-    let config_map = in_namespace(mk_config_map("tugboat", data), "ops");
-    let snapshot = common::snapshot_of([
-        Object::from(shop_ingress("shop", "/", &[])),
-        common::web_service(&[]).into(),
-        config_map.into(),
-    ]);
-    let settings = tugboat_model::Settings {
-        config_map: Some(tugboat_model::ObjectKey::new("ops", "tugboat")),
-        ..tugboat_model::Settings::new(1_700_000_000)
-    };
-    tugboat_model::build(&snapshot, &settings)
+    common::build_with_config_map([shop_ingress("shop", "/", &[])], data)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Object, in_namespace, mk_config_map, mk_rule, prefix};
+use common::{build_with_config_map, mk_rule, prefix};
 use k8s_openapi::api::networking::v1::Ingress;
 use tugboat_model::BuildOutput;
 use tugboat_model::features::{Redirect, RedirectTarget, RedirectWhen};
@@ -201,23 +201,6 @@ fn a_bad_value_is_a_problem_and_the_ingress_is_served_without_redirect() {
         format!("metadata.annotations.{WWW_KEY}")
     );
     assert_eq!(output.desired.routes.len(), 1);
-}
-
-/// The build of `ingresses` with the controller's ConfigMap `ops/tugboat` holding `data`.
-fn build_with_config_map(ingresses: Vec<Ingress>, data: &[(&str, &str)]) -> BuildOutput {
-    let own = tugboat_model::ObjectKey::new("ops", "tugboat");
-    let config_map = in_namespace(mk_config_map("tugboat", data), "ops");
-    let snapshot = common::snapshot_of(
-        ingresses
-            .into_iter()
-            .map(Object::from)
-            .chain([common::web_service(&[]).into(), config_map.into()]),
-    );
-    let settings = tugboat_model::Settings {
-        config_map: Some(own),
-        ..tugboat_model::Settings::new(1_700_000_000)
-    };
-    tugboat_model::build(&snapshot, &settings)
 }
 
 #[test]

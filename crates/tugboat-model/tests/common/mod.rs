@@ -65,6 +65,26 @@ pub fn shop_ingress(name: &str, path: &str, annotations: &[(&str, &str)]) -> Ing
     )
 }
 
+/// The build of `ingresses` and the Service `web`, with the controller's ConfigMap
+/// `ops/tugboat` holding `data`.
+pub fn build_with_config_map(
+    ingresses: impl IntoIterator<Item = Ingress>,
+    data: &[(&str, &str)],
+) -> BuildOutput {
+    let config_map = in_namespace(mk_config_map("tugboat", data), "ops");
+    let snapshot = snapshot_of(
+        ingresses
+            .into_iter()
+            .map(Object::from)
+            .chain([web_service(&[]).into(), config_map.into()]),
+    );
+    let settings = Settings {
+        config_map: Some(ObjectKey::new("ops", "tugboat")),
+        ..Settings::new(1_700_000_000)
+    };
+    build(&snapshot, &settings)
+}
+
 /// A snapshot of `objects`, each where its kind goes, read from their JSON as the API
 /// source reads them.
 pub fn snapshot_of(objects: impl IntoIterator<Item = impl Into<Object>>) -> Snapshot {
