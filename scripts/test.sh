@@ -10,9 +10,11 @@ step() { printf '\n==> %s\n' "$*"; }
 
 # Debian packages the tests use: curl and ldd (scripts), unshare and ip (the chart pod
 # test runs the pod in Linux namespaces with its own loopback), make (the controller's
-# allocator, jemalloc, is built from C).
+# allocator, jemalloc, is built from C), openssl (the client-certificate test compares
+# the headers with what openssl prints).
 need=()
 command -v make >/dev/null || need+=(make)
+command -v openssl >/dev/null || need+=(openssl)
 command -v curl >/dev/null || need+=(curl)
 command -v ldd >/dev/null || need+=(libc-bin)
 command -v unshare >/dev/null || need+=(util-linux)
