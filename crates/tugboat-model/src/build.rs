@@ -140,6 +140,8 @@ pub(crate) fn build_with(
             pattern_files: built.features.pattern_files,
             http_route_slots: gateway.http_route_slots,
             passthrough: built.passthrough,
+            // Filled by the TCP services ConfigMap and Gateway TCP listeners.
+            tcp_services: Vec::new(),
         },
         problems: built.problems,
         gateway: gateway.status,

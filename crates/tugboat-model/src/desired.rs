@@ -135,6 +135,24 @@ pub struct PassthroughRoute {
     pub owner: ObjectRef,
 }
 
+/// A port whose TCP connections go to one backend as they come: an entry of the TCP
+/// services ConfigMap (`--tcp-services-configmap`), or a Gateway's `TCP` listener with
+/// its TCPRoute.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TcpService {
+    /// The port clients connect to (the ConfigMap's key, the listener's port); haproxy
+    /// binds [`crate::ports::bind_port`] of it.
+    pub port: u16,
+    /// A mode tcp backend; `None`: connections are closed (its backend does not resolve).
+    pub backend: Option<BackendName>,
+    /// Clients on this port speak the PROXY protocol first (v1 or v2).
+    pub accept_proxy: bool,
+    /// haproxy speaks the PROXY protocol to the backend's servers.
+    pub send_proxy: bool,
+    /// The object the service comes from.
+    pub owner: ObjectRef,
+}
+
 /// Everything haproxy should do, as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
@@ -181,6 +199,8 @@ pub struct Desired {
     /// TLS passthrough routes, at most one per host, sorted by host. Empty: haproxy
     /// terminates every TLS connection (and the HTTPS port has no TCP frontend).
     pub passthrough: Vec<PassthroughRoute>,
+    /// TCP services, at most one per port, sorted by port.
+    pub tcp_services: Vec<TcpService>,
 }
 
 /// A user and its password hash; the hash never shows in debug output.

@@ -18,6 +18,7 @@ pub mod incremental;
 pub mod migration;
 pub mod objects;
 pub mod patch;
+pub mod ports;
 pub mod problem;
 pub mod references;
 pub mod route_parts;
@@ -29,7 +30,7 @@ pub mod validate;
 pub use build::{BuildOutput, Settings, build};
 pub use desired::{
     Backend, BackendName, Canary, Desired, Endpoint, HostMatch, PassthroughRoute, PathMatch, Route,
-    TlsCertificate, UserHash,
+    TcpService, TlsCertificate, UserHash,
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use incremental::{IngressRoutes, Model, Patch, Rebuilt, Update};

@@ -124,6 +124,11 @@ pub struct ModelArgs {
     /// Serve the GatewayClasses whose spec.controllerName is this.
     #[arg(long, default_value = tugboat_model::gateway::DEFAULT_CONTROLLER_NAME)]
     pub gateway_controller_name: String,
+    /// The ports (and ranges: `8080,9000-9010`) on which a Gateway listener may get a bind
+    /// of its own, besides 80 and 443 (the HTTP and HTTPS binds). haproxy binds listener
+    /// port P at P + 10000 (docs/gateway-api.md). Default: none.
+    #[arg(long, default_value = "", value_parser = tugboat_model::ports::parse_port_list)]
+    pub gateway_listener_ports: std::collections::BTreeSet<u16>,
 }
 
 impl ModelArgs {
@@ -144,6 +149,7 @@ impl ModelArgs {
                     haproxy.http_port,
                     haproxy.https_port,
                 )
+                .with_listener_ports(self.gateway_listener_ports.clone())
             }),
             now,
         }

@@ -45,6 +45,9 @@ pub struct GatewaySettings {
     pub http_port: u16,
     /// The port of haproxy's HTTPS bind (`--https-port`): listeners on it or on 443 use it.
     pub https_port: u16,
+    /// `--gateway-listener-ports`: the ports, besides 80 and 443, on which a listener
+    /// gets a bind of its own, at [`crate::ports::bind_port`]. Empty: none.
+    pub listener_ports: std::collections::BTreeSet<u16>,
 }
 
 /// The default `--gateway-controller-name`.
@@ -56,7 +59,14 @@ impl GatewaySettings {
             controller_name: controller_name.into(),
             http_port,
             https_port,
+            listener_ports: Default::default(),
         }
+    }
+
+    /// These settings with `ports` as the listener ports that get binds of their own.
+    pub fn with_listener_ports(mut self, ports: std::collections::BTreeSet<u16>) -> Self {
+        self.listener_ports = ports;
+        self
     }
 }
 
