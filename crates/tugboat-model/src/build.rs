@@ -142,6 +142,7 @@ pub(crate) fn build_with(
             passthrough: built.passthrough,
             // Filled by the TCP services ConfigMap and Gateway TCP listeners.
             tcp_services: Vec::new(),
+            listener_binds: gateway.listener_binds,
         },
         problems: built.problems,
         gateway: gateway.status,
