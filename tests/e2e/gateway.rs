@@ -188,6 +188,8 @@ enum Step {
     NoReloadSinceCounted(&'static str),
     /// Waits, e.g. for a later creation time.
     Pause(Duration),
+    /// Nothing listens on haproxy's port (a bind of a listener's own that is not open).
+    Refused(u16),
 }
 
 impl Step {
@@ -827,6 +829,11 @@ async fn play(scene: &Scene, steps: &[Step]) {
                 assert_eq!(scene.reloads().await, counted, "{why}");
             }
             Step::Pause(time) => tokio::time::sleep(*time).await,
+            Step::Refused(port) => {
+                let connected =
+                    tokio::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, *port)).await;
+                assert!(connected.is_err(), "port {port} is open");
+            }
         }
     }
 }
@@ -2946,8 +2953,13 @@ fn route_on_port(
 /// its own, and a listener on a port not listed: it is not served, and its route says
 /// so. A route change on a listed port is a map update, no reload.
 async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinary, source: Source) {
-    let [first, second, third, unlisted] = free_listener_ports();
-    let (b1, b2, b3) = (bind_of(first), bind_of(second), bind_of(third));
+    let [first, second, third, fourth, unlisted] = free_listener_ports();
+    let (b1, b2, b3, b4) = (
+        bind_of(first),
+        bind_of(second),
+        bind_of(third),
+        bind_of(fourth),
+    );
     let port = |p: u16| i32::from(p);
     let mut objects = class_and_gateway_with(vec![
         mk_listener("listener-1", "HTTP", 80, Some("foo.com")),
@@ -2976,6 +2988,11 @@ async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinar
     ] {
         objects.push(http_route_json(&route));
     }
+    let late = mk_gateway(
+        "late",
+        "tugboat",
+        vec![mk_listener("late", "HTTP", port(fourth), None)],
+    );
     let mut v2_changed = v2.clone();
     v2_changed
         .spec
@@ -3024,9 +3041,20 @@ async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinar
             get("foo.com", "/").on(b1).once_answered().status(404),
             get("baz.com", "/").on(b1).served("v3"),
             Step::NoReloadSinceCounted("routes of a port with a bind of its own are map entries"),
+            // A listed port no listener uses binds nothing; its first listener opens
+            // its bind (a reload).
+            Step::Refused(b4),
+            Step::Apply(late),
+            Step::Apply(http_route_json(&mk_http_route(
+                "late-route",
+                "late",
+                &[],
+                all_to("v1"),
+            ))),
+            get("foo.com", "/").on(b4).once_answered().served("v1"),
         ],
     };
-    run_with_ports(&haproxy, source, case, &[first, second, third]).await;
+    run_with_ports(&haproxy, source, case, &[first, second, third, fourth]).await;
 }
 
 /// An HTTPS listener on a listed port terminates TLS on its own bind with its

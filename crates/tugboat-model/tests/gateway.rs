@@ -134,11 +134,16 @@ fn build(snapshot: &Snapshot) -> BuildOutput {
     tugboat_model::build(snapshot, &settings())
 }
 
-/// `(host, path, backend)` of every route.
-fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
-    output
-        .desired
-        .routes
+/// A route as `(host, path, backend)`.
+type RouteText = (String, String, String);
+
+/// `(host, path, backend)` of every route of the HTTP and HTTPS binds.
+fn routes(output: &BuildOutput) -> Vec<RouteText> {
+    route_texts(&output.desired.routes)
+}
+
+fn route_texts(routes: &[tugboat_model::Route]) -> Vec<RouteText> {
+    routes
         .iter()
         .map(|r| {
             (
@@ -2794,25 +2799,12 @@ fn with_listener_ports(ports: &[u16]) -> Settings {
 }
 
 /// `(port, tls, [(host, path, backend)])` of every bind of its own.
-fn listener_binds(output: &BuildOutput) -> Vec<(u16, bool, Vec<(String, String, String)>)> {
+fn listener_binds(output: &BuildOutput) -> Vec<(u16, bool, Vec<RouteText>)> {
     output
         .desired
         .listener_binds
         .iter()
-        .map(|bind| {
-            let routes = bind
-                .routes
-                .iter()
-                .map(|r| {
-                    (
-                        r.host.to_string(),
-                        r.path.to_string(),
-                        r.backend.to_string(),
-                    )
-                })
-                .collect();
-            (bind.port, bind.tls, routes)
-        })
+        .map(|bind| (bind.port, bind.tls, route_texts(&bind.routes)))
         .collect()
 }
 

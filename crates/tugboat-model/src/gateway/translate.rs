@@ -8,7 +8,9 @@
 //! hostname, rule and match, in that order, with the match's conditions (method,
 //! headers, query, the listener's bind): for each host and path, the builder keeps the
 //! first rule of each distinct conditions, so an older route wins a conflict, and within
-//! a route the first rule.
+//! a route the first rule. A listener on a port of `--gateway-listener-ports` has a bind
+//! of its own: its rules say the port ([`RuleRoute::listener_port`]) instead of a bind
+//! condition, and one protocol is served per such port (the oldest Gateway's).
 //!
 //! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
 //! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
@@ -924,7 +926,12 @@ fn listener_info(
         }
     }
     conditions.push(if let Some((reason, message)) = conflict {
-        problem(format!("{field}.hostname"), &message);
+        let part = if reason == "HostnameConflict" {
+            "hostname"
+        } else {
+            "protocol"
+        };
+        problem(format!("{field}.{part}"), &message);
         Condition::new("Conflicted", true, reason, message, generation)
     } else {
         Condition::new("Conflicted", false, "NoConflicts", "", generation)
