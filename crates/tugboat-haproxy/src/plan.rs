@@ -687,8 +687,7 @@ fn patch_route_maps(
 /// reload: removing them would cost a reload for nothing, since no request reaches them.
 fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
     let routed: BTreeSet<&BackendName> = desired
-        .routes
-        .iter()
+        .every_route()
         .flat_map(|r| std::iter::once(&r.backend).chain(r.canary.as_ref().map(|c| &c.backend)))
         .chain(&desired.default_backend)
         .collect();
@@ -704,8 +703,7 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
     }
     // Feature sets too, with their userlists: their rules match no request.
     let used: BTreeSet<&FeatureSetId> = desired
-        .routes
-        .iter()
+        .every_route()
         .filter_map(|r| r.features.as_ref())
         .collect();
     let unused: Vec<(&FeatureSetId, &RouteFeatures)> = applied

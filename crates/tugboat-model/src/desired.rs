@@ -219,6 +219,16 @@ pub struct Desired {
     pub listener_binds: Vec<ListenerBind>,
 }
 
+impl Desired {
+    /// Every route: the HTTP and HTTPS binds', then those of each listener port with a
+    /// bind of its own.
+    pub fn every_route(&self) -> impl Iterator<Item = &Route> {
+        self.routes
+            .iter()
+            .chain(self.listener_binds.iter().flat_map(|bind| &bind.routes))
+    }
+}
+
 /// A user and its password hash; the hash never shows in debug output.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct UserHash {
