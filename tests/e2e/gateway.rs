@@ -82,6 +82,7 @@ gateway_scenarios!(
         tls_routes_pass_their_names_through_while_https_listeners_terminate,
         listeners_on_ports_of_their_own_answer_only_there,
         an_https_listener_on_a_port_of_its_own_terminates_there,
+        the_http_binds_own_port_when_listed_is_a_bind_of_its_own,
     ],
 );
 
@@ -779,10 +780,7 @@ async fn run_with_ports(haproxy: &HaproxyBinary, source: Source, case: Case, por
     }
     let listener_ports: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
     let scene = Scene::start_with(haproxy, source, &objects, |config| {
-        gateway_on(config);
-        if let Some(gateway) = config.model.gateway.take() {
-            config.model.gateway = Some(gateway.with_listener_ports(listener_ports));
-        }
+        gateway_on_with_ports(config, listener_ports)
     })
     .await;
     scene.wait_until_ready().await;
@@ -852,6 +850,17 @@ fn gateway_on(config: &mut tugboat::controller::ControllerConfig) {
         config.render.http_port,
         config.render.https_port,
     ));
+}
+
+/// [`gateway_on`], with `ports` in `--gateway-listener-ports`.
+fn gateway_on_with_ports(
+    config: &mut tugboat::controller::ControllerConfig,
+    ports: std::collections::BTreeSet<u16>,
+) {
+    gateway_on(config);
+    if let Some(gateway) = config.model.gateway.take() {
+        config.model.gateway = Some(gateway.with_listener_ports(ports));
+    }
 }
 
 /// The class, and the Gateway `gw` with `listeners`.
@@ -3096,4 +3105,43 @@ async fn an_https_listener_on_a_port_of_its_own_terminates_there(
         ],
     };
     run_with_ports(&haproxy, source, case, &[own]).await;
+}
+
+/// A listener on the HTTP bind's own port is served by the HTTP bind, unless that port
+/// is listed: then it has a bind of its own (the port + 10000) like any listed port, and
+/// its route no longer answers on the HTTP bind.
+async fn the_http_binds_own_port_when_listed_is_a_bind_of_its_own(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let (_servers, service) = echo("web", 249).start().await;
+    let mut objects = vec![mk_gateway_class("tugboat", GATEWAY_CONTROLLER)];
+    objects.extend(service);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        let listed = [config.render.http_port].into_iter().collect();
+        gateway_on_with_ports(config, listed);
+    })
+    .await;
+    scene.wait_until_ready().await;
+    let http_port = scene.http_addr().port();
+    play(
+        &scene,
+        &[
+            Step::Apply(mk_gateway(
+                "gw",
+                "tugboat",
+                vec![mk_listener("http", "HTTP", i32::from(http_port), None)],
+            )),
+            Step::Apply(route_to("site", &[], "web")),
+            get("a.example.com", "/")
+                .on(bind_of(http_port))
+                .once_answered()
+                .served("web"),
+            get("a.example.com", "/")
+                .status(404)
+                .because("a listed port is no longer the HTTP bind's"),
+            accepted("site"),
+        ],
+    )
+    .await;
 }
