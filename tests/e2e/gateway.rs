@@ -322,28 +322,13 @@ impl Ask {
     }
 
     async fn check(&self, scene: &Scene) {
-        let addr = self.port.map_or_else(
-            || scene.http_addr(),
-            |port| std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
-        );
-        let ask = || async {
+        let addr = haproxy_addr(self.port, scene.http_addr());
+        let ask = || {
             tugboat_testkit::http::request(addr, self.method, self.host, self.path, self.headers)
-                .await
-                .unwrap_or_else(|e| {
-                    panic!("{} {}{}: no answer: {e}", self.method, self.host, self.path)
-                })
         };
         let reply = if self.until_answered {
             eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
-                let reply = tugboat_testkit::http::request(
-                    addr,
-                    self.method,
-                    self.host,
-                    self.path,
-                    self.headers,
-                )
-                .await
-                .ok()?;
+                let reply = ask().await.ok()?;
                 self.checks
                     .iter()
                     .all(|check| check.holds(&reply))
@@ -351,7 +336,9 @@ impl Ask {
             })
             .await
         } else {
-            ask().await
+            ask().await.unwrap_or_else(|e| {
+                panic!("{} {}{}: no answer: {e}", self.method, self.host, self.path)
+            })
         };
         for check in &self.checks {
             assert!(
@@ -525,10 +512,7 @@ impl TlsAsk {
     }
 
     async fn check(&self, scene: &Scene) {
-        let addr = self.port.map_or_else(
-            || scene.https_addr(),
-            |port| std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
-        );
+        let addr = haproxy_addr(self.port, scene.https_addr());
         let exchange = || served_over_tls(addr, self.sni, self.path);
         let found = match self.until {
             None => exchange().await,
@@ -932,6 +916,13 @@ async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, ex
 }
 
 /// The certificate served for `sni` on the HTTPS port, and the answer to `GET path`.
+/// haproxy's loopback address on `port` (a bind of a listener's own), else `bind`.
+fn haproxy_addr(port: Option<u16>, bind: std::net::SocketAddr) -> std::net::SocketAddr {
+    port.map_or(bind, |port| {
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))
+    })
+}
+
 async fn served_over_tls(
     addr: std::net::SocketAddr,
     sni: &str,

@@ -754,13 +754,13 @@ fn normalize_rules(keep_original: bool) -> String {
 /// reload. They cost a request that a lookup before them routed one variable check
 /// per line; the others one `field` and a tree lookup per line, which find nothing once
 /// the host has no label left. Each line computes its own suffix (`field` of the host
-/// from a label on), so there are two lines per level, none to cut labels.
+/// from a label on), so there are two lines per level, none to cut labels. The path
+/// after the suffix is the variable `lookup_path` ([`OwnBinds::lookup_path`]).
 fn subdomain_rules(
     exact: &impl std::fmt::Display,
     prefix: &impl std::fmt::Display,
-    lookup: &str,
+    lookup_path: &str,
 ) -> String {
-    let lookup_path = lookup;
     let mut out = String::new();
     for level in 0..SUBDOMAIN_DEPTH {
         // The host from its label `level + 2` on.
