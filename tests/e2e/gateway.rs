@@ -2993,6 +2993,18 @@ async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinar
         "tugboat",
         vec![mk_listener("late", "HTTP", port(fourth), None)],
     );
+    // An Ingress rule and default backend answer on the HTTP bind only.
+    objects.push(to_json(&tugboat_testkit::objects::with_default_backend(
+        tugboat_testkit::objects::mk_ingress_with_rules(
+            "ingress",
+            vec![tugboat_testkit::objects::mk_rule(
+                Some("ingress.com"),
+                &[tugboat_testkit::objects::prefix("/", "v1")],
+            )],
+        ),
+        "v1",
+        80,
+    )));
     let mut v2_changed = v2.clone();
     v2_changed
         .spec
@@ -3009,15 +3021,24 @@ async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinar
                 .served("v3"),
             get("foo.com", "/").served("v1"),
             get("bar.com", "/")
-                .status(404)
-                .because("no route of the HTTP bind has bar.com"),
+                .served("v1")
+                .because("the HTTP bind's hosts without a route go to the default backend"),
             get("foo.com", "/").on(b1).served("v2"),
             get("bar.com", "/").on(b1).served("v2"),
             get("baz.com", "/")
                 .on(b1)
                 .served("v3")
                 .because("two Gateways' listeners on one port share its bind"),
-            get("qux.com", "/").on(b1).status(404),
+            get("qux.com", "/")
+                .on(b1)
+                .status(404)
+                .because("the Ingresses' default backend is the HTTP bind's"),
+            get("ingress.com", "/").served("v1"),
+            get("qux.com", "/").served("v1"),
+            get("ingress.com", "/")
+                .on(b1)
+                .status(404)
+                .because("Ingress routes never answer on a listed port's bind"),
             get("bar.com", "/")
                 .on(b2)
                 .status(404)
