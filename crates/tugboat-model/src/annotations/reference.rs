@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::keys::{KEYS, KeySpec};
-use super::peers::{NOT_SUPPORTED, PeerKey};
+use super::peers::{CHART_VALUES, NOT_SUPPORTED, PeerKey};
 use super::prefixes::Ecosystem;
 
 /// The reference of every key, as the Markdown of `docs/annotations.md`.
@@ -210,6 +210,38 @@ pub fn migrating_markdown() -> String {
              run) restricts access when one of its directives does (`deny all;`, \
              `http-request deny`, `maxconn`, ...; in doubt, it does).\n"
         });
+        out.push_str(&chart_values_markdown(ecosystem));
     }
     out
+}
+
+/// The table of `ecosystem`'s Helm chart values and Tugboat's chart values
+/// ([`CHART_VALUES`]); empty when there are none.
+fn chart_values_markdown(ecosystem: Ecosystem) -> String {
+    let rows: Vec<String> = CHART_VALUES
+        .iter()
+        .filter(|v| v.ecosystem == ecosystem)
+        .map(|v| {
+            let ours = if v.ours == "-" {
+                "-".to_string()
+            } else {
+                format!("`{}`", v.ours)
+            };
+            format!(
+                "| `{}` | {ours} | {} |\n",
+                v.theirs,
+                v.note.replace('|', "\\|")
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Helm chart values\n\n\
+         Their chart's values for running on the nodes, TCP services and the client's \
+         address, and those of Tugboat's chart (deploy/helm/tugboat):\n\n\
+         | their value | Tugboat's value | notes |\n|---|---|---|\n{}",
+        rows.concat()
+    )
 }
