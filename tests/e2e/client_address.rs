@@ -5,7 +5,8 @@
 //! the client wrote changes nothing, and haproxy's access log names the client the
 //! forwarder gave. Likewise with `use-proxy-protocol`: a PROXY header (v1 or v2) from a
 //! trusted peer names the client on the HTTP and HTTPS ports (also through TLS
-//! passthrough's internal hop), one from an untrusted peer is not read as one. A
+//! passthrough's internal hop), one from an untrusted peer is not read as one; HAProxy
+//! Technologies' `proxy-protocol` key names the trusted peers as theirs does. A
 //! trusted forwarder that terminates TLS itself (`X-Forwarded-Proto: https`) gets no
 //! HTTPS redirect (no loop); the same header from an untrusted peer is redirected.
 
@@ -406,6 +407,19 @@ async fn proxy_protocol_from_trusted_peers_only(haproxy: HaproxyBinary, source: 
         ask_with_proxy_header(&scene, "/", PROXY_V2_HEADER).await,
         Some((200, _))
     ));
+
+    // HAProxy Technologies' ConfigMap key: the peers it lists send PROXY.
+    scene.apply(&config_map(&[("proxy-protocol", "127.0.0.0/8")]));
+    eventually(
+        "PROXY from the peers of haproxytech's proxy-protocol",
+        Duration::from_secs(20),
+        || async {
+            (ask_with_proxy_header(&scene, "/listed", PROXY_V2_HEADER).await == expected)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(ask_with_proxy_line(&scene, "/listed").await, expected);
 }
 
 /// A plain HTTP request with `headers`: its status and `Location`.

@@ -147,7 +147,8 @@ fn chart_values_in_the_migration_guide_exist() {
     for value in CHART_VALUES.iter().filter(|v| v.ours != "-") {
         if let Some(key) = value.ours.strip_prefix("config.") {
             assert!(
-                tugboat_model::annotations::find_key(key).is_some(),
+                tugboat_model::annotations::find_key(key).is_some()
+                    || tugboat_model::annotations::peers::config_map_key(key).is_some(),
                 "{}: {key} is not a key of the controller's ConfigMap",
                 value.theirs
             );

@@ -9,7 +9,8 @@
 //! ([`PeerKey::implies`]) on the same object. [`NOT_SUPPORTED`] lists the other
 //! controllers' keys Tugboat knows and does not read, with the reason. [`CHART_VALUES`]
 //! maps the values of their Helm charts (DaemonSet, host network and ports, TCP
-//! services, PROXY) onto Tugboat's chart for the migration guide.
+//! services, PROXY) onto Tugboat's chart for the migration guide, and
+//! [`CONFIG_MAP_KEYS`] the keys of their own ConfigMaps that Tugboat's ConfigMap reads.
 
 use super::parse::{Parsed, ValueError};
 use super::prefixes::Ecosystem;
@@ -992,6 +993,39 @@ pub fn not_supported_reason(ecosystem: Ecosystem, name: &str) -> Option<&'static
         .iter()
         .find(|(e, n, _)| *e == ecosystem && *n == name)
         .map(|(_, _, reason)| *reason)
+}
+
+// ---- Their controllers' ConfigMap keys ----
+
+/// A key of another controller's own ConfigMap that Tugboat's ConfigMap reads as one of
+/// its keys, with the keys it turns on besides.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerConfigMapKey {
+    pub ecosystem: Ecosystem,
+    /// Their ConfigMap key.
+    pub name: &'static str,
+    /// The Tugboat key that takes its value.
+    pub key: &'static str,
+    /// Tugboat keys it sets besides, unless the ConfigMap sets them.
+    pub implies: &'static [(&'static str, &'static str)],
+    /// What differs from their meaning.
+    pub difference: &'static str,
+}
+
+/// HAProxy Technologies' `proxy-protocol` lists the peers whose connections start with a
+/// PROXY header (`tcp-request connection expect-proxy layer4 if { src ... }`), which is
+/// Tugboat's `use-proxy-protocol` with those peers as `proxy-real-ip-cidr`.
+pub const CONFIG_MAP_KEYS: &[PeerConfigMapKey] = &[PeerConfigMapKey {
+    ecosystem: HT,
+    name: "proxy-protocol",
+    key: "proxy-real-ip-cidr",
+    implies: &[("use-proxy-protocol", "true")],
+    difference: "its addresses are also the trusted forwarders of `use-forwarded-headers` when that is on; `proxy-real-ip-cidr` in the same ConfigMap wins",
+}];
+
+/// The key of another controller's ConfigMap called `name`, if Tugboat reads it.
+pub fn config_map_key(name: &str) -> Option<&'static PeerConfigMapKey> {
+    CONFIG_MAP_KEYS.iter().find(|k| k.name == name)
 }
 
 // ---- Their Helm charts' values ----
