@@ -11,6 +11,9 @@ field fails) and against the properties the chart promises:
     and its image tag changing the haproxy container's image and nothing else;
   - probes on the right containers and ports, flags that agree with the ports, names and
     objects they refer to, least-privilege RBAC;
+  - a Deployment or a DaemonSet (no replicas; hostNetwork with ClusterFirstWithHostNet,
+    or hostPorts mapping 80/443 and each TCP service's or Gateway listener's port P to
+    its bind at P + 10000), and those ports on the Service;
   - misspelled or invalid values rejected; deploy/manifests/tugboat.yaml in sync.
 
 It also runs itself on broken renders (a token mounted into haproxy, a writable root
