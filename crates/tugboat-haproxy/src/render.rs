@@ -1946,6 +1946,55 @@ mod tests {
     }
 
     #[test]
+    fn a_trusted_forwarders_https_counts_for_every_https_redirect() {
+        use tugboat_model::features::{
+            ForwardedHeaders, HttpsRedirect, RedirectWhen, RouteFeatures,
+        };
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let redirects = |config: &str| -> Vec<String> {
+            config
+                .lines()
+                .filter(|l| l.contains("redirect scheme https"))
+                .map(str::to_string)
+                .collect()
+        };
+        // Without forwarders, only haproxy's own TLS counts.
+        let config = frontend(&desired);
+        assert_eq!(redirects(&config).len(), 2, "{config}");
+        assert!(!config.contains("txn.forwarded_proto"), "{config}");
+
+        // Behind trusted forwarders, their X-Forwarded-Proto: https counts too (it is
+        // kept only from them).
+        desired.global.forwarded = Some(ForwardedHeaders {
+            header: "X-Forwarded-For".into(),
+            trusted: vec!["10.0.0.0/8".into()],
+            full: false,
+        });
+        let config = frontend(&desired);
+        let lines = redirects(&config);
+        assert_eq!(lines.len(), 2, "{config}");
+        for line in lines {
+            assert!(
+                line.contains(" if !{ ssl_fc } !{ var(txn.forwarded_proto) -m str https } "),
+                "{line}"
+            );
+        }
+        let kept = config
+            .find("set-var(txn.forwarded_proto)")
+            .expect("the forwarded scheme is kept");
+        let redirect = config.find("redirect scheme https").expect("redirect");
+        assert!(kept < redirect, "{config}");
+    }
+
+    #[test]
     fn a_sticky_canary_backend_marks_its_cookie_values() {
         use tugboat_model::features::{BackendOptions, PersistenceCookie};
         let mut desired = desired();
