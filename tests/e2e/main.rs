@@ -35,4 +35,5 @@ mod reload;
 mod routing;
 mod runtime;
 mod server_alias;
+mod status;
 mod www_redirect;

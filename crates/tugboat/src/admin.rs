@@ -1,5 +1,7 @@
 //! The admin server on `--controller-port`: `/healthz` (the process runs and haproxy's
-//! master socket answers), `/readyz` (the first apply is done) and `/metrics`.
+//! master socket answers), `/readyz` (the first apply is done), `/metrics` and
+//! `/status` (the controller's state as JSON, or as one screen of text with
+//! `?format=text` or `Accept: text/plain`; see [`crate::status`]).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -18,7 +20,8 @@ use tugboat_haproxy::MasterCli;
 use tugboat_haproxy::blocking::blocking;
 
 use crate::controller::ControllerStatus;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ProcessUsage};
+use crate::status::{HaproxyReport, ProcessReport, StatusReport};
 
 /// How long `/healthz` waits for haproxy's master socket.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -88,11 +91,24 @@ async fn route(state: &AdminState, request: &Request<Incoming>) -> Response<Full
             // Encoding reads the process figures from `/proc`: off the runtime.
             let metrics = state.metrics.clone();
             let body = blocking(move || metrics.encode()).await;
-            let mut response = text(StatusCode::OK, body);
-            if let Ok(value) = "text/plain; version=0.0.4; charset=utf-8".parse() {
-                response.headers_mut().insert("content-type", value);
+            with_content_type(
+                text(StatusCode::OK, body),
+                "text/plain; version=0.0.4; charset=utf-8",
+            )
+        }
+        "/status" => {
+            let report = status_report(state).await;
+            if wants_text(request) {
+                text(StatusCode::OK, crate::status::render_text(&report))
+            } else {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(body) => with_content_type(text(StatusCode::OK, body), "application/json"),
+                    Err(err) => text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("cannot encode the status: {err}\n"),
+                    ),
+                }
             }
-            response
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n".into()),
     }
@@ -102,4 +118,106 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     response
+}
+
+fn with_content_type(
+    mut response: Response<Full<Bytes>>,
+    value: &'static str,
+) -> Response<Full<Bytes>> {
+    response.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static(value),
+    );
+    response
+}
+
+/// Whether a `/status` request asks for the text screen: `?format=text`, or an
+/// `Accept` that names `text/plain` and not JSON.
+fn wants_text(request: &Request<Incoming>) -> bool {
+    let query = request.uri().query().unwrap_or("");
+    if query.split('&').any(|pair| pair == "format=text") {
+        return true;
+    }
+    request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|accept| accept.contains("text/plain") && !accept.contains("application/json"))
+}
+
+/// The status of the moment: the controller's record, the process' figures and what
+/// haproxy says through its master CLI.
+async fn status_report(state: &AdminState) -> StatusReport {
+    let haproxy = haproxy_report(&state.master_socket).await;
+    let (uptime_seconds, resident_bytes) = blocking(|| {
+        (
+            process_uptime_seconds().unwrap_or(0),
+            ProcessUsage::read().map(|usage| usage.resident_bytes),
+        )
+    })
+    .await;
+    let status = state.status.borrow().clone();
+    let controller = ProcessReport {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_seconds,
+        resident_bytes,
+        leader: status.leader,
+    };
+    StatusReport::new(&status, controller, haproxy)
+}
+
+/// haproxy's version, pids and reloads (`show proc`, from the master) and its worker's
+/// uptime and connections (`@1 show info`), each within [`HEALTH_TIMEOUT`].
+async fn haproxy_report(master_socket: &std::path::Path) -> HaproxyReport {
+    let cli = MasterCli::new(master_socket).with_timeouts(HEALTH_TIMEOUT, HEALTH_TIMEOUT);
+    let mut report = HaproxyReport::default();
+    let mut errors = Vec::new();
+    match tokio::time::timeout(HEALTH_TIMEOUT, cli.show_proc()).await {
+        Ok(Ok(proc)) => {
+            report.version = Some(proc.version);
+            report.master_pid = Some(proc.master_pid);
+            report.worker_pid = proc.worker_pid;
+            report.reloads = Some(proc.reloads);
+            report.failed_reloads = Some(proc.failed_reloads);
+        }
+        Ok(Err(err)) => errors.push(format!("show proc: {err}")),
+        Err(_) => errors.push("show proc: no answer".to_string()),
+    }
+    if report.worker_pid.is_some() {
+        match tokio::time::timeout(HEALTH_TIMEOUT, cli.worker_command("show info")).await {
+            Ok(Ok(info)) => {
+                let field = |name: &str| {
+                    info.lines()
+                        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                        .and_then(|value| value.trim().parse().ok())
+                };
+                report.worker_uptime_seconds = field("Uptime_sec");
+                report.current_connections = field("CurrConns");
+            }
+            Ok(Err(err)) => errors.push(format!("@1 show info: {err}")),
+            Err(_) => errors.push("@1 show info: no answer".to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        report.error = Some(crate::status::safe_message(&errors.join("; ")));
+    }
+    report
+}
+
+/// How long this process has run, from `/proc` (`None` off Linux). Blocking.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "reads /proc; its async caller runs it through the blocking helper"
+)]
+fn process_uptime_seconds() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let system_uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    // Field 22 (starttime, in clock ticks since boot); the command name in field 2 may
+    // hold spaces, so count from its closing parenthesis (field 3 is index 0).
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let started_ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let system_seconds: f64 = system_uptime.split_whitespace().next()?.parse().ok()?;
+    let started_seconds = started_ticks as f64 / crate::metrics::CLOCK_TICKS_PER_SECOND;
+    Some((system_seconds - started_seconds).max(0.0) as u64)
 }

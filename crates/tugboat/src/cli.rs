@@ -1,6 +1,6 @@
 //! The command line: `tugboat run` (the controller, on the Kubernetes API or a folder
-//! of manifests) and `tugboat render` (print what
-//! the controller would write for a folder of manifests).
+//! of manifests), `tugboat render` (print what the controller would write for a folder
+//! of manifests) and `tugboat status` (the state of a running controller).
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -53,6 +53,10 @@ pub enum Command {
     /// the IngressClass change, the Secrets to fix. Exits 1 when anything is not
     /// supported.
     Migrate(crate::migrate::MigrateArgs),
+    /// Print the state of the controller running at `--address` on one screen: haproxy,
+    /// the last apply and reload, problems, leader, watches. Exits 1 when it cannot be
+    /// reached or is not ready.
+    Status(crate::status::StatusArgs),
 }
 
 /// What haproxy's files look like and where they go.
@@ -347,6 +351,7 @@ pub fn main(cli: Cli) -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate(args) => crate::migrate::run(&args),
+        Command::Status(args) => crate::status::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -17,6 +17,7 @@ use tugboat_kube::status::{self, ApiPatch, PublishTarget, StatusPace, StatusWrit
 use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
 
 use crate::controller::{self, ControllerConfig, ControllerStatus};
+use crate::status::SourceSync;
 
 /// Who takes part in the leader election, and how.
 #[derive(Debug, Clone)]
@@ -63,10 +64,14 @@ pub async fn run_with_cluster_until(
     status: watch::Sender<ControllerStatus>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    controller::note(&status, |status| {
+        status.source = SourceSync::new("api", &watched_kinds(&options));
+    });
     let source = ApiSource::start(client.clone(), options.source.clone());
     let (snapshots_tx, snapshots_rx) = watch::channel(Arc::new(Snapshot::default()));
     let (counts_tx, mut counts_rx) = watch::channel(ObjectCounts::new());
     let (leader_tx, leader) = watch::channel(false);
+    let leader_rx_for_status = leader.clone();
     // Dropping `stop_tx` (also when this future is dropped) ends the election, which
     // then releases the Lease if it holds it.
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -104,7 +109,10 @@ pub async fn run_with_cluster_until(
         status.subscribe(),
         metrics,
     );
+    let status_notes =
+        note_leader_and_watches(status.clone(), leader_rx_for_status, source.stores());
     let result = tokio::select! {
+        () = status_notes => Ok(()),
         result = controller::run(config, snapshots_rx, status) => result,
         () = source.publish(snapshots_tx, Some(counts_tx)) => Ok(()),
         () = counts => Ok(()),
@@ -117,6 +125,100 @@ pub async fn run_with_cluster_until(
         tracing::warn!("the leader Lease was not released within {RELEASE_LIMIT:?}");
     }
     result
+}
+
+/// The kinds the API source watches, as `/status` names them: those of [`ClusterStores`].
+pub const WATCHED_KINDS: [&str; 6] = [
+    "Ingress",
+    "IngressClass",
+    "Service",
+    "EndpointSlice",
+    "Secret",
+    "ConfigMap",
+];
+/// The Gateway API kinds watched when it is served.
+pub const GATEWAY_KINDS: [&str; 6] = [
+    "GatewayClass",
+    "Gateway",
+    "HTTPRoute",
+    "TLSRoute",
+    "ReferenceGrant",
+    "Namespace",
+];
+
+/// The kinds `options` has the API source watch.
+pub fn watched_kinds(options: &ClusterOptions) -> Vec<&'static str> {
+    let mut kinds = WATCHED_KINDS.to_vec();
+    if options.source.settings.gateway.is_some() {
+        kinds.extend(GATEWAY_KINDS);
+    }
+    kinds
+}
+
+/// Keeps in the status (for `/status`) whether this replica leads, and when each
+/// watched kind got its first complete list. Runs forever.
+async fn note_leader_and_watches(
+    status: watch::Sender<ControllerStatus>,
+    mut leader: watch::Receiver<bool>,
+    stores: &ClusterStores,
+) {
+    use futures::StreamExt;
+    use futures::stream::FuturesUnordered;
+    use tugboat_kube::store::ObjectStore;
+
+    fn listed<'s, K>(
+        kind: &'static str,
+        stores: Vec<&'s ObjectStore<K>>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = &'static str> + Send + 's>>
+    where
+        K: Send + Sync,
+    {
+        Box::pin(async move {
+            futures::future::join_all(stores.into_iter().map(ObjectStore::wait_until_listed)).await;
+            kind
+        })
+    }
+    let mut waits = FuturesUnordered::new();
+    waits.push(listed("Ingress", stores.ingresses.iter().collect()));
+    waits.push(listed("IngressClass", vec![&stores.ingress_classes]));
+    waits.push(listed("Service", stores.services.iter().collect()));
+    waits.push(listed(
+        "EndpointSlice",
+        stores.endpoint_slices.iter().collect(),
+    ));
+    waits.push(listed("Secret", stores.secrets.iter().collect()));
+    waits.push(listed("ConfigMap", stores.config_maps.iter().collect()));
+    if let Some(gateway) = &stores.gateway {
+        waits.push(listed("GatewayClass", vec![&gateway.gateway_classes]));
+        waits.push(listed("Gateway", gateway.gateways.iter().collect()));
+        waits.push(listed("HTTPRoute", gateway.http_routes.iter().collect()));
+        waits.push(listed("TLSRoute", gateway.tls_routes.iter().collect()));
+        waits.push(listed(
+            "ReferenceGrant",
+            gateway.reference_grants.iter().collect(),
+        ));
+        waits.push(listed("Namespace", vec![&gateway.namespaces]));
+    }
+    let note_leader = |leader: bool| controller::note(&status, |s| s.leader = Some(leader));
+    note_leader(*leader.borrow_and_update());
+    let mut election_running = true;
+    loop {
+        tokio::select! {
+            Some(kind) = waits.next() => {
+                let now = k8s_openapi::jiff::Timestamp::now();
+                controller::note(&status, |s| {
+                    if let Some(watch) = s.source.watches.iter_mut().find(|w| w.kind == kind) {
+                        watch.synced_at = Some(now);
+                    }
+                });
+            }
+            changed = leader.changed(), if election_running => match changed {
+                Ok(()) => note_leader(*leader.borrow_and_update()),
+                Err(_) => election_running = false,
+            },
+            else => return std::future::pending().await,
+        }
+    }
 }
 
 /// How long stopping waits for the Lease to be released.

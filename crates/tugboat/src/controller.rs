@@ -34,6 +34,7 @@ use tugboat_model::{
 };
 
 use crate::metrics::{ApplyOutcome, Metrics};
+use crate::status::{Activity, ApplyRecord, ApplyResult, ReloadRecord, SourceSync};
 
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
@@ -69,7 +70,7 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// What the controller tells the rest of the process (health, status, Events) after
 /// every update.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ControllerStatus {
     /// True once haproxy runs a configuration built from a complete snapshot.
     pub ready: bool,
@@ -79,6 +80,22 @@ pub struct ControllerStatus {
     pub served_ingresses: ObjectKeys,
     /// The status of the Gateway API objects of the last build.
     pub gateway: Arc<tugboat_model::gateway::GatewayStatus>,
+    /// The last apply and reload, and the applies by how they went. Changes to it do
+    /// not wake the receivers (nobody waits on it: `/status` reads it when asked).
+    pub activity: Activity,
+    /// Whether this replica leads (`None`: no election, as with a folder). Set by the
+    /// cluster wiring, without waking the receivers.
+    pub leader: Option<bool>,
+    /// The source and its watches, without waking the receivers.
+    pub source: SourceSync,
+}
+
+/// Changes what only `/status` reads, without waking the status' receivers.
+pub fn note(status: &watch::Sender<ControllerStatus>, change: impl FnOnce(&mut ControllerStatus)) {
+    status.send_if_modified(|status| {
+        change(status);
+        false
+    });
 }
 
 /// Runs the controller on a folder of manifests, followed live, until an error. `class`
@@ -89,6 +106,9 @@ pub async fn run_with_manifests(
     class: ClassFilter,
     status: watch::Sender<ControllerStatus>,
 ) -> anyhow::Result<()> {
+    note(&status, |status| {
+        status.source = SourceSync::new("manifests", &[])
+    });
     let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
     let source = tokio::spawn(tugboat_kube::watch_folder(
         manifests,
@@ -144,6 +164,11 @@ pub async fn run(
         if !synced {
             continue;
         }
+        if status.borrow().source.synced_at.is_none() {
+            note(&status, |status| {
+                status.source.synced_at = Some(k8s_openapi::jiff::Timestamp::now());
+            });
+        }
         let snapshot = snapshots.borrow_and_update().clone();
         retry_in = match update(&config, &mut applier, &mut state, &snapshot, &status).await {
             Next::OnChange => {
@@ -197,6 +222,9 @@ struct LoopState {
     /// Whether the running haproxy lacks the Lua that `custom-http-errors` needs, as it
     /// said after the last reload (`None`: not asked yet).
     without_lua: Option<bool>,
+    /// Why the last full plan sent reloads, for the status when haproxy refuses it or
+    /// the reload does not get through.
+    planned_reload: Option<tugboat_haproxy::ReloadReason>,
 }
 
 impl LoopState {
@@ -556,6 +584,7 @@ async fn apply_full(
         .filter(|place| !applied_snippets.contains_key(place))
         .collect();
     let reload = plan.reload.is_some();
+    state.planned_reload = plan.reload;
     let result = applier.apply(plan).await;
     let total = started.elapsed();
     let result = match result {
@@ -596,6 +625,7 @@ fn conclude(
     if let (Some(metrics), Some(counted)) = (&config.metrics, result.counted()) {
         metrics.record_apply(counted, timings.total);
     }
+    record_activity(status, built, &result, state.planned_reload, timings.total);
     let total_ms = ms(timings.total);
     match result {
         UpdateResult::Unchanged { runs } => {
@@ -681,6 +711,70 @@ fn conclude(
             }
         }
     }
+}
+
+/// Keeps the last apply and reload in the status, for `/status`, when the update sent
+/// something to haproxy.
+fn record_activity(
+    status: &watch::Sender<ControllerStatus>,
+    built: Built<'_>,
+    result: &UpdateResult,
+    planned_reload: Option<tugboat_haproxy::ReloadReason>,
+    total: Duration,
+) {
+    let planned = planned_reload.map_or("unknown-state", |reason| reason.as_str());
+    let (delivery, outcome, reload_reason, message) = match result {
+        UpdateResult::Applied { report, .. } => {
+            let reason = match report.delivery {
+                Delivery::Reload(reason) => Some(reason.as_str()),
+                Delivery::RuntimeThenReload => Some("runtime-not-taken"),
+                Delivery::Runtime | Delivery::Nothing => None,
+            };
+            (report.delivery.as_str(), ApplyResult::Applied, reason, None)
+        }
+        UpdateResult::Refused { message, .. } => (
+            "reload",
+            ApplyResult::Refused,
+            Some(planned),
+            Some(refusal_summary(message)),
+        ),
+        UpdateResult::Failed { error, reload } => (
+            if *reload { "reload" } else { "runtime" },
+            ApplyResult::Failed,
+            reload.then_some(planned),
+            Some(crate::status::safe_message(&error.to_string())),
+        ),
+        UpdateResult::Unchanged { .. } | UpdateResult::ReloadHeld | UpdateResult::RefusedBefore => {
+            return;
+        }
+    };
+    let at = k8s_openapi::jiff::Timestamp::now();
+    note(status, |status| {
+        let activity = &mut status.activity;
+        let counts = &mut activity.applies;
+        match outcome {
+            ApplyResult::Applied if reload_reason.is_some() => counts.reload += 1,
+            ApplyResult::Applied => counts.runtime += 1,
+            ApplyResult::Refused => counts.refused += 1,
+            ApplyResult::Failed => counts.failed += 1,
+        }
+        activity.last_apply = Some(ApplyRecord {
+            at,
+            built: built.as_str().to_string(),
+            delivery: delivery.to_string(),
+            result: outcome,
+            duration_ms: ms(total),
+            message: message.clone(),
+        });
+        if let Some(reason) = reload_reason {
+            activity.last_reload = Some(ReloadRecord {
+                at,
+                reason: reason.to_string(),
+                result: outcome,
+                message,
+            });
+        }
+    });
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -10,4 +10,5 @@ pub mod controller;
 pub mod logging;
 pub mod metrics;
 pub mod migrate;
+pub mod status;
 pub mod tls;

@@ -249,7 +249,7 @@ pub struct ProcessUsage {
 }
 
 /// Clock ticks per second of `/proc/*/stat` times; 100 on every Linux Tugboat runs on.
-const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+pub(crate) const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 impl ProcessUsage {
     /// Reads this process' figures; `None` off Linux.
