@@ -535,3 +535,94 @@ async fn the_next_step_and_the_counts_follow_from_how_an_apply_ended() {
         assert!(text.contains(counted), "{counted} in {text}");
     }
 }
+
+#[tokio::test]
+async fn the_status_keeps_the_last_apply_and_reload_and_counts_them_without_waking_anyone() {
+    use crate::status::ApplyResult;
+    let master = FakeMaster::start();
+    let mut step = Step::new(&master);
+    let mut receiver = step.status.subscribe();
+    let first = snapshot(&routed("shop", "web", &[], "127.0.0.1"));
+    assert_eq!(step.update(&first).await, Next::OnChange);
+    receiver.borrow_and_update();
+    let moved = snapshot(&routed("shop", "web", &[], "127.0.0.2"));
+    assert_eq!(step.update(&moved).await, Next::OnChange);
+    {
+        let status = step.status.borrow();
+        let activity = &status.activity;
+        let apply = activity.last_apply.as_ref().expect("an apply");
+        assert_eq!(
+            (apply.built.as_str(), apply.delivery.as_str(), apply.result),
+            ("patch", "runtime", ApplyResult::Applied)
+        );
+        let reload = activity.last_reload.as_ref().expect("the first reload");
+        assert_eq!(
+            (reload.reason.as_str(), reload.result),
+            ("unknown-state", ApplyResult::Applied)
+        );
+        assert_eq!((activity.applies.reload, activity.applies.runtime), (1, 1));
+    }
+    // Only the apply record changed: the leader's duties are not woken for it.
+    assert!(!receiver.has_changed().expect("open"));
+
+    step.state.planned_reload = Some(tugboat_haproxy::ReloadReason::Structure);
+    let refused = outcome(
+        Built::Full,
+        UpdateResult::Refused {
+            message: "[NOTICE] loading\n[ALERT] (1) : config : unknown keyword 'bogus'".into(),
+            files: 7,
+            new_snippets: Vec::new(),
+        },
+    );
+    conclude(
+        &step.config,
+        &step.applier,
+        &mut step.state,
+        &step.status,
+        refused,
+    );
+    let patch = Patch::default();
+    let failed = outcome(
+        Built::Patch(&patch),
+        UpdateResult::Failed {
+            error: ApplyError::RuntimeNotTaken("set ssl cert a.pem <<\nKEY".into()),
+            reload: false,
+        },
+    );
+    conclude(
+        &step.config,
+        &step.applier,
+        &mut step.state,
+        &step.status,
+        failed,
+    );
+    let status = step.status.borrow();
+    let activity = &status.activity;
+    let reload = activity.last_reload.as_ref().expect("the refused reload");
+    assert_eq!(
+        (
+            reload.reason.as_str(),
+            reload.result,
+            reload.message.as_deref()
+        ),
+        (
+            "structure",
+            ApplyResult::Refused,
+            Some("config : unknown keyword 'bogus'")
+        )
+    );
+    let apply = activity.last_apply.as_ref().expect("the failed apply");
+    assert_eq!(
+        (
+            apply.delivery.as_str(),
+            apply.result,
+            apply.message.as_deref()
+        ),
+        (
+            "runtime",
+            ApplyResult::Failed,
+            Some("haproxy did not take a runtime update: set ssl cert a.pem")
+        )
+    );
+    assert_eq!((activity.applies.refused, activity.applies.failed), (1, 1));
+}
