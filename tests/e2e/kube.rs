@@ -503,6 +503,7 @@ async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinar
             metrics: pod.metrics.clone(),
             status: status_rx,
             master_socket: pod.haproxy.master_socket.clone(),
+            profiling: Default::default(),
         },
     ));
     let get = |path: &'static str| async move {

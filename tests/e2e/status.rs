@@ -57,6 +57,7 @@ async fn status_names_haproxy_the_applies_the_problems_the_leader_and_the_watche
             metrics: pod.metrics.clone(),
             status: pod.status.clone(),
             master_socket: pod.haproxy.master_socket.clone(),
+            profiling: Default::default(),
         },
     ));
     let last_apply = |delivery: &'static str| {

@@ -1,7 +1,11 @@
 //! The admin server on `--controller-port`: `/healthz` (the process runs and haproxy's
 //! master socket answers), `/readyz` (the first apply is done), `/metrics` and
 //! `/status` (the controller's state as JSON, or as one screen of text with
-//! `?format=text` or `Accept: text/plain`; see [`crate::status`]).
+//! `?format=text` or `Accept: text/plain`; see [`crate::status`]). With `--profiling`,
+//! also `/debug/pprof/profile?seconds=N` (a CPU profile in pprof's protobuf format, or an
+//! SVG flame graph with `format=svg`), `/debug/pprof/flamegraph?seconds=N` and
+//! `/debug/pprof/heap` (alias `/debug/heap`, the heap figures as JSON or text); without
+//! it they answer 404. See [`crate::profiling`].
 
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -21,6 +25,7 @@ use tugboat_haproxy::blocking::blocking;
 
 use crate::controller::ControllerStatus;
 use crate::metrics::{Metrics, ProcessUsage};
+use crate::profiling::{self, CpuFormat, ProfileError, Profiling};
 use crate::status::{HaproxyReport, ProcessReport, StatusReport};
 
 /// How long `/healthz` waits for haproxy's master socket.
@@ -32,6 +37,8 @@ pub struct AdminState {
     pub metrics: Arc<Metrics>,
     pub status: watch::Receiver<ControllerStatus>,
     pub master_socket: PathBuf,
+    /// Whether `/debug/pprof/` serves profiles (`--profiling`).
+    pub profiling: Profiling,
 }
 
 /// Serves the admin endpoints on `listener` until the task is dropped.
@@ -101,16 +108,99 @@ async fn route(state: &AdminState, request: &Request<Incoming>) -> Response<Full
             if wants_text(request) {
                 text(StatusCode::OK, crate::status::render_text(&report))
             } else {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(body) => with_content_type(text(StatusCode::OK, body), "application/json"),
-                    Err(err) => text(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("cannot encode the status: {err}\n"),
-                    ),
-                }
+                json(&report)
+            }
+        }
+        "/debug/pprof/profile" | "/debug/pprof/flamegraph" if state.profiling.enabled() => {
+            let wants_svg = request.uri().path() == "/debug/pprof/flamegraph"
+                || query_value(request, "format") == Some("svg");
+            cpu_profile(&state.profiling, request, wants_svg).await
+        }
+        "/debug/pprof/heap" | "/debug/heap" if state.profiling.enabled() => {
+            match profiling::heap_figures().await {
+                None => text(
+                    StatusCode::NOT_IMPLEMENTED,
+                    "no heap figures: /proc/self/status cannot be read\n".into(),
+                ),
+                Some(figures) if wants_text(request) => text(StatusCode::OK, figures.to_text()),
+                Some(figures) => json(&figures),
             }
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n".into()),
+    }
+}
+
+/// A CPU profile over `?seconds=N` (default [`profiling::DEFAULT_SECONDS`], at most
+/// [`profiling::MAX_SECONDS`]), one at a time.
+async fn cpu_profile(
+    profiling: &Profiling,
+    request: &Request<Incoming>,
+    wants_svg: bool,
+) -> Response<Full<Bytes>> {
+    let seconds = match query_value(request, "seconds") {
+        None => profiling::DEFAULT_SECONDS,
+        Some(value) => match value.parse::<u64>() {
+            Ok(seconds @ 1..=profiling::MAX_SECONDS) => seconds,
+            _ => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "seconds must be a whole number from 1 to {}\n",
+                        profiling::MAX_SECONDS
+                    ),
+                );
+            }
+        },
+    };
+    let format = if wants_svg {
+        CpuFormat::FlameGraph
+    } else {
+        CpuFormat::Pprof
+    };
+    match profiling
+        .cpu_profile(Duration::from_secs(seconds), format)
+        .await
+    {
+        Ok(body) => {
+            let mut response = Response::new(Full::new(Bytes::from(body)));
+            let content_type = match format {
+                CpuFormat::Pprof => "application/octet-stream",
+                CpuFormat::FlameGraph => "image/svg+xml",
+            };
+            response.headers_mut().insert(
+                "content-type",
+                hyper::header::HeaderValue::from_static(content_type),
+            );
+            response
+        }
+        Err(ProfileError::Disabled) => text(StatusCode::NOT_FOUND, "not found\n".into()),
+        Err(ProfileError::Busy) => text(
+            StatusCode::CONFLICT,
+            "a CPU profile is already being taken; try again when it is done\n".into(),
+        ),
+        Err(ProfileError::Profiler(err)) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot take a CPU profile: {err}\n"),
+        ),
+    }
+}
+
+/// The value of `name` in the request's query, if given.
+fn query_value<'a>(request: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    request
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
+fn json(value: &impl serde::Serialize) -> Response<Full<Bytes>> {
+    match serde_json::to_string_pretty(value) {
+        Ok(body) => with_content_type(text(StatusCode::OK, body), "application/json"),
+        Err(err) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the answer: {err}\n"),
+        ),
     }
 }
 
@@ -131,11 +221,10 @@ fn with_content_type(
     response
 }
 
-/// Whether a `/status` request asks for the text screen: `?format=text`, or an
-/// `Accept` that names `text/plain` and not JSON.
+/// Whether a request for JSON (`/status`, the heap figures) asks for text instead:
+/// `?format=text`, or an `Accept` that names `text/plain` and not JSON.
 fn wants_text(request: &Request<Incoming>) -> bool {
-    let query = request.uri().query().unwrap_or("");
-    if query.split('&').any(|pair| pair == "format=text") {
+    if query_value(request, "format") == Some("text") {
         return true;
     }
     request

@@ -25,6 +25,7 @@ use crate::cluster::{self, ClusterOptions, Election};
 use crate::controller::{self, ControllerConfig, ControllerStatus};
 use crate::logging::{self, LogFormat};
 use crate::metrics::Metrics;
+use crate::profiling::Profiling;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -207,6 +208,11 @@ pub struct RunArgs {
     /// Address the admin server binds.
     #[arg(long, default_value = "0.0.0.0")]
     pub controller_address: IpAddr,
+    /// Serve CPU profiles and heap figures under /debug/pprof/ on the admin server
+    /// (ingress-nginx's --profiling; haproxytech's --pprof is an alias). Off, they answer
+    /// 404 and nothing is sampled.
+    #[arg(long, alias = "pprof")]
+    pub profiling: bool,
 }
 
 /// Which Ingresses are served, on the cluster and in a folder of manifests alike.
@@ -393,6 +399,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 metrics,
                 status: status_rx,
                 master_socket: args.master_socket.clone(),
+                profiling: Profiling::new(args.profiling),
             },
         );
         let controller = async {
@@ -678,6 +685,13 @@ mod tests {
             ["192.0.2.1", "lb.example.com", "192.0.2.2"]
         );
         assert_eq!(args.controller_port, 7070);
+    }
+
+    #[test]
+    fn profiling_is_off_by_default_and_takes_the_peers_names() {
+        assert!(!run_args(&[]).profiling);
+        assert!(run_args(&["--profiling"]).profiling);
+        assert!(run_args(&["--pprof"]).profiling);
     }
 
     #[test]

@@ -10,5 +10,6 @@ pub mod controller;
 pub mod logging;
 pub mod metrics;
 pub mod migrate;
+pub mod profiling;
 pub mod status;
 pub mod tls;

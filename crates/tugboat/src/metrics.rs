@@ -276,7 +276,7 @@ impl ProcessUsage {
 }
 
 /// A `kB` figure from `/proc/PID/status`.
-fn status_kib(status: &str, field: &str) -> Option<u64> {
+pub(crate) fn status_kib(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|line| line.strip_prefix(field))

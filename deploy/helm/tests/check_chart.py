@@ -545,6 +545,7 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
       flag(args, "gateway-listener-ports") == (",".join(map(str, listener_ports)) if listener_ports else None),
       str(flag(args, "gateway-listener-ports")))
     t("--watch-ingress-without-class only when asked", ("watch-ingress-without-class" in flags(args)) == cv["watchIngressWithoutClass"])
+    t("--profiling only when asked", ("profiling" in flags(args)) == cv["profiling"])
     for extra in cv["extraArgs"]:
         t(f"extraArgs {extra}", extra in args)
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c.get("env", [])}
@@ -738,7 +739,7 @@ def value_sets(defaults: dict) -> list[tuple[str, dict]]:
                                    "tcpServices": {"9000": "default/banner:9000"}}),
         ("ports+watchNamespaces", {"tcpServices": {"6379": "cache/redis:6379"}, "watchNamespaces": ["cache"],
                                    "gatewayApi": {"enabled": True, "listenerPorts": [8081]}}),
-        ("options", {"controller": {"logFormat": "json", "watchIngressWithoutClass": True,
+        ("options", {"controller": {"logFormat": "json", "watchIngressWithoutClass": True, "profiling": True,
                                     "extraArgs": ["--some-flag=1"], "publishAddress": "203.0.113.10",
                                     "defaultBackendService": "default/fallback",
                                     "defaultSslCertificate": "tugboat/default-cert"},
