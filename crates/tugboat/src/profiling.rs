@@ -92,23 +92,52 @@ impl Profiling {
             return Err(ProfileError::Busy);
         }
         let _busy = BusyGuard(self.cpu_busy.clone());
-        let guard = pprof::ProfilerGuardBuilder::default()
-            .frequency(SAMPLES_PER_SECOND)
-            .blocklist(&UNWIND_BLOCKLIST)
-            .build()
-            .map_err(|err| ProfileError::Profiler(err.to_string()))?;
+        // Starting resolves a first backtrace (pprof-rs loads the symbols then), which
+        // takes seconds on a first profile: off the runtime, and before the duration runs.
+        let guard = blocking(|| {
+            pprof::ProfilerGuardBuilder::default()
+                .frequency(SAMPLES_PER_SECOND)
+                .blocklist(&UNWIND_BLOCKLIST)
+                .build()
+                .map_err(|err| ProfileError::Profiler(err.to_string()))
+        })
+        .await?;
         tokio::time::sleep(duration).await;
         // Resolving the symbols reads the binary: off the runtime. Dropping the guard
         // there stops the sampling.
         blocking(move || {
             let report = guard
                 .report()
+                .frames_post_processor(drop_profiler_frames)
                 .build()
                 .map_err(|err| ProfileError::Profiler(err.to_string()))?;
             drop(guard);
             encode(&report, format)
         })
         .await
+    }
+}
+
+/// How far from the leaf the profiler's own frames may sit.
+const PROFILER_FRAMES_MAX: usize = 8;
+
+/// Drops the profiler's own frames (its unwinder, called from the signal handler) from
+/// the leaf end of a stack, so the time is charged to the code that ran.
+fn drop_profiler_frames(frames: &mut pprof::Frames) {
+    let is_profiler_frame = |symbols: &Vec<pprof::Symbol>| {
+        symbols.iter().any(|symbol| {
+            let name = symbol.name();
+            name.contains("pprof::")
+                || name.contains("perf_signal_handler")
+                || name == "__restore_rt"
+        })
+    };
+    let leaf_end = frames.frames.len().min(PROFILER_FRAMES_MAX);
+    if let Some(last) = frames.frames[..leaf_end]
+        .iter()
+        .rposition(is_profiler_frame)
+    {
+        frames.frames.drain(..=last);
     }
 }
 

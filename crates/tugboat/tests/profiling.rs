@@ -82,7 +82,7 @@ fn profiled_busy_work(stop: &AtomicBool) -> u64 {
     total
 }
 
-/// Runs [`profiled_busy_work`] on a thread of its own for at most `limit`.
+/// Runs [`profiled_busy_work`] on a thread of its own until stopped, for at most `limit`.
 fn busy_for(limit: Duration) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) {
     let stop = Arc::new(AtomicBool::new(false));
     let worker_stop = stop.clone();
@@ -102,7 +102,7 @@ fn busy_for(limit: Duration) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) 
 async fn profiles_on_demand_when_enabled() {
     let address = start_admin(true).await;
 
-    let (stop, worker) = busy_for(Duration::from_secs(3));
+    let (stop, worker) = busy_for(Duration::from_secs(60));
     let profile = tokio::spawn(get(address, "/debug/pprof/profile?seconds=1"));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (code, body) = get(address, "/debug/pprof/profile?seconds=1").await;
@@ -120,9 +120,16 @@ async fn profiles_on_demand_when_enabled() {
             .any(|s| s.contains("profiled_busy_work")),
         "the busy function among the symbols"
     );
+    assert!(
+        !profile
+            .string_table
+            .iter()
+            .any(|s| s.contains("pprof::backtrace")),
+        "the profiler's own frames are left out"
+    );
     assert!(profile.sample_type.len() == 2 && profile.period > 0);
 
-    let (stop, worker) = busy_for(Duration::from_secs(3));
+    let (stop, worker) = busy_for(Duration::from_secs(60));
     let (code, body) = get(address, "/debug/pprof/flamegraph?seconds=1").await;
     stop.store(true, Ordering::Relaxed);
     worker.join().expect("the busy worker");
