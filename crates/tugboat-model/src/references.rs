@@ -9,8 +9,9 @@
 //!   Ingresses route to (the Service's namespace), or in the controller's ConfigMap (the
 //!   key applies to every route, so the object is looked up in the namespace of each
 //!   served Ingress, as the builder does);
-//! - the flags: `--default-ssl-certificate` (a Secret), `--configmap` and
-//!   `--configmap-errorfiles` (ConfigMaps).
+//! - the flags: `--default-ssl-certificate` (a Secret), `--configmap`,
+//!   `--configmap-errorfiles`, `--tcp-services-configmap` and `--configmap-tcp-services`
+//!   (ConfigMaps).
 //!
 //! A value that does not parse names nothing here; the builder reports it.
 //!
@@ -201,6 +202,10 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
     found.secrets.extend(settings.default_certificate.clone());
     found.config_maps.extend(settings.config_map.clone());
     found.config_maps.extend(settings.error_pages.clone());
+    let tcp_services = settings.tcp_services.config_maps();
+    found
+        .config_maps
+        .extend(tcp_services.map(|(key, _)| key.clone()));
 
     let mut route_namespaces = BTreeSet::new();
     for (key, ingress) in &snapshot.ingresses {
