@@ -35,4 +35,5 @@ mod reload;
 mod routing;
 mod runtime;
 mod server_alias;
+mod tcp_services;
 mod www_redirect;
