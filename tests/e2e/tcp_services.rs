@@ -3,7 +3,8 @@
 //! PROXY and one that decodes PROXY from the client and encodes it to the backend
 //! (which then greets the address the client's header claims), both directions of
 //! each conversation checked; endpoints that move are served with no reload; a port
-//! added to the ConfigMap starts serving and a port removed stops.
+//! added to the ConfigMap starts serving and a port removed stops; an entry that cannot
+//! be served is a Warning Event on the ConfigMap naming its key.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -53,7 +54,7 @@ fn service_of(name: &str, servers: &[BannerServer]) -> [Value; 2] {
 }
 
 /// The TCP services ConfigMap of `entries` (port, value).
-fn config_map(entries: &[(u16, String)]) -> Value {
+fn config_map(entries: &[(u32, String)]) -> Value {
     let data: Vec<(String, &str)> = entries
         .iter()
         .map(|(port, value)| (port.to_string(), value.as_str()))
@@ -121,20 +122,30 @@ async fn tcp_services_serve_speak_first_backends_and_follow_changes(
     let proxied = start_banners("proxied", 43, 1, true).await;
     let proxied_b = start_banners("proxied-b", 44, 1, true).await;
     let (plain_port, proxied_port, added_port) = (user_port(), user_port(), user_port());
-    let plain_entry = (plain_port, "default/plain:banner".to_string());
+    let plain_entry = (plain_port.into(), "default/plain:banner".to_string());
     let proxied_entry = (
-        proxied_port,
+        proxied_port.into(),
         format!("default/proxied:{SERVICE_PORT}:PROXY:PROXY"),
     );
     let mut objects = Vec::new();
     objects.extend(service_of("plain", &plain_a));
     objects.extend(service_of("proxied", &proxied));
-    objects.push(config_map(&[plain_entry.clone(), proxied_entry.clone()]));
+    // A bad entry is left out with a problem; the others are served.
+    let bad_entry = (60_000, "default/plain:banner".to_string());
+    objects.push(config_map(&[
+        plain_entry.clone(),
+        proxied_entry.clone(),
+        bad_entry,
+    ]));
     let scene = Scene::start_with(&binary, source, &objects, |config| {
         config.model.tcp_services.nginx = Some(ObjectKey::new("default", CONFIG_MAP));
     })
     .await;
     scene.wait_until_ready().await;
+    if let Some(event) = scene.wait_for_warning(CONFIG_MAP, "data.60000").await {
+        let note = event["note"].as_str().unwrap_or_default();
+        assert!(note.contains("between 1 and 55535"), "{event}");
+    }
 
     // The server speaks first, then echoes: both directions through haproxy.
     wait_for_banner(plain_port, None, "plain-a", None).await;
@@ -178,7 +189,7 @@ async fn tcp_services_serve_speak_first_backends_and_follow_changes(
     );
 
     // A port added starts serving, a port removed stops; the other keeps serving.
-    let added_entry = (added_port, format!("default/plain:{SERVICE_PORT}"));
+    let added_entry = (added_port.into(), format!("default/plain:{SERVICE_PORT}"));
     scene.apply(&config_map(&[proxied_entry, added_entry]));
     wait_for_banner(added_port, None, "plain-b", None).await;
     wait_until_closed(plain_port).await;

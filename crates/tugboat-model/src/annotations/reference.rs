@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::keys::{KEYS, KeySpec};
-use super::peers::{NOT_SUPPORTED, PeerKey};
+use super::peers::{NOT_SUPPORTED, PEER_FLAGS, PeerKey};
 use super::prefixes::Ecosystem;
 
 /// The reference of every key, as the Markdown of `docs/annotations.md`.
@@ -210,6 +210,17 @@ pub fn migrating_markdown() -> String {
              run) restricts access when one of its directives does (`deny all;`, \
              `http-request deny`, `maxconn`, ...; in doubt, it does).\n"
         });
+    }
+    out.push_str(
+        "\n## Controller flags\n\n\
+         | controller | their flag | Tugboat |\n|---|---|---|\n",
+    );
+    for (ecosystem, flag, answer) in PEER_FLAGS {
+        let _ = writeln!(
+            out,
+            "| {ecosystem} | `{flag}` | {} |",
+            answer.replace('|', "\\|")
+        );
     }
     out
 }
