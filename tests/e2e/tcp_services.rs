@@ -4,7 +4,8 @@
 //! (which then greets the address the client's header claims), both directions of
 //! each conversation checked; endpoints that move are served with no reload; a port
 //! added to the ConfigMap starts serving and a port removed stops; an entry that cannot
-//! be served is a Warning Event on the ConfigMap naming its key.
+//! be served is a Warning Event on the ConfigMap naming its key. A Gateway `TCP` listener
+//! on a port of `--gateway-listener-ports` serves its TCPRoute the same way.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -13,11 +14,21 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tugboat_model::ObjectKey;
+use tugboat_model::gateway::GatewaySettings;
+use tugboat_test_objects::gateway as wire;
 use tugboat_testkit::banner::{BannerServer, greeting, start_banners};
-use tugboat_testkit::objects::{mk_config_map, mk_endpoint_slice, mk_service, to_json};
+use tugboat_testkit::gateway_objects::{
+    GATEWAY_CONTROLLER, mk_gateway, mk_gateway_class, mk_listener,
+};
+use tugboat_testkit::objects::{
+    mk_config_map, mk_endpoint_slice, mk_service, to_json, with_creation_timestamp,
+};
 use tugboat_testkit::{HaproxyBinary, Scene, Source, eventually, free_port, scene_tests};
 
-scene_tests!(tcp_services_serve_speak_first_backends_and_follow_changes);
+scene_tests!(
+    tcp_services_serve_speak_first_backends_and_follow_changes,
+    a_tcp_route_serves_a_gateway_tcp_listener
+);
 
 /// The TCP services ConfigMap's name, in `default`.
 const CONFIG_MAP: &str = "tcp-services";
@@ -201,4 +212,87 @@ async fn tcp_services_serve_speak_first_backends_and_follow_changes(
     )
     .await;
     drop((plain_a, proxied));
+}
+
+/// A TCPRoute `name` of Gateway `gw` to Service `service` port 4000, created at `created`.
+fn tcp_route(name: &str, service: &str, created: &str) -> Value {
+    let route = wire::mk_tcp_route(
+        name,
+        "gw",
+        vec![wire::mk_backend_ref(service, SERVICE_PORT)],
+    );
+    to_json(&with_creation_timestamp(route, created))
+}
+
+/// The reason of the condition `type_` of the first parent of the TCPRoute `name`, once
+/// the controller wrote one (API only).
+async fn tcp_route_reason(scene: &Scene, name: &str, type_: &str) -> Option<String> {
+    let server = scene.api()?;
+    let what = format!("TCPRoute {name} has {type_}");
+    let reason = eventually(&what, PATIENCE, || async {
+        let route = server.get("TCPRoute", "default", name)?;
+        let conditions = route["status"]["parents"][0]["conditions"]
+            .as_array()?
+            .clone();
+        conditions
+            .iter()
+            .find(|c| c["type"] == type_)
+            .and_then(|c| c["reason"].as_str().map(str::to_string))
+    })
+    .await;
+    Some(reason)
+}
+
+async fn a_tcp_route_serves_a_gateway_tcp_listener(binary: HaproxyBinary, source: Source) {
+    let db_a = start_banners("db-a", 45, 1, false).await;
+    let db_b = start_banners("db-b", 46, 1, false).await;
+    let (port, unlisted) = (user_port(), user_port());
+    let listeners = vec![
+        mk_listener("db", "TCP", port.into(), None),
+        mk_listener("unlisted", "TCP", unlisted.into(), None),
+    ];
+    let mut objects = vec![
+        mk_gateway_class("tugboat", GATEWAY_CONTROLLER),
+        mk_gateway("gw", "tugboat", listeners),
+        tcp_route("db", "db", "2024-01-01T00:00:00Z"),
+        tcp_route("late", "db", "2024-02-01T00:00:00Z"),
+    ];
+    objects.extend(service_of("db", &db_a));
+    let scene = Scene::start_with(&binary, source, &objects, |config| {
+        config.model.gateway = Some(
+            GatewaySettings::new(
+                GATEWAY_CONTROLLER,
+                config.render.http_port,
+                config.render.https_port,
+            )
+            .with_listener_ports([port].into()),
+        );
+    })
+    .await;
+    scene.wait_until_ready().await;
+
+    wait_for_banner(port, None, "db-a", None).await;
+    // A port not listed is not bound.
+    assert!(converse(unlisted, None).await.is_none());
+    if let Some(reason) = tcp_route_reason(&scene, "db", "Accepted").await {
+        assert_eq!(reason, "Accepted");
+        // The younger route of the same listener serves nothing there.
+        let late = tcp_route_reason(&scene, "late", "Accepted").await;
+        assert_eq!(late.as_deref(), Some("UnsupportedValue"));
+        let server = scene.api().expect("the API");
+        let gateway = server.get("Gateway", "default", "gw").expect("the Gateway");
+        let unlisted_accepted = &gateway["status"]["listeners"][1]["conditions"][0];
+        assert_eq!(unlisted_accepted["reason"], "PortUnavailable", "{gateway}");
+    }
+
+    // An endpoint that moves is a runtime change: no reload.
+    let reloads = scene.reloads().await;
+    scene.apply(&service_of("db", &db_b)[1]);
+    wait_for_banner(port, None, "db-b", None).await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "an endpoint change reloaded haproxy"
+    );
+    drop(db_a);
 }

@@ -116,7 +116,7 @@ pub(crate) fn build_with(
         .default_certificate(shared)
         .or(gateway.default_certificate);
     let error_pages = error_pages(shared);
-    let tcp_services = tcp_services::tcp_services(shared, endpoints);
+    let tcp_services = tcp_services::tcp_services(shared, endpoints, gateway.tcp_services);
     tls.keep_parsed(&shared.reads);
     let built = builder.finish();
     let (default_backend, default_backend_owner) = match built.default_backend {

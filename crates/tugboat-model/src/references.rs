@@ -67,6 +67,7 @@ struct Remembered {
     gateways: Objects<crate::gateway::objects::Gateway>,
     http_routes: Objects<crate::gateway::objects::HttpRoute>,
     tls_routes: Objects<crate::gateway::objects::TlsRoute>,
+    tcp_routes: Objects<crate::gateway::objects::TcpRoute>,
     own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
     settings: Settings,
     references: References,
@@ -89,6 +90,7 @@ impl ReferencesMemo {
             && same_objects(&last.gateways, &snapshot.gateways)
             && same_objects(&last.http_routes, &snapshot.http_routes)
             && same_objects(&last.tls_routes, &snapshot.tls_routes)
+            && same_objects(&last.tcp_routes, &snapshot.tcp_routes)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
@@ -105,6 +107,7 @@ impl ReferencesMemo {
             gateways: snapshot.gateways.clone(),
             http_routes: snapshot.http_routes.clone(),
             tls_routes: snapshot.tls_routes.clone(),
+            tcp_routes: snapshot.tcp_routes.clone(),
             own,
             settings: settings.clone(),
             references: found.clone(),

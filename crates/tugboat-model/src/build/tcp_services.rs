@@ -158,9 +158,15 @@ fn proxy_field(text: &str, position: &str) -> Result<bool, String> {
     }
 }
 
-/// The TCP services of the ConfigMaps `shared.settings` names, their backends made in
-/// `endpoints`; sorted by port, one per port (the first ConfigMap's entry wins).
-pub(super) fn tcp_services(shared: &mut Shared, endpoints: &mut Endpoints) -> Vec<TcpService> {
+/// The TCP services of Gateway `TCP` listeners (`of_gateways`, by port) and of the
+/// ConfigMaps `shared.settings` names, their backends made in `endpoints`; sorted by
+/// port, one per port (a Gateway listener's port is never an entry's: the entries may
+/// not take `--gateway-listener-ports`; the first ConfigMap's entry wins).
+pub(super) fn tcp_services(
+    shared: &mut Shared,
+    endpoints: &mut Endpoints,
+    of_gateways: BTreeMap<u16, TcpService>,
+) -> Vec<TcpService> {
     let settings = shared.settings.tcp_services.clone();
     let listener_ports: BTreeSet<u16> = shared
         .settings
@@ -168,7 +174,7 @@ pub(super) fn tcp_services(shared: &mut Shared, endpoints: &mut Endpoints) -> Ve
         .as_ref()
         .map(|gateway| gateway.listener_ports.clone())
         .unwrap_or_default();
-    let mut services: BTreeMap<u16, TcpService> = BTreeMap::new();
+    let mut services = of_gateways;
     for (key, format) in settings.config_maps() {
         let object = ObjectRef::of("ConfigMap", key);
         let Some(config_map) = shared.snapshot.config_maps.get(key) else {

@@ -13,6 +13,11 @@
 //! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
 //! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
 //! rule per SNI name it gets, and the builder keeps the first rule of each name.
+//!
+//! TCPRoutes last, oldest first, attached to `TCP` listeners on the ports of
+//! `--gateway-listener-ports` (each bound at [`crate::ports::bind_port`]): each gives its
+//! one backend to the ports of the listeners it attaches to, and the builder keeps the
+//! first route of each port.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,7 +26,7 @@ use crate::gateway::GatewaySettings;
 use crate::gateway::features::{Conditions, GatewayFeatures};
 use crate::gateway::objects::{
     BackendRef, BackendTarget, GROUP, Gateway, HttpRoute, HttpRouteRule, LabelSelector, Listener,
-    ParentReference, ReferenceGrant, TlsRoute,
+    ParentReference, ReferenceGrant, TcpRoute, TlsRoute, TlsRouteRule,
 };
 use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
 use crate::gateway::status::{
@@ -34,10 +39,11 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 12] = [
+pub const SUPPORTED_FEATURES: [&str; 13] = [
     "Gateway",
     "HTTPRoute",
     "TLSRoute",
+    "TCPRoute",
     "ReferenceGrant",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteHostRewrite",
@@ -97,6 +103,19 @@ pub struct PassthroughRule {
     pub parents: Vec<usize>,
 }
 
+/// A port of an attached TCPRoute: its connections go to the backend as they come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpRule {
+    pub route: ObjectKey,
+    /// The port of the listeners (a port of `--gateway-listener-ports`).
+    pub port: u16,
+    /// The Service port; `None` when the backend does not resolve (or all weights are
+    /// 0): connections to the port are closed.
+    pub backend: Option<(ObjectKey, u16)>,
+    /// The parents it comes from: their places in the route's status, sorted.
+    pub parents: Vec<usize>,
+}
+
 /// A route accepted by some listeners of one of its parents: counted in their
 /// `attachedRoutes` once the builder knows the route serves something there
 /// ([`settle_attachments`]).
@@ -128,6 +147,8 @@ pub struct Translation {
     pub rules: Vec<RuleRoute>,
     /// Of TLSRoutes, in precedence order: the first rule of a name wins.
     pub passthrough: Vec<PassthroughRule>,
+    /// Of TCPRoutes, in precedence order: the first rule of a port wins.
+    pub tcp: Vec<TcpRule>,
     pub certificates: Vec<ListenerCertificate>,
     /// The certificate of the HTTPS listener without a hostname (of the oldest Gateway
     /// that has one): the HTTPS bind's default, served for every name no other
@@ -145,6 +166,8 @@ pub struct Translation {
 enum Bind {
     Http,
     Https,
+    /// A `TCP` listener's own bind, on this port.
+    Tcp(u16),
 }
 
 /// Where a listener takes routes from.
@@ -167,7 +190,8 @@ struct ListenerInfo {
     /// Served by the HTTPS bind (else the HTTP one).
     tls: bool,
     /// The kind of route it takes: HTTPRoutes on HTTP and HTTPS listeners, TLSRoutes on
-    /// TLS ones; `None` when its `allowedRoutes.kinds` names neither.
+    /// TLS ones, TCPRoutes on TCP ones; `None` when its `allowedRoutes.kinds` names none
+    /// of those.
     takes: Option<RouteKind>,
     from: From,
     /// The secret of its certificate, for HTTPS listeners whose reference resolved.
@@ -222,6 +246,9 @@ pub fn translate(
     }
     for (key, route) in oldest_first(&snapshot.tls_routes, |r| &r.metadata.creation_timestamp) {
         attach_tls_route(snapshot, key, route, &gateways, &mut out);
+    }
+    for (key, route) in oldest_first(&snapshot.tcp_routes, |r| &r.metadata.creation_timestamp) {
+        attach_tcp_route(snapshot, key, route, &gateways, &mut out);
     }
 
     // The oldest Gateway's first HTTPS listener without a hostname gives the default.
@@ -611,6 +638,23 @@ fn listener_info(
         }
         // Passthrough: the HTTPS bind chooses by SNI.
         "TLS" if https_port(listener.port) => Some(Bind::Https),
+        "TCP" => match u16::try_from(listener.port)
+            .ok()
+            .filter(|port| settings.listener_ports.contains(port))
+        {
+            Some(port) => Some(Bind::Tcp(port)),
+            None => {
+                accepted = Err((
+                    "PortUnavailable",
+                    format!(
+                        "port {} is not served: TCP listeners use the ports the operator \
+                         lists in --gateway-listener-ports",
+                        listener.port
+                    ),
+                ));
+                None
+            }
+        },
         "HTTP" | "HTTPS" | "TLS" => {
             let (served, bind_port, bind_name) = if listener.protocol == "HTTP" {
                 (80, settings.http_port, "HTTP")
@@ -631,14 +675,20 @@ fn listener_info(
             accepted = Err((
                 "UnsupportedProtocol",
                 format!(
-                    "protocol '{}' is not supported: HTTP, HTTPS and TLS (Passthrough) are",
+                    "protocol '{}' is not supported: HTTP, HTTPS, TLS (Passthrough) and TCP \
+                     are",
                     validate::printable(other)
                 ),
             ));
             None
         }
     };
-    let hostname = match listener.hostname.as_deref().filter(|h| !h.is_empty()) {
+    // A TCP listener has no hostname to match (the API ignores it there).
+    let hostname = match listener
+        .hostname
+        .as_deref()
+        .filter(|h| !h.is_empty() && listener.protocol != "TCP")
+    {
         None => None,
         Some(host) => match validate::ingress_host(host) {
             Ok(host) => Some(host),
@@ -657,11 +707,12 @@ fn listener_info(
         .allowed_routes
         .as_ref()
         .and_then(|a| a.kinds.as_ref());
-    // TLS listeners take TLSRoutes; HTTP and HTTPS ones (and any other) HTTPRoutes.
-    let native = if listener.protocol == "TLS" {
-        RouteKind::Tls
-    } else {
-        RouteKind::Http
+    // TLS listeners take TLSRoutes, TCP ones TCPRoutes; HTTP and HTTPS ones (and any
+    // other) HTTPRoutes.
+    let native = match listener.protocol.as_str() {
+        "TLS" => RouteKind::Tls,
+        "TCP" => RouteKind::Tcp,
+        _ => RouteKind::Http,
     };
     let native_kind = (GROUP.to_string(), native.name().to_string());
     let takes = match kinds {
@@ -1109,7 +1160,7 @@ fn rule_backend(
 fn unresolved_consequence(kind: RouteKind) -> &'static str {
     match kind {
         RouteKind::Http => "its requests get 500",
-        RouteKind::Tls => "its connections are closed",
+        RouteKind::Tls | RouteKind::Tcp => "its connections are closed",
     }
 }
 
@@ -1368,19 +1419,34 @@ fn tls_route_parts(
                 .into(),
         ));
     }
-    let [rule] = route.spec.rules.as_slice() else {
+    let backend = single_backend(snapshot, RouteKind::Tls, key, &route.spec.rules, &mut facts);
+    (facts, backend)
+}
+
+/// The Service port of the one rule of a TLSRoute or TCPRoute (`kind`), whose
+/// connections go to one backend: `None` (and why in `facts`) when the rules are not
+/// one, several backends have a weight, or the backend does not resolve.
+fn single_backend(
+    snapshot: &Snapshot,
+    kind: RouteKind,
+    key: &ObjectKey,
+    rules: &[TlsRouteRule],
+    facts: &mut RouteFacts,
+) -> Option<(ObjectKey, u16)> {
+    let [rule] = rules else {
         facts.unsupported.get_or_insert((
             "spec.rules".into(),
             format!(
-                "a TLSRoute has exactly one rule, this one has {}",
-                route.spec.rules.len()
+                "a {} has exactly one rule, this one has {}",
+                kind.name(),
+                rules.len()
             ),
         ));
-        return (facts, None);
+        return None;
     };
     let field = "spec.rules[0]";
-    if !weights_in_range(field, rule.backend_refs.iter(), &mut facts) {
-        return (facts, None);
+    if !weights_in_range(field, rule.backend_refs.iter(), facts) {
+        return None;
     }
     let weighted: Vec<(usize, BackendTarget<'_>)> = rule
         .backend_refs
@@ -1391,25 +1457,82 @@ fn tls_route_parts(
         .collect();
     let [(index, target)] = weighted.as_slice() else {
         if weighted.len() > 1 {
+            let each = match kind {
+                RouteKind::Tcp => "each port",
+                _ => "each SNI name",
+            };
             facts.unsupported.get_or_insert((
                 format!("{field}.backendRefs"),
-                "several backendRefs of non-zero weight are not supported on a TLSRoute: \
-                 haproxy passes each SNI name to one backend (give the others weight 0, \
-                 or split with a Service whose endpoints are both)"
-                    .into(),
+                format!(
+                    "several backendRefs of non-zero weight are not supported on a {}: \
+                     haproxy passes {each} to one backend (give the others weight 0, \
+                     or split with a Service whose endpoints are both)",
+                    kind.name()
+                ),
             ));
         }
-        return (facts, None);
+        return None;
     };
-    match resolve_backend(snapshot, RouteKind::Tls, key, *target) {
-        Ok(found) => (facts, Some(found)),
+    match resolve_backend(snapshot, kind, key, *target) {
+        Ok(found) => Some(found),
         Err((reason, message)) => {
             facts
                 .unresolved
                 .get_or_insert((reason, format!("{field}.backendRefs[{index}]: {message}")));
-            (facts, None)
+            None
         }
     }
+}
+
+/// Attaches one TCPRoute to its parents of ours: its status, the listeners' counts and
+/// one rule per port of the listeners that accept it (a port several parents give is
+/// one rule of all of them).
+fn attach_tcp_route(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &TcpRoute,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
+    out: &mut Translation,
+) {
+    let parent_refs = &route.spec.parent_refs;
+    if !parent_refs
+        .iter()
+        .any(|parent| our_gateway(parent, &key.namespace, gateways).is_some())
+    {
+        return;
+    }
+    let mut facts = RouteFacts::of_hostnames(&[]);
+    let backend = single_backend(snapshot, RouteKind::Tcp, key, &route.spec.rules, &mut facts);
+    let to_attach = RouteToAttach {
+        kind: RouteKind::Tcp,
+        key,
+        parent_refs,
+        generation: route.metadata.generation.unwrap_or(0),
+        facts: &facts,
+    };
+    let mut rules: Vec<TcpRule> = Vec::new();
+    for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
+        for listener in &accepted.listeners {
+            // A TCP listener is accepted only on a port that has a bind port.
+            let Ok(port) = u16::try_from(listener.port) else {
+                continue;
+            };
+            match rules.iter_mut().find(|rule| rule.port == port) {
+                Some(rule) => {
+                    if !rule.parents.contains(&accepted.place) {
+                        rule.parents.push(accepted.place);
+                    }
+                }
+                None => rules.push(TcpRule {
+                    route: key.clone(),
+                    port,
+                    backend: backend.clone(),
+                    parents: vec![accepted.place],
+                }),
+            }
+        }
+    }
+    out.tcp.extend(rules);
 }
 
 /// Attaches one TLSRoute to its parents of ours: its status, the listeners' counts and
@@ -1551,6 +1674,7 @@ fn attach_to_gateway(
         let needs = match route.kind {
             RouteKind::Http => "an HTTP or HTTPS listener",
             RouteKind::Tls => "a TLS listener in Passthrough mode",
+            RouteKind::Tcp => "a TCP listener on a port of --gateway-listener-ports",
         };
         return refuse(
             "NotAllowedByListeners",
