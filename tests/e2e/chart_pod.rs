@@ -1,26 +1,31 @@
 //! The chart's pod, run on this machine as processes (tugboat_testkit::pod_runner):
 //! `helm template` of deploy/helm/tugboat with the default values and with each values
-//! file of examples/helm/, two replicas (two pods, each in its own namespaces) beside
-//! the fake API server, which they reach only through the in-cluster configuration
+//! file of examples/helm/, two replicas of a Deployment (two pods, each in its own
+//! namespaces), or the one pod of a DaemonSet on this machine as the node (with
+//! `hostNetwork`, in the test's own network: its ports are this machine's), beside the
+//! fake API server, which they reach only through the in-cluster configuration
 //! (service-account token and CA where the chart mounts them, HTTPS) and which answers
 //! 403 to whatever the chart's RBAC does not grant.
 //!
 //! Each test checks: an Ingress created through the API routes through both pods;
 //! on the HTTPS port, an `ssl-passthrough` host's TLS reaches its own TLS backend while
 //! the other host is terminated by haproxy (through the internal hop, as the spec's uid);
+//! the backend sees the client's own address (a client on 127.0.0.2); a TCP service of
+//! the values (`tcpServices`) carries a protocol whose server speaks first, both ways;
 //! every probe of the spec answers; haproxy's access log is on haproxy's stdout and
 //! the controller's update lines on the controller's; haproxy sees no token and cannot
 //! write its configuration; each container runs as the spec's uid; no request was
 //! refused; and deleting the leader pod as the kubelet does (preStop, then SIGTERM to
 //! the controller and SIGUSR1, the official image's stop signal, to haproxy) lets a
 //! request in flight finish, stops haproxy within the grace period, and hands the
-//! Lease to the other replica within two seconds.
+//! Lease to the other replica within two seconds (releases it, for a single pod).
 //!
 //! Needs root, util-linux (`unshare`, `nsenter`), iproute2 (`ip`) and helm (on the PATH
 //! or from scripts/get-helm.sh). Without them the tests say so and pass, unless
 //! `TUGBOAT_REQUIRE_CHART_POD=1` (scripts/test.sh sets it) makes that a failure.
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -28,7 +33,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Container;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tugboat_testkit::fake_apiserver::{ApiTls, Guard};
 use tugboat_testkit::pod_runner::{
     self, Image, Pod, PodIdentity, RenderedChart, SERVICE_ACCOUNT_DIR, Sandbox, Tools,
@@ -48,6 +53,12 @@ const HOST: &str = "shop.example.com";
 const TLS_BACKEND_PORT: u16 = 9443;
 /// The host whose TLS passes through haproxy to the TLS backend (`ssl-passthrough`).
 const PASSTHROUGH_HOST: &str = "cd.example.com";
+/// The port of the TCP service the test asks for through the values (`tcpServices`).
+const TCP_SERVICE_PORT: u16 = 9000;
+/// The server that speaks first, behind the TCP service, inside each pod's network.
+const BANNER_PORT: u16 = 9025;
+/// The address a client elsewhere connects from.
+const CLIENT: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -123,13 +134,17 @@ fn flag(container: &Container, name: &str) -> Vec<String> {
 }
 
 fn container_port(container: &Container, name: &str) -> u16 {
+    optional_container_port(container, name)
+        .unwrap_or_else(|| panic!("container {} has no port {name}", container.name))
+}
+
+fn optional_container_port(container: &Container, name: &str) -> Option<u16> {
     container
         .ports
         .iter()
         .flatten()
         .find(|p| p.name.as_deref() == Some(name))
         .map(|p| p.container_port as u16)
-        .unwrap_or_else(|| panic!("container {} has no port {name}", container.name))
 }
 
 /// Maps the chart's images onto this machine: the official haproxy image (and the
@@ -168,11 +183,58 @@ fn images(binary: PathBuf, scratch: PathBuf) -> impl Fn(&str) -> anyhow::Result<
     }
 }
 
-/// One replica: its sandbox, echo backends (plain, and TLS for passthrough) and pod.
+/// Where the servers the test runs in a pod's network listen.
+#[derive(Debug, Clone, Copy)]
+struct PodPorts {
+    backend: u16,
+    tls_backend: u16,
+    banner: u16,
+}
+
+/// A TCP server that speaks first, as SMTP or SSH servers do: a banner line naming the
+/// pod, then `echo LINE` for every line it reads. Stops when dropped.
+struct BannerServer(tokio::task::JoinHandle<()>);
+
+impl BannerServer {
+    fn start(listener: std::net::TcpListener, pod: &str) -> Self {
+        listener.set_nonblocking(true).expect("non-blocking");
+        let listener = tokio::net::TcpListener::from_std(listener).expect("banner listener");
+        let banner = format!("220 {pod} ready\r\n");
+        Self(tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let banner = banner.clone();
+                tokio::spawn(async move {
+                    let (read, mut write) = stream.into_split();
+                    if write.write_all(banner.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let mut lines = BufReader::new(read).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let echo = format!("echo {}\r\n", line.trim_end());
+                        if write.write_all(echo.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        }))
+    }
+}
+
+impl Drop for BannerServer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One replica: its sandbox, echo backends (plain, and TLS for passthrough), the TCP
+/// server that speaks first, and pod.
 struct Replica {
     pod: Pod,
+    ports: PodPorts,
     _echo: EchoServer,
     tls_echo: TlsEchoServer,
+    _banner: BannerServer,
 }
 
 async fn start_replica(
@@ -184,27 +246,38 @@ async fn start_replica(
     token: &str,
     images: &dyn Fn(&str) -> anyhow::Result<Image>,
 ) -> Replica {
-    let sandbox = Sandbox::start(name).await.expect("pod sandbox");
-    api.serve_guarded(
-        sandbox.listen(API_PORT).expect("API listener in the pod"),
-        tls,
-        guard.clone(),
-    )
-    .expect("serve the API in the pod");
-    let echo = EchoServer::start_on("web", sandbox.listen(BACKEND_PORT).expect("backend"))
-        .expect("echo backend");
-    let tls_echo = TlsEchoServer::start_on(
-        "argocd",
-        &[PASSTHROUGH_HOST],
-        sandbox.listen(TLS_BACKEND_PORT).expect("TLS backend"),
-    )
-    .expect("TLS echo backend");
+    let host_network = chart.pod_spec().expect("pod spec").host_network == Some(true);
+    let sandbox = if host_network {
+        Sandbox::host_network().await
+    } else {
+        Sandbox::start(name).await
+    }
+    .expect("pod sandbox");
+    // In a network of its own, each replica's servers take the same fixed ports; in the
+    // node's network (this machine's), free ones.
+    let listen = |port: u16| {
+        let listener = sandbox
+            .listen(if host_network { 0 } else { port })
+            .expect("listener in the pod");
+        let port = listener.local_addr().expect("local address").port();
+        (listener, port)
+    };
+    let (api_listener, api_port) = listen(API_PORT);
+    api.serve_guarded(api_listener, tls, guard.clone())
+        .expect("serve the API in the pod");
+    let (backend, backend_port) = listen(BACKEND_PORT);
+    let echo = EchoServer::start_on("web", backend).expect("echo backend");
+    let (tls_backend, tls_backend_port) = listen(TLS_BACKEND_PORT);
+    let tls_echo = TlsEchoServer::start_on("argocd", &[PASSTHROUGH_HOST], tls_backend)
+        .expect("TLS echo backend");
+    let (banner_listener, banner_port) = listen(BANNER_PORT);
+    let banner = BannerServer::start(banner_listener, name);
     let identity = PodIdentity {
         name: name.into(),
         namespace: NAMESPACE.into(),
         token: token.into(),
         ca_pem: tls.ca_pem.clone(),
-        api_port: API_PORT,
+        api_port,
         service_account_automount: chart
             .service_account
             .as_ref()
@@ -224,8 +297,14 @@ async fn start_replica(
     .unwrap_or_else(|e| panic!("pod {name} did not start: {e:#}"));
     Replica {
         pod,
+        ports: PodPorts {
+            backend: backend_port,
+            tls_backend: tls_backend_port,
+            banner: banner_port,
+        },
         _echo: echo,
         tls_echo,
+        _banner: banner,
     }
 }
 
@@ -292,8 +371,12 @@ fn uid_of(pid: u32) -> Option<u32> {
         .and_then(|u| u.parse().ok())
 }
 
+fn typed<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("typed object")
+}
+
 /// Objects of the backend and the Ingress, created through the API as a user would.
-async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
+async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str, ports: PodPorts) {
     let client = api.client();
     let services: Api<k8s_openapi::api::core::v1::Service> =
         Api::namespaced(client.clone(), namespace);
@@ -301,15 +384,13 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
         Api::namespaced(client.clone(), namespace);
     let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> =
         Api::namespaced(client, namespace);
-    fn typed<T: serde::de::DeserializeOwned>(value: Value) -> T {
-        serde_json::from_value(value).expect("typed object")
-    }
+    let (backend_port, tls_backend_port) = (ports.backend, ports.tls_backend);
     let pp = PostParams::default();
     services
         .create(
             &pp,
             &typed(json!({"metadata": {"name": "web", "namespace": namespace},
-                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": BACKEND_PORT}]}})),
+                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": backend_port}]}})),
         )
         .await
         .expect("create Service");
@@ -319,7 +400,7 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
             &typed(json!({"metadata": {"name": "web-1", "namespace": namespace,
                     "labels": {"kubernetes.io/service-name": "web"}},
                 "addressType": "IPv4",
-                "ports": [{"name": "http", "port": BACKEND_PORT, "protocol": "TCP"}],
+                "ports": [{"name": "http", "port": backend_port, "protocol": "TCP"}],
                 "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]})),
         )
         .await
@@ -339,7 +420,7 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
         .create(
             &pp,
             &typed(json!({"metadata": {"name": "argocd", "namespace": namespace},
-                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": TLS_BACKEND_PORT}]}})),
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": tls_backend_port}]}})),
         )
         .await
         .expect("create Service");
@@ -350,7 +431,7 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
                 json!({"metadata": {"name": "argocd-1", "namespace": namespace,
                     "labels": {"kubernetes.io/service-name": "argocd"}},
                 "addressType": "IPv4",
-                "ports": [{"name": "https", "port": TLS_BACKEND_PORT, "protocol": "TCP"}],
+                "ports": [{"name": "https", "port": tls_backend_port, "protocol": "TCP"}],
                 "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
             ),
         )
@@ -369,6 +450,71 @@ async fn create_ingress(api: &FakeApiServer, namespace: &str, class: &str) {
         .expect("create Ingress");
 }
 
+/// The Service `banner` of the TCP service (its ConfigMap names it) and its
+/// EndpointSlice, on the server that speaks first.
+async fn create_banner_service(api: &FakeApiServer, namespace: &str, banner_port: u16) {
+    let client = api.client();
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), namespace);
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(client, namespace);
+    let pp = PostParams::default();
+    services
+        .create(
+            &pp,
+            &typed(json!({"metadata": {"name": "banner", "namespace": namespace},
+                "spec": {"ports": [{"name": "tcp", "port": TCP_SERVICE_PORT, "targetPort": banner_port}]}})),
+        )
+        .await
+        .expect("create Service");
+    slices
+        .create(
+            &pp,
+            &typed(
+                json!({"metadata": {"name": "banner-1", "namespace": namespace,
+                    "labels": {"kubernetes.io/service-name": "banner"}},
+                "addressType": "IPv4",
+                "ports": [{"name": "tcp", "port": banner_port, "protocol": "TCP"}],
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
+            ),
+        )
+        .await
+        .expect("create EndpointSlice");
+}
+
+/// Through haproxy's TCP bind `port` in `pod`: the server's banner line, then the
+/// answer to a line the client sends.
+async fn banner_exchange(pod: &Pod, port: u16) -> std::io::Result<(String, String)> {
+    let stream = pod.sandbox.connect(port).await?;
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let exchange = async {
+        let banner = lines.next_line().await?.unwrap_or_default();
+        write.write_all(b"ping from the client\r\n").await?;
+        let answer = lines.next_line().await?.unwrap_or_default();
+        Ok::<_, std::io::Error>((banner, answer))
+    };
+    tokio::time::timeout(Duration::from_secs(3), exchange)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no exchange in 3 s"))?
+}
+
+/// `GET path` on this machine's 127.0.0.1:`port`, from the test's own network.
+async fn get_on_this_machine(port: u16, path: &str) -> std::io::Result<tugboat_testkit::Reply> {
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await?;
+        Ok::<_, std::io::Error>(raw)
+    };
+    let raw = tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in 5 s"))??;
+    tugboat_testkit::http::parse(&raw)
+}
+
 /// A TLS exchange with SNI `sni` on 127.0.0.1:`port` in `pod`.
 async fn tls_in_pod(pod: &Pod, port: u16, sni: &str) -> std::io::Result<TlsExchange> {
     let tcp = pod.sandbox.connect(port).await?;
@@ -379,10 +525,15 @@ async fn tls_in_pod(pod: &Pod, port: u16, sni: &str) -> std::io::Result<TlsExcha
 /// the newest installed haproxy when `newest`, else on the series the chart's image
 /// tag names.
 async fn chart_pod(values: Option<&str>, newest: bool) {
+    chart_pod_with(values, newest, &[]).await;
+}
+
+/// [`chart_pod`] with more values (`helm template --set`).
+async fn chart_pod_with(values: Option<&str>, newest: bool, more: &[&str]) {
     let Some(helm) = prerequisites() else {
         return;
     };
-    let mut set = Vec::new();
+    let mut set: Vec<String> = more.iter().map(|s| s.to_string()).collect();
     if newest {
         let Some(series) = newest_series() else {
             // None is installed: the newest series is missing, which fails the test
@@ -446,7 +597,14 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     let tls = ApiTls::generate();
     let rbac = Rbac::from_objects(&chart.objects).expect("the chart's RBAC");
     let user = service_account_user(NAMESPACE, &chart.service_account_name());
-    let names = ["tugboat-6c9f7d8b5-k2x7q", "tugboat-6c9f7d8b5-p9w4z"];
+    // A Deployment: two replicas. A DaemonSet: its pod on this machine, the one node.
+    let daemon_set = chart.workload_kind == "DaemonSet";
+    let host_network = spec.host_network == Some(true);
+    let names: &[&str] = if daemon_set {
+        &["tugboat-x7k2p"]
+    } else {
+        &["tugboat-6c9f7d8b5-k2x7q", "tugboat-6c9f7d8b5-p9w4z"]
+    };
     let tokens: HashMap<String, String> = names
         .iter()
         .map(|n| (format!("token-of-{n}"), user.clone()))
@@ -462,45 +620,42 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         .expect("the controller has --election-id");
 
     // Replica A first: it takes the Lease; then replica B.
-    let mut a = start_replica(
-        &mut api,
-        &tls,
-        &guard,
-        &chart,
-        names[0],
-        &format!("token-of-{}", names[0]),
-        &images,
-    )
-    .await;
-    wait_for(
-        "replica A holds the Lease",
-        Duration::from_secs(20),
-        &[&a.pod],
-        || {
-            let holder = lease_holder(&api, &lease);
-            async move { holder.as_deref() == Some(names[0]) }
-        },
-    )
-    .await;
-    let b = start_replica(
-        &mut api,
-        &tls,
-        &guard,
-        &chart,
-        names[1],
-        &format!("token-of-{}", names[1]),
-        &images,
-    )
-    .await;
+    let mut replicas = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        let replica = start_replica(
+            &mut api,
+            &tls,
+            &guard,
+            &chart,
+            name,
+            &format!("token-of-{name}"),
+            &images,
+        )
+        .await;
+        if index == 0 {
+            wait_for(
+                "replica A holds the Lease",
+                Duration::from_secs(20),
+                &[&replica.pod],
+                || {
+                    let holder = lease_holder(&api, &lease);
+                    async move { holder.as_deref() == Some(names[0]) }
+                },
+            )
+            .await;
+        }
+        replicas.push(replica);
+    }
+    let pods: Vec<&Pod> = replicas.iter().map(|r| &r.pod).collect();
 
-    // An Ingress created through the API routes through both pods, on the spec's port.
+    // An Ingress created through the API routes through every pod, on the spec's port.
     let namespace = watched.first().cloned().unwrap_or_else(|| "default".into());
     let class = flag(&controller, "ingress-class")
         .pop()
         .expect("--ingress-class");
-    create_ingress(&api, &namespace, &class).await;
+    create_ingress(&api, &namespace, &class, replicas[0].ports).await;
     let http_port = container_port(&haproxy, "http");
-    for replica in [&a, &b] {
+    for replica in &replicas {
         let pod = &replica.pod;
         wait_for(
             &format!(
@@ -523,7 +678,7 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     // certificate, the client's SNI and ALPN), and the other host is still terminated
     // by haproxy (through the internal hop, as haproxy's non-root user).
     let https_port = container_port(&haproxy, "https");
-    for replica in [&a, &b] {
+    for replica in &replicas {
         let pod = &replica.pod;
         let backend = &replica.tls_echo;
         wait_for(
@@ -560,14 +715,76 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
         );
     }
 
+    // The backend sees the client's own address: a client on 127.0.0.2 (for a pod on
+    // the node's network, a client of this machine) is not hidden behind a hop.
+    for replica in &replicas {
+        let reply = replica
+            .pod
+            .sandbox
+            .get_from(
+                CLIENT,
+                http_port,
+                HOST,
+                "/client",
+                &[],
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("request from 127.0.0.2");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(
+            reply.header("x-echo-req-forwarded-for"),
+            Some("127.0.0.2"),
+            "pod {}: the backend does not see the client's address: {reply:?}",
+            replica.pod.name
+        );
+    }
+    if host_network {
+        // The pod's ports are this machine's own: reached without entering any
+        // namespace.
+        let reply = get_on_this_machine(http_port, "/on-the-node")
+            .await
+            .expect("haproxy on this machine's port");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(reply.service(), Some("web"), "{reply:?}");
+    }
+
+    // A TCP service of the values: the server speaks first, then both ways, through
+    // every pod, on the port haproxy binds for it (port + 10000).
+    let tcp_name = format!("tcp-{TCP_SERVICE_PORT}");
+    if let Some(tcp_port) = optional_container_port(&haproxy, &tcp_name) {
+        create_banner_service(&api, "default", replicas[0].ports.banner).await;
+        for pod in &pods {
+            let pod: &Pod = pod;
+            wait_for(
+                &format!(
+                    "the TCP service's banner through pod {} on port {tcp_port}",
+                    pod.name
+                ),
+                Duration::from_secs(20),
+                &[pod],
+                || async move {
+                    banner_exchange(pod, tcp_port)
+                        .await
+                        .is_ok_and(|(banner, answer)| {
+                            banner == format!("220 {} ready", pod.name)
+                                && answer == "echo ping from the client"
+                        })
+                },
+            )
+            .await;
+        }
+    }
+
     // Every probe of the spec answers, on the ports it names.
-    for replica in [&a, &b] {
+    for replica in &replicas {
         wait_for_probes(&replica.pod, Duration::from_secs(20)).await;
     }
 
     // Logs as `kubectl logs -c` shows them: haproxy's access log on its stdout, the
     // controller's update lines on its stdout.
     let marker = "/access-log-check";
+    let a = &replicas[0];
     let reply = a
         .pod
         .sandbox
@@ -593,7 +810,7 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     );
 
     // Isolation, seen from inside each container's mount namespace and root.
-    for replica in [&a, &b] {
+    for replica in &replicas {
         let pod = &replica.pod;
         let token = pod
             .path_in("haproxy", SERVICE_ACCOUNT_DIR)
@@ -667,6 +884,11 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     );
 
     // Delete replica A as the kubelet does, with a request in flight through it.
+    let (first, others) = replicas.split_at_mut(1);
+    let a = &mut first[0];
+    let b = others.first();
+    // The Lease goes to replica B; a single pod releases it.
+    let successor = b.map(|b| b.pod.name.clone());
     let pre_stop = haproxy
         .lifecycle
         .as_ref()
@@ -695,7 +917,7 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     };
     let takeover = async {
         loop {
-            if lease_holder(&api, &lease).as_deref() == Some(names[1]) {
+            if lease_holder(&api, &lease) == successor {
                 return Some(deletion.elapsed());
             }
             if deletion.elapsed() > Duration::from_secs(30) {
@@ -740,29 +962,31 @@ async fn chart_pod(values: Option<&str>, newest: bool) {
     );
     let takeover = takeover.unwrap_or_else(|| {
         panic!(
-            "replica B never took the Lease over after replica A was deleted; holder: {:?}\n{logs}",
+            "the Lease never went to {successor:?} (None: released) after replica A was deleted; holder: {:?}\n{logs}",
             lease_holder(&api, &lease)
         )
     });
     let after_sigterm = takeover.saturating_sub(controller_end.signalled_after);
     assert!(
         after_sigterm <= Duration::from_millis(2500),
-        "replica B took the Lease over {after_sigterm:?} after replica A's controller got SIGTERM \
+        "the Lease went to {successor:?} (None: released) {after_sigterm:?} after replica A's controller got SIGTERM \
          (expected within two seconds: the leader must release it)\n{logs}"
     );
     eprintln!(
-        "chart pod: haproxy stopped {:?} after deletion (preStop {pre_stop}s), controller {:?}, Lease to replica B {after_sigterm:?} after SIGTERM",
+        "chart pod: haproxy stopped {:?} after deletion (preStop {pre_stop}s), controller {:?}, Lease to {successor:?} {after_sigterm:?} after SIGTERM",
         haproxy_end.after, controller_end.after
     );
 
     // Replica B still serves.
-    let reply = b
-        .pod
-        .sandbox
-        .get(http_port, HOST, "/after", &[], Duration::from_secs(5))
-        .await
-        .expect("request through replica B");
-    assert_eq!(reply.status, 200, "{reply:?}");
+    if let Some(b) = b {
+        let reply = b
+            .pod
+            .sandbox
+            .get(http_port, HOST, "/after", &[], Duration::from_secs(5))
+            .await
+            .expect("request through replica B");
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
     let denied = api.denied();
     assert!(
         denied.is_empty(),
@@ -814,6 +1038,20 @@ async fn values_watch_namespaces_on_newest_haproxy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_gateway_api_on_newest_haproxy() {
     chart_pod(Some("values-gateway-api.yaml"), true).await;
+}
+
+/// The DaemonSet on the node's network: the one pod on this machine as the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_daemonset_host_network_on_newest_haproxy() {
+    chart_pod(Some("values-daemonset-host-network.yaml"), true).await;
+}
+
+/// One TCP service through the values (`tcpServices`): the chart's ConfigMap, the
+/// controller's `--tcp-services-configmap` and haproxy's bind at port + 10000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_service_on_newest_haproxy() {
+    let service = format!("tcpServices.{TCP_SERVICE_PORT}=default/banner:{TCP_SERVICE_PORT}");
+    chart_pod_with(None, true, &[&service]).await;
 }
 
 /// Every values file of examples/helm/ has a test above.

@@ -80,6 +80,9 @@ gateway_scenarios!(
         the_examples_route_and_report_their_conditions,
         a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
         tls_routes_pass_their_names_through_while_https_listeners_terminate,
+        listeners_on_ports_of_their_own_answer_only_there,
+        an_https_listener_on_a_port_of_its_own_terminates_there,
+        the_http_binds_own_port_when_listed_is_a_bind_of_its_own,
     ],
 );
 
@@ -186,6 +189,8 @@ enum Step {
     NoReloadSinceCounted(&'static str),
     /// Waits, e.g. for a later creation time.
     Pause(Duration),
+    /// Nothing listens on haproxy's port (a bind of a listener's own that is not open).
+    Refused(u16),
 }
 
 impl Step {
@@ -224,6 +229,10 @@ struct Ask {
     method: &'static str,
     host: &'static str,
     path: &'static str,
+    /// The haproxy port it goes to (`None`: the HTTP bind).
+    port: Option<u16>,
+    /// Asked again until the answer passes its checks (15 s at most).
+    until_answered: bool,
     headers: &'static [(&'static str, &'static str)],
     checks: Vec<Check>,
     why: &'static str,
@@ -252,6 +261,8 @@ fn get(host: &'static str, path: &'static str) -> Ask {
         method: "GET",
         host,
         path,
+        port: None,
+        until_answered: false,
         headers: &[],
         checks: Vec::new(),
         why: "",
@@ -269,6 +280,22 @@ impl Ask {
     /// The request with these headers.
     fn with(self, headers: &'static [(&'static str, &'static str)]) -> Self {
         Self { headers, ..self }
+    }
+
+    /// The request to haproxy's port `port` (a bind of a listener's own).
+    fn on(self, port: u16) -> Self {
+        Self {
+            port: Some(port),
+            ..self
+        }
+    }
+
+    /// The request, asked again until its answer passes the checks.
+    fn once_answered(self) -> Self {
+        Self {
+            until_answered: true,
+            ..self
+        }
     }
 
     /// Answered by the echo Service, with 200.
@@ -295,15 +322,24 @@ impl Ask {
     }
 
     async fn check(&self, scene: &Scene) {
-        let reply = tugboat_testkit::http::request(
-            scene.http_addr(),
-            self.method,
-            self.host,
-            self.path,
-            self.headers,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{} {}{}: no answer: {e}", self.method, self.host, self.path));
+        let addr = haproxy_addr(self.port, scene.http_addr());
+        let ask = || {
+            tugboat_testkit::http::request(addr, self.method, self.host, self.path, self.headers)
+        };
+        let reply = if self.until_answered {
+            eventually(&format!("{self:?}"), Duration::from_secs(15), || async {
+                let reply = ask().await.ok()?;
+                self.checks
+                    .iter()
+                    .all(|check| check.holds(&reply))
+                    .then_some(reply)
+            })
+            .await
+        } else {
+            ask().await.unwrap_or_else(|e| {
+                panic!("{} {}{}: no answer: {e}", self.method, self.host, self.path)
+            })
+        };
         for check in &self.checks {
             assert!(
                 check.holds(&reply),
@@ -357,6 +393,8 @@ fn header_values<'a>(reply: &'a Reply, name: &str) -> Vec<&'a str> {
 struct TlsAsk {
     sni: &'static str,
     path: &'static str,
+    /// The haproxy port it goes to (`None`: the HTTPS bind).
+    port: Option<u16>,
     shows: Option<Shown>,
     checks: Vec<Check>,
     until: Option<Until>,
@@ -392,6 +430,7 @@ fn tls(sni: &'static str, path: &'static str) -> TlsAsk {
     TlsAsk {
         sni,
         path,
+        port: None,
         shows: None,
         checks: Vec::new(),
         until: None,
@@ -419,6 +458,14 @@ impl TlsAsk {
     fn once_shown(self) -> Self {
         Self {
             until: Some(Until::Shown),
+            ..self
+        }
+    }
+
+    /// The handshake on haproxy's port `port` (a bind of a listener's own).
+    fn on(self, port: u16) -> Self {
+        Self {
+            port: Some(port),
             ..self
         }
     }
@@ -465,7 +512,8 @@ impl TlsAsk {
     }
 
     async fn check(&self, scene: &Scene) {
-        let exchange = || served_over_tls(scene, self.sni, self.path);
+        let addr = haproxy_addr(self.port, scene.https_addr());
+        let exchange = || served_over_tls(addr, self.sni, self.path);
         let found = match self.until {
             None => exchange().await,
             Some(Until::Shown) => {
@@ -702,6 +750,11 @@ impl std::ops::Deref for Rig {
 /// Starts the case's echo backends, then haproxy and the controller on `source` with
 /// the Gateway API on and the case's objects, then plays its steps.
 async fn run(haproxy: &HaproxyBinary, source: Source, case: Case) -> Rig {
+    run_with_ports(haproxy, source, case, &[]).await
+}
+
+/// [`run`], with `ports` in `--gateway-listener-ports`.
+async fn run_with_ports(haproxy: &HaproxyBinary, source: Source, case: Case, ports: &[u16]) -> Rig {
     let mut objects = case.objects;
     let mut backends = Vec::new();
     for echo in case.echoes {
@@ -709,7 +762,12 @@ async fn run(haproxy: &HaproxyBinary, source: Source, case: Case) -> Rig {
         backends.push(servers);
         objects.extend(service);
     }
-    let scene = start(haproxy, source, &objects).await;
+    let listener_ports: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+    let scene = Scene::start_with(haproxy, source, &objects, |config| {
+        gateway_on_with_ports(config, listener_ports)
+    })
+    .await;
+    scene.wait_until_ready().await;
     play(&scene, &case.steps).await;
     Rig {
         scene,
@@ -753,6 +811,11 @@ async fn play(scene: &Scene, steps: &[Step]) {
                 assert_eq!(scene.reloads().await, counted, "{why}");
             }
             Step::Pause(time) => tokio::time::sleep(*time).await,
+            Step::Refused(port) => {
+                let connected =
+                    tokio::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, *port)).await;
+                assert!(connected.is_err(), "port {port} is open");
+            }
         }
     }
 }
@@ -771,6 +834,17 @@ fn gateway_on(config: &mut tugboat::controller::ControllerConfig) {
         config.render.http_port,
         config.render.https_port,
     ));
+}
+
+/// [`gateway_on`], with `ports` in `--gateway-listener-ports`.
+fn gateway_on_with_ports(
+    config: &mut tugboat::controller::ControllerConfig,
+    ports: std::collections::BTreeSet<u16>,
+) {
+    gateway_on(config);
+    if let Some(gateway) = config.model.gateway.take() {
+        config.model.gateway = Some(gateway.with_listener_ports(ports));
+    }
 }
 
 /// The class, and the Gateway `gw` with `listeners`.
@@ -842,12 +916,19 @@ async fn wait_for_attached_routes(scene: &Scene, gateway: &str, index: usize, ex
 }
 
 /// The certificate served for `sni` on the HTTPS port, and the answer to `GET path`.
+/// haproxy's loopback address on `port` (a bind of a listener's own), else `bind`.
+fn haproxy_addr(port: Option<u16>, bind: std::net::SocketAddr) -> std::net::SocketAddr {
+    port.map_or(bind, |port| {
+        std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))
+    })
+}
+
 async fn served_over_tls(
-    scene: &Scene,
+    addr: std::net::SocketAddr,
     sni: &str,
     path: &str,
 ) -> tugboat_testkit::tls::TlsExchange {
-    exchange(scene.https_addr(), sni, path, &[b"http/1.1"])
+    exchange(addr, sni, path, &[b"http/1.1"])
         .await
         .expect("TLS exchange")
 }
@@ -2827,4 +2908,252 @@ async fn the_api_server_gets_listeners_not_valid_empty_kinds_and_the_port_redire
         features.iter().any(|f| f == "HTTPRoutePortRedirect"),
         "{features:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// Listeners on ports of their own (`--gateway-listener-ports`).
+
+/// `count` listener ports whose binds (the port + 10000) are free now: the tests run
+/// side by side on one network, so the ports are not the fixed ones of the upstream
+/// cases (8080, 8090).
+fn free_listener_ports<const N: usize>() -> [u16; N] {
+    std::array::from_fn(|_| {
+        loop {
+            let port = tugboat_testkit::free_port();
+            if port > tugboat_model::ports::BIND_PORT_OFFSET {
+                break port - tugboat_model::ports::BIND_PORT_OFFSET;
+            }
+        }
+    })
+}
+
+/// The port haproxy binds for the listener port `port`.
+fn bind_of(port: u16) -> u16 {
+    tugboat_model::ports::bind_port(i64::from(port)).expect("a port with a bind")
+}
+
+/// The route `name` of Gateway `gateway`, whose parentRef names `port` (and
+/// `section`), every path to `service` port 80.
+fn route_on_port(
+    name: &str,
+    gateway: &str,
+    port: u16,
+    section: Option<&str>,
+    rules: Vec<HttpRouteRule>,
+) -> HttpRoute {
+    let mut route = mk_http_route(name, gateway, &[], rules);
+    route.spec.parent_refs[0].port = Some(i32::from(port));
+    route.spec.parent_refs[0].section_name = section.map(str::to_string);
+    route
+}
+
+/// The upstream conformance case httproute-listener-port-matching (listeners on 80 and
+/// two listed ports, a route on each, each answering only on its port), with a second
+/// Gateway sharing one listed port (their routes merge by host) and having another of
+/// its own, and a listener on a port not listed: it is not served, and its route says
+/// so. A route change on a listed port is a map update, no reload.
+async fn listeners_on_ports_of_their_own_answer_only_there(haproxy: HaproxyBinary, source: Source) {
+    let [first, second, third, fourth, unlisted] = free_listener_ports();
+    let (b1, b2, b3, b4) = (
+        bind_of(first),
+        bind_of(second),
+        bind_of(third),
+        bind_of(fourth),
+    );
+    let port = |p: u16| i32::from(p);
+    let mut objects = class_and_gateway_with(vec![
+        mk_listener("listener-1", "HTTP", 80, Some("foo.com")),
+        mk_listener("listener-2", "HTTP", port(first), Some("foo.com")),
+        mk_listener("listener-3", "HTTP", port(first), Some("bar.com")),
+        mk_listener("listener-4", "HTTP", port(second), Some("foo.com")),
+        mk_listener("listener-5", "HTTP", port(second), Some("bar.com")),
+        mk_listener("unlisted", "HTTP", port(unlisted), None),
+    ]);
+    objects.push(mk_gateway(
+        "other",
+        "tugboat",
+        vec![
+            mk_listener("shared", "HTTP", port(first), Some("baz.com")),
+            mk_listener("own", "HTTP", port(third), None),
+        ],
+    ));
+    let all_to = |service: &str| vec![mk_rule_to(&[], service, 80)];
+    let v2 = route_on_port("backend-v2", "gw", first, None, all_to("v2"));
+    for route in [
+        route_on_port("backend-v1", "gw", 80, None, all_to("v1")),
+        v2.clone(),
+        route_on_port("backend-v3", "gw", second, Some("listener-4"), all_to("v3")),
+        route_on_port("lost", "gw", unlisted, None, all_to("v1")),
+        mk_http_route("other-route", "other", &[], all_to("v3")),
+    ] {
+        objects.push(http_route_json(&route));
+    }
+    let late = mk_gateway(
+        "late",
+        "tugboat",
+        vec![mk_listener("late", "HTTP", port(fourth), None)],
+    );
+    // An Ingress rule and default backend answer on the HTTP bind only.
+    objects.push(to_json(&tugboat_testkit::objects::with_default_backend(
+        tugboat_testkit::objects::mk_ingress_with_rules(
+            "ingress",
+            vec![tugboat_testkit::objects::mk_rule(
+                Some("ingress.com"),
+                &[tugboat_testkit::objects::prefix("/", "v1")],
+            )],
+        ),
+        "v1",
+        80,
+    )));
+    let mut v2_changed = v2.clone();
+    v2_changed
+        .spec
+        .rules
+        .push(mk_rule_to(&[("Exact", "/new")], "v3", 80));
+    let case = Case {
+        echoes: vec![echo("v1", 245), echo("v2", 246), echo("v3", 247)],
+        objects,
+        steps: vec![
+            get("foo.com", "/").on(b2).once_answered().served("v3"),
+            get("x.example.com", "/")
+                .on(b3)
+                .once_answered()
+                .served("v3"),
+            get("foo.com", "/").served("v1"),
+            get("bar.com", "/")
+                .served("v1")
+                .because("the HTTP bind's hosts without a route go to the default backend"),
+            get("foo.com", "/").on(b1).served("v2"),
+            get("bar.com", "/").on(b1).served("v2"),
+            get("baz.com", "/")
+                .on(b1)
+                .served("v3")
+                .because("two Gateways' listeners on one port share its bind"),
+            get("qux.com", "/")
+                .on(b1)
+                .status(404)
+                .because("the Ingresses' default backend is the HTTP bind's"),
+            get("ingress.com", "/").served("v1"),
+            get("qux.com", "/").served("v1"),
+            get("ingress.com", "/")
+                .on(b1)
+                .status(404)
+                .because("Ingress routes never answer on a listed port's bind"),
+            get("bar.com", "/")
+                .on(b2)
+                .status(404)
+                .because("backend-v3 is on listener-4 (foo.com) only"),
+            get("foo.com", "/").on(b3).served("v3"),
+            accepted("backend-v1"),
+            accepted("backend-v2"),
+            accepted("backend-v3"),
+            accepted("other-route"),
+            listener("gw", 1, "Programmed").is("True", "Programmed"),
+            listener("gw", 5, "Accepted").is("False", "PortUnavailable"),
+            route("lost", "Accepted").is("False", "NotAllowedByListeners"),
+            Step::CountReloads,
+            Step::Apply(http_route_json(&v2_changed)),
+            get("foo.com", "/new").on(b1).once_answered().served("v3"),
+            get("foo.com", "/").on(b1).served("v2"),
+            get("foo.com", "/new")
+                .served("v1")
+                .because("the HTTP bind never sees a listed port's routes"),
+            Step::Delete(http_route_json(&v2_changed)),
+            get("foo.com", "/").on(b1).once_answered().status(404),
+            get("baz.com", "/").on(b1).served("v3"),
+            Step::NoReloadSinceCounted("routes of a port with a bind of its own are map entries"),
+            // A listed port no listener uses binds nothing; its first listener opens
+            // its bind (a reload).
+            Step::Refused(b4),
+            Step::Apply(late),
+            Step::Apply(http_route_json(&mk_http_route(
+                "late-route",
+                "late",
+                &[],
+                all_to("v1"),
+            ))),
+            get("foo.com", "/").on(b4).once_answered().served("v1"),
+        ],
+    };
+    run_with_ports(&haproxy, source, case, &[first, second, third, fourth]).await;
+}
+
+/// An HTTPS listener on a listed port terminates TLS on its own bind with its
+/// certificate, and its route answers there only.
+async fn an_https_listener_on_a_port_of_its_own_terminates_there(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let [own] = free_listener_ports();
+    let (cert, key, der) = certificate(&["secure.example.com"], false);
+    let mut https =
+        mk_https_listener_for("own-https", Some("secure.example.com"), (None, "site-tls"));
+    https.port = i32::from(own);
+    let mut objects = class_and_gateway_with(vec![mk_listener("http", "HTTP", 80, None), https]);
+    objects.push(to_json(&mk_tls_secret("site-tls", &cert, &key)));
+    let mut site = mk_http_route(
+        "site",
+        "gw",
+        &["secure.example.com"],
+        vec![mk_rule_to(&[], "web", 80)],
+    );
+    site.spec.parent_refs[0].section_name = Some("own-https".into());
+    objects.push(http_route_json(&site));
+    let case = Case {
+        echoes: vec![echo("web", 248)],
+        objects,
+        steps: vec![
+            tls("secure.example.com", "/")
+                .on(bind_of(own))
+                .shows(&der)
+                .once_answered()
+                .served("web"),
+            tls("secure.example.com", "/").status(404),
+            get("secure.example.com", "/")
+                .status(404)
+                .because("the route is on the HTTPS listener of its own port only"),
+            accepted("site"),
+            listener("gw", 1, "Programmed").is("True", "Programmed"),
+        ],
+    };
+    run_with_ports(&haproxy, source, case, &[own]).await;
+}
+
+/// A listener on the HTTP bind's own port is served by the HTTP bind, unless that port
+/// is listed: then it has a bind of its own (the port + 10000) like any listed port, and
+/// its route no longer answers on the HTTP bind.
+async fn the_http_binds_own_port_when_listed_is_a_bind_of_its_own(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let (_servers, service) = echo("web", 249).start().await;
+    let mut objects = vec![mk_gateway_class("tugboat", GATEWAY_CONTROLLER)];
+    objects.extend(service);
+    let scene = Scene::start_with(&haproxy, source, &objects, |config| {
+        let listed = [config.render.http_port].into_iter().collect();
+        gateway_on_with_ports(config, listed);
+    })
+    .await;
+    scene.wait_until_ready().await;
+    let http_port = scene.http_addr().port();
+    play(
+        &scene,
+        &[
+            Step::Apply(mk_gateway(
+                "gw",
+                "tugboat",
+                vec![mk_listener("http", "HTTP", i32::from(http_port), None)],
+            )),
+            Step::Apply(route_to("site", &[], "web")),
+            get("a.example.com", "/")
+                .on(bind_of(http_port))
+                .once_answered()
+                .served("web"),
+            get("a.example.com", "/")
+                .status(404)
+                .because("a listed port is no longer the HTTP bind's"),
+            accepted("site"),
+        ],
+    )
+    .await;
 }

@@ -1,10 +1,13 @@
 //! The chart's pod, run on this machine as processes, the way the kubelet and a
 //! container runtime would run it, for the chart pod test (tests/e2e/chart_pod.rs).
 //!
-//! - [`RenderedChart`]: `helm template` of the chart, parsed into k8s-openapi types.
+//! - [`RenderedChart`]: `helm template` of the chart, parsed into k8s-openapi types: its
+//!   Deployment or DaemonSet.
 //! - [`Sandbox`]: the pod's network, UTS and IPC namespaces, held by a `sleep` process
 //!   (the pause container), loopback up, hostname and namespaced sysctls set. The test
 //!   opens sockets inside it (the fake API server, echo backends, probes, requests).
+//!   A `hostNetwork` pod's sandbox ([`Sandbox::host_network`]) keeps the node's network
+//!   and hostname, which here are the test's own.
 //! - [`Pod`]: the containers of a rendered `PodSpec`, each in its own mount and PID
 //!   namespaces (util-linux `nsenter` into the sandbox, then `unshare`), assembled by
 //!   `tugboat-pod-exec` from a [`ContainerPlan`]: only the volumes it mounts, at their
@@ -34,9 +37,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{
-    Container, HTTPGetAction, PodSpec, Probe, ServiceAccount, Volume, VolumeMount as K8sMount,
+    Container, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ServiceAccount, Volume,
+    VolumeMount as K8sMount,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use rustix::process::{Pid, Signal};
@@ -99,7 +103,10 @@ pub fn missing_prerequisites() -> Vec<String> {
 pub struct RenderedChart {
     /// Every rendered object, as JSON.
     pub objects: Vec<Value>,
-    pub deployment: Deployment,
+    /// The kind of the workload that runs the pod: `Deployment` or `DaemonSet`.
+    pub workload_kind: String,
+    /// The workload's pod template.
+    pub pod_template: PodTemplateSpec,
     pub service_account: Option<ServiceAccount>,
     pub namespace: String,
 }
@@ -138,7 +145,7 @@ impl RenderedChart {
         Self::parse(&String::from_utf8_lossy(&output.stdout), namespace)
     }
 
-    /// Parses rendered manifests; exactly one Deployment.
+    /// Parses rendered manifests; exactly one Deployment or DaemonSet.
     pub fn parse(text: &str, namespace: &str) -> anyhow::Result<Self> {
         use serde::Deserialize as _;
         let mut objects = Vec::new();
@@ -152,14 +159,26 @@ impl RenderedChart {
         fn of_kind<'a>(objects: &'a [Value], kind: &'a str) -> impl Iterator<Item = &'a Value> {
             objects.iter().filter(move |o| o["kind"] == kind)
         }
-        let deployments: Vec<&Value> = of_kind(&objects, "Deployment").collect();
+        let workloads: Vec<&Value> = of_kind(&objects, "Deployment")
+            .chain(of_kind(&objects, "DaemonSet"))
+            .collect();
         ensure!(
-            deployments.len() == 1,
-            "expected one Deployment, rendered {}",
-            deployments.len()
+            workloads.len() == 1,
+            "expected one Deployment or DaemonSet, rendered {}",
+            workloads.len()
         );
-        let deployment: Deployment = serde_json::from_value(deployments[0].clone())
-            .context("the rendered Deployment does not parse as apps/v1 Deployment")?;
+        let workload = workloads[0].clone();
+        let workload_kind = workload["kind"].as_str().unwrap_or_default().to_string();
+        let pod_template = if workload_kind == "Deployment" {
+            let deployment: Deployment = serde_json::from_value(workload)
+                .context("the rendered Deployment does not parse as apps/v1 Deployment")?;
+            deployment.spec.map(|s| s.template)
+        } else {
+            let daemon_set: DaemonSet = serde_json::from_value(workload)
+                .context("the rendered DaemonSet does not parse as apps/v1 DaemonSet")?;
+            daemon_set.spec.map(|s| s.template)
+        }
+        .with_context(|| format!("the {workload_kind} has no spec"))?;
         let service_account = of_kind(&objects, "ServiceAccount")
             .next()
             .map(|sa| serde_json::from_value(sa.clone()))
@@ -167,7 +186,8 @@ impl RenderedChart {
             .context("ServiceAccount")?;
         Ok(Self {
             objects,
-            deployment,
+            workload_kind,
+            pod_template,
             service_account,
             namespace: namespace.to_string(),
         })
@@ -175,11 +195,10 @@ impl RenderedChart {
 
     /// The pod template's spec.
     pub fn pod_spec(&self) -> anyhow::Result<&PodSpec> {
-        self.deployment
+        self.pod_template
             .spec
             .as_ref()
-            .and_then(|s| s.template.spec.as_ref())
-            .context("the Deployment has no spec.template.spec")
+            .with_context(|| format!("the {} has no spec.template.spec", self.workload_kind))
     }
 
     /// The container named `name` of the pod template.
@@ -362,6 +381,8 @@ pub struct Sandbox {
     pause: Child,
     pid: u32,
     netns: File,
+    /// The node's network and hostname (a `hostNetwork` pod), not namespaces of its own.
+    host_network: bool,
 }
 
 impl Sandbox {
@@ -388,7 +409,12 @@ impl Sandbox {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let netns = File::open(format!("/proc/{pid}/ns/net"))?;
-        let sandbox = Self { pause, pid, netns };
+        let sandbox = Self {
+            pause,
+            pid,
+            netns,
+            host_network: false,
+        };
         let status = Command::new("nsenter")
             .arg(format!("--net=/proc/{pid}/ns/net"))
             .args(["--", "ip", "link", "set", "lo", "up"])
@@ -411,6 +437,41 @@ impl Sandbox {
         .map_err(|_| anyhow::anyhow!("hostname thread panicked"))?
         .context("set the pod's hostname")?;
         Ok(sandbox)
+    }
+
+    /// The sandbox of a `hostNetwork` pod: the node's network and hostname, which on
+    /// this machine are the test's own (the pod's ports are this machine's, and its
+    /// processes see its interfaces), and an IPC namespace of its own.
+    pub async fn host_network() -> anyhow::Result<Self> {
+        let pause = Command::new("unshare")
+            .args(["--ipc", "--", "sleep", "infinity"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot run unshare (util-linux)")?;
+        let pid = pause.id().context("the pause process's pid")?;
+        let own = std::fs::read_link("/proc/self/ns/ipc")?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::fs::read_link(format!("/proc/{pid}/ns/ipc"))
+            .ok()
+            .as_ref()
+            == Some(&own)
+        {
+            ensure!(Instant::now() < deadline, "unshare made no IPC namespace");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let netns = File::open("/proc/self/ns/net")?;
+        Ok(Self {
+            pause,
+            pid,
+            netns,
+            host_network: true,
+        })
+    }
+
+    /// Whether this is a `hostNetwork` pod's sandbox.
+    pub fn is_host_network(&self) -> bool {
+        self.host_network
     }
 
     /// Runs `f` on a thread inside the pod's network namespace: sockets it creates
@@ -439,6 +500,10 @@ impl Sandbox {
     /// A namespaced sysctl (`net.*`) of the pod.
     pub fn set_sysctl(&self, name: &str, value: &str) -> anyhow::Result<()> {
         ensure!(
+            !self.host_network,
+            "sysctl {name}: a hostNetwork pod cannot set sysctls (they would be the node's)"
+        );
+        ensure!(
             name.starts_with("net."),
             "sysctl {name}: only net.* sysctls are namespaced here"
         );
@@ -460,10 +525,44 @@ impl Sandbox {
         tokio::net::TcpStream::from_std(stream)
     }
 
+    /// A TCP connection to 127.0.0.1:`port` in the pod from the address `source` (any
+    /// of 127.0.0.0/8), as a client elsewhere would connect.
+    pub async fn connect_from(
+        &self,
+        source: Ipv4Addr,
+        port: u16,
+    ) -> std::io::Result<tokio::net::TcpStream> {
+        let socket = self
+            .in_netns(|| {
+                let socket = tokio::net::TcpSocket::new_v4()?;
+                socket.bind(SocketAddr::from((source, 0)))?;
+                Ok::<_, std::io::Error>(socket)
+            })
+            .map_err(std::io::Error::other)??;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        tokio::time::timeout(Duration::from_secs(2), socket.connect(addr))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect"))?
+    }
+
     /// `GET path` with `Host: host` and `headers` to 127.0.0.1:`port` in the pod, on a
     /// new connection; `limit` for the whole exchange.
     pub async fn get(
         &self,
+        port: u16,
+        host: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        limit: Duration,
+    ) -> std::io::Result<Reply> {
+        self.get_from(Ipv4Addr::LOCALHOST, port, host, path, headers, limit)
+            .await
+    }
+
+    /// [`Sandbox::get`] from the address `source` (any of 127.0.0.0/8).
+    pub async fn get_from(
+        &self,
+        source: Ipv4Addr,
         port: u16,
         host: &str,
         path: &str,
@@ -476,7 +575,7 @@ impl Sandbox {
         }
         request.push_str("\r\n");
         let exchange = async {
-            let mut stream = self.connect(port).await?;
+            let mut stream = self.connect_from(source, port).await?;
             stream.write_all(request.as_bytes()).await?;
             let mut raw = Vec::new();
             stream.read_to_end(&mut raw).await?;
@@ -663,6 +762,33 @@ impl Pod {
             init_logs: Vec::new(),
             dir,
         };
+        let host_network = spec.host_network == Some(true);
+        ensure!(
+            host_network == pod.sandbox.is_host_network(),
+            "pod {}: hostNetwork is {host_network} but the sandbox is {}",
+            pod.name,
+            if pod.sandbox.is_host_network() {
+                "the node's network"
+            } else {
+                "a network of its own"
+            }
+        );
+        let host_ports: Vec<String> = spec
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter(|p| {
+                p.host_port
+                    .is_some_and(|h| !host_network || h != p.container_port)
+            })
+            .map(|p| format!("{:?} {:?}", p.name, p.host_port))
+            .collect();
+        ensure!(
+            host_ports.is_empty(),
+            "pod {}: hostPorts are not run here (the CNI's portmap maps them): {}",
+            pod.name,
+            host_ports.join(", ")
+        );
         let security = spec.security_context.clone().unwrap_or_default();
         for sysctl in security.sysctls.iter().flatten() {
             pod.sandbox.set_sysctl(&sysctl.name, &sysctl.value)?;

@@ -6,7 +6,8 @@
 //! `X-Forwarded-For` is written from it here (replacing what the client sent, or with
 //! `compute-full-forwarded-for` appending the trusted forwarder to it). A header from a
 //! peer that is not trusted is never read. With `use-proxy-protocol`, the connections
-//! of trusted peers start with a PROXY header that sets `src` before all of that.
+//! of trusted peers start with a PROXY header that sets `src` before all of that. A
+//! trusted forwarder's `X-Forwarded-Proto: https` counts as HTTPS for the redirects.
 
 use std::fmt::Write as _;
 
@@ -83,6 +84,19 @@ pub fn request_rules(global: &GlobalOptions) -> String {
         "    http-request set-var({PROTO}) req.hdr(X-Forwarded-Proto),lower if {from_trusted} {{ req.hdr(X-Forwarded-Proto),lower -m str http https }}"
     );
     out
+}
+
+/// The condition of a request that did not come over HTTPS, for the HTTPS redirects:
+/// not TLS at haproxy and, behind trusted forwarders (`use-forwarded-headers`), not
+/// `X-Forwarded-Proto: https` from one of them (a load balancer that terminates TLS
+/// itself: redirecting its requests would loop). The header of an untrusted peer is
+/// never read ([`request_rules`] keeps it only from trusted ones).
+pub fn plain_http(global: &GlobalOptions) -> String {
+    if global.forwarded.is_some() {
+        format!("!{{ ssl_fc }} !{{ var({PROTO}) -m str https }}")
+    } else {
+        "!{ ssl_fc }".to_string()
+    }
 }
 
 /// The frontend's `X-Forwarded-Proto` rules: the scheme of the connection, or the one a

@@ -115,8 +115,7 @@ fn guarded_backends(desired: &Desired) -> BTreeSet<&BackendName> {
             .is_some_and(|e| e.when_unserved)
     };
     desired
-        .routes
-        .iter()
+        .every_route()
         .filter(|route| route.features.as_ref().is_some_and(falls_back))
         .flat_map(|route| {
             std::iter::once(&route.backend).chain(route.canary.as_ref().map(|c| &c.backend))

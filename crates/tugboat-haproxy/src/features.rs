@@ -347,6 +347,7 @@ fn https_exemption(global: &GlobalOptions) -> String {
 /// HTTPS redirects of the sets that decide them.
 fn https_redirects(desired: &Desired, _: &RenderSettings, request: &mut String) {
     let exemption = https_exemption(&desired.global);
+    let plain = crate::client_address::plain_http(&desired.global);
     for (redirect, ids) in group(&desired.feature_sets, |f| f.https_redirect) {
         let condition = match redirect.when {
             RedirectWhen::Never => continue,
@@ -361,7 +362,7 @@ fn https_redirects(desired: &Desired, _: &RenderSettings, request: &mut String) 
         };
         let _ = writeln!(
             request,
-            "    http-request redirect {target} code {} if !{{ ssl_fc }} {}{condition}{exemption}",
+            "    http-request redirect {target} code {} if {plain} {}{condition}{exemption}",
             redirect.code,
             sets_acl(&ids)
         );
@@ -386,8 +387,9 @@ fn default_https_redirect(desired: &Desired, _: &RenderSettings, request: &mut S
     };
     let _ = writeln!(
         request,
-        "    http-request redirect {target} code {} if !{{ ssl_fc }} {{ var(txn.tls_host) -m found }}{exception}{}",
+        "    http-request redirect {target} code {} if {} {{ var(txn.tls_host) -m found }}{exception}{}",
         global.ssl_redirect_code,
+        crate::client_address::plain_http(global),
         https_exemption(global)
     );
 }

@@ -643,8 +643,8 @@ fn patch_route_maps(
         let (mut exact, mut prefix) = (BTreeMap::new(), BTreeMap::new());
         for (host, path) in &paths {
             let at = RoutesAtPath::find(routes, host, path);
-            exact.extend(at.exact_line(host, path));
-            prefix.extend(at.prefix_line(host, path));
+            exact.extend(at.exact_line(None, host, path));
+            prefix.extend(at.prefix_line(None, host, path));
         }
         (exact, prefix)
     };
@@ -687,8 +687,7 @@ fn patch_route_maps(
 /// reload: removing them would cost a reload for nothing, since no request reaches them.
 fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
     let routed: BTreeSet<&BackendName> = desired
-        .routes
-        .iter()
+        .every_route()
         .flat_map(|r| std::iter::once(&r.backend).chain(r.canary.as_ref().map(|c| &c.backend)))
         .chain(&desired.default_backend)
         .collect();
@@ -704,8 +703,7 @@ fn keep_unrouted_backends(applied: &Applied, mut desired: Desired) -> Desired {
     }
     // Feature sets too, with their userlists: their rules match no request.
     let used: BTreeSet<&FeatureSetId> = desired
-        .routes
-        .iter()
+        .every_route()
         .filter_map(|r| r.features.as_ref())
         .collect();
     let unused: Vec<(&FeatureSetId, &RouteFeatures)> = applied
@@ -920,27 +918,24 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
             .as_ref()
             .is_none_or(|id| applied.feature_sets.get(id) == desired.feature_sets.get(id))
     };
-    // By host and path; the first route of a pair wins, as haproxy's maps do.
-    let applied_routes: BTreeMap<_, _> = applied
-        .routes
+    let project = |applied_routes: &[Route], desired_routes: &[Route]| {
+        project_routes(applied_routes, desired_routes, &known, known_features)
+    };
+    let routes = project(&applied.routes, &desired.routes);
+    // The binds of their own haproxy has (a new one, or one gone, waits for the reload),
+    // their routes alike.
+    let listener_binds = applied
+        .listener_binds
         .iter()
-        .rev()
-        .map(|route| ((&route.host, &route.path), route))
-        .collect();
-    let routes = desired
-        .routes
-        .iter()
-        .filter_map(|route| {
-            let known_canary = route
-                .canary
-                .as_ref()
-                .is_none_or(|canary| known.contains(&canary.backend));
-            if known.contains(&route.backend) && known_canary && known_features(route) {
-                return Some(route.clone());
+        .map(|bind| {
+            let next = desired.listener_binds.iter().find(|b| b.port == bind.port);
+            tugboat_model::ListenerBind {
+                routes: next.map_or_else(
+                    || bind.routes.clone(),
+                    |next| project(&bind.routes, &next.routes),
+                ),
+                ..bind.clone()
             }
-            applied_routes
-                .get(&(&route.host, &route.path))
-                .map(|old| (*old).clone())
         })
         .collect();
     // Passthrough routes alike: a host whose backend is new keeps its old route, if any.
@@ -964,6 +959,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
     Desired {
         backends,
         routes,
+        listener_binds,
         passthrough,
         // A new port's frontend (maybe to a new backend) waits for the reload.
         tcp_services: applied.tcp_services.clone(),
@@ -978,6 +974,39 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         pattern_files: applied.pattern_files.clone(),
         ..desired.clone()
     }
+}
+
+/// The routes of `desired` haproxy can take at runtime ([`runtime_projection`]): those
+/// whose backends (and canary) it has (`known`) and whose feature set is unchanged
+/// (`known_features`); another keeps the route of its host and path in `applied`, if
+/// any.
+fn project_routes(
+    applied: &[Route],
+    desired: &[Route],
+    known: &BTreeSet<&BackendName>,
+    known_features: impl Fn(&Route) -> bool,
+) -> Vec<Route> {
+    // By host and path; the first route of a pair wins, as haproxy's maps do.
+    let applied_routes: BTreeMap<_, _> = applied
+        .iter()
+        .rev()
+        .map(|route| ((&route.host, &route.path), route))
+        .collect();
+    desired
+        .iter()
+        .filter_map(|route| {
+            let known_canary = route
+                .canary
+                .as_ref()
+                .is_none_or(|canary| known.contains(&canary.backend));
+            if known.contains(&route.backend) && known_canary && known_features(route) {
+                return Some(route.clone());
+            }
+            applied_routes
+                .get(&(&route.host, &route.path))
+                .map(|old| (*old).clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -177,16 +177,12 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
     // Both route maps come from one pass over the routes.
     let mut prefix = None;
     sink.file(settings.exact_map(), || {
-        let (exact, prefix_text) = route_maps(&desired.routes);
+        let (exact, prefix_text) = route_maps(desired);
         prefix = Some(prefix_text);
         rendered(exact)
     });
     sink.file(settings.prefix_map(), || {
-        rendered(
-            prefix
-                .take()
-                .unwrap_or_else(|| route_maps(&desired.routes).1),
-        )
+        rendered(prefix.take().unwrap_or_else(|| route_maps(desired).1))
     });
     sink.file(settings.tls_hosts_map(), || {
         rendered(tls_hosts_map(desired))
@@ -446,44 +442,53 @@ defaults
             settings.error_page(*code).display()
         );
     }
+    let tls_options = format!(
+        "ssl crt {} crt-list {} alpn h2,http/1.1{strict_sni}{}",
+        default_cert.display(),
+        crt_list.display(),
+        crate::client_certs::bind_options(desired),
+    );
+    let own = OwnBinds::of(desired, settings, &tls_options);
+    let lookup = own.lookup_path();
     let _ = write!(
         out,
         "
 frontend http
     bind {http}
-    bind {https} ssl crt {default_cert} crt-list {crt_list} alpn h2,http/1.1{strict_sni}{client_verify}
-{proxy_protocol}{client_address}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+    bind {https} {tls_options}
+{own_binds}{proxy_protocol}{client_address}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
-    http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
-    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_str({exact})
-{regex_exact}    http-request set-var(txn.route) var(txn.host),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-{regex_wildcard}    http-request set-var(txn.route) var(txn.wild),concat(,txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
-{subdomains}    http-request set-var(txn.route) var(txn.path),map_str({exact}) if !{{ var(txn.route) -m found }}
-{regex_any}    http-request set-var(txn.route) var(txn.path),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{own_lookup}    http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
+    http-request set-var(txn.route) var(txn.host),concat(,{lookup}),map_str({exact})
+{regex_exact}    http-request set-var(txn.route) var(txn.host),concat(,{lookup}),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+    http-request set-var(txn.route) var(txn.wild),concat(,{lookup}),map_str({exact}) if !{{ var(txn.route) -m found }}
+{regex_wildcard}    http-request set-var(txn.route) var(txn.wild),concat(,{lookup}),map_beg({prefix}) if !{{ var(txn.route) -m found }}
+{subdomains}    http-request set-var(txn.route) var({lookup}),map_str({exact}) if !{{ var(txn.route) -m found }}
+{regex_any}    http-request set-var(txn.route) var({lookup}),map_beg({prefix}) if !{{ var(txn.route) -m found }}
     http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
-    http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts})
-    http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}
+    http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts}){main_only_if}
+    http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}{main_only}
 {restore}{feature_request}",
+        own_binds = own.binds,
+        own_lookup = own.lookup_rules(),
+        main_only_if = own.main_binds_only(" if"),
+        main_only = own.main_binds_only(""),
         proxy_protocol = crate::client_address::connection_rules(global),
         client_address = crate::client_address::request_rules(global),
         normalize = normalize_rules(keeps_original_path(desired)),
-        subdomains = subdomain_rules(&exact, &prefix),
-        regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact),
-        regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard),
-        regex_any = regex_route_rules(&desired.routes, RegexHosts::Any),
+        subdomains = subdomain_rules(&exact, &prefix, lookup),
+        regex_exact = regex_route_rules(&desired.routes, RegexHosts::Exact, &own),
+        regex_wildcard = regex_route_rules(&desired.routes, RegexHosts::Wildcard, &own),
+        regex_any = regex_route_rules(&desired.routes, RegexHosts::Any, &own),
         restore = restore_rules(desired),
         feature_request = features.text(Place::Rules),
-        default_cert = default_cert.display(),
-        crt_list = crt_list.display(),
-        client_verify = crate::client_certs::bind_options(desired),
     );
     let _ = write!(
         out,
         "{proto}{switching}    use_backend %[var(txn.backend)] if {{ var(txn.backend) -m found }}
-    default_backend {default}
+{own_not_found}    default_backend {default}
 
 # Requests that match no route: 404 (with the 404 error page when one is set), and
 # /healthz for load balancers that probe the default backend.
@@ -492,6 +497,7 @@ backend {NOT_FOUND_BACKEND}
 ",
         proto = crate::client_address::proto_rules(global),
         switching = features.text(Place::Switching),
+        own_not_found = own.not_found_rule(desired),
         default = desired
             .default_backend
             .as_ref()
@@ -767,8 +773,13 @@ fn normalize_rules(keep_original: bool) -> String {
 /// reload. They cost a request that a lookup before them routed one variable check
 /// per line; the others one `field` and a tree lookup per line, which find nothing once
 /// the host has no label left. Each line computes its own suffix (`field` of the host
-/// from a label on), so there are two lines per level, none to cut labels.
-fn subdomain_rules(exact: &impl std::fmt::Display, prefix: &impl std::fmt::Display) -> String {
+/// from a label on), so there are two lines per level, none to cut labels. The path
+/// after the suffix is the variable `lookup_path` ([`OwnBinds::lookup_path`]).
+fn subdomain_rules(
+    exact: &impl std::fmt::Display,
+    prefix: &impl std::fmt::Display,
+    lookup_path: &str,
+) -> String {
     let mut out = String::new();
     for level in 0..SUBDOMAIN_DEPTH {
         // The host from its label `level + 2` on.
@@ -779,7 +790,8 @@ fn subdomain_rules(exact: &impl std::fmt::Display, prefix: &impl std::fmt::Displ
         ] {
             let _ = writeln!(
                 out,
-                "    http-request set-var(txn.route) var(txn.host),field({from},.,0),concat(*,txn.path),{lookup}({map}) if !{{ var(txn.route) -m found }}"
+                "    http-request set-var(txn.route) var(txn.host),field({from},.,0),concat(*,{path}),{lookup}({map}) if !{{ var(txn.route) -m found }}",
+                path = lookup_path,
             );
         }
     }
@@ -828,12 +840,19 @@ fn snippet_lines(snippet: Option<&Snippet>) -> String {
     out
 }
 
-/// The two route maps, as file contents.
-fn route_maps(routes: &[Route]) -> (String, String) {
-    let mut at_path: BTreeMap<(&HostMatch, &str), RoutesAtPath> = BTreeMap::new();
-    for route in routes {
+/// The two route maps, as file contents: the routes of the HTTP and HTTPS binds, and
+/// those of each port with a bind of its own (keys with `|PORT` before the path).
+fn route_maps(desired: &Desired) -> (String, String) {
+    let mut at_path: BTreeMap<(Option<u16>, &HostMatch, &str), RoutesAtPath> = BTreeMap::new();
+    let tables = std::iter::once((None, &desired.routes)).chain(
+        desired
+            .listener_binds
+            .iter()
+            .map(|bind| (Some(bind.port), &bind.routes)),
+    );
+    for (port, route) in tables.flat_map(|(port, routes)| routes.iter().map(move |r| (port, r))) {
         let entry = at_path
-            .entry((&route.host, path_text(&route.path)))
+            .entry((port, &route.host, path_text(&route.path)))
             .or_default();
         match route.path {
             PathMatch::Exact(_) => entry.exact = Some(route),
@@ -843,9 +862,9 @@ fn route_maps(routes: &[Route]) -> (String, String) {
         }
     }
     let (mut exact, mut prefix) = (Vec::new(), Vec::new());
-    for ((host, path), routes) in &at_path {
-        exact.extend(routes.exact_line(host, path));
-        prefix.extend(routes.prefix_line(host, path));
+    for ((port, host, path), routes) in &at_path {
+        exact.extend(routes.exact_line(*port, host, path));
+        prefix.extend(routes.prefix_line(*port, host, path));
     }
     (
         map_text::lines(
@@ -880,7 +899,7 @@ enum RegexHosts {
 /// host first. They come after the host's exact map and before its prefix map. The
 /// expressions were checked by the model (`validate::regex`): between single quotes,
 /// haproxy reads them as they are.
-fn regex_route_rules(routes: &[Route], hosts: RegexHosts) -> String {
+fn regex_route_rules(routes: &[Route], hosts: RegexHosts, own: &OwnBinds) -> String {
     let mut found: Vec<(&str, &str, &Route)> = routes
         .iter()
         .filter_map(|route| {
@@ -908,8 +927,9 @@ fn regex_route_rules(routes: &[Route], hosts: RegexHosts) -> String {
         };
         let _ = writeln!(
             out,
-            "    http-request set-var(txn.route) str({}) if !{{ var(txn.route) -m found }}{host_condition} {{ var(txn.path) -m reg -i '^{pattern}' }}",
-            map_value(route)
+            "    http-request set-var(txn.route) str({}) if !{{ var(txn.route) -m found }}{host_condition} {{ var(txn.path) -m reg -i '^{pattern}' }}{}",
+            map_value(route),
+            own.main_binds_only(""),
         );
     }
     out
@@ -940,18 +960,29 @@ impl<'a> RoutesAtPath<'a> {
 
     /// The line of the exact map: the Exact rule's, else the Prefix rule's for its own
     /// path (`/` has none: the prefix map's `host/` covers it).
-    pub fn exact_line(&self, host: &HostMatch, path: &str) -> Option<(String, String)> {
+    /// `port`: the port of a bind of its own whose routes these are.
+    pub fn exact_line(
+        &self,
+        port: Option<u16>,
+        host: &HostMatch,
+        path: &str,
+    ) -> Option<(String, String)> {
         let route = self.exact.or(self.prefix.filter(|_| path != "/"))?;
-        Some((key(host, path), map_value(route)))
+        Some((key(port, host, path), map_value(route)))
     }
 
     /// The line of the prefix map: the Prefix rule's, for what is under its path.
-    pub fn prefix_line(&self, host: &HostMatch, path: &str) -> Option<(String, String)> {
+    pub fn prefix_line(
+        &self,
+        port: Option<u16>,
+        host: &HostMatch,
+        path: &str,
+    ) -> Option<(String, String)> {
         let route = self.prefix?;
         let key = if path == "/" {
-            key(host, "/")
+            key(port, host, "/")
         } else {
-            key(host, &format!("{path}/"))
+            key(port, host, &format!("{path}/"))
         };
         Some((key, map_value(route)))
     }
@@ -971,8 +1002,18 @@ fn map_value(route: &Route) -> String {
     }
 }
 
-/// The map key of a host and a path.
-fn key(host: &HostMatch, path: &str) -> String {
+/// The map key of a host and a path, on the HTTP and HTTPS binds (`port`: `None`) or
+/// on the bind of its own of a listener port: there, `|PORT` comes before the path, as
+/// requests on that bind look it up ([`OwnBinds::lookup_rules`]).
+fn key(port: Option<u16>, host: &HostMatch, path: &str) -> String {
+    match port {
+        None => host_key(host, path),
+        Some(port) => host_key(host, &format!("|{port}{path}")),
+    }
+}
+
+/// The map key of a host and what follows it.
+fn host_key(host: &HostMatch, path: &str) -> String {
     match host {
         HostMatch::Any => path.to_string(),
         HostMatch::Exact(host) | HostMatch::Wildcard(host) => format!("{host}{path}"),
@@ -982,6 +1023,99 @@ fn key(host: &HostMatch, path: &str) -> String {
         HostMatch::Subdomains(suffix) => {
             format!("{}*{path}", suffix.strip_prefix('.').unwrap_or(suffix))
         }
+    }
+}
+
+/// The binds of their own of Gateway listener ports (`--gateway-listener-ports`) in the
+/// HTTP frontend, and the rules that keep their routes apart. Their routes share the
+/// route maps, their keys with `|PORT` before the path: a request on such a bind looks
+/// its routes up with that prefix (`txn.lpath`), a request on the HTTP and HTTPS binds
+/// with its plain path; a `Host` with a `|` is refused (not a valid host), so no request
+/// reaches another bind's routes. Without such a bind the frontend is as it was: the
+/// lookups read `txn.path` and no rule is added.
+struct OwnBinds {
+    /// The `bind` lines.
+    binds: String,
+    /// The ports, for the lookup rules.
+    ports: Vec<u16>,
+}
+
+impl OwnBinds {
+    fn of(desired: &Desired, settings: &RenderSettings, tls_options: &str) -> Self {
+        let mut binds = String::new();
+        let mut ports = Vec::new();
+        for bind in &desired.listener_binds {
+            // The model's ports come from the flag, which checked them.
+            let Ok(bind_port) = tugboat_model::ports::bind_port(i64::from(bind.port)) else {
+                continue;
+            };
+            let tls = if bind.tls {
+                format!(" {tls_options}")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                binds,
+                "    bind {} name {}{tls}",
+                settings.bind(bind_port),
+                Self::name(bind.port)
+            );
+            ports.push(bind.port);
+        }
+        Self { binds, ports }
+    }
+
+    /// The `name` of the bind of `port`, for `so_name`.
+    fn name(port: u16) -> String {
+        format!("listener_{port}")
+    }
+
+    /// The variable the route lookups read after the host.
+    fn lookup_path(&self) -> &'static str {
+        if self.ports.is_empty() {
+            "txn.path"
+        } else {
+            "txn.lpath"
+        }
+    }
+
+    /// The rules that set `txn.lpath`: the path, with `|PORT` before it on a bind of
+    /// its own.
+    fn lookup_rules(&self) -> String {
+        if self.ports.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            "    http-request deny deny_status 400 if { var(txn.host) -m sub | }\n    http-request set-var(txn.lpath) var(txn.path)\n",
+        );
+        for port in &self.ports {
+            let _ = writeln!(
+                out,
+                "    http-request set-var(txn.lpath) str(|{port}),concat(,txn.path) if {{ so_name {} }}",
+                Self::name(*port)
+            );
+        }
+        out
+    }
+
+    /// A condition that holds on the HTTP and HTTPS binds only (after `lead`, e.g.
+    /// ` if`), for what only their routes do (Ingress regular expressions, the HTTPS
+    /// redirect of the Ingresses' TLS hosts); nothing without binds of their own.
+    fn main_binds_only(&self, lead: &str) -> String {
+        if self.ports.is_empty() {
+            String::new()
+        } else {
+            format!("{lead} {{ var(txn.lpath) -m beg / }}")
+        }
+    }
+
+    /// The requests of a bind of its own that no route takes get the 404, never the
+    /// Ingresses' default backend.
+    fn not_found_rule(&self, desired: &Desired) -> String {
+        if self.ports.is_empty() || desired.default_backend.is_none() {
+            return String::new();
+        }
+        format!("    use_backend {NOT_FOUND_BACKEND} if {{ var(txn.lpath) -m beg | }}\n")
     }
 }
 
@@ -1072,6 +1206,69 @@ mod tests {
         {
             insta::assert_snapshot!(path.display().to_string(), text.as_str());
         }
+    }
+
+    #[test]
+    fn listener_ports_bind_at_the_offset_and_look_up_their_own_keys() {
+        let mut desired = desired();
+        let plain = frontend(&desired);
+        assert!(!plain.contains("txn.lpath"), "nothing new without them");
+        let web = desired.routes[0].backend.clone();
+        let api = desired.routes[1].backend.clone();
+        desired.default_backend = Some(api.clone());
+        desired.listener_binds = vec![
+            tugboat_model::ListenerBind {
+                port: 8080,
+                tls: false,
+                routes: vec![
+                    route(HostMatch::Any, PathMatch::Prefix("/".into()), &api),
+                    route(
+                        HostMatch::Exact("shop.example.com".into()),
+                        PathMatch::Prefix("/app".into()),
+                        &web,
+                    ),
+                ],
+            },
+            tugboat_model::ListenerBind {
+                port: 9443,
+                tls: true,
+                routes: vec![route(
+                    HostMatch::Subdomains(".example.com".into()),
+                    PathMatch::Exact("/x".into()),
+                    &web,
+                )],
+            },
+        ];
+        let config = frontend(&desired);
+        assert!(
+            config.contains("    bind 0.0.0.0:18080 name listener_8080\n"),
+            "{config}"
+        );
+        assert!(
+            config.contains("    bind 0.0.0.0:19443 name listener_9443 ssl crt "),
+            "{config}"
+        );
+        for line in [
+            "http-request deny deny_status 400 if { var(txn.host) -m sub | }",
+            "http-request set-var(txn.lpath) str(|8080),concat(,txn.path) if { so_name listener_8080 }",
+            "http-request set-var(txn.route) var(txn.host),concat(,txn.lpath),map_str(",
+            "http-request set-var(txn.route) var(txn.lpath),map_beg(",
+            "use_backend tugboat_not_found if { var(txn.lpath) -m beg | }",
+        ] {
+            assert!(config.contains(line), "{line} in {config}");
+        }
+        let rendered = render_fresh(&desired);
+        let settings = settings();
+        let exact = rendered.get(&settings.exact_map()).unwrap_or_default();
+        let prefix = rendered.get(&settings.prefix_map()).unwrap_or_default();
+        assert!(exact.contains("shop.example.com|8080/app "), "{exact}");
+        assert!(exact.contains("example.com*|9443/x "), "{exact}");
+        assert!(prefix.contains("|8080/ "), "{prefix}");
+        assert!(prefix.contains("shop.example.com|8080/app/ "), "{prefix}");
+        assert!(
+            prefix.contains("shop.example.com/ "),
+            "the main binds' keys stay"
+        );
     }
 
     #[test]
@@ -1765,6 +1962,55 @@ mod tests {
         desired.global.no_tls_redirect_locations.clear();
         let config = frontend(&desired);
         assert!(!config.contains("var(txn.path) -m beg"), "{config}");
+    }
+
+    #[test]
+    fn a_trusted_forwarders_https_counts_for_every_https_redirect() {
+        use tugboat_model::features::{
+            ForwardedHeaders, HttpsRedirect, RedirectWhen, RouteFeatures,
+        };
+        let mut desired = with_features(RouteFeatures {
+            https_redirect: Some(HttpsRedirect {
+                when: RedirectWhen::Always,
+                code: 308,
+                port: None,
+            }),
+            ..Default::default()
+        });
+        desired.ssl_redirect = true;
+        let redirects = |config: &str| -> Vec<String> {
+            config
+                .lines()
+                .filter(|l| l.contains("redirect scheme https"))
+                .map(str::to_string)
+                .collect()
+        };
+        // Without forwarders, only haproxy's own TLS counts.
+        let config = frontend(&desired);
+        assert_eq!(redirects(&config).len(), 2, "{config}");
+        assert!(!config.contains("txn.forwarded_proto"), "{config}");
+
+        // Behind trusted forwarders, their X-Forwarded-Proto: https counts too (it is
+        // kept only from them).
+        desired.global.forwarded = Some(ForwardedHeaders {
+            header: "X-Forwarded-For".into(),
+            trusted: vec!["10.0.0.0/8".into()],
+            full: false,
+        });
+        let config = frontend(&desired);
+        let lines = redirects(&config);
+        assert_eq!(lines.len(), 2, "{config}");
+        for line in lines {
+            assert!(
+                line.contains(" if !{ ssl_fc } !{ var(txn.forwarded_proto) -m str https } "),
+                "{line}"
+            );
+        }
+        let kept = config
+            .find("set-var(txn.forwarded_proto)")
+            .expect("the forwarded scheme is kept");
+        let redirect = config.find("redirect scheme https").expect("redirect");
+        assert!(kept < redirect, "{config}");
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub(crate) fn build_with(
             http_route_slots: gateway.http_route_slots,
             passthrough: built.passthrough,
             tcp_services,
+            listener_binds: gateway.listener_binds,
         },
         problems: built.problems,
         gateway: gateway.status,

@@ -153,6 +153,19 @@ pub struct TcpService {
     pub owner: ObjectRef,
 }
 
+/// A Gateway listener port with a bind of its own (`--gateway-listener-ports`): haproxy
+/// binds [`crate::ports::bind_port`] of it in the HTTP frontend, and its routes answer
+/// there only (the HTTP and HTTPS binds never see them, nor it theirs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerBind {
+    /// The listeners' port.
+    pub port: u16,
+    /// HTTPS listeners: the bind terminates TLS as the HTTPS bind does.
+    pub tls: bool,
+    /// Its routes, at most one per (host, path), sorted by host then path.
+    pub routes: Vec<Route>,
+}
+
 /// Everything haproxy should do, as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {
@@ -201,6 +214,19 @@ pub struct Desired {
     pub passthrough: Vec<PassthroughRoute>,
     /// TCP services, at most one per port, sorted by port.
     pub tcp_services: Vec<TcpService>,
+    /// Gateway listener ports with binds of their own, sorted by port. Empty: the HTTP
+    /// and HTTPS binds only.
+    pub listener_binds: Vec<ListenerBind>,
+}
+
+impl Desired {
+    /// Every route: the HTTP and HTTPS binds', then those of each listener port with a
+    /// bind of its own.
+    pub fn every_route(&self) -> impl Iterator<Item = &Route> {
+        self.routes
+            .iter()
+            .chain(self.listener_binds.iter().flat_map(|bind| &bind.routes))
+    }
 }
 
 /// A user and its password hash; the hash never shows in debug output.

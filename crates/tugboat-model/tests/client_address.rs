@@ -1,7 +1,8 @@
 //! The keys of the client's address as the model reads them from the controller's
 //! ConfigMap: off by default, trusted forwarders only when named, and a bad value is a
 //! problem naming the ConfigMap's field while the header is not trusted (fails closed)
-//! and the routes are served; `use-proxy-protocol` likewise.
+//! and the routes are served; `use-proxy-protocol` likewise, and HAProxy Technologies'
+//! `proxy-protocol` as it.
 
 mod common;
 
@@ -112,6 +113,62 @@ fn proxy_protocol_is_accepted_from_the_trusted_peers_only() {
     let output = build_with_config_map(&[("use-proxy-protocol", "true")]);
     let problem = common::only_problem(&output);
     assert_eq!(problem.field, "data.use-proxy-protocol", "{problem}");
+    assert_eq!(output.desired.global.proxy_protocol_from, None);
+    assert_eq!(output.desired.routes.len(), 1);
+}
+
+/// HAProxy Technologies' ConfigMap key `proxy-protocol` lists the peers that send
+/// PROXY: Tugboat's `use-proxy-protocol` with them as `proxy-real-ip-cidr`.
+#[test]
+fn haproxytechs_proxy_protocol_is_use_proxy_protocol_with_its_peers() {
+    let output = build_with_config_map(&[("proxy-protocol", "10.0.0.0/8, 192.168.1.7")]);
+    assert!(output.problems.is_empty(), "{:?}", output.problems);
+    let global = &output.desired.global;
+    assert_eq!(
+        global.proxy_protocol_from,
+        Some(vec!["10.0.0.0/8".into(), "192.168.1.7".into()])
+    );
+    assert_eq!(global.forwarded, None);
+
+    // Tugboat's own keys in the same ConfigMap win; a disagreement is a problem on
+    // their key.
+    let output = build_with_config_map(&[
+        ("proxy-protocol", "10.0.0.0/8"),
+        ("proxy-real-ip-cidr", "172.16.0.0/12"),
+        ("use-proxy-protocol", "true"),
+    ]);
+    let problem = common::only_problem(&output);
+    assert_eq!(problem.field, "data.proxy-protocol", "{problem}");
+    assert!(
+        problem.message.contains("data.proxy-real-ip-cidr"),
+        "{problem}"
+    );
+    assert_eq!(
+        output.desired.global.proxy_protocol_from,
+        Some(vec!["172.16.0.0/12".into()])
+    );
+    let output = build_with_config_map(&[
+        ("proxy-protocol", "10.0.0.0/8"),
+        ("use-proxy-protocol", "false"),
+    ]);
+    let problem = common::only_problem(&output);
+    assert_eq!(problem.field, "data.proxy-protocol", "{problem}");
+    assert_eq!(output.desired.global.proxy_protocol_from, None);
+
+    // A bad address is a problem naming their key, and nothing is trusted.
+    let output = build_with_config_map(&[("proxy-protocol", "10.0.0.0/33")]);
+    assert!(!output.problems.is_empty());
+    for problem in &output.problems {
+        assert_eq!(problem.field, "data.proxy-protocol", "{problem}");
+    }
+    assert!(
+        output
+            .problems
+            .iter()
+            .any(|p| p.message.contains("10.0.0.0/33")),
+        "{:?}",
+        output.problems
+    );
     assert_eq!(output.desired.global.proxy_protocol_from, None);
     assert_eq!(output.desired.routes.len(), 1);
 }

@@ -134,11 +134,16 @@ fn build(snapshot: &Snapshot) -> BuildOutput {
     tugboat_model::build(snapshot, &settings())
 }
 
-/// `(host, path, backend)` of every route.
-fn routes(output: &BuildOutput) -> Vec<(String, String, String)> {
-    output
-        .desired
-        .routes
+/// A route as `(host, path, backend)`.
+type RouteText = (String, String, String);
+
+/// `(host, path, backend)` of every route of the HTTP and HTTPS binds.
+fn routes(output: &BuildOutput) -> Vec<RouteText> {
+    route_texts(&output.desired.routes)
+}
+
+fn route_texts(routes: &[tugboat_model::Route]) -> Vec<RouteText> {
+    routes
         .iter()
         .map(|r| {
             (
@@ -2784,6 +2789,213 @@ fn a_tls_route_whose_name_has_a_restricting_http_route_is_not_accepted_there() {
     assert_eq!(gateway.listeners[1].attached_routes, 0);
 }
 
+/// [`settings`] with `ports` listed in `--gateway-listener-ports`.
+fn with_listener_ports(ports: &[u16]) -> Settings {
+    let mut settings = settings();
+    if let Some(gateway) = settings.gateway.take() {
+        settings.gateway = Some(gateway.with_listener_ports(ports.iter().copied().collect()));
+    }
+    settings
+}
+
+/// `(port, tls, [(host, path, backend)])` of every bind of its own.
+fn listener_binds(output: &BuildOutput) -> Vec<(u16, bool, Vec<RouteText>)> {
+    output
+        .desired
+        .listener_binds
+        .iter()
+        .map(|bind| (bind.port, bind.tls, route_texts(&bind.routes)))
+        .collect()
+}
+
+#[test]
+fn listeners_on_listed_ports_get_binds_of_their_own_with_routes_of_their_own() {
+    // The upstream conformance case httproute-listener-port-matching.
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        vec![
+            mk_listener("listener-1", "HTTP", 80, Some("foo.com")),
+            mk_listener("listener-2", "HTTP", 8080, Some("foo.com")),
+            mk_listener("listener-3", "HTTP", 8080, Some("bar.com")),
+            mk_listener("listener-4", "HTTP", 8090, Some("foo.com")),
+            mk_listener("listener-5", "HTTP", 8090, Some("bar.com")),
+        ],
+    );
+    let on_port = |name: &str, port: i32, section: Option<&str>, service: &str| {
+        let mut route = mk_http_route(name, "gw", &[], vec![mk_rule_to(&[], service, 80)]);
+        route.spec.parent_refs[0].port = Some(port);
+        route.spec.parent_refs[0].section_name = section.map(String::from);
+        route
+    };
+    add_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        on_port("v1", 80, None, "web"),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-02T00:00:00Z",
+        on_port("v2", 8080, None, "api"),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-03T00:00:00Z",
+        on_port("v3", 8090, Some("listener-4"), "web"),
+    );
+    // 8080 is the HTTP bind's port: listed, it is a bind of its own all the same. 9000
+    // is listed but unused: no bind.
+    let output = tugboat_model::build(&snapshot, &with_listener_ports(&[8080, 8090, 9000]));
+    let web = "shop_web_80".to_string();
+    let api = "shop_api_80".to_string();
+    assert_eq!(
+        routes(&output),
+        [("foo.com".into(), "/ (Prefix)".into(), web.clone())]
+    );
+    assert_eq!(
+        listener_binds(&output),
+        [
+            (
+                8080,
+                false,
+                vec![
+                    ("bar.com".into(), "/ (Prefix)".into(), api.clone()),
+                    ("foo.com".into(), "/ (Prefix)".into(), api),
+                ]
+            ),
+            (
+                8090,
+                false,
+                vec![("foo.com".into(), "/ (Prefix)".into(), web)]
+            ),
+        ]
+    );
+    for route in ["v1", "v2", "v3"] {
+        assert_eq!(
+            route_condition(&output, "shop", route, "Accepted"),
+            (true, "Accepted".into()),
+            "{route}"
+        );
+    }
+    for listener in 0..5 {
+        assert_eq!(
+            listener_condition(&output, ("shop", "gw"), listener, "Programmed"),
+            (true, "Programmed".into())
+        );
+    }
+    // Unlisted, 8090 is not served, and its route says so.
+    let output = tugboat_model::build(&snapshot, &with_listener_ports(&[8080]));
+    assert_eq!(
+        listener_condition(&output, ("shop", "gw"), 3, "Accepted"),
+        (false, "PortUnavailable".into())
+    );
+    let parents = route_parents(&output, "shop", "v3");
+    let accepted = condition(&parents[0].conditions, "Accepted");
+    assert!(!accepted.status);
+    assert!(accepted.message.contains("not valid"), "{accepted:?}");
+    let problem = output
+        .problems
+        .iter()
+        .find(|p| &*p.object.name == "gw" && p.field == "spec.listeners[3].port")
+        .expect("a problem of the listener");
+    assert!(
+        problem.message.contains("--gateway-listener-ports"),
+        "{problem:?}"
+    );
+}
+
+#[test]
+fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_conflicts() {
+    let mut snapshot = base();
+    add_tls_secret(&mut snapshot, "cert", "b.example.com");
+    let on_port = |listener: Listener, port: i32| Listener { port, ..listener };
+    insert_gateway(
+        &mut snapshot,
+        "shop",
+        with_creation_timestamp(
+            mk_gateway(
+                "first",
+                "tugboat",
+                vec![mk_listener("http", "HTTP", 9000, Some("a.example.com"))],
+            ),
+            "2024-01-01T00:00:00Z",
+        ),
+    );
+    insert_gateway(
+        &mut snapshot,
+        "shop",
+        with_creation_timestamp(
+            mk_gateway(
+                "second",
+                "tugboat",
+                vec![
+                    mk_listener("http", "HTTP", 9000, Some("b.example.com")),
+                    on_port(
+                        mk_https_listener("https", "c.example.com", (None, "cert")),
+                        9000,
+                    ),
+                    on_port(
+                        mk_https_listener("own-https", "b.example.com", (None, "cert")),
+                        9443,
+                    ),
+                    mk_tls_passthrough_listener("tls", 9001, None),
+                ],
+            ),
+            "2024-02-01T00:00:00Z",
+        ),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-01T00:00:00Z",
+        mk_http_route("a", "first", &[], vec![to_web(&[("PathPrefix", "/")])]),
+    );
+    add_route(
+        &mut snapshot,
+        "shop",
+        "2024-01-02T00:00:00Z",
+        mk_http_route("b", "second", &[], vec![to_web(&[("PathPrefix", "/b")])]),
+    );
+    let settings = Settings {
+        now: 1_800_000_000,
+        ..with_listener_ports(&[9000, 9001, 9443])
+    };
+    let output = tugboat_model::build(&snapshot, &settings);
+    let second = ("shop", "second");
+    assert_eq!(
+        listener_condition(&output, second, 0, "Conflicted"),
+        (false, "NoConflicts".into())
+    );
+    assert_eq!(
+        listener_condition(&output, second, 1, "Conflicted"),
+        (true, "ProtocolConflict".into())
+    );
+    assert_eq!(
+        listener_condition(&output, second, 2, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&output, second, 3, "Accepted"),
+        (false, "PortUnavailable".into())
+    );
+    let binds = listener_binds(&output);
+    let ports: Vec<(u16, bool)> = binds.iter().map(|(port, tls, _)| (*port, *tls)).collect();
+    assert_eq!(ports, [(9000, false), (9443, true)]);
+    let hosts: Vec<&str> = binds[0]
+        .2
+        .iter()
+        .map(|(host, _, _)| host.as_str())
+        .collect();
+    assert_eq!(hosts, ["a.example.com", "b.example.com"]);
+    assert!(routes(&output).is_empty(), "nothing on the main binds");
+}
+
 /// The TCPRoute `shop/name`, created at `created`, of generation 4, attached to the
 /// Gateway `gw`, to `backend_refs`.
 fn add_tcp_route(
@@ -2826,6 +3038,14 @@ fn tcp_routes_become_tcp_services_on_the_listed_ports() {
             mk_listener("again", "TCP", 5432, None),
             mk_listener("cache", "TCP", 6379, None),
         ],
+    );
+    // A younger Gateway's HTTP listener on the TCP listener's port conflicts.
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "web2",
+        "tugboat",
+        vec![mk_listener("http", "HTTP", 5432, None)],
     );
     add_tcp_route(
         &mut snapshot,
@@ -2883,6 +3103,12 @@ fn tcp_routes_become_tcp_services_on_the_listed_ports() {
     );
     let state = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
     assert_eq!(state.listeners[0].attached_routes, 1);
+    assert_eq!(
+        listener_condition(&output, ("shop", "web2"), 0, "Conflicted"),
+        (true, "ProtocolConflict".into())
+    );
+    // A TCP listener's port is a TCP service, not an HTTP bind of its own.
+    assert!(output.desired.listener_binds.is_empty());
     assert_eq!(
         tcp_route_condition(&output, "first", "Accepted"),
         (true, "Accepted".into())

@@ -131,3 +131,38 @@ fn ingress_key_example_parses(key: &tugboat_model::annotations::KeySpec) {
         resolver.problems
     );
 }
+
+/// Every value of Tugboat's chart that docs/migrating.md names exists in the chart's
+/// values schema, and a `config.` key is a key of the controller's ConfigMap.
+#[test]
+fn chart_values_in_the_migration_guide_exist() {
+    use tugboat_model::annotations::peers::CHART_VALUES;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/helm/tugboat/values.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("values.schema.json"))
+            .expect("values.schema.json is JSON");
+    for value in CHART_VALUES.iter().filter(|v| v.ours != "-") {
+        if let Some(key) = value.ours.strip_prefix("config.") {
+            assert!(
+                tugboat_model::annotations::find_key(key).is_some()
+                    || tugboat_model::annotations::peers::config_map_key(key).is_some(),
+                "{}: {key} is not a key of the controller's ConfigMap",
+                value.theirs
+            );
+            continue;
+        }
+        let mut node = &schema;
+        for part in value.ours.split('.') {
+            node = &node["properties"][part];
+            assert!(
+                !node.is_null(),
+                "{} -> {}: the chart has no value {part} there",
+                value.theirs,
+                value.ours
+            );
+        }
+    }
+}

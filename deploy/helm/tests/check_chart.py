@@ -11,6 +11,9 @@ field fails) and against the properties the chart promises:
     and its image tag changing the haproxy container's image and nothing else;
   - probes on the right containers and ports, flags that agree with the ports, names and
     objects they refer to, least-privilege RBAC;
+  - a Deployment or a DaemonSet (no replicas; hostNetwork with ClusterFirstWithHostNet,
+    or hostPorts mapping 80/443 and each TCP service's or Gateway listener's port P to
+    its bind at P + 10000), and those ports on the Service;
   - misspelled or invalid values rejected; deploy/manifests/tugboat.yaml in sync.
 
 It also runs itself on broken renders (a token mounted into haproxy, a writable root
@@ -289,6 +292,29 @@ def one(objs: list[dict], kind: str) -> dict:
     return found[0] if len(found) == 1 else {}
 
 
+def workload(objs: list[dict]) -> dict:
+    """The one Deployment or DaemonSet that runs the pod."""
+    found = by_kind(objs, "Deployment") + by_kind(objs, "DaemonSet")
+    return found[0] if len(found) == 1 else {}
+
+
+def pod_spec(objs: list[dict]) -> dict:
+    return workload(objs).get("spec", {}).get("template", {}).get("spec", {})
+
+
+# haproxy binds a user's port P (a TCP service's, a Gateway listener's) at P + 10000
+# (crates/tugboat-model/src/ports.rs).
+BIND_PORT_OFFSET = 10000
+
+
+def user_ports(values: dict) -> dict[str, int]:
+    """The ports beyond HTTP and HTTPS the values open: port name -> the user's port."""
+    ports = {f"tcp-{p}": int(p) for p in values["tcpServices"]}
+    if values["gatewayApi"]["enabled"]:
+        ports.update({f"listener-{p}": int(p) for p in values["gatewayApi"]["listenerPorts"]})
+    return ports
+
+
 def name_of(o: dict) -> str:
     return f"{o.get('kind')}/{o.get('metadata', {}).get('name')}"
 
@@ -360,16 +386,25 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
         elif not (o.get("kind") in ("Role", "RoleBinding") and md.get("namespace") in values["watchNamespaces"]):
             t(f"{name_of(o)} in the release namespace", md.get("namespace") == NAMESPACE, str(md.get("namespace")))
 
-    dep = one(objs, "Deployment")
-    if not t("one Deployment", bool(dep)):
+    hv, cv = values["haproxy"], values["controller"]
+    dep = workload(objs)
+    if not t(f"one workload, a {cv['kind']}", dep.get("kind") == cv["kind"], str([name_of(o) for o in objs if o.get("kind") in ("Deployment", "DaemonSet")])):
         return
     fullname = dep["metadata"]["name"]
-    t("replicas from values", dep["spec"].get("replicas") == values["replicaCount"])
+    if cv["kind"] == "Deployment":
+        t("replicas from values", dep["spec"].get("replicas") == values["replicaCount"])
+        ru = dep["spec"].get("strategy", {}).get("rollingUpdate", {})
+        t("rolling update starts a new pod before stopping an old one", ru == {"maxSurge": 1, "maxUnavailable": 0}, str(ru))
+    else:
+        t("DaemonSet: no replicas, no Deployment strategy", "replicas" not in dep["spec"] and "strategy" not in dep["spec"])
+        ru = dep["spec"].get("updateStrategy", {}).get("rollingUpdate", {})
+        on_node_ports = cv["hostNetwork"] or cv["hostPort"]["enabled"]
+        want_ru = {"maxSurge": 0, "maxUnavailable": 1} if on_node_ports else {"maxSurge": 1, "maxUnavailable": 0}
+        t("DaemonSet update: no surge on the node's ports, else surge first", ru == want_ru, str(ru))
     tmpl = dep["spec"]["template"]
     pod = tmpl["spec"]
     pod_sc = pod.get("securityContext", {})
     h, c, init = container(pod, "haproxy"), container(pod, "controller"), container(pod, "init-config")
-    hv, cv = values["haproxy"], values["controller"]
     mode = hv["lowPorts"]
 
     # --- the pod's shape
@@ -377,8 +412,13 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("init container is init-config", [x["name"] for x in pod.get("initContainers", [])] == ["init-config"])
     t("pod automountServiceAccountToken false", pod.get("automountServiceAccountToken") is False)
     t("no shared process namespace", pod.get("shareProcessNamespace") in (None, False))
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
+    for key in ("hostPID", "hostIPC"):
         t(f"no {key}", not pod.get(key))
+    if cv["hostNetwork"]:
+        t("hostNetwork with dnsPolicy ClusterFirstWithHostNet",
+          pod.get("hostNetwork") is True and pod.get("dnsPolicy") == "ClusterFirstWithHostNet", f"{pod.get('hostNetwork')} {pod.get('dnsPolicy')}")
+    else:
+        t("no hostNetwork, default dnsPolicy", not pod.get("hostNetwork") and "dnsPolicy" not in pod)
     t("pod runAsNonRoot", pod_sc.get("runAsNonRoot") is True)
     t("pod seccomp RuntimeDefault", pod_sc.get("seccompProfile", {}).get("type") == "RuntimeDefault")
     t("pod fsGroup set", isinstance(pod_sc.get("fsGroup"), int))
@@ -406,7 +446,7 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     hsc = h.get("securityContext", {})
     huid = effective(h, pod_sc, "runAsUser")
     hadd = sorted(hsc.get("capabilities", {}).get("add") or [])
-    if mode in ("none", "sysctl"):
+    if mode in ("none", "sysctl", "node"):
         t("haproxy non-root", effective(h, pod_sc, "runAsNonRoot") is True and huid not in (None, 0), f"uid {huid}")
         t("haproxy allowPrivilegeEscalation false", hsc.get("allowPrivilegeEscalation") is False)
         t("haproxy adds no capability", hadd == [], str(hadd))
@@ -480,9 +520,17 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("--stats-port == haproxy stats port", flag(args, "stats-port") == str(port_of(h, "stats")) == str(cv["statsPort"]))
     t("--controller-port == controller admin port", flag(args, "controller-port") == str(port_of(c, "admin")) == str(cv["port"]))
     t("--log-format", flag(args, "log-format") == cv["logFormat"])
-    cmap = one(objs, "ConfigMap")
+    cmap = next((m for m in by_kind(objs, "ConfigMap") if m["metadata"]["name"] == fullname), {})
     t("ConfigMap holds the config values", (cmap.get("data") or {}) == values["config"], str(cmap.get("data")))
     t("--configmap names the ConfigMap", flag(args, "configmap") == f"{NAMESPACE}/{cmap.get('metadata', {}).get('name')}")
+    others = [m for m in by_kind(objs, "ConfigMap") if m is not cmap]
+    if values["tcpServices"]:
+        tcp = others[0] if len(others) == 1 else {}
+        t("one TCP services ConfigMap holds tcpServices", (tcp.get("data") or {}) == values["tcpServices"], str(tcp.get("data")))
+        t("--tcp-services-configmap names it", flag(args, "tcp-services-configmap") == f"{NAMESPACE}/{tcp.get('metadata', {}).get('name')}",
+          str(flag(args, "tcp-services-configmap")))
+    else:
+        t("no TCP services: no ConfigMap, no flag", not others and "tcp-services-configmap" not in flags(args))
     svc = next((s for s in by_kind(objs, "Service") if s["metadata"]["name"] == fullname), {})
     t("--publish-service names the Service", bool(svc) and flag(args, "publish-service") == f"{NAMESPACE}/{fullname}")
     t("--ingress-class", flag(args, "ingress-class") == values["ingressClass"]["name"])
@@ -492,6 +540,10 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("--enable-gateway-api only when asked", ("enable-gateway-api" in flags(args)) == gw["enabled"])
     t("--gateway-controller-name from values when enabled",
       flag(args, "gateway-controller-name") == (gw["controllerName"] if gw["enabled"] else None))
+    listener_ports = gw["listenerPorts"] if gw["enabled"] else []
+    t("--gateway-listener-ports from values when enabled",
+      flag(args, "gateway-listener-ports") == (",".join(map(str, listener_ports)) if listener_ports else None),
+      str(flag(args, "gateway-listener-ports")))
     t("--watch-ingress-without-class only when asked", ("watch-ingress-without-class" in flags(args)) == cv["watchIngressWithoutClass"])
     for extra in cv["extraArgs"]:
         t(f"extraArgs {extra}", extra in args)
@@ -516,12 +568,26 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     t("Service selects the pods", bool(sel) and all(labels.get(k) == v for k, v in sel.items()))
     ports = {p["port"]: p["targetPort"] for p in svc.get("spec", {}).get("ports", [])}
     want = {values["service"]["httpPort"]: "http", values["service"]["httpsPort"]: "https"}
-    t("Service ports map to haproxy http/https", ports == want, str(ports))
+    extra = user_ports(values)
+    want.update({port: name for name, port in extra.items()})
+    t("Service ports map to haproxy http/https and each user port to its bind", ports == want, f"{ports} != {want}")
+    t("Service ports all TCP", all(p.get("protocol") == "TCP" for p in svc.get("spec", {}).get("ports", [])))
+
+    # --- haproxy's ports: a user's port P at P + 10000; hostPorts as the values say
+    hports = {p["name"]: p for p in h.get("ports", [])}
+    for name, port in extra.items():
+        t(f"haproxy port {name} binds {port + BIND_PORT_OFFSET}", hports.get(name, {}).get("containerPort") == port + BIND_PORT_OFFSET, str(hports.get(name)))
+    host_ports = {name: p["hostPort"] for x in (h, c) for name, p in ((q["name"], q) for q in x.get("ports", [])) if "hostPort" in p}
+    if cv["hostPort"]["enabled"]:
+        want_host = {"http": cv["hostPort"]["ports"]["http"], "https": cv["hostPort"]["ports"]["https"], **extra}
+        t("hostPorts: node 80/443 to http/https, each user port P to its bind", host_ports == want_host, f"{host_ports} != {want_host}")
+    else:
+        t("no hostPort", not host_ports, str(host_ports))
     t("Service type from values", svc.get("spec", {}).get("type") == values["service"]["type"])
 
     # --- PDB
     pdb = one(objs, "PodDisruptionBudget")
-    if values["podDisruptionBudget"]["enabled"]:
+    if values["podDisruptionBudget"]["enabled"] and cv["kind"] == "Deployment":
         ml = pdb.get("spec", {}).get("selector", {}).get("matchLabels", {})
         t("PDB selects the pods", bool(ml) and all(labels.get(k) == v for k, v in ml.items()))
     else:
@@ -536,6 +602,11 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
 
     # --- RBAC
     check_rbac(t, values, objs, sa_obj["metadata"]["name"] if sa_obj else pod.get("serviceAccountName"), flag(args, "election-id"))
+    for cm_flag in ("configmap", "tcp-services-configmap"):
+        target = flag(args, cm_flag)
+        if target:
+            ns, name = target.split("/", 1)
+            t(f"the controller may read the --{cm_flag} ConfigMap", can_read_configmap(objs, ns, name), target)
 
     # --- ServiceMonitor
     sms = by_kind(objs, "ServiceMonitor")
@@ -583,6 +654,17 @@ GATEWAY_CLUSTER_SCOPED = {"gatewayclasses", "gatewayclasses/status", "namespaces
 def grants(role: dict) -> set[tuple[str, str, str]]:
     return {(g, r, v) for rule in role.get("rules", []) for g in rule.get("apiGroups", [])
             for r in rule.get("resources", []) for v in rule.get("verbs", [])}
+
+
+def can_read_configmap(objs: list[dict], namespace: str, name: str) -> bool:
+    """A rendered role grants get, list and watch of that ConfigMap."""
+    def covers(role):
+        return any("" in rule.get("apiGroups", []) and "configmaps" in rule.get("resources", [])
+                   and READ <= set(rule.get("verbs", []))
+                   and (not rule.get("resourceNames") or name in rule["resourceNames"])
+                   for rule in role.get("rules", []))
+    roles = by_kind(objs, "ClusterRole") + [r for r in by_kind(objs, "Role") if r["metadata"].get("namespace") == namespace]
+    return any(covers(r) for r in roles)
 
 
 def check_rbac(t, values: dict, objs: list[dict], sa: str, election_id) -> None:
@@ -649,6 +731,15 @@ def value_sets(defaults: dict) -> list[tuple[str, dict]]:
         ("defaultClass", {"ingressClass": {"default": True}}),
         ("gatewayApi", {"gatewayApi": {"enabled": True, "controllerName": "example.com/gateway"}}),
         ("gatewayApi+watchNamespaces", {"gatewayApi": {"enabled": True}, "watchNamespaces": ["team-a"]}),
+        ("DaemonSet", {"controller": {"kind": "DaemonSet"}, "haproxy": {"httpPort": 80, "httpsPort": 443, "lowPorts": "sysctl"}}),
+        ("DaemonSet+hostPort+ports", {"controller": {"kind": "DaemonSet", "hostPort": {"enabled": True}},
+                                      "tcpServices": {"5432": "db/postgres:5432", "22": "git/ssh:ssh::PROXY", "9000": "default/mqtt:9000:PROXY:PROXY"},
+                                      "gatewayApi": {"enabled": True, "listenerPorts": [8081, 9001]}}),
+        ("DaemonSet+hostNetwork", {"controller": {"kind": "DaemonSet", "hostNetwork": True},
+                                   "haproxy": {"httpPort": 80, "httpsPort": 443, "lowPorts": "node"},
+                                   "tcpServices": {"9000": "default/banner:9000"}}),
+        ("ports+watchNamespaces", {"tcpServices": {"6379": "cache/redis:6379"}, "watchNamespaces": ["cache"],
+                                   "gatewayApi": {"enabled": True, "listenerPorts": [8081]}}),
         ("options", {"controller": {"logFormat": "json", "watchIngressWithoutClass": True,
                                     "extraArgs": ["--some-flag=1"], "publishAddress": "203.0.113.10",
                                     "defaultBackendService": "default/fallback",
@@ -673,7 +764,7 @@ def self_test(r: Results, defaults: dict, objs: list[dict]) -> None:
     """Breaks a good render in ways the checks must catch; each must produce failures."""
 
     def pod_of(o):
-        return one(o, "Deployment")["spec"]["template"]["spec"]
+        return pod_spec(o)
 
     def token_in_haproxy(o):
         container(pod_of(o), "haproxy")["volumeMounts"].append({"name": "kube-api-access", "mountPath": SA_PATH, "readOnly": True})
@@ -699,6 +790,12 @@ def self_test(r: Results, defaults: dict, objs: list[dict]) -> None:
     def caps_kept(o):
         container(pod_of(o), "haproxy")["securityContext"]["capabilities"] = {"drop": ["NET_RAW"]}
 
+    def host_network(o):
+        pod_of(o)["hostNetwork"] = True
+
+    def host_port(o):
+        container(pod_of(o), "haproxy")["ports"][0]["hostPort"] = 80
+
     # (what is broken, how, the check that must catch it)
     for name, mutate, expected in [
         ("token in haproxy", token_in_haproxy, "haproxy mounts no credentials"),
@@ -709,6 +806,8 @@ def self_test(r: Results, defaults: dict, objs: list[dict]) -> None:
         ("RBAC wildcard", rbac_wildcard, "grants get *"),
         ("controller as root", root_controller, "controller non-root"),
         ("capabilities kept", caps_kept, "haproxy drops ALL capabilities"),
+        ("hostNetwork not asked for", host_network, "no hostNetwork"),
+        ("a hostPort not asked for", host_port, "no hostPort"),
     ]:
         broken = copy.deepcopy(objs)
         mutate(broken)
@@ -731,7 +830,7 @@ def check_dockerfile(r: Results, objs: list[dict]) -> None:
         proc = subprocess.run([str(hadolint), "--no-color", str(path)], capture_output=True, text=True)
         r.check(f"hadolint {path.relative_to(ROOT)}", proc.returncode == 0, (proc.stdout + proc.stderr).strip())
     text = dockerfile.read_text()
-    pod = one(objs, "Deployment").get("spec", {}).get("template", {}).get("spec", {})
+    pod = pod_spec(objs)
     seed = (container(pod, "init-config").get("command") or [None, None])[1]
     r.check("image ships the seed config the init container copies",
             seed is not None and f"init-config/haproxy.cfg {seed}" in text, str(seed))
@@ -773,8 +872,8 @@ def main() -> int:
                         ("repository", {"haproxy": {"image": {"repository": "mirror.example.com/library/haproxy"}}})]:
         _, objs = render(over)
         a, b = copy.deepcopy(default_objs), copy.deepcopy(objs)
-        ha = container(one(a, "Deployment").get("spec", {}).get("template", {}).get("spec", {}), "haproxy")
-        hb = container(one(b, "Deployment").get("spec", {}).get("template", {}).get("spec", {}), "haproxy")
+        ha = container(pod_spec(a), "haproxy")
+        hb = container(pod_spec(b), "haproxy")
         image_changed = bool(ha) and bool(hb) and ha.get("image") != hb.get("image")
         ha.pop("image", None)
         hb.pop("image", None)
@@ -791,6 +890,20 @@ def main() -> int:
         ("capability mode with the official image", {"haproxy": {"httpPort": 80, "lowPorts": "capability"}}, "setcap"),
         ("config key a ConfigMap cannot hold", {"config": {"bad key": "x"}}, "'bad key' does not match pattern"),
         ("bad default backend reference", {"controller": {"defaultBackendService": "no-namespace"}}, "defaultBackendService"),
+        ("unknown workload kind", {"controller": {"kind": "StatefulSet"}}, "kind"),
+        ("hostNetwork in a Deployment", {"controller": {"hostNetwork": True}}, "need controller.kind DaemonSet"),
+        ("hostPort in a Deployment", {"controller": {"hostPort": {"enabled": True}}}, "need controller.kind DaemonSet"),
+        ("hostNetwork and hostPort", {"controller": {"kind": "DaemonSet", "hostNetwork": True, "hostPort": {"enabled": True}}}, "does not apply with controller.hostNetwork"),
+        ("sysctl mode with hostNetwork", {"controller": {"kind": "DaemonSet", "hostNetwork": True}, "haproxy": {"httpPort": 80, "lowPorts": "sysctl"}}, "lowPorts=node"),
+        ("node mode without hostNetwork", {"haproxy": {"httpPort": 80, "lowPorts": "node"}}, "needs controller.hostNetwork"),
+        ("TCP service in a bad format", {"tcpServices": {"9000": "svc:9000"}}, "does not match pattern"),
+        ("TCP service port not a number", {"tcpServices": {"ssh": "git/ssh:22"}}, "does not match pattern"),
+        ("TCP service on the Service's HTTP port", {"tcpServices": {"80": "default/web:80"}}, "already service.httpPort"),
+        ("TCP service port without a bind port", {"tcpServices": {"60000": "default/web:80"}}, "between 1 and 55535"),
+        ("TCP service bound on haproxy's HTTP port", {"haproxy": {"httpPort": 18080}, "tcpServices": {"8080": "default/web:80"}}, "already haproxy.httpPort"),
+        ("listener port and TCP service on one port", {"tcpServices": {"9000": "default/a:9000"}, "gatewayApi": {"enabled": True, "listenerPorts": [9000]}}, "already tcpServices"),
+        ("listener port 443", {"gatewayApi": {"enabled": True, "listenerPorts": [443]}}, "already service.httpsPort"),
+        ("listener ports without the Gateway API", {"gatewayApi": {"listenerPorts": [8081]}}, "needs gatewayApi.enabled"),
     ]:
         proc, _ = render(over)
         r.check(f"[rejects] {label}", proc.returncode != 0 and needle in proc.stderr, proc.stderr.strip()[-300:] or "rendered")

@@ -258,7 +258,7 @@ pub const USE_FORWARDED_HEADERS: Key<bool> = key!(
         values: "`true` or `false`",
         default: KeyDefault::Value("false"),
         example: "true",
-        help: "Take the client's address from `forwarded-for-header` (and the scheme from `X-Forwarded-Proto`) when the connection comes from a trusted forwarder (`proxy-real-ip-cidr`): walking the header from the right while the current address is trusted (at most 8 steps), the first untrusted address is the client. That address is the one access lists, rate limits, logs and the backend's `X-Forwarded-For` use. Without `proxy-real-ip-cidr` no forwarder is trusted (a problem says so): ingress-nginx trusts every address by default, so that any client could name its own address. A header from an untrusted peer changes nothing. See docs/client-address.md.",
+        help: "Take the client's address from `forwarded-for-header` (and the scheme from `X-Forwarded-Proto`, whose `https` then needs no HTTPS redirect) when the connection comes from a trusted forwarder (`proxy-real-ip-cidr`): walking the header from the right while the current address is trusted (at most 8 steps), the first untrusted address is the client. That address is the one access lists, rate limits, logs and the backend's `X-Forwarded-For` use. Without `proxy-real-ip-cidr` no forwarder is trusted (a problem says so): ingress-nginx trusts every address by default, so that any client could name its own address. A header from an untrusted peer changes nothing. See docs/client-address.md.",
         peers: peers::USE_FORWARDED_HEADERS,
         ..BASE
     }

@@ -156,13 +156,15 @@ impl Layer {
         problems: &mut Vec<ObjectProblem>,
     ) -> Self {
         let mut values = BTreeMap::new();
+        let mut theirs = Vec::new();
         for (name, value) in data.into_iter().flatten() {
             let field = format!("data.{name}");
-            match find_key(name) {
-                Some(spec) => {
+            match (find_key(name), super::peers::config_map_key(name)) {
+                (Some(spec), _) => {
                     values.insert(spec.name, (field, value.clone()));
                 }
-                None => problems.push(ObjectProblem {
+                (None, Some(peer)) => theirs.push((peer, field, value.clone())),
+                (None, None) => problems.push(ObjectProblem {
                     object: object.clone(),
                     field,
                     reason: ProblemReason::InvalidField,
@@ -171,6 +173,31 @@ impl Layer {
                         printable(name)
                     ),
                 }),
+            }
+        }
+        // Another controller's key, after Tugboat's own: the keys the ConfigMap sets under
+        // Tugboat's names win.
+        for (peer, field, value) in theirs {
+            let targets = std::iter::once((peer.key, value))
+                .chain(peer.implies.iter().map(|(k, v)| (*k, v.to_string())));
+            for (key, value) in targets {
+                let Some(spec) = find_key(key) else { continue };
+                if let Some((set_by, set)) = values.get(spec.name) {
+                    if *set == value {
+                        continue;
+                    }
+                    problems.push(ObjectProblem {
+                        object: object.clone(),
+                        field: field.clone(),
+                        reason: ProblemReason::InvalidField,
+                        message: format!(
+                            "{} key '{}' does not set '{}' here: {set_by} does",
+                            peer.ecosystem, peer.name, spec.name
+                        ),
+                    });
+                    continue;
+                }
+                values.insert(spec.name, (field.clone(), value));
             }
         }
         Self {

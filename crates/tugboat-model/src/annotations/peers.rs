@@ -7,7 +7,10 @@
 //! [`PeerKey::difference`], shown in the reference and in `tugboat migrate`'s report.
 //! Where another controller's default is part of what users rely on, the alias sets it
 //! ([`PeerKey::implies`]) on the same object. [`NOT_SUPPORTED`] lists the other
-//! controllers' keys Tugboat knows and does not read, with the reason.
+//! controllers' keys Tugboat knows and does not read, with the reason. [`CHART_VALUES`]
+//! maps the values of their Helm charts (DaemonSet, host network and ports, TCP
+//! services, PROXY) onto Tugboat's chart for the migration guide, and
+//! [`CONFIG_MAP_KEYS`] the keys of their own ConfigMaps that Tugboat's ConfigMap reads.
 
 use super::parse::{Parsed, ValueError};
 use super::prefixes::Ecosystem;
@@ -1011,6 +1014,270 @@ pub fn not_supported_reason(ecosystem: Ecosystem, name: &str) -> Option<&'static
         .find(|(e, n, _)| *e == ecosystem && *n == name)
         .map(|(_, _, reason)| *reason)
 }
+
+// ---- Their controllers' ConfigMap keys ----
+
+/// A key of another controller's own ConfigMap that Tugboat's ConfigMap reads as one of
+/// its keys, with the keys it turns on besides.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerConfigMapKey {
+    pub ecosystem: Ecosystem,
+    /// Their ConfigMap key.
+    pub name: &'static str,
+    /// The Tugboat key that takes its value.
+    pub key: &'static str,
+    /// Tugboat keys it sets besides, unless the ConfigMap sets them.
+    pub implies: &'static [(&'static str, &'static str)],
+    /// What differs from their meaning.
+    pub difference: &'static str,
+}
+
+/// HAProxy Technologies' `proxy-protocol` lists the peers whose connections start with a
+/// PROXY header (`tcp-request connection expect-proxy layer4 if { src ... }`), which is
+/// Tugboat's `use-proxy-protocol` with those peers as `proxy-real-ip-cidr`.
+pub const CONFIG_MAP_KEYS: &[PeerConfigMapKey] = &[PeerConfigMapKey {
+    ecosystem: HT,
+    name: "proxy-protocol",
+    key: "proxy-real-ip-cidr",
+    implies: &[("use-proxy-protocol", "true")],
+    difference: "its addresses are also the trusted forwarders of `use-forwarded-headers` when that is on; `proxy-real-ip-cidr` in the same ConfigMap wins",
+}];
+
+/// The key of another controller's ConfigMap called `name`, if Tugboat reads it.
+pub fn config_map_key(name: &str) -> Option<&'static PeerConfigMapKey> {
+    CONFIG_MAP_KEYS.iter().find(|k| k.name == name)
+}
+
+// ---- Their Helm charts' values ----
+
+/// A value of another controller's Helm chart and the value of Tugboat's chart
+/// (deploy/helm/tugboat) that does its job, for the migration guide.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerChartValue {
+    pub ecosystem: Ecosystem,
+    /// Their value's path (`controller.hostNetwork`).
+    pub theirs: &'static str,
+    /// Tugboat's chart value (`-`: none).
+    pub ours: &'static str,
+    /// What differs or what to set besides.
+    pub note: &'static str,
+}
+
+const fn chart_value(
+    ecosystem: Ecosystem,
+    theirs: &'static str,
+    ours: &'static str,
+    note: &'static str,
+) -> PeerChartValue {
+    PeerChartValue {
+        ecosystem,
+        theirs,
+        ours,
+        note,
+    }
+}
+
+const HOST_NETWORK_PORTS: &str = "DaemonSet only; haproxy binds the node's `haproxy.httpPort`/`httpsPort` (8080/8443 unless you set 80/443 with `haproxy.lowPorts: node` and the node's `net.ipv4.ip_unprivileged_port_start`)";
+const DNS_WITH_HOST_NETWORK: &str =
+    "set by the chart: `ClusterFirstWithHostNet` with `controller.hostNetwork`";
+const PROXY_NEEDS_PEERS: &str = "PROXY is expected only from the peers of `config.proxy-real-ip-cidr`, which must be set (the load balancer's addresses); others are taken as they are";
+const LOW_CONTAINER_PORTS: &str =
+    "ports below 1024 need a `haproxy.lowPorts` mode (chart README, \"Ports 80 and 443\")";
+const TCP_PORT_BINDS: &str = "the same `\"PORT\": \"NAMESPACE/SERVICE:PORT[:PROXY][:PROXY]\"` format; the chart writes the ConfigMap, passes `--tcp-services-configmap` and exposes each PORT on the Service (haproxy binds PORT + 10000)";
+
+/// The Helm values of the peers' charts for running on the nodes (DaemonSet,
+/// hostNetwork, hostPort), TCP services and the client's address, with Tugboat's.
+pub const CHART_VALUES: &[PeerChartValue] = &[
+    chart_value(
+        NGINX,
+        "controller.kind",
+        "controller.kind",
+        "`Deployment` or `DaemonSet` (`Both` is not offered)",
+    ),
+    chart_value(NGINX, "controller.replicaCount", "replicaCount", ""),
+    chart_value(
+        NGINX,
+        "controller.hostNetwork",
+        "controller.hostNetwork",
+        HOST_NETWORK_PORTS,
+    ),
+    chart_value(NGINX, "controller.dnsPolicy", "-", DNS_WITH_HOST_NETWORK),
+    chart_value(
+        NGINX,
+        "controller.hostPort.enabled",
+        "controller.hostPort.enabled",
+        "DaemonSet only",
+    ),
+    chart_value(
+        NGINX,
+        "controller.hostPort.ports.http",
+        "controller.hostPort.ports.http",
+        "",
+    ),
+    chart_value(
+        NGINX,
+        "controller.hostPort.ports.https",
+        "controller.hostPort.ports.https",
+        "",
+    ),
+    chart_value(
+        NGINX,
+        "controller.containerPort.http",
+        "haproxy.httpPort",
+        LOW_CONTAINER_PORTS,
+    ),
+    chart_value(
+        NGINX,
+        "controller.containerPort.https",
+        "haproxy.httpsPort",
+        LOW_CONTAINER_PORTS,
+    ),
+    chart_value(
+        NGINX,
+        "controller.service.externalTrafficPolicy",
+        "service.externalTrafficPolicy",
+        "",
+    ),
+    chart_value(
+        NGINX,
+        "controller.service.annotations",
+        "service.annotations",
+        "e.g. the load balancer's PROXY protocol annotation",
+    ),
+    chart_value(
+        NGINX,
+        "controller.config.use-proxy-protocol",
+        "config.use-proxy-protocol",
+        PROXY_NEEDS_PEERS,
+    ),
+    chart_value(
+        NGINX,
+        "controller.config.use-forwarded-headers",
+        "config.use-forwarded-headers",
+        "trusted only from `config.proxy-real-ip-cidr` (docs/client-address.md)",
+    ),
+    chart_value(NGINX, "tcp", "tcpServices", TCP_PORT_BINDS),
+    chart_value(NGINX, "udp", "-", "not supported: haproxy serves no UDP"),
+    chart_value(
+        HT,
+        "controller.kind",
+        "controller.kind",
+        "`Deployment` or `DaemonSet`",
+    ),
+    chart_value(HT, "controller.replicaCount", "replicaCount", ""),
+    chart_value(
+        HT,
+        "controller.daemonset.useHostNetwork",
+        "controller.hostNetwork",
+        HOST_NETWORK_PORTS,
+    ),
+    chart_value(HT, "controller.dnsPolicy", "-", DNS_WITH_HOST_NETWORK),
+    chart_value(
+        HT,
+        "controller.daemonset.useHostPort",
+        "controller.hostPort.enabled",
+        "DaemonSet only",
+    ),
+    chart_value(
+        HT,
+        "controller.daemonset.hostPorts.http",
+        "controller.hostPort.ports.http",
+        "",
+    ),
+    chart_value(
+        HT,
+        "controller.daemonset.hostPorts.https",
+        "controller.hostPort.ports.https",
+        "",
+    ),
+    chart_value(
+        HT,
+        "controller.daemonset.hostPorts.stat",
+        "-",
+        "the stats port is not put on the node; scrape it through the pod (`serviceMonitor.enabled`)",
+    ),
+    chart_value(
+        HT,
+        "controller.containerPort.http",
+        "haproxy.httpPort",
+        LOW_CONTAINER_PORTS,
+    ),
+    chart_value(
+        HT,
+        "controller.containerPort.https",
+        "haproxy.httpsPort",
+        LOW_CONTAINER_PORTS,
+    ),
+    chart_value(
+        HT,
+        "controller.service.externalTrafficPolicy",
+        "service.externalTrafficPolicy",
+        "",
+    ),
+    chart_value(
+        HT,
+        "controller.service.tcpPorts",
+        "tcpServices",
+        "list each port once, with its target, in ingress-nginx's format; the Service port follows",
+    ),
+    chart_value(
+        HT,
+        "controller.config.proxy-protocol",
+        "config.use-proxy-protocol",
+        "`\"true\"`, with the CIDR list as `config.proxy-real-ip-cidr`: PROXY is expected from those peers only, as theirs",
+    ),
+    chart_value(
+        HI,
+        "controller.kind",
+        "controller.kind",
+        "`Deployment` or `DaemonSet`",
+    ),
+    chart_value(HI, "controller.replicaCount", "replicaCount", ""),
+    chart_value(
+        HI,
+        "controller.hostNetwork",
+        "controller.hostNetwork",
+        HOST_NETWORK_PORTS,
+    ),
+    chart_value(HI, "controller.dnsPolicy", "-", DNS_WITH_HOST_NETWORK),
+    chart_value(
+        HI,
+        "controller.daemonset.useHostPort",
+        "controller.hostPort.enabled",
+        "DaemonSet only",
+    ),
+    chart_value(
+        HI,
+        "controller.daemonset.hostPorts.http",
+        "controller.hostPort.ports.http",
+        "",
+    ),
+    chart_value(
+        HI,
+        "controller.daemonset.hostPorts.https",
+        "controller.hostPort.ports.https",
+        "",
+    ),
+    chart_value(
+        HI,
+        "controller.daemonset.hostPorts.tcp",
+        "-",
+        "every port of `tcpServices` gets its hostPort with `controller.hostPort.enabled`",
+    ),
+    chart_value(
+        HI,
+        "controller.service.externalTrafficPolicy",
+        "service.externalTrafficPolicy",
+        "",
+    ),
+    chart_value(HI, "controller.tcp", "tcpServices", TCP_PORT_BINDS),
+    chart_value(
+        HI,
+        "controller.config.use-proxy-protocol",
+        "config.use-proxy-protocol",
+        PROXY_NEEDS_PEERS,
+    ),
+];
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::keys::{KEYS, KeySpec};
-use super::peers::{NOT_SUPPORTED, PEER_FLAGS, PeerKey};
+use super::peers::{CHART_VALUES, CONFIG_MAP_KEYS, NOT_SUPPORTED, PEER_FLAGS, PeerKey};
 use super::prefixes::Ecosystem;
 
 /// The reference of every key, as the Markdown of `docs/annotations.md`.
@@ -210,17 +210,90 @@ pub fn migrating_markdown() -> String {
              run) restricts access when one of its directives does (`deny all;`, \
              `http-request deny`, `maxconn`, ...; in doubt, it does).\n"
         });
-    }
-    out.push_str(
-        "\n## Controller flags\n\n\
-         | controller | their flag | Tugboat |\n|---|---|---|\n",
-    );
-    for (ecosystem, flag, answer) in PEER_FLAGS {
-        let _ = writeln!(
-            out,
-            "| {ecosystem} | `{flag}` | {} |",
-            answer.replace('|', "\\|")
-        );
+        out.push_str(&config_map_keys_markdown(ecosystem));
+        out.push_str(&chart_values_markdown(ecosystem));
+        out.push_str(&controller_flags_markdown(ecosystem));
     }
     out
+}
+
+/// The table of `ecosystem`'s controller flags and Tugboat's answer to each
+/// ([`PEER_FLAGS`]); empty when there are none.
+fn controller_flags_markdown(ecosystem: Ecosystem) -> String {
+    let rows: Vec<String> = PEER_FLAGS
+        .iter()
+        .filter(|(e, _, _)| *e == ecosystem)
+        .map(|(_, flag, answer)| format!("| `{flag}` | {} |\n", answer.replace('|', "\\|")))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Controller flags\n\n\
+         | their flag | Tugboat |\n|---|---|\n{}",
+        rows.concat()
+    )
+}
+
+/// The keys of `ecosystem`'s own ConfigMap that Tugboat's ConfigMap reads
+/// ([`CONFIG_MAP_KEYS`]); empty when there are none.
+fn config_map_keys_markdown(ecosystem: Ecosystem) -> String {
+    let rows: Vec<String> = CONFIG_MAP_KEYS
+        .iter()
+        .filter(|k| k.ecosystem == ecosystem)
+        .map(|k| {
+            let mut keys = vec![format!("`{}`", k.key)];
+            keys.extend(
+                k.implies
+                    .iter()
+                    .map(|(key, value)| format!("`{key}: \"{value}\"`")),
+            );
+            format!(
+                "| `{}` | {} | supported with a difference: {} |\n",
+                k.name,
+                keys.join(", "),
+                k.difference.replace('|', "\\|")
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### ConfigMap keys\n\n\
+         Their ConfigMap's keys that Tugboat's ConfigMap (`--configmap`) reads as they are:\n\n\
+         | their key | Tugboat keys | support |\n|---|---|---|\n{}",
+        rows.concat()
+    )
+}
+
+/// The table of `ecosystem`'s Helm chart values and Tugboat's chart values
+/// ([`CHART_VALUES`]); empty when there are none.
+fn chart_values_markdown(ecosystem: Ecosystem) -> String {
+    let rows: Vec<String> = CHART_VALUES
+        .iter()
+        .filter(|v| v.ecosystem == ecosystem)
+        .map(|v| {
+            let ours = if v.ours == "-" {
+                "-".to_string()
+            } else {
+                format!("`{}`", v.ours)
+            };
+            format!(
+                "| `{}` | {ours} | {} |\n",
+                v.theirs,
+                v.note.replace('|', "\\|")
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Helm chart values\n\n\
+         Their chart's values for running on the nodes, TCP services and the client's \
+         address, and those of Tugboat's chart (deploy/helm/tugboat):\n\n\
+         | their value | Tugboat's value | notes |\n|---|---|---|\n{}",
+        rows.concat()
+    )
 }

@@ -35,7 +35,7 @@ use crate::features::{BackendOptions, FeatureSetId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::desired::{HostMatch, PathMatch};
+use crate::desired::{HostMatch, ListenerBind, PathMatch, Route};
 use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
@@ -115,6 +115,8 @@ pub(super) struct GatewayOutput {
     pub default_certificate: Option<Pem>,
     /// The hosts and paths routed by HTTPRoutes.
     pub http_route_slots: BTreeSet<Slot>,
+    /// The listener ports with binds of their own, with their routes.
+    pub listener_binds: Vec<ListenerBind>,
     /// The TCP services of TCPRoutes, by port.
     pub tcp_services: BTreeMap<u16, TcpService>,
 }
@@ -137,13 +139,28 @@ pub(super) fn add_gateway_api<'a>(
         routes,
         passthrough,
         http_route_slots: BTreeSet::new(),
+        parked: None,
+        listener_tables: BTreeMap::new(),
         tcp_services: BTreeMap::new(),
     };
-    let (status, default_certificate) = gateway.add();
+    let (status, default_certificate, own_binds) = gateway.add();
+    let mut tables = gateway.listener_tables;
+    let listener_binds = own_binds
+        .into_iter()
+        .map(|(port, tls)| ListenerBind {
+            port,
+            tls,
+            routes: tables
+                .remove(&port)
+                .map(|table| table.into_parts().0)
+                .unwrap_or_default(),
+        })
+        .collect();
     GatewayOutput {
         status,
         default_certificate,
         http_route_slots: gateway.http_route_slots,
+        listener_binds,
         tcp_services: gateway.tcp_services,
     }
 }
@@ -158,6 +175,11 @@ struct GatewayBuild<'p, 'a> {
     passthrough: &'p mut Passthrough,
     /// The hosts and paths routed by HTTPRoutes.
     http_route_slots: BTreeSet<Slot>,
+    /// The routes of the HTTP and HTTPS binds while those of a port with a bind of its
+    /// own are built in their place ([`GatewayBuild::add_listener_table`]).
+    parked: Option<Routes>,
+    /// The routes of each port with a bind of its own, once built.
+    listener_tables: BTreeMap<u16, Routes>,
     /// The TCP services of TCPRoutes, by port.
     tcp_services: BTreeMap<u16, TcpService>,
 }
@@ -165,9 +187,9 @@ struct GatewayBuild<'p, 'a> {
 impl GatewayBuild<'_, '_> {
     /// Adds the routes and certificates of the Gateway API objects; their status, and
     /// the HTTPS bind's default certificate.
-    fn add(&mut self) -> (GatewayStatus, Option<Pem>) {
+    fn add(&mut self) -> (GatewayStatus, Option<Pem>, BTreeMap<u16, bool>) {
         let Some(settings) = self.shared.settings.gateway.clone() else {
-            return (GatewayStatus::default(), None);
+            return (GatewayStatus::default(), None, BTreeMap::new());
         };
         let snapshot = self.shared.snapshot;
         let translation = translate(snapshot, &settings, &mut |secret: &ObjectKey| {
@@ -194,22 +216,26 @@ impl GatewayBuild<'_, '_> {
             .flat_map(|rule| rule.parents.iter().map(|&p| (rule.route.clone(), p)))
             .collect();
         let mut served = Served::default();
-        // The rules of each host and path, in precedence order (the first claimer's
-        // slot keeps its place among the slots).
-        let mut slots: Vec<Vec<RuleRoute>> = Vec::new();
-        let mut slot_of: HashMap<Slot, usize> = HashMap::new();
+        // The rules of each bind's host and path, in precedence order (the first
+        // claimer's slot keeps its place among the slots): the HTTP and HTTPS binds'
+        // (`None`), then each port with a bind of its own, whose routes are its own.
+        let mut tables: BTreeMap<Option<u16>, Vec<Vec<RuleRoute>>> = BTreeMap::new();
+        let mut slot_of: HashMap<(Option<u16>, Slot), usize> = HashMap::new();
         for rule in translation.rules {
-            let slot = (rule.host.clone(), rule.path.clone());
+            let table = tables.entry(rule.listener_port).or_default();
+            let slot = (rule.listener_port, (rule.host.clone(), rule.path.clone()));
             let index = *slot_of.entry(slot).or_insert_with(|| {
-                slots.push(Vec::new());
-                slots.len() - 1
+                table.push(Vec::new());
+                table.len() - 1
             });
-            slots[index].push(rule);
+            table[index].push(rule);
         }
-        for rules in slots {
-            self.add_gateway_slot(rules, &mut served);
+        for (port, slots) in tables {
+            match port {
+                None => self.add_table(slots, &mut served),
+                Some(port) => self.add_listener_table(port, slots, &mut served),
+            }
         }
-        self.add_gateway_fallbacks();
         let tls_offered: BTreeSet<(ObjectKey, usize)> = translation
             .passthrough
             .iter()
@@ -259,7 +285,8 @@ impl GatewayBuild<'_, '_> {
                     format!(
                         "every host and path of this route on this parent is already routed \
                          by {owner}: it serves nothing here (listeners of one haproxy bind, \
-                         such as ports 80 and 8080, share its hosts and paths)"
+                         such as port 80 and the HTTP bind's port, share its hosts and paths; \
+                         a port of --gateway-listener-ports has a bind of its own)"
                     )
                 }),
                 RouteKind::Tls => tls_served.serves_nothing(&tls_offered, &id).map(|why| {
@@ -276,7 +303,36 @@ impl GatewayBuild<'_, '_> {
                 }),
             }
         });
-        (status, default_certificate)
+        (status, default_certificate, translation.own_binds)
+    }
+
+    /// Adds the rules of one bind, slot by slot, then their fall backs.
+    fn add_table(&mut self, slots: Vec<Vec<RuleRoute>>, served: &mut Served) {
+        for rules in slots {
+            self.add_gateway_slot(rules, served);
+        }
+        self.add_gateway_fallbacks();
+    }
+
+    /// Adds the rules of the port `port`, which has a bind of its own, to a table of
+    /// its own: built as the HTTP and HTTPS binds' are, in their place for that time (no
+    /// Ingress and no other port is among them, to claim or to fall back to).
+    fn add_listener_table(&mut self, port: u16, slots: Vec<Vec<RuleRoute>>, served: &mut Served) {
+        self.parked = Some(std::mem::take(&mut *self.routes));
+        let bind_slots = std::mem::take(&mut self.http_route_slots);
+        self.add_table(slots, served);
+        self.http_route_slots = bind_slots;
+        let main = self.parked.take().unwrap_or_default();
+        let table = std::mem::replace(&mut *self.routes, main);
+        self.listener_tables.insert(port, table);
+    }
+
+    /// Every route of every table: the one being built, the parked one and the ports'.
+    fn all_routes(&self) -> impl Iterator<Item = &Route> {
+        self.routes
+            .iter()
+            .chain(self.parked.iter().flat_map(Routes::iter))
+            .chain(self.listener_tables.values().flat_map(Routes::iter))
     }
 
     /// Passes the TLS of a TLSRoute's SNI name to its backend, unless an older object
@@ -578,8 +634,7 @@ impl GatewayBuild<'_, '_> {
         // The sets replaced are left when no route nor dispatch uses them (one slot's
         // rules make a dispatch; a plain route's set is its dispatch's candidate).
         let mut used: BTreeSet<&FeatureSetId> = self
-            .routes
-            .iter()
+            .all_routes()
             .filter_map(|route| route.features.as_ref())
             .collect();
         for dispatch in self
@@ -606,7 +661,7 @@ impl GatewayBuild<'_, '_> {
         }
         // The backend of rules without one, when a fallback took its last route.
         let unresolved = BackendName::unresolved();
-        let still_used = self.routes.iter().any(|r| r.backend == unresolved)
+        let still_used = self.all_routes().any(|r| r.backend == unresolved)
             || self.features.iter().any(|f| {
                 f.gateway
                     .as_ref()
@@ -1232,6 +1287,7 @@ mod tests {
                 ..GatewayFeatures::default()
             },
             parents: vec![usize::from(port.is_some())],
+            listener_port: None,
         };
         let merged = merge_listener_ports(vec![
             on(None, false, "spec.rules[0]"),

@@ -10,12 +10,13 @@
 //! on the HTTP bind's port is served by the HTTP bind, a listener of protocol `HTTPS` on
 //! port 443 or on the HTTPS bind's port by the HTTPS bind, and so is a listener of
 //! protocol `TLS` in `Passthrough` mode on those ports (its TLSRoutes' SNI names join the
-//! Ingresses' `ssl-passthrough` hosts); any other port, protocol or TLS mode is refused
-//! with a listener condition, except a listener of protocol `TCP` on a port of
-//! `--gateway-listener-ports`: it gets a bind of its own, at
-//! [`crate::ports::bind_port`], for its one TCPRoute. Both binds share one set of route maps; a rule
-//! carries the bind of its listeners as a condition, so a route attached to listeners of
-//! one bind answers only there (docs/gateway-api.md).
+//! Ingresses' `ssl-passthrough` hosts). An `HTTP` or `HTTPS` listener on a port of
+//! `--gateway-listener-ports` (not 80 or 443) has a bind of its own instead, whose routes
+//! are a table of their own ([`crate::ListenerBind`]), and a `TCP` listener on such a port
+//! is a TCP service for its one TCPRoute ([`crate::TcpService`]); any other port,
+//! protocol or TLS mode is refused with a listener condition. Both binds share one set of
+//! route maps; a rule carries the bind of its listeners as a condition, so a route
+//! attached to listeners of one bind answers only there (docs/gateway-api.md).
 //!
 //! Whatever is not supported is refused where it is, never ignored: a route rule that
 //! uses an unsupported match or filter makes the route `Accepted=False` with reason

@@ -8,7 +8,9 @@
 //! hostname, rule and match, in that order, with the match's conditions (method,
 //! headers, query, the listener's bind): for each host and path, the builder keeps the
 //! first rule of each distinct conditions, so an older route wins a conflict, and within
-//! a route the first rule.
+//! a route the first rule. A listener on a port of `--gateway-listener-ports` has a bind
+//! of its own: its rules say the port ([`RuleRoute::listener_port`]) instead of a bind
+//! condition, and one protocol is served per such port (the oldest Gateway's).
 //!
 //! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
 //! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
@@ -84,6 +86,9 @@ pub struct RuleRoute {
     /// The parents it comes from: their places in the route's status
     /// ([`RouteState::parents`]), sorted.
     pub parents: Vec<usize>,
+    /// The port of its listeners when they have a bind of their own
+    /// (`--gateway-listener-ports`); `None`: the HTTP and HTTPS binds.
+    pub listener_port: Option<u16>,
 }
 
 /// One SNI name of an attached TLSRoute: TLS for it goes to the backend undecrypted.
@@ -159,6 +164,9 @@ pub struct Translation {
     pub attachments: Vec<Attachment>,
     /// What is wrong, for the log (the conditions carry the same).
     pub problems: Vec<ObjectProblem>,
+    /// The listener ports with a bind of their own that some valid listener uses, and
+    /// whether that bind terminates TLS (HTTPS listeners).
+    pub own_binds: BTreeMap<u16, bool>,
 }
 
 /// Which haproxy bind a listener is served by.
@@ -166,8 +174,9 @@ pub struct Translation {
 enum Bind {
     Http,
     Https,
-    /// A `TCP` listener's own bind, on this port.
-    Tcp(u16),
+    /// A port of `--gateway-listener-ports`: a bind of its own (an HTTP or HTTPS
+    /// listener's, or a TCP listener's TCP service).
+    Own(u16),
 }
 
 /// Where a listener takes routes from.
@@ -187,8 +196,11 @@ struct ListenerInfo {
     hostname: Option<String>,
     /// Accepted and not conflicted: routes may attach.
     usable: bool,
-    /// Served by the HTTPS bind (else the HTTP one).
+    /// Terminates TLS: on the HTTPS bind, or an HTTPS listener on a bind of its own.
     tls: bool,
+    /// The port of its bind of its own (`--gateway-listener-ports`); `None`: the HTTP or
+    /// HTTPS bind.
+    own_port: Option<u16>,
     /// The kind of route it takes: HTTPRoutes on HTTP and HTTPS listeners, TLSRoutes on
     /// TLS ones, TCPRoutes on TCP ones; `None` when its `allowedRoutes.kinds` names none
     /// of those.
@@ -217,7 +229,10 @@ pub fn translate(
     let mut out = Translation::default();
     let classes = accepted_classes(snapshot, settings, &mut out.status);
     let mut gateways: BTreeMap<ObjectKey, GatewayInfo> = BTreeMap::new();
-    for (key, gateway) in &snapshot.gateways {
+    // Oldest first: of two Gateways' listeners on one port of its own with different
+    // protocols, the older one's keeps it.
+    let mut port_protocols = PortProtocols::new();
+    for (key, gateway) in oldest_first(&snapshot.gateways, |g| &g.metadata.creation_timestamp) {
         if !classes.contains(&gateway.spec.gateway_class_name) {
             continue;
         }
@@ -226,9 +241,15 @@ pub fn translate(
             gateway,
             settings,
             &snapshot.reference_grants,
+            &mut port_protocols,
             check_certificate,
             &mut out.problems,
         );
+        for listener in info.listeners.iter().filter(|l| l.usable) {
+            if let Some(port) = listener.own_port {
+                out.own_binds.insert(port, listener.tls);
+            }
+        }
         gateways.insert(key.clone(), info);
     }
 
@@ -257,7 +278,13 @@ pub fn translate(
     out.default_certificate = by_age.iter().find_map(|(key, info)| {
         info.listeners
             .iter()
-            .find(|l| l.usable && l.tls && l.hostname.is_none() && l.certificate.is_some())
+            .find(|l| {
+                l.usable
+                    && l.tls
+                    && l.own_port.is_none()
+                    && l.hostname.is_none()
+                    && l.certificate.is_some()
+            })
             .and_then(|listener| {
                 Some(ListenerCertificate {
                     gateway: (*key).clone(),
@@ -388,6 +415,10 @@ fn accepted_classes(
     accepted
 }
 
+/// The protocol of each port with a bind of its own, and the listener that set it
+/// (`listener NAME of Gateway NS/NAME`), for the listeners that come later.
+type PortProtocols = BTreeMap<u16, (String, String)>;
+
 fn gateway_ref(key: &ObjectKey) -> ObjectRef {
     ObjectRef::of("Gateway", key)
 }
@@ -398,6 +429,7 @@ fn gateway_info(
     gateway: &Gateway,
     settings: &GatewaySettings,
     grants: &Objects<ReferenceGrant>,
+    port_protocols: &mut PortProtocols,
     check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
     problems: &mut Vec<ObjectProblem>,
 ) -> GatewayInfo {
@@ -436,6 +468,7 @@ fn gateway_info(
             settings,
             grants,
             &mut claimed,
+            port_protocols,
             mixed_tls_ports.contains(&listener.port),
             check_certificate,
             problems,
@@ -592,6 +625,7 @@ fn listener_info(
     settings: &GatewaySettings,
     grants: &Objects<ReferenceGrant>,
     claimed: &mut BTreeSet<(Bind, Option<String>)>,
+    port_protocols: &mut PortProtocols,
     mixed_tls_port: bool,
     check_certificate: &mut dyn FnMut(&ObjectKey) -> Result<(), String>,
     problems: &mut Vec<ObjectProblem>,
@@ -608,7 +642,13 @@ fn listener_info(
     // Accepted: port and protocol, hostname, TLS mode.
     let mut accepted: Result<(), (&'static str, String)> = Ok(());
     let https_port = |port: i32| port == 443 || port == i32::from(settings.https_port);
+    // A listed port other than 80 and 443 is a bind of its own, even the HTTP or HTTPS
+    // bind's own port.
+    let listed = u16::try_from(listener.port)
+        .ok()
+        .filter(|port| *port != 80 && *port != 443 && settings.listener_ports.contains(port));
     let bind = match listener.protocol.as_str() {
+        "HTTP" | "HTTPS" if listed.is_some() => listed.map(Bind::Own),
         "HTTP" if listener.port == 80 || listener.port == i32::from(settings.http_port) => {
             Some(Bind::Http)
         }
@@ -636,36 +676,49 @@ fn listener_info(
             ));
             None
         }
+        "TLS" if listed.is_some() => {
+            accepted = Err((
+                "PortUnavailable",
+                format!(
+                    "port {} is not served for TLS listeners: in Passthrough mode they are \
+                     served on port 443 or {} (haproxy's HTTPS bind, by SNI); a bind of \
+                     their own on a port of --gateway-listener-ports is not supported",
+                    listener.port, settings.https_port
+                ),
+            ));
+            None
+        }
         // Passthrough: the HTTPS bind chooses by SNI.
         "TLS" if https_port(listener.port) => Some(Bind::Https),
-        "TCP" => match u16::try_from(listener.port)
-            .ok()
-            .filter(|port| settings.listener_ports.contains(port))
-        {
-            Some(port) => Some(Bind::Tcp(port)),
-            None => {
-                accepted = Err((
-                    "PortUnavailable",
-                    format!(
-                        "port {} is not served: TCP listeners use the ports the operator \
-                         lists in --gateway-listener-ports",
-                        listener.port
-                    ),
-                ));
-                None
-            }
-        },
+        "TCP" if listed.is_some() => listed.map(Bind::Own),
+        "TCP" => {
+            accepted = Err((
+                "PortUnavailable",
+                format!(
+                    "port {} is not served: TCP listeners use the ports (not 80 or 443) the \
+                     operator lists in --gateway-listener-ports",
+                    listener.port
+                ),
+            ));
+            None
+        }
         "HTTP" | "HTTPS" | "TLS" => {
             let (served, bind_port, bind_name) = if listener.protocol == "HTTP" {
                 (80, settings.http_port, "HTTP")
             } else {
                 (443, settings.https_port, "HTTPS")
             };
+            let own = if listener.protocol == "TLS" {
+                ""
+            } else {
+                ", or a port listed in --gateway-listener-ports (a bind of its own, at the \
+                 port + 10000)"
+            };
             accepted = Err((
                 "PortUnavailable",
                 format!(
                     "port {} is not served: {} listeners use port {served} or {bind_port} \
-                     (haproxy's {bind_name} bind)",
+                     (haproxy's {bind_name} bind){own}",
                     listener.port, listener.protocol
                 ),
             ));
@@ -755,7 +808,7 @@ fn listener_info(
         },
     };
     let mut certificate = None;
-    if bind == Some(Bind::Https) && listener.protocol == "HTTPS" {
+    if matches!(bind, Some(Bind::Https | Bind::Own(_))) && listener.protocol == "HTTPS" {
         let tls = listener.tls.as_ref();
         let mode = tls.and_then(|t| t.mode.as_deref()).unwrap_or("Terminate");
         if mode != "Terminate" && accepted.is_ok() {
@@ -836,11 +889,30 @@ fn listener_info(
     }
     // Conflicted: a second listener of this Gateway on the same bind and hostname (an
     // SNI name is either terminated or passed through), or TLS listeners of both modes.
-    let mut conflict: Option<(&'static str, &str)> = None;
+    let mut conflict: Option<(&'static str, String)> = None;
+    let bind_port = match bind {
+        Some(Bind::Own(port)) => Some(port),
+        _ => None,
+    };
+    // A TCP listener's port is a TCP service, not an HTTP or HTTPS bind of its own.
+    let own_port = bind_port.filter(|_| listener.protocol != "TCP");
+    let port_protocol = bind_port
+        .filter(|_| accepted.is_ok())
+        .and_then(|port| port_protocols.get(&port))
+        .filter(|(protocol, _)| *protocol != listener.protocol);
     if mixed_tls_port {
         conflict = Some((
             "ProtocolConflict",
-            "TLS listeners of both modes, Terminate and Passthrough, share its port",
+            "TLS listeners of both modes, Terminate and Passthrough, share its port".into(),
+        ));
+    } else if let Some((protocol, owner)) = port_protocol {
+        conflict = Some((
+            "ProtocolConflict",
+            format!(
+                "port {} is already served for {protocol} by {owner}: one port has one \
+                 protocol",
+                listener.port
+            ),
         ));
     } else if accepted.is_ok()
         && let Some(bind) = bind
@@ -848,8 +920,22 @@ fn listener_info(
     {
         conflict = Some((
             "HostnameConflict",
-            "another listener of this Gateway has the same port and hostname",
+            "another listener of this Gateway has the same port and hostname".into(),
         ));
+    }
+    if conflict.is_none()
+        && accepted.is_ok()
+        && let Some(port) = bind_port
+    {
+        port_protocols.entry(port).or_insert_with(|| {
+            (
+                listener.protocol.clone(),
+                format!(
+                    "listener {} of Gateway {gateway}",
+                    validate::printable(&listener.name)
+                ),
+            )
+        });
     }
     let conflicted = conflict.is_some();
 
@@ -887,7 +973,12 @@ fn listener_info(
         }
     }
     conditions.push(if let Some((reason, message)) = conflict {
-        problem(format!("{field}.hostname"), message);
+        let part = if reason == "HostnameConflict" {
+            "hostname"
+        } else {
+            "protocol"
+        };
+        problem(format!("{field}.{part}"), &message);
         Condition::new("Conflicted", true, reason, message, generation)
     } else {
         Condition::new("Conflicted", false, "NoConflicts", "", generation)
@@ -909,7 +1000,8 @@ fn listener_info(
         port: listener.port,
         hostname,
         usable,
-        tls: bind == Some(Bind::Https),
+        tls: bind == Some(Bind::Https) || (own_port.is_some() && listener.protocol == "HTTPS"),
+        own_port,
         takes,
         from,
         certificate,
@@ -1375,7 +1467,7 @@ fn attach_route(
     };
     for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
         for listener in accepted.listeners {
-            let (tls, port) = (listener.tls, listener.port);
+            let (tls, port, own_port) = (listener.tls, listener.port, listener.own_port);
             for host in &listener.hosts {
                 for (field, paths, backend, filters) in &rules.rules {
                     for (path, conditions) in paths {
@@ -1384,13 +1476,16 @@ fn attach_route(
                             field: field.clone(),
                             host: gateway_host_match(host),
                             path: path.clone(),
+                            // A bind of its own needs no condition: its routes are
+                            // its own.
                             conditions: Conditions {
-                                tls: Some(tls),
+                                tls: own_port.is_none().then_some(tls),
                                 ..conditions.clone()
                             },
                             backend: backend.clone(),
                             features: features_on_listener(filters, path, tls, port),
                             parents: vec![accepted.place],
+                            listener_port: own_port,
                         });
                     }
                 }
@@ -1590,6 +1685,7 @@ struct AttachedListener {
     name: String,
     tls: bool,
     port: i32,
+    own_port: Option<u16>,
     hosts: Vec<String>,
 }
 
@@ -1657,7 +1753,8 @@ fn attach_to_gateway(
         );
     }
     let allowed: Vec<usize> = selected
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|&index| {
             let listener = &gateway.listeners[index];
             listener.usable
@@ -1670,6 +1767,22 @@ fn attach_to_gateway(
                 )
         })
         .collect();
+    let invalid: Vec<String> = selected
+        .iter()
+        .map(|&index| &gateway.listeners[index])
+        .filter(|listener| !listener.usable)
+        .map(|listener| validate::printable(&listener.name))
+        .collect();
+    if invalid.len() == selected.len() {
+        return refuse(
+            "NotAllowedByListeners",
+            format!(
+                "the listeners selected are not valid, so they serve nothing (see the \
+                 Gateway's listener conditions): {}",
+                invalid.join(", ")
+            ),
+        );
+    }
     if allowed.is_empty() {
         let needs = match route.kind {
             RouteKind::Http => "an HTTP or HTTPS listener",
@@ -1694,6 +1807,7 @@ fn attach_to_gateway(
                 name: listener.name.clone(),
                 tls: listener.tls,
                 port: listener.port,
+                own_port: listener.own_port,
                 hosts: intersect(listener.hostname.as_deref(), &route.facts.hostnames),
             }
         })

@@ -61,11 +61,73 @@ app.kubernetes.io/component: ingress-controller
 {{- if eq .Values.haproxy.lowPorts "root" }}660{{ else }}600{{ end }}
 {{- end }}
 
-{{/* Fails the render when ports below 1024 are asked for without a way to bind them. */}}
+{{/* The ConfigMap of the TCP services (tcpServices, --tcp-services-configmap). */}}
+{{- define "tugboat.tcpServicesConfigMap" -}}
+{{- printf "%s-tcp-services" (include "tugboat.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The user's ports beyond HTTP and HTTPS, as a YAML list of {name, port, bind}: the
+     TCP services' ports, then the Gateway listener ports. haproxy binds a user's port P
+     at P + 10000 (crates/tugboat-model/src/ports.rs), so that it needs no privilege;
+     the Service and the hostPorts map P to it. */}}
+{{- define "tugboat.userPorts" -}}
+{{- $ports := list }}
+{{- range $port, $target := .Values.tcpServices }}
+{{- $ports = append $ports (dict "name" (printf "tcp-%s" $port) "port" (int $port) "bind" (add (int $port) 10000)) }}
+{{- end }}
+{{- if .Values.gatewayApi.enabled }}
+{{- range .Values.gatewayApi.listenerPorts }}
+{{- $ports = append $ports (dict "name" (printf "listener-%d" (int .)) "port" (int .) "bind" (add (int .) 10000)) }}
+{{- end }}
+{{- end }}
+{{- toYaml $ports }}
+{{- end }}
+
+{{/* Fails the render when ports below 1024 are asked for without a way to bind them,
+     when two ports collide, and on settings of the node's network that cannot work. */}}
 {{- define "tugboat.checkPorts" -}}
-{{- $low := or (lt (int .Values.haproxy.httpPort) 1024) (lt (int .Values.haproxy.httpsPort) 1024) }}
-{{- if and $low (eq .Values.haproxy.lowPorts "none") }}
-{{- fail "haproxy.httpPort/httpsPort below 1024 need haproxy.lowPorts set to sysctl, capability or root (see the chart README, \"Ports 80 and 443\")" }}
+{{- $h := .Values.haproxy }}
+{{- $c := .Values.controller }}
+{{- $low := or (lt (int $h.httpPort) 1024) (lt (int $h.httpsPort) 1024) }}
+{{- if and $low (eq $h.lowPorts "none") }}
+{{- fail "haproxy.httpPort/httpsPort below 1024 need haproxy.lowPorts set to sysctl, node, capability or root (see the chart README, \"Ports 80 and 443\")" }}
+{{- end }}
+{{- if and (or $c.hostNetwork $c.hostPort.enabled) (ne $c.kind "DaemonSet") }}
+{{- fail "controller.hostNetwork and controller.hostPort.enabled need controller.kind DaemonSet (one pod per node: the pods of a Deployment would compete for the node's ports)" }}
+{{- end }}
+{{- if and $c.hostNetwork $c.hostPort.enabled }}
+{{- fail "controller.hostPort.enabled does not apply with controller.hostNetwork: the node's ports are then haproxy.httpPort/httpsPort themselves; enable one of them" }}
+{{- end }}
+{{- if and $c.hostNetwork (eq $h.lowPorts "sysctl") }}
+{{- fail "haproxy.lowPorts=sysctl does not work with controller.hostNetwork (a pod sysctl would change the node's network): set net.ipv4.ip_unprivileged_port_start on the node and use haproxy.lowPorts=node" }}
+{{- end }}
+{{- if and (eq $h.lowPorts "node") (not $c.hostNetwork) }}
+{{- fail "haproxy.lowPorts=node needs controller.hostNetwork: it relies on the node's net.ipv4.ip_unprivileged_port_start, which a pod's own network does not inherit" }}
+{{- end }}
+{{- if and .Values.gatewayApi.listenerPorts (not .Values.gatewayApi.enabled) }}
+{{- fail "gatewayApi.listenerPorts needs gatewayApi.enabled" }}
+{{- end }}
+{{- $taken := dict (toString $h.httpPort) "haproxy.httpPort" (toString $h.httpsPort) "haproxy.httpsPort" (toString $c.statsPort) "controller.statsPort" (toString $c.port) "controller.port" }}
+{{- $outside := dict (toString .Values.service.httpPort) "service.httpPort" (toString .Values.service.httpsPort) "service.httpsPort" }}
+{{- if $c.hostPort.enabled }}
+{{- $_ := set $outside (toString $c.hostPort.ports.http) "controller.hostPort.ports.http" }}
+{{- $_ := set $outside (toString $c.hostPort.ports.https) "controller.hostPort.ports.https" }}
+{{- end }}
+{{- range (include "tugboat.userPorts" . | fromYamlArray) }}
+{{- $port := int .port }}
+{{- $bind := int .bind }}
+{{- $what := ternary (printf "tcpServices \"%d\"" $port) (printf "gatewayApi.listenerPorts %d" $port) (hasPrefix "tcp-" .name) }}
+{{- if or (lt $port 1) (gt $port 55535) }}
+{{- fail (printf "%s: the port must be between 1 and 55535 (haproxy binds port + 10000)" $what) }}
+{{- end }}
+{{- if hasKey $outside (toString $port) }}
+{{- fail (printf "%s: port %d is already %s" $what $port (get $outside (toString $port))) }}
+{{- end }}
+{{- if hasKey $taken (toString $bind) }}
+{{- fail (printf "%s: haproxy binds it at %d, which is already %s" $what $bind (get $taken (toString $bind))) }}
+{{- end }}
+{{- $_ := set $outside (toString $port) $what }}
+{{- $_ := set $taken (toString $bind) $what }}
 {{- end }}
 {{- if and (eq .Values.haproxy.lowPorts "capability") (eq .Values.haproxy.image.repository "haproxy") }}
 {{- fail "haproxy.lowPorts=capability needs a haproxy image whose binary has cap_net_bind_service (setcap); the official image \"haproxy\" has none: set haproxy.image.repository to your build" }}
