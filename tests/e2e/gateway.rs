@@ -2120,7 +2120,7 @@ async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, sour
         mk_listener("http", "HTTP", 80, Some("a.example.com")),
         mk_listener("again", "HTTP", 80, Some("a.example.com")),
         mk_listener("odd-port", "HTTP", 8081, None),
-        mk_listener("tcp", "TCP", 5432, None),
+        mk_listener("udp", "UDP", 5432, None),
         mk_listener("other", "HTTP", 80, Some("b.example.com")),
     ]);
     let mut on_again = mk_http_route(

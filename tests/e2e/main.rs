@@ -36,4 +36,5 @@ mod routing;
 mod runtime;
 mod server_alias;
 mod status;
+mod tcp_services;
 mod www_redirect;

@@ -961,6 +961,8 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         routes,
         listener_binds,
         passthrough,
+        // A new port's frontend (maybe to a new backend) waits for the reload.
+        tcp_services: applied.tcp_services.clone(),
         default_backend: applied.default_backend.clone(),
         default_backend_owner: applied.default_backend_owner.clone(),
         error_pages: applied.error_pages.clone(),

@@ -527,6 +527,7 @@ frontend stats
         );
     }
     out.push_str(&crate::passthrough::sections(desired, settings));
+    out.push_str(&crate::tcp_services::sections(desired, settings));
     out.push_str(&features.text(Place::Sections));
     out
 }
@@ -620,8 +621,8 @@ fn write_backend(
     settings: &RenderSettings,
 ) {
     let options = &backend.options;
-    if options.tls_passthrough {
-        write_passthrough_backend(out, name, backend, slots);
+    if options.tls_passthrough || options.tcp_service {
+        write_tcp_backend(out, name, backend, slots, settings);
         return;
     }
     let balance = options
@@ -686,19 +687,37 @@ fn write_backend(
     out.push_str(&snippet_lines(options.snippet.as_ref()));
 }
 
-/// A TLS passthrough backend: mode tcp, its servers get the client's TLS as it is; no
+/// A mode tcp backend: a TLS passthrough backend (its servers get the client's TLS as
+/// it is) or a TCP service's (long-lived connections, a PROXY header when asked); no
 /// HTTP option applies.
-fn write_passthrough_backend(
+fn write_tcp_backend(
     out: &mut String,
     name: &BackendName,
     backend: &Backend,
     slots: &[Option<Server>],
+    settings: &RenderSettings,
 ) {
+    let options = &backend.options;
+    let kind = if options.tcp_service {
+        "TCP service"
+    } else {
+        "TLS passthrough"
+    };
     let _ = write!(
         out,
-        "\n# Service {} port {}, TLS passthrough\nbackend {name}\n    mode tcp\n    balance roundrobin\n",
+        "\n# Service {} port {}, {kind}\nbackend {name}\n    mode tcp\n    balance roundrobin\n",
         backend.service, backend.port
     );
+    if options.tcp_service {
+        // The tunnel timeout supersedes the server's once both sides are connected: the
+        // ConfigMap's (for HTTP upgrades) must not cut TCP services.
+        let idle = crate::tcp_services::IDLE_TIMEOUT;
+        let _ = writeln!(out, "    timeout server {idle}\n    timeout tunnel {idle}");
+    }
+    let server_options = server_options(options, settings);
+    if !server_options.is_empty() {
+        let _ = writeln!(out, "    default-server {server_options}");
+    }
     if let Some((host, port)) = &backend.external {
         let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
         return;

@@ -469,6 +469,9 @@ pub struct BackendOptions {
     /// TLS passthrough (mode tcp): the client's TLS goes to the servers undecrypted, and
     /// none of the HTTP options above apply.
     pub tls_passthrough: bool,
+    /// A TCP service's backend (mode tcp): connections go to the servers as they come,
+    /// with a PROXY header first when `send_proxy` is set; no other option applies.
+    pub tcp_service: bool,
 }
 
 impl BackendOptions {

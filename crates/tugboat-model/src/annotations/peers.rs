@@ -925,6 +925,26 @@ pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
 /// ingress-nginx's snippets: what happens to them.
 const NGINX_SNIPPET: &str = "nginx syntax: never run; remove it. A snippet whose directives restrict access (`allow`, `deny`, `satisfy`, `internal`, `auth_*`, `limit_*`, `return` of a 4xx or 5xx status, `if` blocks holding one, Lua, njs or Perl handlers, `include`, `ssl_verify_client`, `modsecurity*`) fails closed: its routes answer 403 (unless `--unsupported-access-keys=ignore`); so does one that cannot be read (an unclosed quote or block). One that only sets headers, rewrites or redirects is a warning and its routes are served";
 
+/// Other controllers' command-line flags and Tugboat's answer to each: the flag Tugboat
+/// takes, or what to do instead. The migration guide lists them in its "Controller
+/// flags" table.
+pub const PEER_FLAGS: &[(Ecosystem, &str, &str)] = &[
+    (
+        NGINX,
+        "--tcp-services-configmap",
+        "`--tcp-services-configmap`, same format (`namespace/service:port[:PROXY][:PROXY]`, \
+         PROXY decoded from clients and sent to the Service as ingress-nginx does); haproxy binds \
+         port P at P + 10000, which the Service maps P to (docs/tcp-services.md)",
+    ),
+    (
+        HT,
+        "--configmap-tcp-services",
+        "`--configmap-tcp-services`, same format (`namespace/service:port`); the `ssl` option \
+         and the `log-format-tcp` key are refused; haproxy binds port P at P + 10000, which the \
+         Service maps P to (docs/tcp-services.md)",
+    ),
+];
+
 /// Other controllers' keys Tugboat knows and does not read, with the reason or what to
 /// use instead. Keys of theirs in neither this list nor an alias are not supported
 /// either; this list only gives the reason.

@@ -456,6 +456,7 @@ pub fn backend_options(
         timeout_server: resolver.get(&TIMEOUT_SERVER),
         timeout_connect: resolver.get(&TIMEOUT_CONNECT),
         tls_passthrough: false,
+        tcp_service: false,
     };
     (options, lookups)
 }

@@ -16,6 +16,10 @@
 //! passed to the passthrough twin of [`BackendName::unresolved`], which has no server:
 //! their connections are closed, as the spec asks, never terminated with another
 //! certificate (its route says why in `ResolvedRefs`).
+//!
+//! The rules of TCPRoutes become TCP services ([`crate::desired::TcpService`]): the
+//! oldest route of a port has it, the others get a problem and serve nothing there. A
+//! rule whose backend does not resolve keeps its port bound, its connections closed.
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
@@ -26,9 +30,10 @@ use super::routes::{Routes, Slot, new_route};
 use super::shared::{SecretUse, Shared};
 use super::tls::Tls;
 use crate::annotations::{Layer, Scope};
-use crate::desired::BackendName;
-use crate::features::FeatureSetId;
+use crate::desired::{BackendName, ServicePortRef, TcpService};
+use crate::features::{BackendOptions, FeatureSetId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::desired::{HostMatch, ListenerBind, PathMatch, Route};
 use crate::features::RouteFeatures;
@@ -36,7 +41,7 @@ use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
 use crate::gateway::{
-    GatewayStatus, PassthroughRule, RouteKind, RuleBackend, RuleRoute, settle_attachments,
+    GatewayStatus, PassthroughRule, RouteKind, RuleBackend, RuleRoute, TcpRule, settle_attachments,
     translate,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -112,6 +117,8 @@ pub(super) struct GatewayOutput {
     pub http_route_slots: BTreeSet<Slot>,
     /// The listener ports with binds of their own, with their routes.
     pub listener_binds: Vec<ListenerBind>,
+    /// The TCP services of TCPRoutes, by port.
+    pub tcp_services: BTreeMap<u16, TcpService>,
 }
 
 /// Adds the routes and certificates of the Gateway API objects to the parts of a build,
@@ -134,6 +141,7 @@ pub(super) fn add_gateway_api<'a>(
         http_route_slots: BTreeSet::new(),
         parked: None,
         listener_tables: BTreeMap::new(),
+        tcp_services: BTreeMap::new(),
     };
     let (status, default_certificate, own_binds) = gateway.add();
     let mut tables = gateway.listener_tables;
@@ -153,6 +161,7 @@ pub(super) fn add_gateway_api<'a>(
         default_certificate,
         http_route_slots: gateway.http_route_slots,
         listener_binds,
+        tcp_services: gateway.tcp_services,
     }
 }
 
@@ -171,6 +180,8 @@ struct GatewayBuild<'p, 'a> {
     parked: Option<Routes>,
     /// The routes of each port with a bind of its own, once built.
     listener_tables: BTreeMap<u16, Routes>,
+    /// The TCP services of TCPRoutes, by port.
+    tcp_services: BTreeMap<u16, TcpService>,
 }
 
 impl GatewayBuild<'_, '_> {
@@ -257,6 +268,15 @@ impl GatewayBuild<'_, '_> {
                 tls_served.serve_parents(&rule.route, &rule.parents);
             }
         }
+        let tcp_offered: BTreeSet<(ObjectKey, usize)> = translation
+            .tcp
+            .iter()
+            .flat_map(|rule| rule.parents.iter().map(|&p| (rule.route.clone(), p)))
+            .collect();
+        let mut tcp_served = Served::default();
+        for rule in &translation.tcp {
+            self.add_tcp_rule(rule, &mut tcp_served);
+        }
         let mut status = translation.status;
         settle_attachments(&mut status, &translation.attachments, |attachment| {
             let id = (attachment.route.clone(), attachment.parent);
@@ -273,6 +293,12 @@ impl GatewayBuild<'_, '_> {
                     format!(
                         "every SNI name of this route on this parent is {why}: it serves \
                          nothing here"
+                    )
+                }),
+                RouteKind::Tcp => tcp_served.serves_nothing(&tcp_offered, &id).map(|why| {
+                    format!(
+                        "the port of this route on this parent is {why}: it serves nothing \
+                         here (a TCP listener's port goes to one route)"
                     )
                 }),
             }
@@ -376,6 +402,50 @@ impl GatewayBuild<'_, '_> {
             let why = "refused passthrough (see the route's problems)";
             served.lose_parents(&rule.route, &rule.parents, why);
         }
+    }
+
+    /// Gives the port of a TCPRoute's rule to its backend, unless an older TCPRoute has
+    /// the port (translated first).
+    fn add_tcp_rule(&mut self, rule: &TcpRule, served: &mut Served) {
+        let object = ObjectRef::of("TCPRoute", &rule.route);
+        if let Some(owner) = self.tcp_services.get(&rule.port).map(|s| s.owner.clone()) {
+            let why = format!("already given to the older {owner}");
+            self.shared.problems.push(ObjectProblem {
+                object,
+                field: "spec.parentRefs".into(),
+                reason: ProblemReason::RouteConflict,
+                message: format!("port {} is {why}", rule.port),
+            });
+            served.lose_parents(&rule.route, &rule.parents, &why);
+            return;
+        }
+        // A backend that does not resolve (the route's ResolvedRefs says why) leaves the
+        // port bound with its connections closed.
+        let backend = rule.backend.as_ref().and_then(|(service, port)| {
+            let port = ServicePortRef::Number(*port);
+            let name = BackendName::for_service_port(service, &port)
+                .ok()?
+                .tcp(false);
+            let options = Arc::new(BackendOptions {
+                tcp_service: true,
+                ..BackendOptions::default()
+            });
+            self.endpoints
+                .tcp_backend(self.shared, &name, service, &port, &options)
+                .ok()?;
+            Some(name)
+        });
+        self.tcp_services.insert(
+            rule.port,
+            TcpService {
+                port: rule.port,
+                backend,
+                accept_proxy: false,
+                send_proxy: false,
+                owner: object,
+            },
+        );
+        served.serve_parents(&rule.route, &rule.parents);
     }
 
     /// Whether `owner` is an Ingress created after `created` (RFC 3339; an object
