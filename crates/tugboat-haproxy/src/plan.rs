@@ -942,7 +942,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
     let applied_passthrough: BTreeMap<_, _> = applied
         .passthrough
         .iter()
-        .map(|route| (&route.host, route))
+        .map(|route| ((route.port, &route.host), route))
         .collect();
     let passthrough = desired
         .passthrough
@@ -952,7 +952,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
                 return Some(route.clone());
             }
             applied_passthrough
-                .get(&route.host)
+                .get(&(route.port, &route.host))
                 .map(|old| (*old).clone())
         })
         .collect();

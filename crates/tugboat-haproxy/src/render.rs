@@ -187,7 +187,7 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
     sink.file(settings.tls_hosts_map(), || {
         rendered(tls_hosts_map(desired))
     });
-    if crate::passthrough::needed(desired) {
+    if crate::passthrough::map_needed(desired) {
         sink.file(settings.passthrough_map(), || {
             rendered(crate::passthrough::map(desired))
         });

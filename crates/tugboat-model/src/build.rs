@@ -542,7 +542,7 @@ impl<'a> Builder<'a> {
                     &mut self.shared,
                     &object,
                     &field,
-                    &host,
+                    (None, &host),
                     (http_backend, backend),
                 )
             {

@@ -133,6 +133,11 @@ pub struct PassthroughRoute {
     pub backend: BackendName,
     /// The object the route comes from.
     pub owner: ObjectRef,
+    /// `None`: the HTTPS port chooses by SNI (Ingresses' `ssl-passthrough`, TLSRoutes on
+    /// `TLS` listeners on port 443). `Some(port)`: a Gateway `TLS` listener's port of
+    /// `--gateway-listener-ports`, bound at [`crate::ports::bind_port`] of it, where TLS
+    /// for no route's host is closed (nothing terminates TLS there).
+    pub port: Option<u16>,
 }
 
 /// A port whose TCP connections go to one backend as they come: an entry of the TCP
@@ -209,8 +214,9 @@ pub struct Desired {
     /// The host and path of the routes that come from Gateway API HTTPRoutes (the
     /// others come from Ingresses).
     pub http_route_slots: std::collections::BTreeSet<(HostMatch, PathMatch)>,
-    /// TLS passthrough routes, at most one per host, sorted by host. Empty: haproxy
-    /// terminates every TLS connection (and the HTTPS port has no TCP frontend).
+    /// TLS passthrough routes, at most one per port and host, sorted by port (the HTTPS
+    /// port's first) then host. Without one of the HTTPS port, haproxy terminates every
+    /// TLS connection there (and the HTTPS port has no TCP frontend).
     pub passthrough: Vec<PassthroughRoute>,
     /// TCP services, at most one per port, sorted by port.
     pub tcp_services: Vec<TcpService>,

@@ -2945,6 +2945,7 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
                         9443,
                     ),
                     mk_tls_passthrough_listener("tls", 9001, None),
+                    mk_tls_passthrough_listener("tls-on-http", 9000, None),
                 ],
             ),
             "2024-02-01T00:00:00Z",
@@ -2980,9 +2981,15 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
         listener_condition(&output, second, 2, "Programmed"),
         (true, "Programmed".into())
     );
+    // A TLS listener on a listed port is a passthrough bind of its own, of the TLS
+    // protocol: not on the HTTP listeners' port.
     assert_eq!(
-        listener_condition(&output, second, 3, "Accepted"),
-        (false, "PortUnavailable".into())
+        listener_condition(&output, second, 3, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&output, second, 4, "Conflicted"),
+        (true, "ProtocolConflict".into())
     );
     let binds = listener_binds(&output);
     let ports: Vec<(u16, bool)> = binds.iter().map(|(port, tls, _)| (*port, *tls)).collect();
@@ -2994,6 +3001,79 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
         .collect();
     assert_eq!(hosts, ["a.example.com", "b.example.com"]);
     assert!(routes(&output).is_empty(), "nothing on the main binds");
+}
+
+#[test]
+fn tls_routes_on_a_listed_port_pass_names_through_there_claimed_per_port() {
+    let mut snapshot = with_passthrough_gateway();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "own",
+        "tugboat",
+        vec![mk_tls_passthrough_listener("tls", 9443, None)],
+    );
+    let routes = [
+        ("argo", "gw", "2024-01-01T00:00:00Z", "argo.example.com"),
+        (
+            "argo-own",
+            "own",
+            "2024-01-02T00:00:00Z",
+            "argo.example.com",
+        ),
+        ("db", "own", "2024-01-03T00:00:00Z", "db.example.com"),
+        ("db-late", "own", "2024-01-04T00:00:00Z", "db.example.com"),
+    ];
+    for (name, gateway, created, host) in routes {
+        let route = mk_tls_route(name, gateway, &[host], vec![mk_backend_ref("api", 80)]);
+        add_tls_route(&mut snapshot, "shop", created, route);
+    }
+    let settings = Settings {
+        now: 1_800_000_000,
+        ..with_listener_ports(&[9443])
+    };
+    let output = tugboat_model::build(&snapshot, &settings);
+    let found: Vec<(Option<u16>, String, String)> = output
+        .desired
+        .passthrough
+        .iter()
+        .map(|r| (r.port, r.host.to_string(), r.owner.to_string()))
+        .collect();
+    // A name is claimed per port: the HTTPS port's and 9443's are two; the older
+    // claimer of a name on 9443 has it there.
+    assert_eq!(
+        found,
+        [
+            (None, "argo.example.com".into(), "TLSRoute shop/argo".into()),
+            (
+                Some(9443),
+                "argo.example.com".into(),
+                "TLSRoute shop/argo-own".into()
+            ),
+            (
+                Some(9443),
+                "db.example.com".into(),
+                "TLSRoute shop/db".into()
+            ),
+        ]
+    );
+    assert!(
+        output.problems.iter().any(|p| &*p.object.name == "db-late"
+            && p.message
+                .contains("already passed through for the older TLSRoute shop/db")),
+        "{:?}",
+        output.problems
+    );
+    // Neither an HTTP bind of its own nor the listener ports' routes.
+    assert!(listener_binds(&output).is_empty());
+    assert_eq!(
+        listener_condition(&output, ("shop", "own"), 0, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        output.gateway.gateways[&ObjectKey::new("shop", "own")].listeners[0].attached_routes,
+        2
+    );
 }
 
 /// The TCPRoute `shop/name`, created at `created`, of generation 4, attached to the

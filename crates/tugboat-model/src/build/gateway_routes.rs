@@ -257,14 +257,14 @@ impl GatewayBuild<'_, '_> {
             let owner = ObjectRef::of("TLSRoute", &rule.route);
             if refused
                 .iter()
-                .any(|r| r.host == rule.host && r.owner == owner)
+                .any(|r| r.host == rule.host && r.port == rule.port && r.owner == owner)
             {
                 tls_served.withdraw_parents(&rule.route, &rule.parents, why);
             }
         }
         for rule in &translation.passthrough {
             let owner = ObjectRef::of("TLSRoute", &rule.route);
-            if self.passthrough.owner_of(&rule.host) == Some(&owner) {
+            if self.passthrough.owner_of(&rule.slot()) == Some(&owner) {
                 tls_served.serve_parents(&rule.route, &rule.parents);
             }
         }
@@ -341,7 +341,7 @@ impl GatewayBuild<'_, '_> {
     fn add_passthrough_rule(&mut self, rule: &PassthroughRule, served: &mut Served) {
         let object = ObjectRef::of("TLSRoute", &rule.route);
         let field = "spec.hostnames";
-        if let Some(owner) = self.passthrough.owner_of(&rule.host).cloned() {
+        if let Some(owner) = self.passthrough.owner_of(&rule.slot()).cloned() {
             if self.younger_ingress(&owner, rule.created.as_deref()) {
                 self.shared.problems.push(ObjectProblem {
                     object: owner.clone(),
@@ -352,7 +352,7 @@ impl GatewayBuild<'_, '_> {
                         rule.host, rule.route
                     ),
                 });
-                self.passthrough.release(&rule.host);
+                self.passthrough.release(&rule.slot());
             } else {
                 let why = format!("already passed through for the older {owner}");
                 self.shared.problems.push(ObjectProblem {
@@ -393,10 +393,13 @@ impl GatewayBuild<'_, '_> {
                 (http, backend)
             }
         };
-        if self
-            .passthrough
-            .add(self.shared, &object, field, &rule.host, (&http, &backend))
-        {
+        if self.passthrough.add(
+            self.shared,
+            &object,
+            field,
+            (rule.port, &rule.host),
+            (&http, &backend),
+        ) {
             served.serve_parents(&rule.route, &rule.parents);
         } else {
             let why = "refused passthrough (see the route's problems)";

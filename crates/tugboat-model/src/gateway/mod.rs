@@ -13,7 +13,9 @@
 //! Ingresses' `ssl-passthrough` hosts). An `HTTP` or `HTTPS` listener on a port of
 //! `--gateway-listener-ports` (not 80 or 443) has a bind of its own instead, whose routes
 //! are a table of their own ([`crate::ListenerBind`]), and a `TCP` listener on such a port
-//! is a TCP service for its one TCPRoute ([`crate::TcpService`]); any other port,
+//! is a TCP service for its one TCPRoute ([`crate::TcpService`]), and a `TLS` listener
+//! in `Passthrough` mode on such a port a passthrough frontend of its own, choosing by
+//! SNI among its TLSRoutes ([`crate::PassthroughRoute::port`]); any other port,
 //! protocol or TLS mode is refused with a listener condition. Both binds share one set of
 //! route maps; a rule carries the bind of its listeners as a condition, so a route
 //! attached to listeners of one bind answers only there (docs/gateway-api.md).

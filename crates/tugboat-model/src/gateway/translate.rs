@@ -13,8 +13,9 @@
 //! condition, and one protocol is served per such port (the oldest Gateway's).
 //!
 //! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
-//! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
-//! rule per SNI name it gets, and the builder keeps the first rule of each name.
+//! `Passthrough` mode (which the HTTPS bind serves, by SNI, or on a port of
+//! `--gateway-listener-ports` a bind of its own): each gives one passthrough rule per
+//! port and SNI name it gets, and the builder keeps the first rule of each.
 //!
 //! TCPRoutes last, oldest first, attached to `TCP` listeners on the ports of
 //! `--gateway-listener-ports` (each bound at [`crate::ports::bind_port`]): each gives its
@@ -106,6 +107,16 @@ pub struct PassthroughRule {
     pub backend: Option<(ObjectKey, u16)>,
     /// The parents it comes from: their places in the route's status, sorted.
     pub parents: Vec<usize>,
+    /// The port of its listeners when they have a bind of their own
+    /// (`--gateway-listener-ports`); `None`: the HTTPS bind.
+    pub port: Option<u16>,
+}
+
+impl PassthroughRule {
+    /// Where its name is claimed: its port and host (a name is claimed per port).
+    pub fn slot(&self) -> (Option<u16>, HostMatch) {
+        (self.port, self.host.clone())
+    }
 }
 
 /// A port of an attached TCPRoute: its connections go to the backend as they come.
@@ -201,6 +212,9 @@ struct ListenerInfo {
     /// The port of its bind of its own (`--gateway-listener-ports`); `None`: the HTTP or
     /// HTTPS bind.
     own_port: Option<u16>,
+    /// A `TLS` listener's port of `--gateway-listener-ports`: its passthrough frontend's
+    /// (`None`: the HTTPS bind's, or not a `TLS` listener).
+    passthrough_port: Option<u16>,
     /// The kind of route it takes: HTTPRoutes on HTTP and HTTPS listeners, TLSRoutes on
     /// TLS ones, TCPRoutes on TCP ones; `None` when its `allowedRoutes.kinds` names none
     /// of those.
@@ -676,19 +690,8 @@ fn listener_info(
             ));
             None
         }
-        "TLS" if listed.is_some() => {
-            accepted = Err((
-                "PortUnavailable",
-                format!(
-                    "port {} is not served for TLS listeners: in Passthrough mode they are \
-                     served on port 443 or {} (haproxy's HTTPS bind, by SNI); a bind of \
-                     their own on a port of --gateway-listener-ports is not supported",
-                    listener.port, settings.https_port
-                ),
-            ));
-            None
-        }
-        // Passthrough: the HTTPS bind chooses by SNI.
+        // Passthrough: a bind of its own chooses by SNI, or the HTTPS bind does.
+        "TLS" if listed.is_some() => listed.map(Bind::Own),
         "TLS" if https_port(listener.port) => Some(Bind::Https),
         "TCP" if listed.is_some() => listed.map(Bind::Own),
         "TCP" => {
@@ -708,12 +711,8 @@ fn listener_info(
             } else {
                 (443, settings.https_port, "HTTPS")
             };
-            let own = if listener.protocol == "TLS" {
-                ""
-            } else {
-                ", or a port listed in --gateway-listener-ports (a bind of its own, at the \
-                 port + 10000)"
-            };
+            let own = ", or a port listed in --gateway-listener-ports (a bind of its own, at \
+                       the port + 10000)";
             accepted = Err((
                 "PortUnavailable",
                 format!(
@@ -894,8 +893,9 @@ fn listener_info(
         Some(Bind::Own(port)) => Some(port),
         _ => None,
     };
-    // A TCP listener's port is a TCP service, not an HTTP or HTTPS bind of its own.
-    let own_port = bind_port.filter(|_| listener.protocol != "TCP");
+    // A TCP listener's port is a TCP service, a TLS one's a passthrough frontend: not an
+    // HTTP or HTTPS bind of its own.
+    let own_port = bind_port.filter(|_| matches!(listener.protocol.as_str(), "HTTP" | "HTTPS"));
     let port_protocol = bind_port
         .filter(|_| accepted.is_ok())
         .and_then(|port| port_protocols.get(&port))
@@ -1002,6 +1002,7 @@ fn listener_info(
         usable,
         tls: bind == Some(Bind::Https) || (own_port.is_some() && listener.protocol == "HTTPS"),
         own_port,
+        passthrough_port: bind_port.filter(|_| listener.protocol == "TLS"),
         takes,
         from,
         certificate,
@@ -1657,9 +1658,16 @@ fn attach_tls_route(
     };
     let mut rules: Vec<PassthroughRule> = Vec::new();
     for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
-        for host in accepted.listeners.iter().flat_map(|l| &l.hosts) {
+        let names = accepted.listeners.iter().flat_map(|listener| {
+            let port = listener.passthrough_port;
+            listener.hosts.iter().map(move |host| (port, host))
+        });
+        for (port, host) in names {
             let host = gateway_host_match(host);
-            match rules.iter_mut().find(|rule| rule.host == host) {
+            match rules
+                .iter_mut()
+                .find(|rule| rule.host == host && rule.port == port)
+            {
                 Some(rule) => {
                     if !rule.parents.contains(&accepted.place) {
                         rule.parents.push(accepted.place);
@@ -1671,6 +1679,7 @@ fn attach_tls_route(
                     host,
                     backend: backend.clone(),
                     parents: vec![accepted.place],
+                    port,
                 }),
             }
         }
@@ -1686,6 +1695,7 @@ struct AttachedListener {
     tls: bool,
     port: i32,
     own_port: Option<u16>,
+    passthrough_port: Option<u16>,
     hosts: Vec<String>,
 }
 
@@ -1808,6 +1818,7 @@ fn attach_to_gateway(
                 tls: listener.tls,
                 port: listener.port,
                 own_port: listener.own_port,
+                passthrough_port: listener.passthrough_port,
                 hosts: intersect(listener.hostname.as_deref(), &route.facts.hostnames),
             }
         })
