@@ -285,6 +285,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: name.clone(),
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };
@@ -313,6 +314,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: argocd().0,
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };

@@ -1051,6 +1051,7 @@ mod tests {
             path: PathMatch::Prefix("/".into()),
             backend: backend.clone(),
             ingress: ObjectKey::new("ns", "ing"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         }
