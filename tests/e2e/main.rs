@@ -7,6 +7,7 @@
     reason = "test code: blocking file work is fine here"
 )]
 
+mod access_log;
 mod acme;
 mod annotations;
 mod api_features;

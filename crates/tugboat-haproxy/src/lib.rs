@@ -17,6 +17,7 @@
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
 
+pub mod access_log;
 pub mod apply;
 pub mod blocking;
 pub mod body_limit;

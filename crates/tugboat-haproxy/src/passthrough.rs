@@ -488,6 +488,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: name.clone(),
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };
@@ -516,6 +517,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: argocd().0,
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };

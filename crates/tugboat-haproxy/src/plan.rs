@@ -1053,6 +1053,7 @@ mod tests {
             path: PathMatch::Prefix("/".into()),
             backend: backend.clone(),
             ingress: ObjectKey::new("ns", "ing"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         }

@@ -13,8 +13,8 @@ use crate::objects::Ingress;
 
 use crate::annotations::{self, Layer, Scope, read_keys};
 use crate::desired::{
-    Backend, BackendName, Desired, HostMatch, PassthroughRoute, PathMatch, Route, TlsCertificate,
-    UserHash,
+    Backend, BackendName, Desired, HostMatch, PassthroughRoute, PathMatch, Route, RouteOwnerKind,
+    TlsCertificate, UserHash,
 };
 use crate::features::{FeatureSetId, PathRewrite, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -520,12 +520,24 @@ impl<'a> Builder<'a> {
                     }
                 }
                 let slot = (host.clone(), path_match.clone());
-                let route = new_route(key, slot, backend.clone(), features.clone());
+                let route = new_route(
+                    key,
+                    RouteOwnerKind::Ingress,
+                    slot,
+                    backend.clone(),
+                    features.clone(),
+                );
                 self.routes.add(&mut self.shared, &object, &field, route);
                 for alias in host_aliases {
                     let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
                     let slot = (ingress_host_match(alias), path_match.clone());
-                    let route = new_route(key, slot, backend.clone(), features.clone());
+                    let route = new_route(
+                        key,
+                        RouteOwnerKind::Ingress,
+                        slot,
+                        backend.clone(),
+                        features.clone(),
+                    );
                     if !self
                         .routes
                         .add(&mut self.shared, &object, alias_field, route)
@@ -559,7 +571,7 @@ impl<'a> Builder<'a> {
                 )
             {
                 let slot = (counterpart, PathMatch::Prefix("/".into()));
-                let route = new_route(key, slot, backend, Some(features));
+                let route = new_route(key, RouteOwnerKind::Ingress, slot, backend, Some(features));
                 self.routes.add(&mut self.shared, &object, www_field, route);
             }
         }

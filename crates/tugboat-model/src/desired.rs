@@ -115,12 +115,46 @@ pub struct Route {
     pub host: HostMatch,
     pub path: PathMatch,
     pub backend: BackendName,
-    /// The Ingress the rule comes from.
+    /// The Ingress the rule comes from (an HTTPRoute's key when `owner_kind` says so).
     pub ingress: ObjectKey,
+    /// The kind of the object the rule comes from.
+    pub owner_kind: RouteOwnerKind,
     /// The features of the route (a key of [`Desired::feature_sets`]); `None`: none.
     pub features: Option<FeatureSetId>,
     /// A canary Ingress's backend that gets a share of the requests.
     pub canary: Option<Canary>,
+}
+
+/// The kind of object a [`Route`] comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteOwnerKind {
+    #[default]
+    Ingress,
+    HttpRoute,
+}
+
+impl RouteOwnerKind {
+    /// The object's Kubernetes kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ingress => "Ingress",
+            Self::HttpRoute => "HTTPRoute",
+        }
+    }
+}
+
+impl Route {
+    /// The object the route comes from, as `KIND/NAMESPACE/NAME` (`Ingress/shop/web`):
+    /// what the access logs name. Made of a kind and two Kubernetes names, so it holds
+    /// no space, `|` nor control character.
+    pub fn owner(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.owner_kind.as_str(),
+            self.ingress.namespace,
+            self.ingress.name
+        )
+    }
 }
 
 /// A TLS passthrough route: TLS connections whose SNI matches `host` go to `backend`

@@ -491,6 +491,8 @@ pub struct GlobalOptions {
     /// Where haproxy logs: `None` is stdout.
     pub syslog_server: Option<String>,
     pub log_format: Option<String>,
+    /// Request logs as one JSON object per line (`log-format-json`).
+    pub log_format_json: bool,
     /// Refuse TLS handshakes whose SNI has no certificate.
     pub strict_sni: bool,
     /// The default HTTP to HTTPS redirect code and port.

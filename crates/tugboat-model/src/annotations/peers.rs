@@ -921,6 +921,11 @@ pub const AFFINITY_CANARY_BEHAVIOR: &[PeerKey] = &[same(NGINX, "affinity-canary-
 
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
+pub const LOG_FORMAT_JSON: &[PeerKey] = &[differs(
+    NGINX,
+    "log-format-escape-json",
+    "ingress-nginx only escapes the variables of the `log-format-upstream` a user writes as JSON; Tugboat writes the whole JSON line itself, with its own fields",
+)];
 
 /// ingress-nginx's snippets: what happens to them.
 const NGINX_SNIPPET: &str = "nginx syntax: never run; remove it. A snippet whose directives restrict access (`allow`, `deny`, `satisfy`, `internal`, `auth_*`, `limit_*`, `return` of a 4xx or 5xx status, `if` blocks holding one, Lua, njs or Perl handlers, `include`, `ssl_verify_client`, `modsecurity*`) fails closed: its routes answer 403 (unless `--unsupported-access-keys=ignore`); so does one that cannot be read (an unclosed quote or block). One that only sets headers, rewrites or redirects is a warning and its routes are served";

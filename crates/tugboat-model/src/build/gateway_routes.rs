@@ -35,7 +35,7 @@ use crate::features::{BackendOptions, FeatureSetId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crate::desired::{HostMatch, ListenerBind, PathMatch, Route};
+use crate::desired::{HostMatch, ListenerBind, PathMatch, Route, RouteOwnerKind};
 use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
@@ -924,7 +924,13 @@ impl GatewayBuild<'_, '_> {
         features: Option<FeatureSetId>,
     ) {
         let slot = (rule.host.clone(), rule.path.clone());
-        let route = new_route(&rule.route, slot.clone(), backend, features);
+        let route = new_route(
+            &rule.route,
+            RouteOwnerKind::HttpRoute,
+            slot.clone(),
+            backend,
+            features,
+        );
         self.routes.add(
             self.shared,
             &Self::route_object(&rule.route),
