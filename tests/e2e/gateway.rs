@@ -80,6 +80,7 @@ gateway_scenarios!(
         the_examples_route_and_report_their_conditions,
         a_route_that_loses_every_path_says_it_is_not_accepted_and_is_not_counted,
         tls_routes_pass_their_names_through_while_https_listeners_terminate,
+        tls_routes_on_a_listed_port_pass_their_names_through_there,
         listeners_on_ports_of_their_own_answer_only_there,
         an_https_listener_on_a_port_of_its_own_terminates_there,
         the_http_binds_own_port_when_listed_is_a_bind_of_its_own,
@@ -2120,7 +2121,7 @@ async fn listener_conditions_say_what_is_not_served(haproxy: HaproxyBinary, sour
         mk_listener("http", "HTTP", 80, Some("a.example.com")),
         mk_listener("again", "HTTP", 80, Some("a.example.com")),
         mk_listener("odd-port", "HTTP", 8081, None),
-        mk_listener("tcp", "TCP", 5432, None),
+        mk_listener("udp", "UDP", 5432, None),
         mk_listener("other", "HTTP", 80, Some("b.example.com")),
     ]);
     let mut on_again = mk_http_route(
@@ -2488,11 +2489,12 @@ enum TlsPath {
 /// backend that got the client's own ClientHello can report it.
 const CLIENT_ALPN: &[&[u8]] = &[b"x-tugboat-test", b"http/1.1"];
 
-/// Checks each row `(SNI name, how it is served)` on the HTTPS port, waiting for it to
-/// hold: `passed` is the TLS echo backend, `terminating` the HTTPS listener's
-/// certificate (DER).
+/// Checks each row `(SNI name, how it is served)` at `addr` (the HTTPS port, or a
+/// listener port's bind), waiting for it to hold: `passed` is the TLS echo backend,
+/// `terminating` the HTTPS listener's certificate (DER).
 async fn assert_tls_paths(
     scene: &Scene,
+    addr: std::net::SocketAddr,
     passed: &TlsEchoServer,
     terminating: &[u8],
     rows: &[(&'static str, TlsPath)],
@@ -2502,7 +2504,7 @@ async fn assert_tls_paths(
             &format!("{sni}: {path:?}"),
             Duration::from_secs(15),
             || async {
-                let found = exchange(scene.https_addr(), sni, "/", CLIENT_ALPN).await;
+                let found = exchange(addr, sni, "/", CLIENT_ALPN).await;
                 if let TlsPath::Closed = path {
                     return found.is_err().then_some(());
                 }
@@ -2596,6 +2598,7 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     .await;
     assert_tls_paths(
         &scene,
+        scene.https_addr(),
         &argo,
         &der,
         &[
@@ -2620,6 +2623,7 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
     ]));
     assert_tls_paths(
         &scene,
+        scene.https_addr(),
         &argo,
         &der,
         &[
@@ -2639,6 +2643,115 @@ async fn tls_routes_pass_their_names_through_while_https_listeners_terminate(
         problems.iter().all(|p| p.object.kind != "TLSRoute"
             || (&*p.object.name == "gone" && p.message.contains("connections are closed"))),
         "{problems:?}"
+    );
+}
+
+/// A TLS Passthrough listener on a listed port: its TLSRoutes' names reach their
+/// backends undecrypted (each its own certificate) on the port's bind, chosen by SNI; an
+/// unknown name there is closed, the HTTPS port does not pass them through, and a name
+/// added to a route is a map update (no reload).
+async fn tls_routes_on_a_listed_port_pass_their_names_through_there(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let [own] = free_listener_ports();
+    let start_backend = |name: &'static str, hosts: &'static [&'static str], last: u8| {
+        let addr = std::net::SocketAddr::from(([127, 0, 229, last], 0));
+        TlsEchoServer::start(name, hosts, addr)
+    };
+    let argo = start_backend("argo", &["argo.example.com", "cd.example.com"], 1)
+        .await
+        .expect("a TLS backend");
+    let db = start_backend("db", &["db.example.com"], 2)
+        .await
+        .expect("a TLS backend");
+    let mut objects = class_and_gateway_with(vec![mk_tls_passthrough_listener(
+        "tls",
+        i32::from(own),
+        None,
+    )]);
+    for (name, backend) in [("argo", &argo), ("db", &db)] {
+        objects.push(to_json(&mk_service(name, "https", 443)));
+        objects.push(to_json(&mk_endpoint_slice(name, "https", &[backend.addr])));
+    }
+    let argo_route = |hostnames: &[&str]| tls_route_json("argo", "gw", hostnames, "argo", 443);
+    objects.push(argo_route(&["argo.example.com"]));
+    objects.push(tls_route_json("db", "gw", &["db.example.com"], "db", 443));
+    let case = Case {
+        echoes: Vec::new(),
+        objects,
+        steps: vec![
+            tls_route("argo", "Accepted").becomes("True", "Accepted"),
+            tls_route("db", "Accepted").becomes("True", "Accepted"),
+            listener("gw", 0, "Programmed").is("True", "Programmed"),
+            Step::AttachedRoutes {
+                gateway: "gw",
+                index: 0,
+                routes: 2,
+            },
+        ],
+    };
+    let scene = run_with_ports(&haproxy, source, case, &[own]).await;
+    let on_port = haproxy_addr(Some(bind_of(own)), scene.https_addr());
+    let no_terminating_certificate: &[u8] = &[];
+    let passed = [(&argo, "argo.example.com"), (&db, "db.example.com")];
+    for (backend, sni) in passed {
+        assert_tls_paths(
+            &scene,
+            on_port,
+            backend,
+            no_terminating_certificate,
+            &[(sni, TlsPath::PassedThrough)],
+        )
+        .await;
+    }
+    assert_tls_paths(
+        &scene,
+        on_port,
+        &argo,
+        no_terminating_certificate,
+        &[
+            ("cd.example.com", TlsPath::Closed),
+            ("unknown.example.com", TlsPath::Closed),
+        ],
+    )
+    .await;
+    // The HTTPS port terminates them: their listener is on the port of its own only.
+    assert_tls_paths(
+        &scene,
+        scene.https_addr(),
+        &argo,
+        no_terminating_certificate,
+        &[("argo.example.com", TlsPath::Unrouted)],
+    )
+    .await;
+
+    // Another name for the same backend: a map update.
+    let reloads = scene.reloads().await;
+    scene.apply(&argo_route(&["argo.example.com", "cd.example.com"]));
+    assert_tls_paths(
+        &scene,
+        on_port,
+        &argo,
+        no_terminating_certificate,
+        &[
+            ("cd.example.com", TlsPath::PassedThrough),
+            ("argo.example.com", TlsPath::PassedThrough),
+        ],
+    )
+    .await;
+    assert_tls_paths(
+        &scene,
+        on_port,
+        &db,
+        no_terminating_certificate,
+        &[("db.example.com", TlsPath::PassedThrough)],
+    )
+    .await;
+    assert_eq!(
+        scene.reloads().await,
+        reloads,
+        "a passthrough name on a listener port is a map update"
     );
 }
 

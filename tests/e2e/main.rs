@@ -7,6 +7,7 @@
     reason = "test code: blocking file work is fine here"
 )]
 
+mod access_log;
 mod acme;
 mod annotations;
 mod api_features;
@@ -36,4 +37,5 @@ mod routing;
 mod runtime;
 mod server_alias;
 mod status;
+mod tcp_services;
 mod www_redirect;

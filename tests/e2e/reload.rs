@@ -151,6 +151,7 @@ fn many_backends(count: usize, endpoint: std::net::SocketAddr) -> Desired {
             path: PathMatch::Prefix("/".into()),
             backend: name.clone(),
             ingress: ObjectKey::new("default", "many"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         });

@@ -181,6 +181,14 @@ const RESOURCES: &[ResourceType] = &[
     },
     ResourceType {
         group: "gateway.networking.k8s.io",
+        version: "v1",
+        plural: "tcproutes",
+        kind: "TCPRoute",
+        namespaced: true,
+        status: true,
+    },
+    ResourceType {
+        group: "gateway.networking.k8s.io",
         version: "v1beta1",
         plural: "referencegrants",
         kind: "ReferenceGrant",

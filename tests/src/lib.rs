@@ -1,11 +1,13 @@
 //! What the end-to-end tests (and the quickstart) need around Tugboat: real haproxy
 //! processes started the way the official image starts them, echo backends that say
-//! which service and endpoint answered, a small HTTP client, and the controller itself.
+//! which service and endpoint answered, banner backends for TCP services, a small HTTP
+//! client, and the controller itself.
 #![allow(
     clippy::disallowed_methods,
     reason = "test code: blocking file work is fine here"
 )]
 
+pub mod banner;
 pub mod bench;
 pub mod cluster_pod;
 pub mod container_plan;

@@ -296,6 +296,7 @@ mod tests {
             path: PathMatch::Prefix("/".into()),
             backend: backend_name("web"),
             ingress: ObjectKey::new("shop", "front"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: Some(id.clone()),
             canary: None,
         });

@@ -12,10 +12,12 @@
 //! - [`layout`] keeps every endpoint in a stable server slot;
 //! - [`map_text`] edits route map files in place, a line at a time;
 //! - [`passthrough`] is the TCP frontend of TLS passthrough, chosen by SNI;
+//! - [`tcp_services`] is the frontends of TCP services, one per port;
 //! - [`runtime`] names the changes haproxy takes without a reload, as CLI commands;
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
 
+pub mod access_log;
 pub mod apply;
 pub mod blocking;
 pub mod body_limit;
@@ -35,6 +37,7 @@ pub mod render;
 pub mod rules;
 pub mod runtime;
 pub mod settings;
+pub mod tcp_services;
 
 pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};

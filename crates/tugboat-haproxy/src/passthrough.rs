@@ -11,14 +11,20 @@
 //! so that the terminating path sees the client's own address (X-Forwarded-For, allow
 //! lists, logs). Without a passthrough route the config is as it was: no hop.
 //!
+//! A Gateway `TLS` listener on a port P of `--gateway-listener-ports` has a mode tcp
+//! frontend of its own (`tls_passthrough_<P>`, bound at P + 10000) that chooses by SNI
+//! the same way, in the same map: its keys end in `:<P>` (`a.example.com:9443`), which
+//! the frontend's lookups append. Nothing terminates TLS there: TLS for a name of no
+//! route, and anything that is not TLS, is closed.
+//!
 //! The map is a runtime map: a host added or removed for a passthrough backend haproxy
-//! has is a map update; a new passthrough backend, the first route and the removal of
-//! the last are changes of the config (a reload).
+//! has is a map update (on any port); a new passthrough backend, the first route of a
+//! port and the removal of the last are changes of the config (a reload).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use tugboat_model::{Desired, HostMatch};
+use tugboat_model::{Desired, HostMatch, ports};
 
 use crate::map_text::{self, MapOrder};
 use crate::settings::RenderSettings;
@@ -34,7 +40,32 @@ const INSPECT_DELAY: &str = "5s";
 
 /// Whether the HTTPS port needs the TCP frontend.
 pub fn needed(desired: &Desired) -> bool {
+    desired.passthrough.iter().any(|route| route.port.is_none())
+}
+
+/// Whether some port passes TLS through: the map is needed.
+pub fn map_needed(desired: &Desired) -> bool {
     !desired.passthrough.is_empty()
+}
+
+/// The listener ports with a passthrough frontend of their own.
+fn own_ports(desired: &Desired) -> BTreeSet<u16> {
+    desired
+        .passthrough
+        .iter()
+        .filter_map(|route| route.port)
+        .collect()
+}
+
+/// The name of the passthrough frontend of the listener port `port`.
+pub fn own_frontend(port: u16) -> String {
+    format!("{FRONTEND}_{port}")
+}
+
+/// What the map keys of `port` end in: nothing for the HTTPS port's, `:<port>` for a
+/// listener port's.
+fn key_suffix(port: Option<u16>) -> String {
+    port.map(|port| format!(":{port}")).unwrap_or_default()
 }
 
 /// What the terminating frontend binds for HTTPS: the HTTPS port, or with passthrough the
@@ -53,20 +84,29 @@ pub fn terminating_bind(desired: &Desired, settings: &RenderSettings) -> String 
 /// host that has routes of its own, is not passed through and falls under a passthrough
 /// wildcard is terminated, as HTTP routing prefers the exact host: its line names
 /// [`TERMINATE_BACKEND`], and the exact lookup finds it before the wildcard's.
+/// A listener port's keys end in `:<port>` ([`key_suffix`]).
 pub fn map(desired: &Desired) -> String {
-    let passed: BTreeMap<String, &str> = desired
-        .passthrough
-        .iter()
-        .filter_map(|route| {
-            let key = match &route.host {
-                HostMatch::Exact(host) | HostMatch::Wildcard(host) => host.clone(),
-                HostMatch::Subdomains(suffix) => subdomains_key(suffix),
-                // The model gives passthrough routes a host SNI can name.
-                HostMatch::Any => return None,
-            };
-            Some((key, route.backend.as_str()))
-        })
-        .collect();
+    let keyed = |port: Option<u16>| -> BTreeMap<String, &str> {
+        let suffix = key_suffix(port);
+        desired
+            .passthrough
+            .iter()
+            .filter(|route| route.port == port)
+            .filter_map(|route| {
+                let key = match &route.host {
+                    HostMatch::Exact(host) | HostMatch::Wildcard(host) => host.clone(),
+                    HostMatch::Subdomains(suffix) => subdomains_key(suffix),
+                    // The model gives passthrough routes a host SNI can name.
+                    HostMatch::Any => return None,
+                };
+                Some((format!("{key}{suffix}"), route.backend.as_str()))
+            })
+            .collect()
+    };
+    let passed = keyed(None);
+    let own_ports = own_ports(desired)
+        .into_iter()
+        .flat_map(|port| keyed(Some(port)));
     let terminated = desired.routes.iter().filter_map(|route| match &route.host {
         HostMatch::Exact(host)
             if !passed.contains_key(host.as_str()) && under_a_passed_wildcard(host, &passed) =>
@@ -75,7 +115,12 @@ pub fn map(desired: &Desired) -> String {
         }
         _ => None,
     });
-    let lines: BTreeMap<String, &str> = passed.clone().into_iter().chain(terminated).collect();
+    let lines: BTreeMap<String, &str> = passed
+        .clone()
+        .into_iter()
+        .chain(terminated)
+        .chain(own_ports)
+        .collect();
     map_text::lines(
         MapOrder::Key,
         lines.iter().map(|(key, backend)| (key.as_str(), *backend)),
@@ -98,15 +143,28 @@ fn under_a_passed_wildcard(host: &str, passed: &BTreeMap<String, &str>) -> bool 
             .any(|(dot, _)| passed.contains_key(&subdomains_key(&host[dot..])))
 }
 
-/// The lookups of any-depth wildcards (TLSRoutes'), after the exact and one-label ones:
-/// the name from its second label on, then its third, and so on, the longest suffix
-/// first, down to [`crate::settings::SUBDOMAIN_DEPTH`] labels below the suffix (as for
-/// HTTPRoutes' hosts). Always written with passthrough on, so that the first such
-/// wildcard is a map update.
-fn subdomain_lookups(map: &impl std::fmt::Display) -> String {
+/// The switching rules of a passthrough frontend whose map keys end in `suffix`
+/// ([`key_suffix`]): the exact name, then the one-label wildcard (the name without its
+/// first label), then the any-depth wildcards (TLSRoutes'): the name from its second
+/// label on, then its third, and so on, the longest suffix first, down to
+/// [`crate::settings::SUBDOMAIN_DEPTH`] labels below the suffix (as for HTTPRoutes'
+/// hosts). The any-depth ones are always written, so that the first such wildcard is a
+/// map update.
+fn sni_lookups(map: &impl std::fmt::Display, suffix: &str) -> String {
+    let keyed = |sni: &str| {
+        if suffix.is_empty() {
+            format!("{sni},map_str({map})")
+        } else {
+            format!("{sni},concat({suffix}),map_str({map})")
+        }
+    };
+    let exact = keyed("req.ssl_sni,lower");
+    let wildcard = keyed("req.ssl_sni,lower,regsub(^[^.]*,)");
+    let subdomains = (2..crate::settings::SUBDOMAIN_DEPTH + 2).map(|from| {
+        format!("req.ssl_sni,lower,field({from},.,0),concat(*{suffix}),map_str({map})")
+    });
     let mut out = String::new();
-    for from in 2..crate::settings::SUBDOMAIN_DEPTH + 2 {
-        let lookup = format!("req.ssl_sni,lower,field({from},.,0),concat(*),map_str({map})");
+    for lookup in [exact, wildcard].into_iter().chain(subdomains) {
         let _ = writeln!(
             out,
             "    use_backend %[{lookup}] if {{ {lookup} -m found }}"
@@ -115,8 +173,48 @@ fn subdomain_lookups(map: &impl std::fmt::Display) -> String {
     out
 }
 
-/// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough).
+/// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough
+/// there), then the frontends of the listener ports.
 pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
+    let mut out = https_sections(desired, settings);
+    for port in own_ports(desired) {
+        out.push_str(&own_port_section(port, desired, settings));
+    }
+    out
+}
+
+/// The passthrough frontend of the listener port `port`: the HTTPS port's lookups, in
+/// keys of the port, and no hop (TLS for another name is closed).
+fn own_port_section(port: u16, desired: &Desired, settings: &RenderSettings) -> String {
+    // The model's ports come from the flag, which checked them.
+    let Ok(bind_port) = ports::bind_port(port.into()) else {
+        return String::new();
+    };
+    let bind = settings.bind(bind_port);
+    let name = own_frontend(port);
+    let map = settings.passthrough_map();
+    let lookups = sni_lookups(&map.display(), &key_suffix(Some(port)));
+    let proxy_protocol = crate::client_address::connection_rules(&desired.global);
+    // Without a use_backend that matches, the frontend has no backend: closed.
+    format!(
+        "
+# TLS passthrough on listener port {port}, bound at {bind_port}: the ClientHello's SNI
+# chooses among the port's TLSRoutes; any other connection is closed.
+frontend {name}
+    mode tcp
+    bind {bind}
+{proxy_protocol}    option tcplog
+    no option idle-close-on-response
+    tcp-request inspect-delay {INSPECT_DELAY}
+    tcp-request content accept if {{ req.ssl_hello_type 1 }}
+    tcp-request content reject
+{lookups}"
+    )
+}
+
+/// The TCP frontend of the HTTPS port and the hop's backend (empty without passthrough
+/// there).
+fn https_sections(desired: &Desired, settings: &RenderSettings) -> String {
     if !needed(desired) {
         return String::new();
     }
@@ -126,9 +224,7 @@ pub fn sections(desired: &Desired, settings: &RenderSettings) -> String {
     let hop = settings.tls_hop_address();
     // `accept` ends the content rules: the lookups are in the switching rules, which
     // run once the ClientHello is in.
-    let exact = format!("req.ssl_sni,lower,map_str({map})");
-    let wildcard = format!("req.ssl_sni,lower,regsub(^[^.]*,),map_str({map})");
-    let subdomains = subdomain_lookups(&map);
+    let lookups = sni_lookups(&map, "");
     // The outer PROXY header sets `src`, which the hop's PROXY v2 carries on.
     let proxy_protocol = crate::client_address::connection_rules(&desired.global);
     let mut out = String::new();
@@ -145,9 +241,7 @@ frontend {FRONTEND}
     no option idle-close-on-response
     tcp-request inspect-delay {INSPECT_DELAY}
     tcp-request content accept if {{ req.ssl_hello_type 1 }}
-    use_backend %[{exact}] if {{ {exact} -m found }}
-    use_backend %[{wildcard}] if {{ {wildcard} -m found }}
-{subdomains}    default_backend {TERMINATE_BACKEND}
+{lookups}    default_backend {TERMINATE_BACKEND}
 
 backend {TERMINATE_BACKEND}
     mode tcp
@@ -207,6 +301,7 @@ mod tests {
                     host: host.clone(),
                     backend: name.clone(),
                     owner: owner.clone(),
+                    port: None,
                 })
                 .collect(),
             backends: [(name, backend)].into(),
@@ -271,6 +366,114 @@ mod tests {
         );
     }
 
+    /// `state`, with `hosts` on the listener port `port` too.
+    fn with_port(mut desired: Desired, port: u16, hosts: &[HostMatch]) -> Desired {
+        let more = state(hosts)
+            .passthrough
+            .into_iter()
+            .map(|route| PassthroughRoute {
+                port: Some(port),
+                ..route
+            });
+        desired.passthrough.extend(more);
+        desired
+    }
+
+    #[test]
+    fn a_listener_port_gets_a_frontend_of_its_own_with_keys_of_its_own() {
+        let https_only = state(&[exact("cd.example.com")]);
+        let desired = with_port(
+            https_only.clone(),
+            9443,
+            &[
+                exact("cd.example.com"),
+                HostMatch::Wildcard(".apps.example.com".into()),
+                HostMatch::Subdomains(".deep.example.com".into()),
+            ],
+        );
+        let files = crate::render(&desired, &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        let map = "/etc/haproxy/maps/passthrough.map";
+        let lookup = |sni: &str| format!("    use_backend %[{sni}] if {{ {sni} -m found }}\n");
+        let frontend = config
+            .split("\nfrontend tls_passthrough_9443\n")
+            .nth(1)
+            .expect("the port's frontend");
+        let frontend = frontend.split("\n\n").next().unwrap_or_default();
+        for line in [
+            "    mode tcp\n    bind 0.0.0.0:19443\n".to_string(),
+            "    tcp-request content accept if { req.ssl_hello_type 1 }\n    tcp-request content reject\n".to_string(),
+            lookup(&format!("req.ssl_sni,lower,concat(:9443),map_str({map})")),
+            lookup(&format!("req.ssl_sni,lower,regsub(^[^.]*,),concat(:9443),map_str({map})")),
+            lookup(&format!("req.ssl_sni,lower,field(2,.,0),concat(*:9443),map_str({map})")),
+        ] {
+            assert!(frontend.contains(&line), "no {line:?} in\n{frontend}");
+        }
+        assert!(!frontend.contains("default_backend"), "{frontend}");
+        // The HTTPS port's frontend is as it was without the port.
+        let https_config = crate::render(&https_only, &Default::default(), &settings());
+        let https_config = https_config.get(&settings().config_file()).expect("config");
+        let https_frontend = |config: &str| {
+            let section = config.split("\nfrontend tls_passthrough\n").nth(1);
+            section
+                .and_then(|s| s.split("\n\n").next())
+                .map(str::to_string)
+        };
+        assert_eq!(https_frontend(config), https_frontend(https_config));
+        assert_eq!(
+            files.get(&settings().passthrough_map()),
+            Some(
+                ".apps.example.com:9443 passthrough:cd_argocd_443\n\
+                 cd.example.com passthrough:cd_argocd_443\n\
+                 cd.example.com:9443 passthrough:cd_argocd_443\n\
+                 deep.example.com*:9443 passthrough:cd_argocd_443\n"
+            )
+        );
+        // Only a listener port: the HTTPS port is the terminating frontend's, no hop.
+        let port_only = with_port(state(&[]), 9443, &[exact("cd.example.com")]);
+        let files = crate::render(&port_only, &Default::default(), &settings());
+        let config = files.get(&settings().config_file()).expect("config");
+        assert!(
+            config.contains("\n    bind 0.0.0.0:8443 ssl crt "),
+            "{config}"
+        );
+        assert!(!config.contains("\nfrontend tls_passthrough\n"), "{config}");
+        assert!(
+            config.contains("\nfrontend tls_passthrough_9443\n"),
+            "{config}"
+        );
+        assert!(!config.contains(TERMINATE_BACKEND));
+        assert_eq!(
+            files.get(&settings().passthrough_map()),
+            Some("cd.example.com:9443 passthrough:cd_argocd_443\n")
+        );
+    }
+
+    #[test]
+    fn a_new_listener_port_reloads_and_its_hosts_are_map_updates() {
+        let applied = plan(None, state(&[exact("cd.example.com")]), &settings()).next;
+        let first = with_port(
+            state(&[exact("cd.example.com")]),
+            9443,
+            &[exact("a.example.com")],
+        );
+        let new_port = plan(Some(&applied), first, &settings());
+        assert!(new_port.reload.is_some(), "a new frontend");
+        let more = with_port(
+            state(&[exact("cd.example.com")]),
+            9443,
+            &[exact("a.example.com"), exact("b.example.com")],
+        );
+        let added = plan(Some(&new_port.next), more, &settings());
+        assert_eq!(added.reload, None);
+        assert_eq!(added.changed, vec![settings().passthrough_map()]);
+        assert!(
+            matches!(added.runtime.as_slice(), [RuntimeChange::MapAdd { .. }]),
+            "{:?}",
+            added.runtime
+        );
+    }
+
     /// HTTP routing prefers an exact host to a wildcard: an exact host with routes of its
     /// own under a passthrough wildcard is terminated, one passed through itself is not.
     #[test]
@@ -285,6 +488,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: name.clone(),
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };
@@ -313,6 +517,7 @@ mod tests {
             path: tugboat_model::PathMatch::Prefix("/".into()),
             backend: argocd().0,
             ingress: ObjectKey::new("cd", "shop"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         };

@@ -942,7 +942,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
     let applied_passthrough: BTreeMap<_, _> = applied
         .passthrough
         .iter()
-        .map(|route| (&route.host, route))
+        .map(|route| ((route.port, &route.host), route))
         .collect();
     let passthrough = desired
         .passthrough
@@ -952,7 +952,7 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
                 return Some(route.clone());
             }
             applied_passthrough
-                .get(&route.host)
+                .get(&(route.port, &route.host))
                 .map(|old| (*old).clone())
         })
         .collect();
@@ -961,6 +961,8 @@ pub fn runtime_projection(applied: &Desired, desired: &Desired) -> Desired {
         routes,
         listener_binds,
         passthrough,
+        // A new port's frontend (maybe to a new backend) waits for the reload.
+        tcp_services: applied.tcp_services.clone(),
         default_backend: applied.default_backend.clone(),
         default_backend_owner: applied.default_backend_owner.clone(),
         error_pages: applied.error_pages.clone(),
@@ -1051,6 +1053,7 @@ mod tests {
             path: PathMatch::Prefix("/".into()),
             backend: backend.clone(),
             ingress: ObjectKey::new("ns", "ing"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         }

@@ -23,6 +23,7 @@ use tugboat_model::features::{BackendOptions, ProxyProtocol, Snippet};
 use tugboat_model::tls::Pem;
 use tugboat_model::{Backend, BackendName, Desired, HostMatch, PathMatch, Route, stable_hash};
 
+use crate::access_log::OWNER_SEPARATOR;
 use crate::features::feature_rules;
 use crate::layout::{Layout, Server, fresh_slots};
 use crate::map_text::{self, MapOrder};
@@ -187,7 +188,7 @@ fn write_files(desired: &Desired, settings: &RenderSettings, sink: &mut impl Fil
     sink.file(settings.tls_hosts_map(), || {
         rendered(tls_hosts_map(desired))
     });
-    if crate::passthrough::needed(desired) {
+    if crate::passthrough::map_needed(desired) {
         sink.file(settings.passthrough_map(), || {
             rendered(crate::passthrough::map(desired))
         });
@@ -430,8 +431,8 @@ defaults
     for (name, value) in timeouts(desired) {
         let _ = writeln!(out, "    timeout {name} {value}");
     }
-    if let Some(format) = &global.log_format {
-        let _ = writeln!(out, "    log-format \"{format}\"");
+    if let Some(line) = crate::access_log::log_format_line(global) {
+        out.push_str(&line);
     }
     let features = feature_rules(desired, settings);
     let strict_sni = if global.strict_sni { " strict-sni" } else { "" };
@@ -456,7 +457,7 @@ defaults
 frontend http
     bind {http}
     bind {https} {tls_options}
-{own_binds}{proxy_protocol}{client_address}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+{own_binds}{proxy_protocol}{client_address}{capture}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
 {own_lookup}    http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
@@ -466,12 +467,15 @@ frontend http
 {regex_wildcard}    http-request set-var(txn.route) var(txn.wild),concat(,{lookup}),map_beg({prefix}) if !{{ var(txn.route) -m found }}
 {subdomains}    http-request set-var(txn.route) var({lookup}),map_str({exact}) if !{{ var(txn.route) -m found }}
 {regex_any}    http-request set-var(txn.route) var({lookup}),map_beg({prefix}) if !{{ var(txn.route) -m found }}
-    http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
+{owner}    http-request set-var(txn.backend) var(txn.route),field(1,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts}){main_only_if}
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}{main_only}
-{restore}{feature_request}",
+{restore}{feature_request}{service}",
         own_binds = own.binds,
+        owner = crate::access_log::owner_rules(),
+        capture = crate::access_log::capture_rules(global),
+        service = crate::access_log::service_rule(global),
         own_lookup = own.lookup_rules(),
         main_only_if = own.main_binds_only(" if"),
         main_only = own.main_binds_only(""),
@@ -527,6 +531,7 @@ frontend stats
         );
     }
     out.push_str(&crate::passthrough::sections(desired, settings));
+    out.push_str(&crate::tcp_services::sections(desired, settings));
     out.push_str(&features.text(Place::Sections));
     out
 }
@@ -620,8 +625,8 @@ fn write_backend(
     settings: &RenderSettings,
 ) {
     let options = &backend.options;
-    if options.tls_passthrough {
-        write_passthrough_backend(out, name, backend, slots);
+    if options.tls_passthrough || options.tcp_service {
+        write_tcp_backend(out, name, backend, slots, settings);
         return;
     }
     let balance = options
@@ -686,19 +691,37 @@ fn write_backend(
     out.push_str(&snippet_lines(options.snippet.as_ref()));
 }
 
-/// A TLS passthrough backend: mode tcp, its servers get the client's TLS as it is; no
+/// A mode tcp backend: a TLS passthrough backend (its servers get the client's TLS as
+/// it is) or a TCP service's (long-lived connections, a PROXY header when asked); no
 /// HTTP option applies.
-fn write_passthrough_backend(
+fn write_tcp_backend(
     out: &mut String,
     name: &BackendName,
     backend: &Backend,
     slots: &[Option<Server>],
+    settings: &RenderSettings,
 ) {
+    let options = &backend.options;
+    let kind = if options.tcp_service {
+        "TCP service"
+    } else {
+        "TLS passthrough"
+    };
     let _ = write!(
         out,
-        "\n# Service {} port {}, TLS passthrough\nbackend {name}\n    mode tcp\n    balance roundrobin\n",
+        "\n# Service {} port {}, {kind}\nbackend {name}\n    mode tcp\n    balance roundrobin\n",
         backend.service, backend.port
     );
+    if options.tcp_service {
+        // The tunnel timeout supersedes the server's once both sides are connected: the
+        // ConfigMap's (for HTTP upgrades) must not cut TCP services.
+        let idle = crate::tcp_services::IDLE_TIMEOUT;
+        let _ = writeln!(out, "    timeout server {idle}\n    timeout tunnel {idle}");
+    }
+    let server_options = server_options(options, settings);
+    if !server_options.is_empty() {
+        let _ = writeln!(out, "    default-server {server_options}");
+    }
     if let Some((host, port)) = &backend.external {
         let _ = writeln!(out, "    server external {host}:{port} init-addr libc,none");
         return;
@@ -970,17 +993,19 @@ impl<'a> RoutesAtPath<'a> {
 }
 
 /// The map value of a route: its backend, its feature set when it has one, then its
-/// canary's backend and share (see `features::canary`).
+/// canary's backend and share (see `features::canary`); after
+/// [`OWNER_SEPARATOR`], the object it comes from (`txn.owner`, see `access_log`).
 fn map_value(route: &Route) -> String {
     let sep = FEATURE_SEPARATOR;
-    match (&route.features, &route.canary) {
+    let target = match (&route.features, &route.canary) {
         (None, _) => route.backend.to_string(),
         (Some(features), None) => format!("{}{sep}{features}", route.backend),
         (Some(features), Some(canary)) => format!(
             "{}{sep}{features}{sep}{}{sep}{}",
             route.backend, canary.backend, canary.per_million
         ),
-    }
+    };
+    format!("{target}{OWNER_SEPARATOR}{}", route.owner())
 }
 
 /// The map key of a host and a path, on the HTTP and HTTPS binds (`port`: `None`) or
@@ -1145,6 +1170,7 @@ mod tests {
             path,
             backend: backend.clone(),
             ingress: ObjectKey::new("shop", "ing"),
+            owner_kind: tugboat_model::RouteOwnerKind::Ingress,
             features: None,
             canary: None,
         }
@@ -1281,11 +1307,36 @@ mod tests {
     }
 
     #[test]
+    fn a_route_map_value_names_the_routes_owner_after_the_owner_separator() {
+        let mut desired = desired();
+        for route in &mut desired.routes {
+            route.owner_kind = tugboat_model::RouteOwnerKind::HttpRoute;
+        }
+        let rendered = render_fresh(&desired);
+        let exact = rendered.get(&settings().exact_map()).expect("exact map");
+        assert!(
+            exact.contains("shop.example.com/api shop_web_80|HTTPRoute/shop/ing\n"),
+            "{exact}"
+        );
+        let config = frontend(&desired);
+        let owner = config
+            .find("set-var(txn.owner) var(txn.route),field(2,|)")
+            .expect("the owner rule");
+        let strip = config
+            .find("set-var(txn.route) var(txn.route),field(1,|)")
+            .expect("the value without the owner");
+        let backend = config
+            .find("set-var(txn.backend) var(txn.route),field(1,.)")
+            .expect("the backend rule");
+        assert!(owner < strip && strip < backend, "{config}");
+    }
+
+    #[test]
     fn exact_rule_keeps_its_key_over_a_prefix_rule_on_the_same_path() {
         let rendered = render_fresh(&desired());
         let exact = rendered.get(&settings().exact_map()).expect("exact map");
         assert!(
-            exact.contains("shop.example.com/api shop_web_80\n"),
+            exact.contains("shop.example.com/api shop_web_80|Ingress/shop/ing\n"),
             "{exact}"
         );
         assert!(
@@ -1347,6 +1398,7 @@ mod tests {
                 path: PathMatch::Regex(pattern.into()),
                 backend: backend.clone(),
                 ingress: desired.routes[0].ingress.clone(),
+                owner_kind: tugboat_model::RouteOwnerKind::Ingress,
                 features: None,
                 canary: None,
             });
@@ -1367,7 +1419,7 @@ mod tests {
         let prefix_lookup = at("var(txn.host),concat(,txn.path),map_beg(");
         assert!(exact_lookup < longer && longer < shorter && shorter < prefix_lookup);
         assert!(config.contains(&format!(
-            "    http-request set-var(txn.route) str({backend}) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n"
+            "    http-request set-var(txn.route) str({backend}|Ingress/shop/ing) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n"
         )));
         // Not in the maps.
         for map in [settings().exact_map(), settings().prefix_map()] {
@@ -1723,7 +1775,7 @@ mod tests {
         let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
         assert!(
             prefix.contains(&format!(
-                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000\n"
+                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000|Ingress/shop/ing\n"
             )),
             "{prefix}"
         );

@@ -187,6 +187,7 @@ pub fn same_content(a: &Snapshot, b: &Snapshot) -> bool {
         && same(&a.gateways, &b.gateways)
         && same(&a.http_routes, &b.http_routes)
         && same(&a.tls_routes, &b.tls_routes)
+        && same(&a.tcp_routes, &b.tcp_routes)
         && same(&a.reference_grants, &b.reference_grants)
         && same(&a.namespaces, &b.namespaces)
 }
@@ -295,6 +296,7 @@ impl ApiSource {
         let gateway_api = config.settings.gateway.is_some();
         let (mut gateways, mut http_routes, mut tls_routes, mut reference_grants) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut tcp_routes = Vec::new();
         for (ns, client) in namespaced(&client) {
             let scope = api_for(&ns, client);
             ingresses.push(spawn_watch::<Ingress>(
@@ -327,6 +329,7 @@ impl ApiSource {
                 gateways.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
                 http_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
                 tls_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
+                tcp_routes.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
                 reference_grants.push(watch_kind(scope.api(), &changed, &mut tasks, recheck));
             }
         }
@@ -340,6 +343,7 @@ impl ApiSource {
             gateways,
             http_routes,
             tls_routes,
+            tcp_routes,
             reference_grants,
             namespaces: spawn_watch::<tugboat_model::gateway::objects::Namespace>(
                 Api::all(client.clone()),

@@ -25,7 +25,9 @@ pub fn api_version_of(kind: &str) -> &'static str {
     match kind {
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
-        "GatewayClass" | "Gateway" | "HTTPRoute" | "TLSRoute" => "gateway.networking.k8s.io/v1",
+        "GatewayClass" | "Gateway" | "HTTPRoute" | "TLSRoute" | "TCPRoute" => {
+            "gateway.networking.k8s.io/v1"
+        }
         "ReferenceGrant" => "gateway.networking.k8s.io/v1beta1",
         _ => "v1",
     }

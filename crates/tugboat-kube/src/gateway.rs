@@ -17,7 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde::Deserialize;
 use tugboat_model::gateway::objects::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayMeta, GatewaySpec, HttpRoute, HttpRouteSpec,
-    Namespace, ReferenceGrant, ReferenceGrantSpec, TlsRoute, TlsRouteSpec,
+    Namespace, ReferenceGrant, ReferenceGrantSpec, TcpRoute, TcpRouteSpec, TlsRoute, TlsRouteSpec,
 };
 
 use crate::store::{ObjectStore, Union, object_store};
@@ -127,6 +127,17 @@ gateway_wire!(
     false
 );
 gateway_wire!(
+    TcpRouteWire,
+    TcpRoute,
+    TcpRouteSpec,
+    "gateway.networking.k8s.io",
+    "v1",
+    "TCPRoute",
+    "tcproutes",
+    k8s_openapi::NamespaceResourceScope,
+    false
+);
+gateway_wire!(
     ReferenceGrantWire,
     ReferenceGrant,
     ReferenceGrantSpec,
@@ -163,6 +174,7 @@ pub struct GatewayStores {
     pub gateways: Vec<ObjectStore<Gateway>>,
     pub http_routes: Vec<ObjectStore<HttpRoute>>,
     pub tls_routes: Vec<ObjectStore<TlsRoute>>,
+    pub tcp_routes: Vec<ObjectStore<TcpRoute>>,
     pub reference_grants: Vec<ObjectStore<ReferenceGrant>>,
     pub namespaces: ObjectStore<Namespace>,
 }
@@ -173,6 +185,7 @@ pub struct GatewayUnions {
     gateways: Union<Gateway>,
     http_routes: Union<HttpRoute>,
     tls_routes: Union<TlsRoute>,
+    tcp_routes: Union<TcpRoute>,
     reference_grants: Union<ReferenceGrant>,
 }
 
@@ -183,6 +196,7 @@ impl GatewayStores {
         snapshot.gateways = unions.gateways.of(&self.gateways);
         snapshot.http_routes = unions.http_routes.of(&self.http_routes);
         snapshot.tls_routes = unions.tls_routes.of(&self.tls_routes);
+        snapshot.tcp_routes = unions.tcp_routes.of(&self.tcp_routes);
         snapshot.reference_grants = unions.reference_grants.of(&self.reference_grants);
         snapshot.namespaces = self.namespaces.objects();
     }
@@ -194,6 +208,7 @@ impl GatewayStores {
             futures::future::join_all(self.gateways.iter().map(ObjectStore::wait_until_listed)),
             futures::future::join_all(self.http_routes.iter().map(ObjectStore::wait_until_listed)),
             futures::future::join_all(self.tls_routes.iter().map(ObjectStore::wait_until_listed)),
+            futures::future::join_all(self.tcp_routes.iter().map(ObjectStore::wait_until_listed)),
             futures::future::join_all(
                 self.reference_grants
                     .iter()
@@ -211,6 +226,7 @@ impl GatewayStores {
         counts.insert("Gateway", total(&self.gateways));
         counts.insert("HTTPRoute", total(&self.http_routes));
         counts.insert("TLSRoute", total(&self.tls_routes));
+        counts.insert("TCPRoute", total(&self.tcp_routes));
         counts.insert("ReferenceGrant", total(&self.reference_grants));
         counts.insert("Namespace", self.namespaces.len());
     }

@@ -1,6 +1,6 @@
 //! Gateway API status: the conditions the model works out
 //! ([`tugboat_model::gateway::GatewayStatus`]) written to the GatewayClasses, Gateways,
-//! HTTPRoutes and TLSRoutes this controller serves, by the leader only, and only when
+//! HTTPRoutes, TLSRoutes and TCPRoutes this controller serves, by the leader only, and only when
 //! they change.
 //!
 //! The writer remembers what it wrote (without the times): an object is written when
@@ -55,6 +55,7 @@ impl StatusTarget {
                 match kind {
                     RouteKind::Http => "httproutes",
                     RouteKind::Tls => "tlsroutes",
+                    RouteKind::Tcp => "tcproutes",
                 },
                 key.name
             ),
@@ -182,7 +183,7 @@ pub fn owed(
             }),
         );
     }
-    let routes = [RouteKind::Http, RouteKind::Tls]
+    let routes = [RouteKind::Http, RouteKind::Tls, RouteKind::Tcp]
         .into_iter()
         .flat_map(|kind| {
             status

@@ -4,8 +4,8 @@
 //! documents per file and `kind: List` expanded. Ingress and IngressClass
 //! (networking.k8s.io/v1), Service, Secret, ConfigMap (v1) and EndpointSlice
 //! (discovery.k8s.io/v1) are kept, and with `--enable-gateway-api` GatewayClass,
-//! Gateway, HTTPRoute, TLSRoute (gateway.networking.k8s.io/v1), ReferenceGrant (v1beta1) and
-//! Namespace (v1); other kinds are ignored. A document that does not
+//! Gateway, HTTPRoute, TLSRoute, TCPRoute (gateway.networking.k8s.io/v1), ReferenceGrant
+//! (v1beta1) and Namespace (v1); other kinds are ignored. A document that does not
 //! parse is reported with its file, document number, object and field, and skipped;
 //! everything else still loads. The folder is then followed live: files added, edited
 //! or removed publish a new snapshot at once. A file is read again when its writer
@@ -125,6 +125,7 @@ pub fn served(contents: &FolderContents, class: &ClassFilter, settings: &Setting
         snapshot.gateways = Objects::default();
         snapshot.http_routes = Objects::default();
         snapshot.tls_routes = Objects::default();
+        snapshot.tcp_routes = Objects::default();
         snapshot.reference_grants = Objects::default();
         snapshot.namespaces = Objects::default();
     }
@@ -305,6 +306,7 @@ macro_rules! for_each_kind {
         $apply("Gateway", &mut objects.gateways, &more.gateways $(, $extra)*);
         $apply("HTTPRoute", &mut objects.http_routes, &more.http_routes $(, $extra)*);
         $apply("TLSRoute", &mut objects.tls_routes, &more.tls_routes $(, $extra)*);
+        $apply("TCPRoute", &mut objects.tcp_routes, &more.tcp_routes $(, $extra)*);
         $apply("ReferenceGrant", &mut objects.reference_grants, &more.reference_grants $(, $extra)*);
         $apply("Namespace", &mut objects.namespaces, &more.namespaces $(, $extra)*);
         $apply("IngressClass", &mut into.ingress_classes, &from.ingress_classes $(, $extra)*);
@@ -421,7 +423,9 @@ fn add_object(
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "Service" | "Secret" | "ConfigMap" => "v1",
         "EndpointSlice" => "discovery.k8s.io/v1",
-        "GatewayClass" | "Gateway" | "HTTPRoute" | "TLSRoute" => "gateway.networking.k8s.io/v1",
+        "GatewayClass" | "Gateway" | "HTTPRoute" | "TLSRoute" | "TCPRoute" => {
+            "gateway.networking.k8s.io/v1"
+        }
         "ReferenceGrant" => "gateway.networking.k8s.io/v1beta1",
         "Namespace" => "v1",
         "" => {
@@ -518,6 +522,9 @@ fn add_object(
             &mut o.metadata.namespace
         }),
         "TLSRoute" => insert(value, &key, &mut snapshot.tls_routes, |o| {
+            &mut o.metadata.namespace
+        }),
+        "TCPRoute" => insert(value, &key, &mut snapshot.tcp_routes, |o| {
             &mut o.metadata.namespace
         }),
         "ReferenceGrant" => insert(value, &key, &mut snapshot.reference_grants, |o| {

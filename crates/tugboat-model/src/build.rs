@@ -13,8 +13,8 @@ use crate::objects::Ingress;
 
 use crate::annotations::{self, Layer, Scope, read_keys};
 use crate::desired::{
-    Backend, BackendName, Desired, HostMatch, PassthroughRoute, PathMatch, Route, TlsCertificate,
-    UserHash,
+    Backend, BackendName, Desired, HostMatch, PassthroughRoute, PathMatch, Route, RouteOwnerKind,
+    TlsCertificate, UserHash,
 };
 use crate::features::{FeatureSetId, PathRewrite, RouteFeatures};
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -30,6 +30,7 @@ mod passthrough;
 mod route_features;
 mod routes;
 mod shared;
+mod tcp_services;
 mod tls;
 
 use canary::Canaries;
@@ -47,6 +48,7 @@ pub use route_features::NO_USERS;
 use shared::Shared;
 pub(crate) use shared::{BackendUse, Reads, SecretUse};
 pub use shared::{ParsedSecrets, Settings};
+pub use tcp_services::{Format as TcpServicesFormat, TcpServicesSettings};
 
 /// What [`build`] returns: the desired state and what was wrong on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,6 +116,7 @@ pub(crate) fn build_with(
         .default_certificate(shared)
         .or(gateway.default_certificate);
     let error_pages = error_pages(shared);
+    let tcp_services = tcp_services::tcp_services(shared, endpoints, gateway.tcp_services);
     tls.keep_parsed(&shared.reads);
     let built = builder.finish();
     let (default_backend, default_backend_owner) = match built.default_backend {
@@ -140,8 +143,7 @@ pub(crate) fn build_with(
             pattern_files: built.features.pattern_files,
             http_route_slots: gateway.http_route_slots,
             passthrough: built.passthrough,
-            // Filled by the TCP services ConfigMap and Gateway TCP listeners.
-            tcp_services: Vec::new(),
+            tcp_services,
             listener_binds: gateway.listener_binds,
         },
         problems: built.problems,
@@ -518,12 +520,24 @@ impl<'a> Builder<'a> {
                     }
                 }
                 let slot = (host.clone(), path_match.clone());
-                let route = new_route(key, slot, backend.clone(), features.clone());
+                let route = new_route(
+                    key,
+                    RouteOwnerKind::Ingress,
+                    slot,
+                    backend.clone(),
+                    features.clone(),
+                );
                 self.routes.add(&mut self.shared, &object, &field, route);
                 for alias in host_aliases {
                     let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
                     let slot = (ingress_host_match(alias), path_match.clone());
-                    let route = new_route(key, slot, backend.clone(), features.clone());
+                    let route = new_route(
+                        key,
+                        RouteOwnerKind::Ingress,
+                        slot,
+                        backend.clone(),
+                        features.clone(),
+                    );
                     if !self
                         .routes
                         .add(&mut self.shared, &object, alias_field, route)
@@ -540,7 +554,7 @@ impl<'a> Builder<'a> {
                     &mut self.shared,
                     &object,
                     &field,
-                    &host,
+                    (None, &host),
                     (http_backend, backend),
                 )
             {
@@ -557,7 +571,7 @@ impl<'a> Builder<'a> {
                 )
             {
                 let slot = (counterpart, PathMatch::Prefix("/".into()));
-                let route = new_route(key, slot, backend, Some(features));
+                let route = new_route(key, RouteOwnerKind::Ingress, slot, backend, Some(features));
                 self.routes.add(&mut self.shared, &object, www_field, route);
             }
         }

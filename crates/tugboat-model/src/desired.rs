@@ -115,12 +115,46 @@ pub struct Route {
     pub host: HostMatch,
     pub path: PathMatch,
     pub backend: BackendName,
-    /// The Ingress the rule comes from.
+    /// The Ingress the rule comes from (an HTTPRoute's key when `owner_kind` says so).
     pub ingress: ObjectKey,
+    /// The kind of the object the rule comes from.
+    pub owner_kind: RouteOwnerKind,
     /// The features of the route (a key of [`Desired::feature_sets`]); `None`: none.
     pub features: Option<FeatureSetId>,
     /// A canary Ingress's backend that gets a share of the requests.
     pub canary: Option<Canary>,
+}
+
+/// The kind of object a [`Route`] comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteOwnerKind {
+    #[default]
+    Ingress,
+    HttpRoute,
+}
+
+impl RouteOwnerKind {
+    /// The object's Kubernetes kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ingress => "Ingress",
+            Self::HttpRoute => "HTTPRoute",
+        }
+    }
+}
+
+impl Route {
+    /// The object the route comes from, as `KIND/NAMESPACE/NAME` (`Ingress/shop/web`):
+    /// what the access logs name. Made of a kind and two Kubernetes names, so it holds
+    /// no space, `|` nor control character.
+    pub fn owner(&self) -> String {
+        format!(
+            "{}/{}/{}",
+            self.owner_kind.as_str(),
+            self.ingress.namespace,
+            self.ingress.name
+        )
+    }
 }
 
 /// A TLS passthrough route: TLS connections whose SNI matches `host` go to `backend`
@@ -133,6 +167,11 @@ pub struct PassthroughRoute {
     pub backend: BackendName,
     /// The object the route comes from.
     pub owner: ObjectRef,
+    /// `None`: the HTTPS port chooses by SNI (Ingresses' `ssl-passthrough`, TLSRoutes on
+    /// `TLS` listeners on port 443). `Some(port)`: a Gateway `TLS` listener's port of
+    /// `--gateway-listener-ports`, bound at [`crate::ports::bind_port`] of it, where TLS
+    /// for no route's host is closed (nothing terminates TLS there).
+    pub port: Option<u16>,
 }
 
 /// A port whose TCP connections go to one backend as they come: an entry of the TCP
@@ -209,8 +248,9 @@ pub struct Desired {
     /// The host and path of the routes that come from Gateway API HTTPRoutes (the
     /// others come from Ingresses).
     pub http_route_slots: std::collections::BTreeSet<(HostMatch, PathMatch)>,
-    /// TLS passthrough routes, at most one per host, sorted by host. Empty: haproxy
-    /// terminates every TLS connection (and the HTTPS port has no TCP frontend).
+    /// TLS passthrough routes, at most one per port and host, sorted by port (the HTTPS
+    /// port's first) then host. Without one of the HTTPS port, haproxy terminates every
+    /// TLS connection there (and the HTTPS port has no TCP frontend).
     pub passthrough: Vec<PassthroughRoute>,
     /// TCP services, at most one per port, sorted by port.
     pub tcp_services: Vec<TcpService>,

@@ -469,6 +469,9 @@ pub struct BackendOptions {
     /// TLS passthrough (mode tcp): the client's TLS goes to the servers undecrypted, and
     /// none of the HTTP options above apply.
     pub tls_passthrough: bool,
+    /// A TCP service's backend (mode tcp): connections go to the servers as they come,
+    /// with a PROXY header first when `send_proxy` is set; no other option applies.
+    pub tcp_service: bool,
 }
 
 impl BackendOptions {
@@ -488,6 +491,8 @@ pub struct GlobalOptions {
     /// Where haproxy logs: `None` is stdout.
     pub syslog_server: Option<String>,
     pub log_format: Option<String>,
+    /// Request logs as one JSON object per line (`log-format-json`).
+    pub log_format_json: bool,
     /// Refuse TLS handshakes whose SNI has no certificate.
     pub strict_sni: bool,
     /// The default HTTP to HTTPS redirect code and port.

@@ -30,7 +30,7 @@ pub mod validate;
 pub use build::{BuildOutput, Settings, build};
 pub use desired::{
     Backend, BackendName, Canary, Desired, Endpoint, HostMatch, ListenerBind, PassthroughRoute,
-    PathMatch, Route, TcpService, TlsCertificate, UserHash,
+    PathMatch, Route, RouteOwnerKind, TcpService, TlsCertificate, UserHash,
 };
 pub use features::{BackendOptions, FeatureSetId, GlobalOptions, RouteFeatures};
 pub use incremental::{IngressRoutes, Model, Patch, Rebuilt, Update};

@@ -9,8 +9,9 @@
 //!   Ingresses route to (the Service's namespace), or in the controller's ConfigMap (the
 //!   key applies to every route, so the object is looked up in the namespace of each
 //!   served Ingress, as the builder does);
-//! - the flags: `--default-ssl-certificate` (a Secret), `--configmap` and
-//!   `--configmap-errorfiles` (ConfigMaps).
+//! - the flags: `--default-ssl-certificate` (a Secret), `--configmap`,
+//!   `--configmap-errorfiles`, `--tcp-services-configmap` and `--configmap-tcp-services`
+//!   (ConfigMaps).
 //!
 //! A value that does not parse names nothing here; the builder reports it.
 //!
@@ -66,6 +67,7 @@ struct Remembered {
     gateways: Objects<crate::gateway::objects::Gateway>,
     http_routes: Objects<crate::gateway::objects::HttpRoute>,
     tls_routes: Objects<crate::gateway::objects::TlsRoute>,
+    tcp_routes: Objects<crate::gateway::objects::TcpRoute>,
     own: Option<std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>>,
     settings: Settings,
     references: References,
@@ -88,6 +90,7 @@ impl ReferencesMemo {
             && same_objects(&last.gateways, &snapshot.gateways)
             && same_objects(&last.http_routes, &snapshot.http_routes)
             && same_objects(&last.tls_routes, &snapshot.tls_routes)
+            && same_objects(&last.tcp_routes, &snapshot.tcp_routes)
             && match (&last.own, &own) {
                 (None, None) => true,
                 (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
@@ -104,6 +107,7 @@ impl ReferencesMemo {
             gateways: snapshot.gateways.clone(),
             http_routes: snapshot.http_routes.clone(),
             tls_routes: snapshot.tls_routes.clone(),
+            tcp_routes: snapshot.tcp_routes.clone(),
             own,
             settings: settings.clone(),
             references: found.clone(),
@@ -201,6 +205,10 @@ pub fn references(snapshot: &Snapshot, settings: &Settings) -> References {
     found.secrets.extend(settings.default_certificate.clone());
     found.config_maps.extend(settings.config_map.clone());
     found.config_maps.extend(settings.error_pages.clone());
+    let tcp_services = settings.tcp_services.config_maps();
+    found
+        .config_maps
+        .extend(tcp_services.map(|(key, _)| key.clone()));
 
     let mut route_namespaces = BTreeSet::new();
     for (key, ingress) in &snapshot.ingresses {

@@ -10,6 +10,11 @@ use crate::validate;
 
 /// What starts the name of a TLS passthrough backend (see [`BackendName::passthrough`]).
 pub const PASSTHROUGH_PREFIX: &str = "passthrough:";
+/// What starts the name of a TCP service's backend (see [`BackendName::tcp`]).
+pub const TCP_PREFIX: &str = "tcp:";
+/// What starts the name of a TCP service's backend whose servers get a PROXY header
+/// (see [`BackendName::tcp`]).
+pub const TCP_PROXY_PREFIX: &str = "tcp-proxy:";
 
 /// Name of a backend: `<namespace>_<service>_<port>`. Built only from validated parts
 /// (DNS labels and a port number or name), so it is always a safe haproxy identifier.
@@ -45,6 +50,20 @@ impl BackendName {
         Self(format!("{PASSTHROUGH_PREFIX}{}", self.0))
     }
 
+    /// The mode tcp backend of a TCP service to the same Service port: the name with
+    /// [`TCP_PREFIX`] (or [`TCP_PROXY_PREFIX`] when its servers get a PROXY header, so
+    /// that two TCP services to one Service port, one sending PROXY and one not, get
+    /// two backends). A `:` is in no Kubernetes name: it never meets an HTTP or a
+    /// passthrough backend's name.
+    pub fn tcp(&self, send_proxy: bool) -> Self {
+        let prefix = if send_proxy {
+            TCP_PROXY_PREFIX
+        } else {
+            TCP_PREFIX
+        };
+        Self(format!("{prefix}{}", self.0))
+    }
+
     /// Whether this is a TLS passthrough backend ([`BackendName::passthrough`]).
     pub fn is_passthrough(&self) -> bool {
         self.0.starts_with(PASSTHROUGH_PREFIX)
@@ -55,11 +74,16 @@ impl BackendName {
     }
 
     /// Reads back a name written by [`BackendName::for_service_port`] (or its
-    /// [`BackendName::passthrough`] form); `None` for any other text (e.g. the
+    /// [`BackendName::passthrough`] or [`BackendName::tcp`] form); `None` for any other text (e.g. the
     /// controller's own backends).
     pub fn parse(text: &str) -> Option<Self> {
         if let Some(http) = text.strip_prefix(PASSTHROUGH_PREFIX) {
             return Self::parse(http).map(|name| name.passthrough());
+        }
+        for (prefix, send_proxy) in [(TCP_PREFIX, false), (TCP_PROXY_PREFIX, true)] {
+            if let Some(http) = text.strip_prefix(prefix) {
+                return Self::parse(http).map(|name| name.tcp(send_proxy));
+            }
         }
         let mut parts = text.splitn(3, '_');
         let (namespace, service, port) = (parts.next()?, parts.next()?, parts.next()?);

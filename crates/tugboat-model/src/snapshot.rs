@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::gateway::objects::{
-    Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant, TlsRoute,
+    Gateway, GatewayClass, HttpRoute, Namespace, ReferenceGrant, TcpRoute, TlsRoute,
 };
 use crate::objects::{EndpointSlice, Ingress, Service};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -160,6 +160,7 @@ pub struct Snapshot {
     pub gateways: Objects<Gateway>,
     pub http_routes: Objects<HttpRoute>,
     pub tls_routes: Objects<TlsRoute>,
+    pub tcp_routes: Objects<TcpRoute>,
     pub reference_grants: Objects<ReferenceGrant>,
     /// Namespaces (their labels), for `allowedRoutes.namespaces.selector`.
     pub namespaces: Objects<Namespace>,
@@ -181,6 +182,7 @@ impl Snapshot {
             + self.gateways.len()
             + self.http_routes.len()
             + self.tls_routes.len()
+            + self.tcp_routes.len()
             + self.reference_grants.len()
     }
 

@@ -18,8 +18,8 @@ use tugboat_test_objects::gateway::{
     mk_http_route_on, mk_https_listener, mk_https_listener_for, mk_label_selector, mk_listener,
     mk_match, mk_mirror_filter, mk_namespace, mk_parent_ref, mk_path_match, mk_redirect,
     mk_redirect_filter, mk_reference_grant, mk_request_header_filter, mk_response_header_filter,
-    mk_rewrite, mk_rewrite_filter, mk_route_rule, mk_rule_to, mk_tls_passthrough_listener,
-    mk_tls_route, mk_tls_route_on, replace_prefix_match,
+    mk_rewrite, mk_rewrite_filter, mk_route_rule, mk_rule_to, mk_tcp_route,
+    mk_tls_passthrough_listener, mk_tls_route, mk_tls_route_on, replace_prefix_match,
 };
 use tugboat_test_objects::{
     in_namespace, mk_ingress_with_rules, mk_rule, mk_service, mk_tls_secret, prefix, to_json,
@@ -497,7 +497,7 @@ fn listener_ports_protocols_and_conflicts() {
             mk_listener("http", "HTTP", 80, None),
             mk_listener("bind-port", "HTTP", 8080, Some("b.example.com")),
             mk_listener("odd-port", "HTTP", 8081, None),
-            mk_listener("tcp", "TCP", 5432, None),
+            mk_listener("udp", "UDP", 5432, None),
             mk_listener("again", "HTTP", 8080, None),
         ],
     );
@@ -2945,6 +2945,7 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
                         9443,
                     ),
                     mk_tls_passthrough_listener("tls", 9001, None),
+                    mk_tls_passthrough_listener("tls-on-http", 9000, None),
                 ],
             ),
             "2024-02-01T00:00:00Z",
@@ -2980,9 +2981,15 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
         listener_condition(&output, second, 2, "Programmed"),
         (true, "Programmed".into())
     );
+    // A TLS listener on a listed port is a passthrough bind of its own, of the TLS
+    // protocol: not on the HTTP listeners' port.
     assert_eq!(
-        listener_condition(&output, second, 3, "Accepted"),
-        (false, "PortUnavailable".into())
+        listener_condition(&output, second, 3, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&output, second, 4, "Conflicted"),
+        (true, "ProtocolConflict".into())
     );
     let binds = listener_binds(&output);
     let ports: Vec<(u16, bool)> = binds.iter().map(|(port, tls, _)| (*port, *tls)).collect();
@@ -2994,4 +3001,256 @@ fn gateways_share_a_listed_port_of_one_protocol_and_a_later_other_protocol_confl
         .collect();
     assert_eq!(hosts, ["a.example.com", "b.example.com"]);
     assert!(routes(&output).is_empty(), "nothing on the main binds");
+}
+
+#[test]
+fn tls_routes_on_a_listed_port_pass_names_through_there_claimed_per_port() {
+    let mut snapshot = with_passthrough_gateway();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "own",
+        "tugboat",
+        vec![mk_tls_passthrough_listener("tls", 9443, None)],
+    );
+    let routes = [
+        ("argo", "gw", "2024-01-01T00:00:00Z", "argo.example.com"),
+        (
+            "argo-own",
+            "own",
+            "2024-01-02T00:00:00Z",
+            "argo.example.com",
+        ),
+        ("db", "own", "2024-01-03T00:00:00Z", "db.example.com"),
+        ("db-late", "own", "2024-01-04T00:00:00Z", "db.example.com"),
+    ];
+    for (name, gateway, created, host) in routes {
+        let route = mk_tls_route(name, gateway, &[host], vec![mk_backend_ref("api", 80)]);
+        add_tls_route(&mut snapshot, "shop", created, route);
+    }
+    let settings = Settings {
+        now: 1_800_000_000,
+        ..with_listener_ports(&[9443])
+    };
+    let output = tugboat_model::build(&snapshot, &settings);
+    let found: Vec<(Option<u16>, String, String)> = output
+        .desired
+        .passthrough
+        .iter()
+        .map(|r| (r.port, r.host.to_string(), r.owner.to_string()))
+        .collect();
+    // A name is claimed per port: the HTTPS port's and 9443's are two; the older
+    // claimer of a name on 9443 has it there.
+    assert_eq!(
+        found,
+        [
+            (None, "argo.example.com".into(), "TLSRoute shop/argo".into()),
+            (
+                Some(9443),
+                "argo.example.com".into(),
+                "TLSRoute shop/argo-own".into()
+            ),
+            (
+                Some(9443),
+                "db.example.com".into(),
+                "TLSRoute shop/db".into()
+            ),
+        ]
+    );
+    assert!(
+        output.problems.iter().any(|p| &*p.object.name == "db-late"
+            && p.message
+                .contains("already passed through for the older TLSRoute shop/db")),
+        "{:?}",
+        output.problems
+    );
+    // Neither an HTTP bind of its own nor the listener ports' routes.
+    assert!(listener_binds(&output).is_empty());
+    assert_eq!(
+        listener_condition(&output, ("shop", "own"), 0, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        output.gateway.gateways[&ObjectKey::new("shop", "own")].listeners[0].attached_routes,
+        2
+    );
+}
+
+/// The TCPRoute `shop/name`, created at `created`, of generation 4, attached to the
+/// Gateway `gw`, to `backend_refs`.
+fn add_tcp_route(
+    snapshot: &mut Snapshot,
+    name: &str,
+    created: &str,
+    backend_refs: Vec<tugboat_test_objects::gateway::BackendRef>,
+) {
+    let route = mk_tcp_route(name, "gw", backend_refs);
+    snapshot.tcp_routes.insert(
+        ObjectKey::new("shop", name),
+        typed(&in_namespace(
+            with_generation(with_creation_timestamp(route, created), 4),
+            "shop",
+        )),
+    );
+}
+
+/// `(status, reason)` of the TCPRoute's condition of `type_` at its first parent.
+fn tcp_route_condition(output: &BuildOutput, name: &str, type_: &str) -> (bool, String) {
+    let state = &output.gateway.tcp_routes[&ObjectKey::new("shop", name)];
+    let found = condition(&state.parents[0].conditions, type_);
+    (found.status, found.reason.to_string())
+}
+
+/// A TCP listener on a port of `--gateway-listener-ports` is a TCP service of its one
+/// TCPRoute (the oldest; a younger one serves nothing there), one on another port is
+/// refused, and a route with several weighted backends or a missing Service says so.
+#[test]
+fn tcp_routes_become_tcp_services_on_the_listed_ports() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        vec![
+            mk_listener("db", "TCP", 5432, None),
+            mk_listener("unlisted", "TCP", 6000, None),
+            mk_listener("again", "TCP", 5432, None),
+            mk_listener("cache", "TCP", 6379, None),
+        ],
+    );
+    // A younger Gateway's HTTP listener on the TCP listener's port conflicts.
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "web2",
+        "tugboat",
+        vec![mk_listener("http", "HTTP", 5432, None)],
+    );
+    add_tcp_route(
+        &mut snapshot,
+        "first",
+        "2024-01-01T00:00:00Z",
+        vec![mk_backend_ref("api", 80)],
+    );
+    add_tcp_route(
+        &mut snapshot,
+        "second",
+        "2024-02-01T00:00:00Z",
+        vec![mk_backend_ref("web", 80)],
+    );
+    let mut weighted = vec![mk_backend_ref("api", 80), mk_backend_ref("web", 80)];
+    weighted[1].weight = Some(5);
+    add_tcp_route(&mut snapshot, "weighted", "2024-03-01T00:00:00Z", weighted);
+    let mut settings = settings();
+    if let Some(gateway) = &mut settings.gateway {
+        gateway.listener_ports = [5432, 6379].into();
+    }
+    let output = tugboat_model::build(&snapshot, &settings);
+
+    let services: Vec<(u16, Option<String>, String)> = output
+        .desired
+        .tcp_services
+        .iter()
+        .map(|s| {
+            (
+                s.port,
+                s.backend.as_ref().map(|b| b.to_string()),
+                s.owner.to_string(),
+            )
+        })
+        .collect();
+    // The oldest route, attached to every listener of the Gateway, has both ports.
+    let first = |port: u16| {
+        let backend = Some("tcp:shop_api_80".to_string());
+        (port, backend, "TCPRoute shop/first".to_string())
+    };
+    assert_eq!(services, vec![first(5432), first(6379)]);
+    let backend = &output.desired.backends[&BackendName::parse("tcp:shop_api_80").expect("a name")];
+    assert!(backend.options.tcp_service);
+    let gateway = ("shop", "gw");
+    assert_eq!(
+        listener_condition(&output, gateway, 0, "Programmed"),
+        (true, "Programmed".into())
+    );
+    assert_eq!(
+        listener_condition(&output, gateway, 1, "Accepted"),
+        (false, "PortUnavailable".into())
+    );
+    assert_eq!(
+        listener_condition(&output, gateway, 2, "Conflicted"),
+        (true, "HostnameConflict".into())
+    );
+    let state = &output.gateway.gateways[&ObjectKey::new("shop", "gw")];
+    assert_eq!(state.listeners[0].attached_routes, 1);
+    assert_eq!(
+        listener_condition(&output, ("shop", "web2"), 0, "Conflicted"),
+        (true, "ProtocolConflict".into())
+    );
+    // A TCP listener's port is a TCP service, not an HTTP bind of its own.
+    assert!(output.desired.listener_binds.is_empty());
+    assert_eq!(
+        tcp_route_condition(&output, "first", "Accepted"),
+        (true, "Accepted".into())
+    );
+    assert_eq!(
+        tcp_route_condition(&output, "second", "Accepted"),
+        (false, "UnsupportedValue".into())
+    );
+    assert_eq!(
+        tcp_route_condition(&output, "weighted", "Accepted"),
+        (false, "UnsupportedValue".into())
+    );
+    assert!(output.problems.iter().any(|p| {
+        p.object.kind == "TCPRoute"
+            && p.object.name.as_ref() == "second"
+            && p.message
+                .contains("already given to the older TCPRoute shop/first")
+    }));
+}
+
+/// A TCPRoute whose Service does not exist keeps its port bound with its connections
+/// closed, and says why in ResolvedRefs; an HTTPRoute does not attach to a TCP listener.
+#[test]
+fn a_tcp_route_to_a_missing_service_closes_its_connections() {
+    let mut snapshot = base();
+    add_gateway(
+        &mut snapshot,
+        "shop",
+        "gw",
+        "tugboat",
+        vec![mk_listener("db", "TCP", 5432, None)],
+    );
+    add_tcp_route(
+        &mut snapshot,
+        "gone",
+        "2024-01-01T00:00:00Z",
+        vec![mk_backend_ref("gone", 80)],
+    );
+    add_shop_route(
+        &mut snapshot,
+        "web",
+        &["shop.example.com"],
+        vec![to_web(&[("PathPrefix", "/")])],
+    );
+    let mut settings = settings();
+    if let Some(gateway) = &mut settings.gateway {
+        gateway.listener_ports = [5432].into();
+    }
+    let output = tugboat_model::build(&snapshot, &settings);
+    let ports: Vec<(u16, bool)> = output
+        .desired
+        .tcp_services
+        .iter()
+        .map(|s| (s.port, s.backend.is_some()))
+        .collect();
+    assert_eq!(ports, vec![(5432, false)]);
+    assert_eq!(
+        tcp_route_condition(&output, "gone", "ResolvedRefs"),
+        (false, "BackendNotFound".into())
+    );
+    assert_eq!(
+        route_condition(&output, "shop", "web", "Accepted"),
+        (false, "NotAllowedByListeners".into())
+    );
 }

@@ -108,6 +108,15 @@ gateway_kind!(
     NamespaceResourceScope
 );
 gateway_kind!(
+    /// A `TCPRoute`: the connections of its parents' (Gateways') TCP listeners to a
+    /// backend.
+    TcpRoute = "TCPRoute",
+    TcpRouteSpec,
+    "v1",
+    "tcproutes",
+    NamespaceResourceScope
+);
+gateway_kind!(
     /// A `ReferenceGrant`: lets objects of other namespaces refer to this one's.
     ReferenceGrant = "ReferenceGrant",
     ReferenceGrantSpec,
@@ -218,7 +227,14 @@ pub struct TlsRouteSpec {
     pub rules: Vec<TlsRouteRule>,
 }
 
-/// A rule of a TLSRoute: its backends ([`BackendRef`] without filters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpRouteSpec {
+    pub parent_refs: Vec<ParentReference>,
+    pub rules: Vec<TlsRouteRule>,
+}
+
+/// A rule of a TLSRoute or TCPRoute: its backends ([`BackendRef`] without filters).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TlsRouteRule {
@@ -605,6 +621,18 @@ pub fn mk_tls_route_on(
         TlsRouteSpec {
             parent_refs: vec![parent],
             hostnames: hostnames.iter().map(|host| host.to_string()).collect(),
+            rules: vec![TlsRouteRule { backend_refs }],
+        },
+    )
+}
+
+/// The TCPRoute `name` attached to the Gateway `gateway` of its namespace, with one
+/// rule of `backend_refs`.
+pub fn mk_tcp_route(name: &str, gateway: &str, backend_refs: Vec<BackendRef>) -> TcpRoute {
+    TcpRoute::new(
+        meta(name),
+        TcpRouteSpec {
+            parent_refs: vec![mk_parent_ref(gateway)],
             rules: vec![TlsRouteRule { backend_refs }],
         },
     )

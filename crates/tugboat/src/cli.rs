@@ -84,6 +84,30 @@ pub struct HaproxyArgs {
     pub stats_port: u16,
 }
 
+impl HaproxyArgs {
+    /// The ports haproxy binds for itself, with what binds them: a TCP service may not
+    /// take one.
+    pub fn taken_ports(&self) -> std::collections::BTreeMap<u16, String> {
+        let mut ports = std::collections::BTreeMap::from([
+            (
+                self.http_port,
+                "haproxy's HTTP port (--http-port)".to_string(),
+            ),
+            (
+                self.https_port,
+                "haproxy's HTTPS port (--https-port)".to_string(),
+            ),
+        ]);
+        if self.stats_port != 0 {
+            ports.insert(
+                self.stats_port,
+                "haproxy's stats port (--stats-port)".into(),
+            );
+        }
+        ports
+    }
+}
+
 /// How objects become the desired state.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -103,6 +127,16 @@ pub struct ModelArgs {
     /// (see docs/annotations.md).
     #[arg(long, value_parser = parse_object_key)]
     pub configmap: Option<ObjectKey>,
+    /// ConfigMap (NAMESPACE/NAME) of TCP services in ingress-nginx's format: key = the
+    /// port clients connect to, value `namespace/service:port[:PROXY][:PROXY]`. haproxy
+    /// binds port P at P + 10000 (docs/tcp-services.md).
+    #[arg(long, value_parser = parse_object_key)]
+    pub tcp_services_configmap: Option<ObjectKey>,
+    /// ConfigMap (NAMESPACE/NAME) of TCP services in haproxytech's format: key = the
+    /// port, value `namespace/service:port`. haproxy binds port P at P + 10000
+    /// (docs/tcp-services.md).
+    #[arg(long, value_parser = parse_object_key)]
+    pub configmap_tcp_services: Option<ObjectKey>,
     /// Allow Ingresses to use ExternalName Services (they can send traffic to any host).
     #[arg(long)]
     pub allow_external_name: bool,
@@ -156,6 +190,11 @@ impl ModelArgs {
                 )
                 .with_listener_ports(self.gateway_listener_ports.clone())
             }),
+            tcp_services: tugboat_model::build::TcpServicesSettings {
+                nginx: self.tcp_services_configmap.clone(),
+                haproxytech: self.configmap_tcp_services.clone(),
+                taken_ports: haproxy.taken_ports(),
+            },
             now,
         }
     }
@@ -381,6 +420,10 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     config.reload_window = args.reload_window;
     config.model = args.model.settings(&args.haproxy, 0);
+    config.model.tcp_services.taken_ports.insert(
+        args.controller_port,
+        "the controller's port (--controller-port)".into(),
+    );
     config.metrics = Some(metrics.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

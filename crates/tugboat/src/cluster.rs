@@ -408,7 +408,7 @@ async fn gateway_status_duties(
     }
 }
 
-/// The uids of the Ingresses, Gateways, HTTPRoutes and TLSRoutes that have problems (Events name
+/// The uids of the Ingresses, Gateways and routes that have problems (Events name
 /// the object by uid).
 fn ingress_uids(
     stores: &ClusterStores,
@@ -431,6 +431,10 @@ fn ingress_uids(
                     .and_then(|r| r.metadata.uid.clone()),
                 "TLSRoute" => snapshot
                     .tls_routes
+                    .get(&key)
+                    .and_then(|r| r.metadata.uid.clone()),
+                "TCPRoute" => snapshot
+                    .tcp_routes
                     .get(&key)
                     .and_then(|r| r.metadata.uid.clone()),
                 _ => None,

@@ -34,7 +34,8 @@ use tugboat_model::{
 };
 
 use crate::metrics::{ApplyOutcome, Metrics};
-use crate::status::{Activity, ApplyRecord, ApplyResult, ReloadRecord, SourceSync};
+pub use crate::status::ControllerStatus;
+use crate::status::{ApplyRecord, ApplyResult, ReloadRecord, SourceSync};
 
 /// What the controller loop needs to know.
 #[derive(Debug, Clone)]
@@ -67,28 +68,6 @@ impl ControllerConfig {
 
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
-
-/// What the controller tells the rest of the process (health, status, Events) after
-/// every update.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ControllerStatus {
-    /// True once haproxy runs a configuration built from a complete snapshot.
-    pub ready: bool,
-    /// Problems of the last build, sorted.
-    pub problems: Vec<ObjectProblem>,
-    /// Ingresses with at least one route (or the default backend) in the applied state.
-    pub served_ingresses: ObjectKeys,
-    /// The status of the Gateway API objects of the last build.
-    pub gateway: Arc<tugboat_model::gateway::GatewayStatus>,
-    /// The last apply and reload, and the applies by how they went. Changes to it do
-    /// not wake the receivers (nobody waits on it: `/status` reads it when asked).
-    pub activity: Activity,
-    /// Whether this replica leads (`None`: no election, as with a folder). Set by the
-    /// cluster wiring, without waking the receivers.
-    pub leader: Option<bool>,
-    /// The source and its watches, without waking the receivers.
-    pub source: SourceSync,
-}
 
 /// Changes what only `/status` reads, without waking the status' receivers.
 pub fn note(status: &watch::Sender<ControllerStatus>, change: impl FnOnce(&mut ControllerStatus)) {

@@ -1,5 +1,6 @@
 //! The controller's state at a glance: the record the controller keeps of its applies
-//! and of its source (part of [`ControllerStatus`]), the report `/status` serves (that
+//! and of its source (in [`ControllerStatus`], which the controller sends after every
+//! update), the report `/status` serves (that
 //! record with what haproxy and the process say at the time of the request), its
 //! one-screen text form, and `tugboat status`, which fetches it from a running
 //! controller. Field names of the JSON are stable: docs/operations.md lists them.
@@ -18,7 +19,27 @@ use k8s_openapi::jiff::{RoundMode, SignedDuration, Timestamp, TimestampRound, Un
 use serde::{Deserialize, Serialize};
 use tugboat_model::ObjectProblem;
 
-use crate::controller::ControllerStatus;
+/// What the controller tells the rest of the process (health, status, Events) after
+/// every update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControllerStatus {
+    /// True once haproxy runs a configuration built from a complete snapshot.
+    pub ready: bool,
+    /// Problems of the last build, sorted.
+    pub problems: Vec<ObjectProblem>,
+    /// Ingresses with at least one route (or the default backend) in the applied state.
+    pub served_ingresses: tugboat_model::ObjectKeys,
+    /// The status of the Gateway API objects of the last build.
+    pub gateway: std::sync::Arc<tugboat_model::gateway::GatewayStatus>,
+    /// The last apply and reload, and the applies by how they went. Changes to it do
+    /// not wake the receivers (nobody waits on it: `/status` reads it when asked).
+    pub activity: Activity,
+    /// Whether this replica leads (`None`: no election, as with a folder). Set by the
+    /// cluster wiring, without waking the receivers.
+    pub leader: Option<bool>,
+    /// The source and its watches, without waking the receivers.
+    pub source: SourceSync,
+}
 
 /// How an apply ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

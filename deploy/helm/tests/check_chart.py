@@ -639,12 +639,14 @@ ALLOWED = {
 GATEWAY_ALLOWED = {
     ("gateway.networking.k8s.io", "gateways"): READ, ("gateway.networking.k8s.io", "httproutes"): READ,
     ("gateway.networking.k8s.io", "tlsroutes"): READ,
+    ("gateway.networking.k8s.io", "tcproutes"): READ,
     ("gateway.networking.k8s.io", "referencegrants"): READ,
     ("gateway.networking.k8s.io", "gatewayclasses"): READ, ("", "namespaces"): READ,
     ("gateway.networking.k8s.io", "gatewayclasses/status"): {"update", "patch"},
     ("gateway.networking.k8s.io", "gateways/status"): {"update", "patch"},
     ("gateway.networking.k8s.io", "httproutes/status"): {"update", "patch"},
     ("gateway.networking.k8s.io", "tlsroutes/status"): {"update", "patch"},
+    ("gateway.networking.k8s.io", "tcproutes/status"): {"update", "patch"},
 }
 NAMESPACED_READS = {(g, r) for (g, r), v in ALLOWED.items() if v == READ and r != "ingressclasses"}
 GATEWAY_CLUSTER_SCOPED = {"gatewayclasses", "gatewayclasses/status", "namespaces"}

@@ -1533,6 +1533,20 @@ pub const LOG_FORMAT: Key<String> = key!(
         ..BASE
     }
 );
+pub const LOG_FORMAT_JSON: Key<bool> = key!(
+    parse_bool,
+    KeySpec {
+        name: "log-format-json",
+        scopes: GLOBAL,
+        values: "`true` or `false`",
+        default: KeyDefault::Value("false"),
+        example: "true",
+        help: "Log each HTTP request as one JSON object per line, valid JSON on every haproxy series: client, method, host, path, user agent, request id, status, bytes, timings, backend, server, the Ingress or HTTPRoute whose route served it (`owner`, `Ingress/NAMESPACE/NAME`) and its Service (`service`, `NAMESPACE/NAME:PORT`); haproxy writes `-` where it has no value (a request that matches no route has no owner nor service). Every text field goes through haproxy's `json(utf8s)` converter, so control characters, quotes and backslashes are escaped, invalid UTF-8 bytes and characters beyond the Basic Multilingual Plane (an emoji) dropped. A `log-format` set beside it wins.",
+        peers: peers::LOG_FORMAT_JSON,
+        ..BASE
+    }
+);
+
 /// Every key, in the order of the reference.
 pub const KEYS: &[KeySpec] = &[
     SSL_REDIRECT.spec,
@@ -1626,6 +1640,7 @@ pub const KEYS: &[KeySpec] = &[
     BACKEND_CONFIG_SNIPPET.spec,
     SYSLOG_SERVER.spec,
     LOG_FORMAT.spec,
+    LOG_FORMAT_JSON.spec,
     USE_FORWARDED_HEADERS.spec,
     FORWARDED_FOR_HEADER.spec,
     PROXY_REAL_IP_CIDR.spec,

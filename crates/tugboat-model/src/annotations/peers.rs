@@ -921,9 +921,47 @@ pub const AFFINITY_CANARY_BEHAVIOR: &[PeerKey] = &[same(NGINX, "affinity-canary-
 
 pub const SYSLOG_SERVER: &[PeerKey] = &[];
 pub const LOG_FORMAT: &[PeerKey] = &[same(HT, "log-format")];
+pub const LOG_FORMAT_JSON: &[PeerKey] = &[differs(
+    NGINX,
+    "log-format-escape-json",
+    "ingress-nginx only escapes the variables of the `log-format-upstream` a user writes as JSON; Tugboat writes the whole JSON line itself, with its own fields",
+)];
 
 /// ingress-nginx's snippets: what happens to them.
 const NGINX_SNIPPET: &str = "nginx syntax: never run; remove it. A snippet whose directives restrict access (`allow`, `deny`, `satisfy`, `internal`, `auth_*`, `limit_*`, `return` of a 4xx or 5xx status, `if` blocks holding one, Lua, njs or Perl handlers, `include`, `ssl_verify_client`, `modsecurity*`) fails closed: its routes answer 403 (unless `--unsupported-access-keys=ignore`); so does one that cannot be read (an unclosed quote or block). One that only sets headers, rewrites or redirects is a warning and its routes are served";
+
+/// Other controllers' command-line flags and Tugboat's answer to each: the flag Tugboat
+/// takes, or what to do instead. The migration guide lists them in its "Controller
+/// flags" table.
+pub const PEER_FLAGS: &[(Ecosystem, &str, &str)] = &[
+    (
+        NGINX,
+        "--tcp-services-configmap",
+        "`--tcp-services-configmap`, same format (`namespace/service:port[:PROXY][:PROXY]`, \
+         PROXY decoded from clients and sent to the Service as ingress-nginx does); haproxy binds \
+         port P at P + 10000, which the Service maps P to (docs/tcp-services.md)",
+    ),
+    (
+        HT,
+        "--configmap-tcp-services",
+        "`--configmap-tcp-services`, same format (`namespace/service:port`); the `ssl` option \
+         and the `log-format-tcp` key are refused; haproxy binds port P at P + 10000, which the \
+         Service maps P to (docs/tcp-services.md)",
+    ),
+    (
+        NGINX,
+        "--profiling",
+        "`--profiling` (chart value `controller.profiling`): a CPU profile in pprof's format or \
+         as an SVG flame graph, and heap figures (not a heap profile), under `/debug/pprof/` on \
+         the admin port (docs/operations.md, \"Profiles\")",
+    ),
+    (
+        HT,
+        "--pprof",
+        "`--pprof`, the same flag as `--profiling`: a CPU profile and heap figures under \
+         `/debug/pprof/` on the admin port, `--controller-port` (docs/operations.md, \"Profiles\")",
+    ),
+];
 
 /// Other controllers' keys Tugboat knows and does not read, with the reason or what to
 /// use instead. Keys of theirs in neither this list nor an alias are not supported

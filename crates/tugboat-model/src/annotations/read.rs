@@ -456,6 +456,7 @@ pub fn backend_options(
         timeout_server: resolver.get(&TIMEOUT_SERVER),
         timeout_connect: resolver.get(&TIMEOUT_CONNECT),
         tls_passthrough: false,
+        tcp_service: false,
     };
     (options, lookups)
 }
@@ -530,6 +531,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
     // Read in the order of the fields, so problems come in that order.
     let syslog_server = resolver.get_in(&SYSLOG_SERVER, &cm);
     let log_format = resolver.get_in(&LOG_FORMAT, &cm);
+    let log_format_json = resolver.get_in(&LOG_FORMAT_JSON, &cm);
     let strict_sni = resolver.get_in(&CLIENT_STRICT_SNI, &cm);
     let ssl_redirect_code = resolver.get_in(&SSL_REDIRECT_CODE, &cm);
     let http_redirect_code = resolver.get_in(&HTTP_REDIRECT_CODE, &cm);
@@ -541,6 +543,7 @@ pub fn global_options(resolver: &mut Resolver<'_>, allow_snippets: bool) -> Glob
         timeouts,
         syslog_server: SYSLOG_SERVER.or_default(syslog_server),
         log_format,
+        log_format_json: LOG_FORMAT_JSON.or_default(log_format_json),
         strict_sni: CLIENT_STRICT_SNI.or_default(strict_sni),
         ssl_redirect_code: SSL_REDIRECT_CODE.or_default(ssl_redirect_code.or(http_redirect_code)),
         ssl_redirect_port,

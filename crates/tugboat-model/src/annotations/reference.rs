@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::keys::{KEYS, KeySpec};
-use super::peers::{CHART_VALUES, CONFIG_MAP_KEYS, NOT_SUPPORTED, PeerKey};
+use super::peers::{CHART_VALUES, CONFIG_MAP_KEYS, NOT_SUPPORTED, PEER_FLAGS, PeerKey};
 use super::prefixes::Ecosystem;
 
 /// The reference of every key, as the Markdown of `docs/annotations.md`.
@@ -212,8 +212,27 @@ pub fn migrating_markdown() -> String {
         });
         out.push_str(&config_map_keys_markdown(ecosystem));
         out.push_str(&chart_values_markdown(ecosystem));
+        out.push_str(&controller_flags_markdown(ecosystem));
     }
     out
+}
+
+/// The table of `ecosystem`'s controller flags and Tugboat's answer to each
+/// ([`PEER_FLAGS`]); empty when there are none.
+fn controller_flags_markdown(ecosystem: Ecosystem) -> String {
+    let rows: Vec<String> = PEER_FLAGS
+        .iter()
+        .filter(|(e, _, _)| *e == ecosystem)
+        .map(|(_, flag, answer)| format!("| `{flag}` | {} |\n", answer.replace('|', "\\|")))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### Controller flags\n\n\
+         | their flag | Tugboat |\n|---|---|\n{}",
+        rows.concat()
+    )
 }
 
 /// The keys of `ecosystem`'s own ConfigMap that Tugboat's ConfigMap reads

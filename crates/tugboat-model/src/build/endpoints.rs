@@ -369,6 +369,27 @@ impl<'a> Endpoints<'a> {
         name
     }
 
+    /// The mode tcp backend `name` of Service `service_key` port `port`, with `options`,
+    /// created on first use: a TCP service's. `Err`: the Service port does not resolve
+    /// (no backend is made).
+    pub(super) fn tcp_backend(
+        &mut self,
+        shared: &Shared,
+        name: &BackendName,
+        service_key: &ObjectKey,
+        port: &ServicePortRef,
+        options: &Arc<BackendOptions>,
+    ) -> Result<(), ResolutionError> {
+        if self.backends.contains_key(name) {
+            return Ok(());
+        }
+        let service_key = stored_key(&shared.snapshot.services, service_key.clone());
+        let resolved = self.resolve_endpoints(shared, &service_key, port)?;
+        let backend = resolved.into_backend(service_key, port.clone(), options.clone());
+        self.backends.insert(name.clone(), backend);
+        Ok(())
+    }
+
     /// Leaves out the backend of rules without a usable one.
     pub(super) fn remove_unresolved_backend(&mut self) {
         self.backends.remove(&BackendName::unresolved());
@@ -386,15 +407,11 @@ impl<'a> Endpoints<'a> {
             .get(service_key)
             .ok_or_else(|| ResolutionError {
                 reason: ProblemReason::ServiceNotFound,
-                message: format!(
-                    "Service {service_key} not found: requests for this backend get 503"
-                ),
+                message: format!("Service {service_key} not found{HTTP_CONSEQUENCE}"),
             })?;
         let service_port = find_service_port(service, port).ok_or_else(|| ResolutionError {
             reason: ProblemReason::ServicePortNotFound,
-            message: format!(
-                "Service {service_key} has no port {port}: requests for this backend get 503"
-            ),
+            message: format!("Service {service_key} has no port {port}{HTTP_CONSEQUENCE}"),
         })?;
         let spec = service.spec.as_ref();
         if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
@@ -422,7 +439,7 @@ fn external_name(
             reason: ProblemReason::NotAllowed,
             message: format!(
                 "Service {service_key} is an ExternalName Service, which the operator has \
-                 not allowed (--allow-external-name): requests for this backend get 503"
+                 not allowed (--allow-external-name){HTTP_CONSEQUENCE}"
             ),
         });
     }
@@ -585,9 +602,21 @@ pub(super) fn index_slices(snapshot: &Snapshot) -> HashMap<ObjectKey, Vec<&Endpo
     index
 }
 
+/// What an HTTP backend whose Service port does not resolve does, as its problems say.
+const HTTP_CONSEQUENCE: &str = ": requests for this backend get 503";
+
 /// Why a backend has no endpoints although an Ingress refers to it.
 #[derive(Debug, Clone)]
 pub(super) struct ResolutionError {
-    reason: ProblemReason,
+    pub(super) reason: ProblemReason,
     message: String,
+}
+
+impl ResolutionError {
+    /// What is wrong, without what it does to HTTP requests.
+    pub(super) fn cause(&self) -> &str {
+        self.message
+            .strip_suffix(HTTP_CONSEQUENCE)
+            .unwrap_or(&self.message)
+    }
 }

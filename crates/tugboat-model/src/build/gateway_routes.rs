@@ -16,6 +16,10 @@
 //! passed to the passthrough twin of [`BackendName::unresolved`], which has no server:
 //! their connections are closed, as the spec asks, never terminated with another
 //! certificate (its route says why in `ResolvedRefs`).
+//!
+//! The rules of TCPRoutes become TCP services ([`crate::desired::TcpService`]): the
+//! oldest route of a port has it, the others get a problem and serve nothing there. A
+//! rule whose backend does not resolve keeps its port bound, its connections closed.
 
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend, ServiceBackendPort};
 
@@ -26,17 +30,18 @@ use super::routes::{Routes, Slot, new_route};
 use super::shared::{SecretUse, Shared};
 use super::tls::Tls;
 use crate::annotations::{Layer, Scope};
-use crate::desired::BackendName;
-use crate::features::FeatureSetId;
+use crate::desired::{BackendName, ServicePortRef, TcpService};
+use crate::features::{BackendOptions, FeatureSetId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
-use crate::desired::{HostMatch, ListenerBind, PathMatch, Route};
+use crate::desired::{HostMatch, ListenerBind, PathMatch, Route, RouteOwnerKind};
 use crate::features::RouteFeatures;
 use crate::gateway::features::{
     Candidate, Conditions, Dispatch, GatewayFeatures, Otherwise, PathCondition, Share,
 };
 use crate::gateway::{
-    GatewayStatus, PassthroughRule, RouteKind, RuleBackend, RuleRoute, settle_attachments,
+    GatewayStatus, PassthroughRule, RouteKind, RuleBackend, RuleRoute, TcpRule, settle_attachments,
     translate,
 };
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
@@ -112,6 +117,8 @@ pub(super) struct GatewayOutput {
     pub http_route_slots: BTreeSet<Slot>,
     /// The listener ports with binds of their own, with their routes.
     pub listener_binds: Vec<ListenerBind>,
+    /// The TCP services of TCPRoutes, by port.
+    pub tcp_services: BTreeMap<u16, TcpService>,
 }
 
 /// Adds the routes and certificates of the Gateway API objects to the parts of a build,
@@ -134,6 +141,7 @@ pub(super) fn add_gateway_api<'a>(
         http_route_slots: BTreeSet::new(),
         parked: None,
         listener_tables: BTreeMap::new(),
+        tcp_services: BTreeMap::new(),
     };
     let (status, default_certificate, own_binds) = gateway.add();
     let mut tables = gateway.listener_tables;
@@ -153,6 +161,7 @@ pub(super) fn add_gateway_api<'a>(
         default_certificate,
         http_route_slots: gateway.http_route_slots,
         listener_binds,
+        tcp_services: gateway.tcp_services,
     }
 }
 
@@ -171,6 +180,8 @@ struct GatewayBuild<'p, 'a> {
     parked: Option<Routes>,
     /// The routes of each port with a bind of its own, once built.
     listener_tables: BTreeMap<u16, Routes>,
+    /// The TCP services of TCPRoutes, by port.
+    tcp_services: BTreeMap<u16, TcpService>,
 }
 
 impl GatewayBuild<'_, '_> {
@@ -246,16 +257,25 @@ impl GatewayBuild<'_, '_> {
             let owner = ObjectRef::of("TLSRoute", &rule.route);
             if refused
                 .iter()
-                .any(|r| r.host == rule.host && r.owner == owner)
+                .any(|r| r.host == rule.host && r.port == rule.port && r.owner == owner)
             {
                 tls_served.withdraw_parents(&rule.route, &rule.parents, why);
             }
         }
         for rule in &translation.passthrough {
             let owner = ObjectRef::of("TLSRoute", &rule.route);
-            if self.passthrough.owner_of(&rule.host) == Some(&owner) {
+            if self.passthrough.owner_of(&rule.slot()) == Some(&owner) {
                 tls_served.serve_parents(&rule.route, &rule.parents);
             }
+        }
+        let tcp_offered: BTreeSet<(ObjectKey, usize)> = translation
+            .tcp
+            .iter()
+            .flat_map(|rule| rule.parents.iter().map(|&p| (rule.route.clone(), p)))
+            .collect();
+        let mut tcp_served = Served::default();
+        for rule in &translation.tcp {
+            self.add_tcp_rule(rule, &mut tcp_served);
         }
         let mut status = translation.status;
         settle_attachments(&mut status, &translation.attachments, |attachment| {
@@ -273,6 +293,12 @@ impl GatewayBuild<'_, '_> {
                     format!(
                         "every SNI name of this route on this parent is {why}: it serves \
                          nothing here"
+                    )
+                }),
+                RouteKind::Tcp => tcp_served.serves_nothing(&tcp_offered, &id).map(|why| {
+                    format!(
+                        "the port of this route on this parent is {why}: it serves nothing \
+                         here (a TCP listener's port goes to one route)"
                     )
                 }),
             }
@@ -315,7 +341,7 @@ impl GatewayBuild<'_, '_> {
     fn add_passthrough_rule(&mut self, rule: &PassthroughRule, served: &mut Served) {
         let object = ObjectRef::of("TLSRoute", &rule.route);
         let field = "spec.hostnames";
-        if let Some(owner) = self.passthrough.owner_of(&rule.host).cloned() {
+        if let Some(owner) = self.passthrough.owner_of(&rule.slot()).cloned() {
             if self.younger_ingress(&owner, rule.created.as_deref()) {
                 self.shared.problems.push(ObjectProblem {
                     object: owner.clone(),
@@ -326,7 +352,7 @@ impl GatewayBuild<'_, '_> {
                         rule.host, rule.route
                     ),
                 });
-                self.passthrough.release(&rule.host);
+                self.passthrough.release(&rule.slot());
             } else {
                 let why = format!("already passed through for the older {owner}");
                 self.shared.problems.push(ObjectProblem {
@@ -367,15 +393,62 @@ impl GatewayBuild<'_, '_> {
                 (http, backend)
             }
         };
-        if self
-            .passthrough
-            .add(self.shared, &object, field, &rule.host, (&http, &backend))
-        {
+        if self.passthrough.add(
+            self.shared,
+            &object,
+            field,
+            (rule.port, &rule.host),
+            (&http, &backend),
+        ) {
             served.serve_parents(&rule.route, &rule.parents);
         } else {
             let why = "refused passthrough (see the route's problems)";
             served.lose_parents(&rule.route, &rule.parents, why);
         }
+    }
+
+    /// Gives the port of a TCPRoute's rule to its backend, unless an older TCPRoute has
+    /// the port (translated first).
+    fn add_tcp_rule(&mut self, rule: &TcpRule, served: &mut Served) {
+        let object = ObjectRef::of("TCPRoute", &rule.route);
+        if let Some(owner) = self.tcp_services.get(&rule.port).map(|s| s.owner.clone()) {
+            let why = format!("already given to the older {owner}");
+            self.shared.problems.push(ObjectProblem {
+                object,
+                field: "spec.parentRefs".into(),
+                reason: ProblemReason::RouteConflict,
+                message: format!("port {} is {why}", rule.port),
+            });
+            served.lose_parents(&rule.route, &rule.parents, &why);
+            return;
+        }
+        // A backend that does not resolve (the route's ResolvedRefs says why) leaves the
+        // port bound with its connections closed.
+        let backend = rule.backend.as_ref().and_then(|(service, port)| {
+            let port = ServicePortRef::Number(*port);
+            let name = BackendName::for_service_port(service, &port)
+                .ok()?
+                .tcp(false);
+            let options = Arc::new(BackendOptions {
+                tcp_service: true,
+                ..BackendOptions::default()
+            });
+            self.endpoints
+                .tcp_backend(self.shared, &name, service, &port, &options)
+                .ok()?;
+            Some(name)
+        });
+        self.tcp_services.insert(
+            rule.port,
+            TcpService {
+                port: rule.port,
+                backend,
+                accept_proxy: false,
+                send_proxy: false,
+                owner: object,
+            },
+        );
+        served.serve_parents(&rule.route, &rule.parents);
     }
 
     /// Whether `owner` is an Ingress created after `created` (RFC 3339; an object
@@ -851,7 +924,13 @@ impl GatewayBuild<'_, '_> {
         features: Option<FeatureSetId>,
     ) {
         let slot = (rule.host.clone(), rule.path.clone());
-        let route = new_route(&rule.route, slot.clone(), backend, features);
+        let route = new_route(
+            &rule.route,
+            RouteOwnerKind::HttpRoute,
+            slot.clone(),
+            backend,
+            features,
+        );
         self.routes.add(
             self.shared,
             &Self::route_object(&rule.route),

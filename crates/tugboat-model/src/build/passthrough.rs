@@ -4,7 +4,9 @@
 //!
 //! Passthrough routes are kept apart from the HTTP routes: the TLS of a host is chosen
 //! by SNI before any HTTP is read, while plain HTTP to the same host is routed by the
-//! Ingress' rules as usual. A Gateway API TLSRoute can add routes the same way.
+//! Ingress' rules as usual. A Gateway API TLSRoute can add routes the same way, on the
+//! HTTPS port or on a `TLS` listener's port of `--gateway-listener-ports`: a host is
+//! claimed per port (the older claimer has it there).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,11 +19,16 @@ use crate::snapshot::ObjectKey;
 
 use super::shared::Shared;
 
-/// The passthrough part of a build: routes by host, and their mode tcp backends.
+/// Where a passthrough route's SNI name is claimed: its port (`None`: the HTTPS port,
+/// see [`PassthroughRoute::port`]) and host.
+pub(super) type SniSlot = (Option<u16>, HostMatch);
+
+/// The passthrough part of a build: routes by port and host, and their mode tcp
+/// backends.
 #[derive(Debug, Default)]
 pub(super) struct Passthrough {
     /// Each route with the field that asked for it (the rule's `host`).
-    by_host: BTreeMap<HostMatch, (PassthroughRoute, String)>,
+    by_host: BTreeMap<SniSlot, (PassthroughRoute, String)>,
     backends: BTreeMap<BackendName, Backend>,
 }
 
@@ -115,15 +122,16 @@ fn service_restriction(shared: &Shared, service: &ObjectKey) -> Option<String> {
 }
 
 impl Passthrough {
-    /// Passes the TLS of `host` to the Service port of the HTTP backend `http`
-    /// (`backend`, as built), for `owner`, asked by `field`. `false` (and a problem) when
-    /// the host cannot have passthrough or another object has it already.
+    /// Passes the TLS of `host` on `port` (`None`: the HTTPS port) to the Service port
+    /// of the HTTP backend `http` (`backend`, as built), for `owner`, asked by `field`.
+    /// `false` (and a problem) when the host cannot have passthrough or another object
+    /// has it already on that port.
     pub(super) fn add(
         &mut self,
         shared: &mut Shared,
         owner: &ObjectRef,
         field: &str,
-        host: &HostMatch,
+        (port, host): (Option<u16>, &HostMatch),
         http: (&BackendName, &Backend),
     ) -> bool {
         // Subdomains: a TLSRoute's any-depth wildcard.
@@ -145,13 +153,18 @@ impl Passthrough {
             shared.problem(owner, format!("{field}.host"), message);
             return false;
         }
-        if let Some((existing, _)) = self.by_host.get(host) {
+        let slot = (port, host.clone());
+        if let Some((existing, _)) = self.by_host.get(&slot) {
             let holder = if existing.owner == *owner {
                 "an earlier rule of this Ingress".to_string()
             } else {
                 format!("the older {}", existing.owner)
             };
-            let message = format!("ssl-passthrough of host {host} is already given to {holder}");
+            let on_port = port
+                .map(|port| format!(" on port {port}"))
+                .unwrap_or_default();
+            let message =
+                format!("ssl-passthrough of host {host}{on_port} is already given to {holder}");
             shared.problems.push(ObjectProblem {
                 object: owner.clone(),
                 field: format!("{field}.host"),
@@ -174,21 +187,21 @@ impl Passthrough {
             host: host.clone(),
             backend: name,
             owner: owner.clone(),
+            port,
         };
-        self.by_host
-            .insert(host.clone(), (route, format!("{field}.host")));
+        self.by_host.insert(slot, (route, format!("{field}.host")));
         true
     }
 
-    /// The object that has the passthrough of `host`.
-    pub(super) fn owner_of(&self, host: &HostMatch) -> Option<&ObjectRef> {
-        self.by_host.get(host).map(|(route, _)| &route.owner)
+    /// The object that has the passthrough of `slot`.
+    pub(super) fn owner_of(&self, slot: &SniSlot) -> Option<&ObjectRef> {
+        self.by_host.get(slot).map(|(route, _)| &route.owner)
     }
 
-    /// Takes the passthrough of `host` from its owner (for an older claimer), and its
+    /// Takes the passthrough of `slot` from its owner (for an older claimer), and its
     /// backend when no other host uses it.
-    pub(super) fn release(&mut self, host: &HostMatch) {
-        if let Some((route, _)) = self.by_host.remove(host)
+    pub(super) fn release(&mut self, slot: &SniSlot) {
+        if let Some((route, _)) = self.by_host.remove(slot)
             && !self
                 .by_host
                 .values()
@@ -198,8 +211,9 @@ impl Passthrough {
         }
     }
 
-    /// Refuses the passthrough of each host whose HTTP routes (of any Ingress or
-    /// HTTPRoute) restrict access: TLS passthrough would bypass them. A problem on the
+    /// Refuses the passthrough of each host of the HTTPS port whose HTTP routes (of any
+    /// Ingress or HTTPRoute) restrict access: TLS passthrough would bypass them (a port
+    /// of its own terminates no TLS, so no HTTP route is bypassed there). A problem on the
     /// passthrough's owner names the route's owner; haproxy terminates the host's TLS.
     /// Returns the refused routes. Once every route is in, so that a TLSRoute's status
     /// can say what it lost; a second call finds nothing more to refuse.
@@ -210,7 +224,7 @@ impl Passthrough {
         features_of: impl Fn(&FeatureSetId) -> Option<&'f RouteFeatures>,
     ) -> Vec<PassthroughRoute> {
         let restricted: BTreeMap<&HostMatch, &Route> = routes
-            .filter(|route| self.by_host.contains_key(&route.host))
+            .filter(|route| self.by_host.contains_key(&(None, route.host.clone())))
             .filter(|route| {
                 route
                     .features
@@ -222,7 +236,7 @@ impl Passthrough {
             .collect();
         let mut refused_routes = Vec::new();
         for (host, route) in restricted {
-            let Some((refused, field)) = self.by_host.remove(host) else {
+            let Some((refused, field)) = self.by_host.remove(&(None, host.clone())) else {
                 continue;
             };
             refused_routes.push(refused.clone());
@@ -245,7 +259,7 @@ impl Passthrough {
         refused_routes
     }
 
-    /// The routes, sorted by host, and their backends.
+    /// The routes, sorted by port (the HTTPS port's first) then host, and their backends.
     pub(super) fn into_parts(self) -> (Vec<PassthroughRoute>, BTreeMap<BackendName, Backend>) {
         let routes = self.by_host.into_values().map(|(route, _)| route);
         (routes.collect(), self.backends)

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::desired::{BackendName, HostMatch, PathMatch, Route};
+use crate::desired::{BackendName, HostMatch, PathMatch, Route, RouteOwnerKind};
 use crate::features::FeatureSetId;
 use crate::problem::{ObjectProblem, ObjectRef, ProblemReason};
 use crate::snapshot::ObjectKey;
@@ -27,6 +27,7 @@ pub(super) struct Routes {
 /// A route of `ingress` (or HTTPRoute) without a canary.
 pub(super) fn new_route(
     ingress: &ObjectKey,
+    owner_kind: RouteOwnerKind,
     (host, path): Slot,
     backend: BackendName,
     features: Option<FeatureSetId>,
@@ -36,6 +37,7 @@ pub(super) fn new_route(
         path,
         backend,
         ingress: ingress.clone(),
+        owner_kind,
         features,
         canary: None,
     }

@@ -38,6 +38,8 @@ pub struct Settings {
     pub unsupported_access: UnsupportedAccess,
     /// The Gateway API (`--enable-gateway-api`): `None` when off.
     pub gateway: Option<crate::gateway::GatewaySettings>,
+    /// The TCP services ConfigMaps, and the ports their services may not take.
+    pub tcp_services: super::TcpServicesSettings,
     /// Now, in seconds since the epoch, to check certificate validity.
     pub now: i64,
 }
@@ -64,6 +66,7 @@ impl Settings {
             allow_snippets: false,
             unsupported_access: UnsupportedAccess::Deny,
             gateway: None,
+            tcp_services: Default::default(),
             now,
         }
     }

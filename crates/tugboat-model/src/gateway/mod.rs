@@ -12,10 +12,13 @@
 //! protocol `TLS` in `Passthrough` mode on those ports (its TLSRoutes' SNI names join the
 //! Ingresses' `ssl-passthrough` hosts). An `HTTP` or `HTTPS` listener on a port of
 //! `--gateway-listener-ports` (not 80 or 443) has a bind of its own instead, whose routes
-//! are a table of their own ([`crate::ListenerBind`]); any other port, protocol or TLS
-//! mode is refused with a listener condition. Both binds share one set of route maps; a
-//! rule carries the bind of its listeners as a condition, so a route attached to
-//! listeners of one bind answers only there (docs/gateway-api.md).
+//! are a table of their own ([`crate::ListenerBind`]), and a `TCP` listener on such a port
+//! is a TCP service for its one TCPRoute ([`crate::TcpService`]), and a `TLS` listener
+//! in `Passthrough` mode on such a port a passthrough frontend of its own, choosing by
+//! SNI among its TLSRoutes ([`crate::PassthroughRoute::port`]); any other port,
+//! protocol or TLS mode is refused with a listener condition. Both binds share one set of
+//! route maps; a rule carries the bind of its listeners as a condition, so a route
+//! attached to listeners of one bind answers only there (docs/gateway-api.md).
 //!
 //! Whatever is not supported is refused where it is, never ignored: a route rule that
 //! uses an unsupported match or filter makes the route `Accepted=False` with reason
@@ -33,7 +36,7 @@ pub use status::{
     RequestedAddress, RouteKind, RouteParentState, RouteState,
 };
 pub use translate::{
-    Attachment, ListenerCertificate, PassthroughRule, RuleBackend, RuleRoute, Translation,
+    Attachment, ListenerCertificate, PassthroughRule, RuleBackend, RuleRoute, TcpRule, Translation,
     settle_attachments, translate,
 };
 
@@ -79,6 +82,7 @@ pub fn unchanged_objects(old: &crate::Snapshot, new: &crate::Snapshot) -> bool {
         && same(&old.gateways, &new.gateways)
         && same(&old.http_routes, &new.http_routes)
         && same(&old.tls_routes, &new.tls_routes)
+        && same(&old.tcp_routes, &new.tcp_routes)
         && same(&old.reference_grants, &new.reference_grants)
         && same(&old.namespaces, &new.namespaces)
 }
@@ -116,8 +120,17 @@ pub fn referenced(snapshot: &crate::Snapshot) -> (Vec<crate::ObjectKey>, Vec<cra
             .flat_map(|rule| &rule.backend_refs)
             .map(move |backend| (key, backend.target()))
     });
+    let tcp_targets = snapshot.tcp_routes.iter().flat_map(|(key, route)| {
+        route
+            .spec
+            .rules
+            .iter()
+            .flat_map(|rule| &rule.backend_refs)
+            .map(move |backend| (key, backend.target()))
+    });
     let services = http_targets
         .chain(tls_targets)
+        .chain(tcp_targets)
         .filter(|(_, target)| target.is_service())
         .map(|(key, target)| {
             crate::ObjectKey::new(target.namespace.unwrap_or(&key.namespace), target.name)

@@ -385,6 +385,25 @@ pub struct TlsRouteRule {
     pub backend_refs: Vec<BackendRef>,
 }
 
+/// `TCPRoute`: the TCP connections of a `TCP` listener, to a Service port.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct TcpRoute {
+    #[serde(default)]
+    pub metadata: GatewayMeta,
+    #[serde(default)]
+    pub spec: TcpRouteSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpRouteSpec {
+    #[serde(default)]
+    pub parent_refs: Vec<ParentReference>,
+    /// The API allows one rule (and one backendRef of non-zero weight is served).
+    #[serde(default)]
+    pub rules: Vec<TlsRouteRule>,
+}
+
 /// A backend of a route rule: a Service port, with a weight (an HTTPRoute's adds
 /// filters, [`HttpBackendRef`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]

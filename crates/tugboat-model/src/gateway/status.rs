@@ -181,14 +181,16 @@ pub struct RouteState {
 pub enum RouteKind {
     Http,
     Tls,
+    Tcp,
 }
 
 impl RouteKind {
-    /// The kind's name in the API (`HTTPRoute`, `TLSRoute`).
+    /// The kind's name in the API (`HTTPRoute`, `TLSRoute`, `TCPRoute`).
     pub fn name(self) -> &'static str {
         match self {
             RouteKind::Http => "HTTPRoute",
             RouteKind::Tls => "TLSRoute",
+            RouteKind::Tcp => "TCPRoute",
         }
     }
 }
@@ -202,6 +204,7 @@ pub struct GatewayStatus {
     /// HTTPRoutes.
     pub routes: BTreeMap<ObjectKey, RouteState>,
     pub tls_routes: BTreeMap<ObjectKey, RouteState>,
+    pub tcp_routes: BTreeMap<ObjectKey, RouteState>,
 }
 
 impl GatewayStatus {
@@ -210,6 +213,7 @@ impl GatewayStatus {
             && self.gateways.is_empty()
             && self.routes.is_empty()
             && self.tls_routes.is_empty()
+            && self.tcp_routes.is_empty()
     }
 
     /// The routes of `kind`.
@@ -217,6 +221,7 @@ impl GatewayStatus {
         match kind {
             RouteKind::Http => &self.routes,
             RouteKind::Tls => &self.tls_routes,
+            RouteKind::Tcp => &self.tcp_routes,
         }
     }
 
@@ -224,6 +229,7 @@ impl GatewayStatus {
         match kind {
             RouteKind::Http => &mut self.routes,
             RouteKind::Tls => &mut self.tls_routes,
+            RouteKind::Tcp => &mut self.tcp_routes,
         }
     }
 }

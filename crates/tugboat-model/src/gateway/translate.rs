@@ -13,8 +13,14 @@
 //! condition, and one protocol is served per such port (the oldest Gateway's).
 //!
 //! TLSRoutes follow, oldest first, attached the same way to `TLS` listeners in
-//! `Passthrough` mode (which the HTTPS bind serves, by SNI): each gives one passthrough
-//! rule per SNI name it gets, and the builder keeps the first rule of each name.
+//! `Passthrough` mode (which the HTTPS bind serves, by SNI, or on a port of
+//! `--gateway-listener-ports` a bind of its own): each gives one passthrough rule per
+//! port and SNI name it gets, and the builder keeps the first rule of each.
+//!
+//! TCPRoutes last, oldest first, attached to `TCP` listeners on the ports of
+//! `--gateway-listener-ports` (each bound at [`crate::ports::bind_port`]): each gives its
+//! one backend to the ports of the listeners it attaches to, and the builder keeps the
+//! first route of each port.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +29,7 @@ use crate::gateway::GatewaySettings;
 use crate::gateway::features::{Conditions, GatewayFeatures};
 use crate::gateway::objects::{
     BackendRef, BackendTarget, GROUP, Gateway, HttpRoute, HttpRouteRule, LabelSelector, Listener,
-    ParentReference, ReferenceGrant, TlsRoute,
+    ParentReference, ReferenceGrant, TcpRoute, TlsRoute, TlsRouteRule,
 };
 use crate::gateway::rules::{FilterSpec, rule_filters, rule_paths};
 use crate::gateway::status::{
@@ -36,10 +42,11 @@ use crate::validate;
 
 /// The features listed in a GatewayClass' `status.supportedFeatures`: what this
 /// controller implements as the spec describes it.
-pub const SUPPORTED_FEATURES: [&str; 12] = [
+pub const SUPPORTED_FEATURES: [&str; 13] = [
     "Gateway",
     "HTTPRoute",
     "TLSRoute",
+    "TCPRoute",
     "ReferenceGrant",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteHostRewrite",
@@ -100,6 +107,29 @@ pub struct PassthroughRule {
     pub backend: Option<(ObjectKey, u16)>,
     /// The parents it comes from: their places in the route's status, sorted.
     pub parents: Vec<usize>,
+    /// The port of its listeners when they have a bind of their own
+    /// (`--gateway-listener-ports`); `None`: the HTTPS bind.
+    pub port: Option<u16>,
+}
+
+impl PassthroughRule {
+    /// Where its name is claimed: its port and host (a name is claimed per port).
+    pub fn slot(&self) -> (Option<u16>, HostMatch) {
+        (self.port, self.host.clone())
+    }
+}
+
+/// A port of an attached TCPRoute: its connections go to the backend as they come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpRule {
+    pub route: ObjectKey,
+    /// The port of the listeners (a port of `--gateway-listener-ports`).
+    pub port: u16,
+    /// The Service port; `None` when the backend does not resolve (or all weights are
+    /// 0): connections to the port are closed.
+    pub backend: Option<(ObjectKey, u16)>,
+    /// The parents it comes from: their places in the route's status, sorted.
+    pub parents: Vec<usize>,
 }
 
 /// A route accepted by some listeners of one of its parents: counted in their
@@ -133,6 +163,8 @@ pub struct Translation {
     pub rules: Vec<RuleRoute>,
     /// Of TLSRoutes, in precedence order: the first rule of a name wins.
     pub passthrough: Vec<PassthroughRule>,
+    /// Of TCPRoutes, in precedence order: the first rule of a port wins.
+    pub tcp: Vec<TcpRule>,
     pub certificates: Vec<ListenerCertificate>,
     /// The certificate of the HTTPS listener without a hostname (of the oldest Gateway
     /// that has one): the HTTPS bind's default, served for every name no other
@@ -153,7 +185,8 @@ pub struct Translation {
 enum Bind {
     Http,
     Https,
-    /// A port of `--gateway-listener-ports`: a bind of its own.
+    /// A port of `--gateway-listener-ports`: a bind of its own (an HTTP or HTTPS
+    /// listener's, or a TCP listener's TCP service).
     Own(u16),
 }
 
@@ -179,8 +212,12 @@ struct ListenerInfo {
     /// The port of its bind of its own (`--gateway-listener-ports`); `None`: the HTTP or
     /// HTTPS bind.
     own_port: Option<u16>,
+    /// A `TLS` listener's port of `--gateway-listener-ports`: its passthrough frontend's
+    /// (`None`: the HTTPS bind's, or not a `TLS` listener).
+    passthrough_port: Option<u16>,
     /// The kind of route it takes: HTTPRoutes on HTTP and HTTPS listeners, TLSRoutes on
-    /// TLS ones; `None` when its `allowedRoutes.kinds` names neither.
+    /// TLS ones, TCPRoutes on TCP ones; `None` when its `allowedRoutes.kinds` names none
+    /// of those.
     takes: Option<RouteKind>,
     from: From,
     /// The secret of its certificate, for HTTPS listeners whose reference resolved.
@@ -244,6 +281,9 @@ pub fn translate(
     }
     for (key, route) in oldest_first(&snapshot.tls_routes, |r| &r.metadata.creation_timestamp) {
         attach_tls_route(snapshot, key, route, &gateways, &mut out);
+    }
+    for (key, route) in oldest_first(&snapshot.tcp_routes, |r| &r.metadata.creation_timestamp) {
+        attach_tcp_route(snapshot, key, route, &gateways, &mut out);
     }
 
     // The oldest Gateway's first HTTPS listener without a hostname gives the default.
@@ -650,32 +690,29 @@ fn listener_info(
             ));
             None
         }
-        "TLS" if listed.is_some() => {
+        // Passthrough: a bind of its own chooses by SNI, or the HTTPS bind does.
+        "TLS" if listed.is_some() => listed.map(Bind::Own),
+        "TLS" if https_port(listener.port) => Some(Bind::Https),
+        "TCP" if listed.is_some() => listed.map(Bind::Own),
+        "TCP" => {
             accepted = Err((
                 "PortUnavailable",
                 format!(
-                    "port {} is not served for TLS listeners: in Passthrough mode they are \
-                     served on port 443 or {} (haproxy's HTTPS bind, by SNI); a bind of \
-                     their own on a port of --gateway-listener-ports is not supported",
-                    listener.port, settings.https_port
+                    "port {} is not served: TCP listeners use the ports (not 80 or 443) the \
+                     operator lists in --gateway-listener-ports",
+                    listener.port
                 ),
             ));
             None
         }
-        // Passthrough: the HTTPS bind chooses by SNI.
-        "TLS" if https_port(listener.port) => Some(Bind::Https),
         "HTTP" | "HTTPS" | "TLS" => {
             let (served, bind_port, bind_name) = if listener.protocol == "HTTP" {
                 (80, settings.http_port, "HTTP")
             } else {
                 (443, settings.https_port, "HTTPS")
             };
-            let own = if listener.protocol == "TLS" {
-                ""
-            } else {
-                ", or a port listed in --gateway-listener-ports (a bind of its own, at the \
-                 port + 10000)"
-            };
+            let own = ", or a port listed in --gateway-listener-ports (a bind of its own, at \
+                       the port + 10000)";
             accepted = Err((
                 "PortUnavailable",
                 format!(
@@ -690,14 +727,20 @@ fn listener_info(
             accepted = Err((
                 "UnsupportedProtocol",
                 format!(
-                    "protocol '{}' is not supported: HTTP, HTTPS and TLS (Passthrough) are",
+                    "protocol '{}' is not supported: HTTP, HTTPS, TLS (Passthrough) and TCP \
+                     are",
                     validate::printable(other)
                 ),
             ));
             None
         }
     };
-    let hostname = match listener.hostname.as_deref().filter(|h| !h.is_empty()) {
+    // A TCP listener has no hostname to match (the API ignores it there).
+    let hostname = match listener
+        .hostname
+        .as_deref()
+        .filter(|h| !h.is_empty() && listener.protocol != "TCP")
+    {
         None => None,
         Some(host) => match validate::ingress_host(host) {
             Ok(host) => Some(host),
@@ -716,11 +759,12 @@ fn listener_info(
         .allowed_routes
         .as_ref()
         .and_then(|a| a.kinds.as_ref());
-    // TLS listeners take TLSRoutes; HTTP and HTTPS ones (and any other) HTTPRoutes.
-    let native = if listener.protocol == "TLS" {
-        RouteKind::Tls
-    } else {
-        RouteKind::Http
+    // TLS listeners take TLSRoutes, TCP ones TCPRoutes; HTTP and HTTPS ones (and any
+    // other) HTTPRoutes.
+    let native = match listener.protocol.as_str() {
+        "TLS" => RouteKind::Tls,
+        "TCP" => RouteKind::Tcp,
+        _ => RouteKind::Http,
     };
     let native_kind = (GROUP.to_string(), native.name().to_string());
     let takes = match kinds {
@@ -845,11 +889,14 @@ fn listener_info(
     // Conflicted: a second listener of this Gateway on the same bind and hostname (an
     // SNI name is either terminated or passed through), or TLS listeners of both modes.
     let mut conflict: Option<(&'static str, String)> = None;
-    let own_port = match bind {
+    let bind_port = match bind {
         Some(Bind::Own(port)) => Some(port),
         _ => None,
     };
-    let port_protocol = own_port
+    // A TCP listener's port is a TCP service, a TLS one's a passthrough frontend: not an
+    // HTTP or HTTPS bind of its own.
+    let own_port = bind_port.filter(|_| matches!(listener.protocol.as_str(), "HTTP" | "HTTPS"));
+    let port_protocol = bind_port
         .filter(|_| accepted.is_ok())
         .and_then(|port| port_protocols.get(&port))
         .filter(|(protocol, _)| *protocol != listener.protocol);
@@ -878,7 +925,7 @@ fn listener_info(
     }
     if conflict.is_none()
         && accepted.is_ok()
-        && let Some(port) = own_port
+        && let Some(port) = bind_port
     {
         port_protocols.entry(port).or_insert_with(|| {
             (
@@ -955,6 +1002,7 @@ fn listener_info(
         usable,
         tls: bind == Some(Bind::Https) || (own_port.is_some() && listener.protocol == "HTTPS"),
         own_port,
+        passthrough_port: bind_port.filter(|_| listener.protocol == "TLS"),
         takes,
         from,
         certificate,
@@ -1205,7 +1253,7 @@ fn rule_backend(
 fn unresolved_consequence(kind: RouteKind) -> &'static str {
     match kind {
         RouteKind::Http => "its requests get 500",
-        RouteKind::Tls => "its connections are closed",
+        RouteKind::Tls | RouteKind::Tcp => "its connections are closed",
     }
 }
 
@@ -1467,19 +1515,34 @@ fn tls_route_parts(
                 .into(),
         ));
     }
-    let [rule] = route.spec.rules.as_slice() else {
+    let backend = single_backend(snapshot, RouteKind::Tls, key, &route.spec.rules, &mut facts);
+    (facts, backend)
+}
+
+/// The Service port of the one rule of a TLSRoute or TCPRoute (`kind`), whose
+/// connections go to one backend: `None` (and why in `facts`) when the rules are not
+/// one, several backends have a weight, or the backend does not resolve.
+fn single_backend(
+    snapshot: &Snapshot,
+    kind: RouteKind,
+    key: &ObjectKey,
+    rules: &[TlsRouteRule],
+    facts: &mut RouteFacts,
+) -> Option<(ObjectKey, u16)> {
+    let [rule] = rules else {
         facts.unsupported.get_or_insert((
             "spec.rules".into(),
             format!(
-                "a TLSRoute has exactly one rule, this one has {}",
-                route.spec.rules.len()
+                "a {} has exactly one rule, this one has {}",
+                kind.name(),
+                rules.len()
             ),
         ));
-        return (facts, None);
+        return None;
     };
     let field = "spec.rules[0]";
-    if !weights_in_range(field, rule.backend_refs.iter(), &mut facts) {
-        return (facts, None);
+    if !weights_in_range(field, rule.backend_refs.iter(), facts) {
+        return None;
     }
     let weighted: Vec<(usize, BackendTarget<'_>)> = rule
         .backend_refs
@@ -1490,25 +1553,82 @@ fn tls_route_parts(
         .collect();
     let [(index, target)] = weighted.as_slice() else {
         if weighted.len() > 1 {
+            let each = match kind {
+                RouteKind::Tcp => "each port",
+                _ => "each SNI name",
+            };
             facts.unsupported.get_or_insert((
                 format!("{field}.backendRefs"),
-                "several backendRefs of non-zero weight are not supported on a TLSRoute: \
-                 haproxy passes each SNI name to one backend (give the others weight 0, \
-                 or split with a Service whose endpoints are both)"
-                    .into(),
+                format!(
+                    "several backendRefs of non-zero weight are not supported on a {}: \
+                     haproxy passes {each} to one backend (give the others weight 0, \
+                     or split with a Service whose endpoints are both)",
+                    kind.name()
+                ),
             ));
         }
-        return (facts, None);
+        return None;
     };
-    match resolve_backend(snapshot, RouteKind::Tls, key, *target) {
-        Ok(found) => (facts, Some(found)),
+    match resolve_backend(snapshot, kind, key, *target) {
+        Ok(found) => Some(found),
         Err((reason, message)) => {
             facts
                 .unresolved
                 .get_or_insert((reason, format!("{field}.backendRefs[{index}]: {message}")));
-            (facts, None)
+            None
         }
     }
+}
+
+/// Attaches one TCPRoute to its parents of ours: its status, the listeners' counts and
+/// one rule per port of the listeners that accept it (a port several parents give is
+/// one rule of all of them).
+fn attach_tcp_route(
+    snapshot: &Snapshot,
+    key: &ObjectKey,
+    route: &TcpRoute,
+    gateways: &BTreeMap<ObjectKey, GatewayInfo>,
+    out: &mut Translation,
+) {
+    let parent_refs = &route.spec.parent_refs;
+    if !parent_refs
+        .iter()
+        .any(|parent| our_gateway(parent, &key.namespace, gateways).is_some())
+    {
+        return;
+    }
+    let mut facts = RouteFacts::of_hostnames(&[]);
+    let backend = single_backend(snapshot, RouteKind::Tcp, key, &route.spec.rules, &mut facts);
+    let to_attach = RouteToAttach {
+        kind: RouteKind::Tcp,
+        key,
+        parent_refs,
+        generation: route.metadata.generation.unwrap_or(0),
+        facts: &facts,
+    };
+    let mut rules: Vec<TcpRule> = Vec::new();
+    for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
+        for listener in &accepted.listeners {
+            // A TCP listener is accepted only on a port that has a bind port.
+            let Ok(port) = u16::try_from(listener.port) else {
+                continue;
+            };
+            match rules.iter_mut().find(|rule| rule.port == port) {
+                Some(rule) => {
+                    if !rule.parents.contains(&accepted.place) {
+                        rule.parents.push(accepted.place);
+                    }
+                }
+                None => rules.push(TcpRule {
+                    route: key.clone(),
+                    port,
+                    backend: backend.clone(),
+                    parents: vec![accepted.place],
+                }),
+            }
+        }
+    }
+    out.tcp.extend(rules);
 }
 
 /// Attaches one TLSRoute to its parents of ours: its status, the listeners' counts and
@@ -1538,9 +1658,16 @@ fn attach_tls_route(
     };
     let mut rules: Vec<PassthroughRule> = Vec::new();
     for accepted in attach_parents(snapshot, &to_attach, gateways, out) {
-        for host in accepted.listeners.iter().flat_map(|l| &l.hosts) {
+        let names = accepted.listeners.iter().flat_map(|listener| {
+            let port = listener.passthrough_port;
+            listener.hosts.iter().map(move |host| (port, host))
+        });
+        for (port, host) in names {
             let host = gateway_host_match(host);
-            match rules.iter_mut().find(|rule| rule.host == host) {
+            match rules
+                .iter_mut()
+                .find(|rule| rule.host == host && rule.port == port)
+            {
                 Some(rule) => {
                     if !rule.parents.contains(&accepted.place) {
                         rule.parents.push(accepted.place);
@@ -1552,6 +1679,7 @@ fn attach_tls_route(
                     host,
                     backend: backend.clone(),
                     parents: vec![accepted.place],
+                    port,
                 }),
             }
         }
@@ -1567,6 +1695,7 @@ struct AttachedListener {
     tls: bool,
     port: i32,
     own_port: Option<u16>,
+    passthrough_port: Option<u16>,
     hosts: Vec<String>,
 }
 
@@ -1668,6 +1797,7 @@ fn attach_to_gateway(
         let needs = match route.kind {
             RouteKind::Http => "an HTTP or HTTPS listener",
             RouteKind::Tls => "a TLS listener in Passthrough mode",
+            RouteKind::Tcp => "a TCP listener on a port of --gateway-listener-ports",
         };
         return refuse(
             "NotAllowedByListeners",
@@ -1688,6 +1818,7 @@ fn attach_to_gateway(
                 tls: listener.tls,
                 port: listener.port,
                 own_port: listener.own_port,
+                passthrough_port: listener.passthrough_port,
                 hosts: intersect(listener.hostname.as_deref(), &route.facts.hostnames),
             }
         })

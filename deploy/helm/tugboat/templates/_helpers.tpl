@@ -202,10 +202,10 @@ seccompProfile:
   verbs: ["create", "patch"]
 {{- if .Values.gatewayApi.enabled }}
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways", "httproutes", "tlsroutes", "referencegrants"]
+  resources: ["gateways", "httproutes", "tlsroutes", "tcproutes", "referencegrants"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["gateways/status", "httproutes/status", "tlsroutes/status"]
+  resources: ["gateways/status", "httproutes/status", "tlsroutes/status", "tcproutes/status"]
   verbs: ["update", "patch"]
 {{- end }}
 {{- end }}
