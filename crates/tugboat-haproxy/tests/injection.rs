@@ -579,6 +579,9 @@ fn check(key: &KeySpec, value: &str) -> Result<(), TestCaseError> {
         // A name that finds no Secret blocks what needs it: those lines are the key's too.
         good_lines.extend(lines(&render_with(key, Some("no-such-secret"))));
     }
+    // An empty value carries no user text: what it renders (a list key's "none", such
+    // as no-tls-redirect-locations without exemptions) is the key's own.
+    good_lines.extend(lines(&render_with(key, Some(""))));
     if tugboat_model::annotations::prefixes::restricts_access(key.name) {
         // A value a key that restricts access refuses makes its routes refuse everybody:
         // those lines are the key's too (a newline is refused by every key).
