@@ -1378,6 +1378,23 @@ mod tests {
     }
 
     #[test]
+    fn a_server_added_to_a_hashed_backend_reloads_for_that_reason() {
+        let hashed = |endpoints: &[u8]| {
+            let mut desired = state(&[("web", endpoints)], &[("a.com", "web")]);
+            for backend in desired.backends.values_mut() {
+                std::sync::Arc::make_mut(&mut backend.options).balance =
+                    Some(tugboat_model::features::Balance::Source);
+            }
+            desired
+        };
+        // Past the slots a fresh layout keeps spare, a server is added.
+        let more: Vec<u8> = (1..=20).collect();
+        let before = applied(hashed(&[1]));
+        let plan = plan(Some(&before), hashed(&more), &settings());
+        assert_eq!(plan.reload, Some(ReloadReason::ServersNotDynamic));
+    }
+
+    #[test]
     fn a_reload_gives_the_files_of_a_whole_render_with_a_fresh_layout() {
         // web's last endpoint keeps its slot in the evolved layout, and takes the first
         // one in a fresh layout: the backends files of the two differ.
