@@ -527,9 +527,10 @@ async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinar
     )
     .await;
     for expected in [
-        "tugboat_haproxy_reloads_total{result=\"ok\"} 1",
-        "tugboat_object_problems{reason=\"ServiceNotFound\"} 1",
-        "tugboat_apply_duration_seconds_count 1",
+        "tugboat_applies_total{delivery=\"reload\",result=\"applied\"} 1",
+        "tugboat_reloads_total{reason=\"unknown-state\"} 1",
+        "tugboat_object_problems{kind=\"Ingress\",reason=\"ServiceNotFound\"} 1",
+        "tugboat_apply_duration_seconds_count{delivery=\"reload\"} 1",
         "tugboat_leader 1",
         "process_resident_memory_bytes ",
         "process_cpu_seconds ",

@@ -128,7 +128,7 @@ async fn status_names_haproxy_the_applies_the_problems_the_leader_and_the_watche
         "{text}"
     );
     assert!(
-        line("Last reload ").ends_with(": structure, loaded"),
+        line("Last reload ").ends_with(": new-backend, loaded"),
         "{text}"
     );
     assert!(line("Applies ").contains(" 0 refused, 0 failed"), "{text}");
@@ -182,6 +182,57 @@ async fn status_names_haproxy_the_applies_the_problems_the_leader_and_the_watche
         reply.body.contains("\n  Ingress default/broken\n"),
         "{}",
         reply.body
+    );
+
+    // The metrics count the applies by delivery and the reloads by reason: the start-up's
+    // and the new backend's, the endpoint at runtime; the lag of both changes.
+    let metrics = tugboat_testkit::get(admin_addr, "localhost", "/metrics")
+        .await
+        .expect("GET /metrics")
+        .body;
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{metrics}"))
+    };
+    for (series, at_least) in [
+        (
+            r#"tugboat_applies_total{delivery="reload",result="applied"}"#,
+            2.0,
+        ),
+        (
+            r#"tugboat_applies_total{delivery="runtime",result="applied"}"#,
+            1.0,
+        ),
+        (r#"tugboat_reloads_total{reason="unknown-state"}"#, 1.0),
+        (r#"tugboat_reloads_total{reason="new-backend"}"#, 1.0),
+        (
+            r#"tugboat_apply_duration_seconds_count{delivery="reload"}"#,
+            2.0,
+        ),
+        (
+            r#"tugboat_apply_duration_seconds_count{delivery="runtime"}"#,
+            1.0,
+        ),
+        (r#"tugboat_apply_lag_seconds_count{delivery="reload"}"#, 1.0),
+        (
+            r#"tugboat_apply_lag_seconds_count{delivery="runtime"}"#,
+            1.0,
+        ),
+    ] {
+        assert!(
+            value(series) >= at_least,
+            "{series} below {at_least}:\n{metrics}"
+        );
+    }
+    assert_eq!(
+        value(r#"tugboat_object_problems{kind="Ingress",reason="ServiceNotFound"}"#),
+        1.0
+    );
+    assert!(
+        !metrics.contains(r#"result="refused""#) && !metrics.contains(r#"result="failed""#),
+        "{metrics}"
     );
 
     // No controller there: a clear error naming the address, and a failure.

@@ -458,7 +458,11 @@ mod tests {
             &[exact("a.example.com")],
         );
         let new_port = plan(Some(&applied), first, &settings());
-        assert!(new_port.reload.is_some(), "a new frontend");
+        assert_eq!(
+            new_port.reload,
+            Some(crate::ReloadReason::Binds),
+            "a new frontend"
+        );
         let more = with_port(
             state(&[exact("cd.example.com")]),
             9443,

@@ -37,20 +37,49 @@ pub struct Applied {
     pub files: RenderedFiles,
 }
 
-/// Why a plan reloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why a plan reloads. When a change has several reasons, the first in this order names
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ReloadReason {
     /// Nothing is known of what haproxy runs (start-up, after an error).
     UnknownState,
-    /// The config changed beyond server addresses and states.
-    Structure,
+    /// The `global` or `defaults` section changed (a setting of the ConfigMap).
+    GlobalSettings,
+    /// A frontend came or went, or its `bind` lines changed (a port of its own: a TCP
+    /// service, a Gateway listener, TLS passthrough).
+    Binds,
+    /// A backend haproxy does not have (a Service port no route used before).
+    NewBackend,
+    /// A frontend's rules changed (a feature set, a regular-expression route, a redirect).
+    FrontendRules,
+    /// A backend's section changed beyond its servers (its annotations or keys).
+    BackendSettings,
+    /// Another section of the config changed (a userlist, a stick table's).
+    OtherSections,
+    /// A server added to a backend whose balancing refuses servers added at runtime.
+    ServersNotDynamic,
+    /// A TLS file haproxy cannot take at runtime: a crt-list with options, a client CA
+    /// without new crt-list lines, a certificate too large for one command.
+    TlsFiles,
+    /// Another file haproxy reads only when it loads changed (an error page, a pattern
+    /// file).
+    Files,
 }
 
 impl ReloadReason {
+    /// The reason's name: a closed set, for the metrics, the status and the log.
     pub fn as_str(self) -> &'static str {
         match self {
             ReloadReason::UnknownState => "unknown-state",
-            ReloadReason::Structure => "structure",
+            ReloadReason::GlobalSettings => "global-settings",
+            ReloadReason::Binds => "binds",
+            ReloadReason::NewBackend => "new-backend",
+            ReloadReason::FrontendRules => "frontend-rules",
+            ReloadReason::BackendSettings => "backend-settings",
+            ReloadReason::OtherSections => "other-sections",
+            ReloadReason::ServersNotDynamic => "servers-not-dynamic",
+            ReloadReason::TlsFiles => "tls-files",
+            ReloadReason::Files => "files",
         }
     }
 }
@@ -121,10 +150,11 @@ pub fn plan_within(
     if window == ReloadWindow::Open {
         return change.reload_plan(applied, settings);
     }
+    let reason = change.reason;
     let projected = runtime_projection(&applied.desired, &change.desired);
     let mut now =
         runtime_plan(applied, projected, settings).unwrap_or_else(StructureChange::nothing);
-    now.held = Some(ReloadReason::Structure);
+    now.held = Some(reason);
     now
 }
 
@@ -143,6 +173,7 @@ struct StructureChange {
     desired: Desired,
     layout: Layout,
     files: RenderedFiles,
+    reason: ReloadReason,
 }
 
 impl StructureChange {
@@ -154,7 +185,7 @@ impl StructureChange {
             self.desired,
             Some(self.files),
             settings,
-            ReloadReason::Structure,
+            self.reason,
         )
     }
 
@@ -187,12 +218,16 @@ fn runtime_plan(
     let desired = keep_unrouted_backends(applied, desired);
     let (layout, slot_changes) = applied.layout.evolve(&desired);
     let files = render(&desired, &layout, settings);
-    if !same_structure(&applied.files, &files, settings) {
-        return Err(Box::new(StructureChange {
+    let structure_change = |desired, layout, files, reason| {
+        Err(Box::new(StructureChange {
             desired,
             layout,
             files,
-        }));
+            reason,
+        }))
+    };
+    if let Some(reason) = structure_change_reason(&applied.files, &files, settings) {
+        return structure_change(desired, layout, files, reason);
     }
     // Files with no runtime path (error pages) reload when they change. A file that
     // goes away needs no reload: with the structure unchanged, nothing left in the
@@ -247,12 +282,19 @@ fn runtime_plan(
                     .is_some_and(|b| !b.options.allows_dynamic_servers())
         })
     };
-    if changed.iter().any(|p| !runtime_file(p)) || refuses_added_servers() {
-        return Err(Box::new(StructureChange {
-            desired,
-            layout,
-            files,
-        }));
+    let tls_file = |path: &PathBuf| {
+        *path == list || settings.is_certificate(path) || settings.is_client_ca_file(path)
+    };
+    let file_reason = changed.iter().filter(|p| !runtime_file(p)).map(|path| {
+        if tls_file(path) {
+            ReloadReason::TlsFiles
+        } else {
+            ReloadReason::Files
+        }
+    });
+    let servers_reason = refuses_added_servers().then_some(ReloadReason::ServersNotDynamic);
+    if let Some(reason) = servers_reason.into_iter().chain(file_reason).min() {
+        return structure_change(desired, layout, files, reason);
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
     for (backend, changes) in slot_changes {
@@ -274,11 +316,7 @@ fn runtime_plan(
     let new_certs = certificates(&files, settings);
     if new_certs.values().any(|pem| pem.len() > MAX_CERTIFICATE) {
         // Too large for one runtime command: haproxy loads it from the file.
-        return Err(Box::new(StructureChange {
-            desired,
-            layout,
-            files,
-        }));
+        return structure_change(desired, layout, files, ReloadReason::TlsFiles);
     }
     for path in changed.iter().filter(|p| settings.is_client_ca_file(p)) {
         if let Some(pem) = files.get(path) {
@@ -801,7 +839,8 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether the `new` files' config can replace the `old` one without a reload: the same
+/// Why the `new` files' config cannot replace the `old` one without a reload (`None`:
+/// it can, being the same
 /// once their slot `server` lines (what runtime commands change), comments and blank
 /// lines are left out, and once the sections of backends that only `old` has are left
 /// out too. Such a backend stays in haproxy until the next reload, unused: no route
@@ -810,23 +849,84 @@ fn changed_files(old: &RenderedFiles, new: &RenderedFiles) -> Vec<PathBuf> {
 /// not know the backends its predecessor kept unused (see [`keep_unrouted_backends`]),
 /// drops them from the files without a reload. The main config is compared line by
 /// line; the backends' files section by section, whatever file each is in.
-fn same_structure(old: &RenderedFiles, new: &RenderedFiles, settings: &RenderSettings) -> bool {
+fn structure_change_reason(
+    old: &RenderedFiles,
+    new: &RenderedFiles,
+    settings: &RenderSettings,
+) -> Option<ReloadReason> {
     let config = settings.config_file();
-    let same_main = match (old.get(&config), new.get(&config)) {
+    let main = match (old.get(&config), new.get(&config)) {
         (Some(old), Some(new)) => {
             let kept: BTreeSet<&str> = backend_names(new).collect();
-            structure_lines(old, Some(&kept)).eq(structure_lines(new, None))
+            let old_lines = || structure_lines(old, Some(&kept));
+            let new_lines = || structure_lines(new, None);
+            (!old_lines().eq(new_lines())).then(|| main_sections_reason(old_lines(), new_lines()))
         }
-        (None, None) => true,
-        _ => false,
+        (None, None) => None,
+        _ => Some(ReloadReason::GlobalSettings),
     };
     let old_sections: HashMap<&str, &str> = backends_sections(old, settings).collect();
-    same_main
-        && backends_sections(new, settings).all(|(name, section)| {
-            old_sections
-                .get(name)
-                .is_some_and(|old| structure_lines(old, None).eq(structure_lines(section, None)))
+    let backends =
+        backends_sections(new, settings).filter_map(|(name, section)| {
+            match old_sections.get(name) {
+                None => Some(ReloadReason::NewBackend),
+                Some(old) if !structure_lines(old, None).eq(structure_lines(section, None)) => {
+                    Some(ReloadReason::BackendSettings)
+                }
+                Some(_) => None,
+            }
+        });
+    main.into_iter().chain(backends).min()
+}
+
+/// Why the main config's structure lines `old` and `new`, which differ, need a reload:
+/// by the sections that differ (only their order, when none does).
+fn main_sections_reason<'a>(
+    old: impl Iterator<Item = &'a str>,
+    new: impl Iterator<Item = &'a str>,
+) -> ReloadReason {
+    let (old, new) = (by_section(old), by_section(new));
+    let binds = |lines: Option<&Vec<&'a str>>| -> Option<Vec<&'a str>> {
+        lines.map(|lines| {
+            lines
+                .iter()
+                .copied()
+                .filter(|line| line.trim_start().starts_with("bind "))
+                .collect()
         })
+    };
+    old.keys()
+        .chain(new.keys())
+        .filter(|header| old.get(*header) != new.get(*header))
+        .map(|header| {
+            let (before, after) = (old.get(header), new.get(header));
+            match header.split_whitespace().next().unwrap_or("") {
+                "global" | "defaults" => ReloadReason::GlobalSettings,
+                "frontend" | "listen" if binds(before) != binds(after) => ReloadReason::Binds,
+                "frontend" | "listen" => ReloadReason::FrontendRules,
+                "backend" if before.is_none() => ReloadReason::NewBackend,
+                "backend" => ReloadReason::BackendSettings,
+                _ => ReloadReason::OtherSections,
+            }
+        })
+        .min()
+        .unwrap_or(ReloadReason::OtherSections)
+}
+
+/// A config's lines by section: each section's header (its unindented first line) and
+/// its other lines.
+fn by_section<'a>(lines: impl Iterator<Item = &'a str>) -> BTreeMap<&'a str, Vec<&'a str>> {
+    let mut sections: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut header = "";
+    for line in lines {
+        if line.starts_with(char::is_whitespace) {
+            sections.entry(header).or_default().push(line);
+        } else {
+            header = line.trim_end();
+            sections.entry(header).or_default();
+        }
+    }
+    sections
 }
 
 /// The `backend` sections of the backends' files, by name.
@@ -1209,9 +1309,10 @@ mod tests {
                 new: false,
             }]
         );
-        // The host leaves: its crt-list line with options goes by a reload.
+        // The host leaves: its crt-list line with options goes by a reload, and the HTTPS
+        // bind, which names the client CAs while a host asks for certificates, changes.
         let left = plan(Some(&before), base(), &settings());
-        assert_eq!(left.reload, Some(ReloadReason::Structure));
+        assert_eq!(left.reload, Some(ReloadReason::Binds));
     }
 
     #[test]
@@ -1272,8 +1373,25 @@ mod tests {
             state(&[("web", &[1]), ("api", &[2])], &[]),
             &settings(),
         );
-        assert_eq!(plan.reload, Some(ReloadReason::Structure));
+        assert_eq!(plan.reload, Some(ReloadReason::NewBackend));
         assert!(plan.runtime.is_empty());
+    }
+
+    #[test]
+    fn a_server_added_to_a_hashed_backend_reloads_for_that_reason() {
+        let hashed = |endpoints: &[u8]| {
+            let mut desired = state(&[("web", endpoints)], &[("a.com", "web")]);
+            for backend in desired.backends.values_mut() {
+                std::sync::Arc::make_mut(&mut backend.options).balance =
+                    Some(tugboat_model::features::Balance::Source);
+            }
+            desired
+        };
+        // Past the slots a fresh layout keeps spare, a server is added.
+        let more: Vec<u8> = (1..=20).collect();
+        let before = applied(hashed(&[1]));
+        let plan = plan(Some(&before), hashed(&more), &settings());
+        assert_eq!(plan.reload, Some(ReloadReason::ServersNotDynamic));
     }
 
     #[test]
@@ -1289,7 +1407,7 @@ mod tests {
             render(&after, &fresh, &settings())
         );
         let plan = plan(Some(&before), after, &settings());
-        assert_eq!(plan.reload, Some(ReloadReason::Structure));
+        assert_eq!(plan.reload, Some(ReloadReason::NewBackend));
         assert_eq!(plan.next.layout, fresh);
         assert_eq!(
             plan.next.files,
@@ -1311,7 +1429,7 @@ mod tests {
             &settings(),
             ReloadWindow::Closed,
         );
-        assert_eq!(held.held, Some(ReloadReason::Structure));
+        assert_eq!(held.held, Some(ReloadReason::NewBackend));
         assert_eq!(held.reload, None);
         assert!(!held.runtime.is_empty());
         assert!(
@@ -1337,13 +1455,13 @@ mod tests {
         );
         assert_eq!(
             (open.reload, open.held),
-            (Some(ReloadReason::Structure), None)
+            (Some(ReloadReason::NewBackend), None)
         );
         // Nothing runtime can take: an empty plan that holds the reload.
         let only_new = state(&[("web", &[1]), ("api", &[3])], &[("a.com", "web")]);
         let nothing = plan_within(Some(&before), only_new, &settings(), ReloadWindow::Closed);
         assert!(nothing.is_empty(), "{nothing:?}");
-        assert_eq!(nothing.held, Some(ReloadReason::Structure));
+        assert_eq!(nothing.held, Some(ReloadReason::NewBackend));
         // An unknown state reloads whatever the window.
         let unknown = plan_within(None, after, &settings(), ReloadWindow::Closed);
         assert_eq!(
@@ -1443,15 +1561,37 @@ mod tests {
         let b = "# Service ns/b port 80\nbackend b\n    balance roundrobin\n    server s1 10.0.0.2:80\n";
         let old = config_files(main, &[&format!("{a}\n{b}")]);
         let without_b = config_files(main, &[&a_moved]);
-        let same = |old: &RenderedFiles, new: &RenderedFiles| same_structure(old, new, &settings());
+        let reason = |old: &RenderedFiles, new: &RenderedFiles| {
+            structure_change_reason(old, new, &settings())
+        };
+        let same = |old: &RenderedFiles, new: &RenderedFiles| reason(old, new).is_none();
         assert!(same(&old, &without_b));
         // A backend only the new config has needs a reload.
-        assert!(!same(&without_b, &old));
+        assert_eq!(reason(&without_b, &old), Some(ReloadReason::NewBackend));
         // So does any other line, in a backend both have or elsewhere.
         let other_balance = config_files(main, &[&a.replace("roundrobin", "leastconn")]);
-        assert!(!same(&old, &other_balance));
+        assert_eq!(
+            reason(&old, &other_balance),
+            Some(ReloadReason::BackendSettings)
+        );
         let other_frontend = config_files(&main.replace("frontend f", "frontend g"), &[a]);
-        assert!(!same(&old, &other_frontend));
+        assert_eq!(reason(&old, &other_frontend), Some(ReloadReason::Binds));
+        let other_rule = config_files(&main.replace("txn.b", "txn.c"), &[a]);
+        assert_eq!(reason(&old, &other_rule), Some(ReloadReason::FrontendRules));
+        let other_bind = config_files(&format!("{main}    bind :80\n"), &[a]);
+        assert_eq!(reason(&old, &other_bind), Some(ReloadReason::Binds));
+        let global = config_files(&format!("global\n    maxconn 10\n{main}"), &[a]);
+        let other_global = config_files(&format!("global\n    maxconn 20\n{main}"), &[a]);
+        assert_eq!(
+            reason(&global, &other_global),
+            Some(ReloadReason::GlobalSettings)
+        );
+        // The first reason in order names a change that has several.
+        let both = config_files(
+            &format!("global\n    maxconn 20\n{main}"),
+            &[&a.replace("roundrobin", "leastconn")],
+        );
+        assert_eq!(reason(&global, &both), Some(ReloadReason::GlobalSettings));
         let other_comment =
             config_files(main, &[&a.replace("# Service ns/a", "# Service of ns/a")]);
         assert!(same(&without_b, &other_comment));
@@ -1464,7 +1604,10 @@ mod tests {
             &[a],
         );
         assert!(same(&with_table, &without_b));
-        assert!(!same(&without_b, &with_table));
+        assert_eq!(
+            reason(&without_b, &with_table),
+            Some(ReloadReason::NewBackend)
+        );
     }
 
     #[test]
@@ -1898,7 +2041,7 @@ mod tests {
             }
             let projected = runtime_projection(&current.desired, &whole.next.desired);
             let expected = plan(Some(&current), projected, &settings);
-            proptest::prop_assert_eq!(closed.held, Some(ReloadReason::Structure));
+            proptest::prop_assert_eq!(closed.held, whole.reload);
             if expected.reload.is_some() {
                 proptest::prop_assert!(closed.is_empty(), "{:?}", closed);
             } else {

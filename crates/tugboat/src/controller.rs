@@ -413,16 +413,25 @@ enum UpdateResult {
 }
 
 impl UpdateResult {
-    /// How the metrics count it; `None` when nothing was sent to haproxy.
-    fn counted(&self) -> Option<ApplyOutcome> {
+    /// How the metrics, the status and the log count it; `None` when nothing was sent to
+    /// haproxy. `planned`: why the last full plan reloaded, the reason of a reload that
+    /// was refused or did not get through.
+    fn counted(&self, planned: Option<tugboat_haproxy::ReloadReason>) -> Option<ApplyOutcome> {
+        let planned = planned
+            .unwrap_or(tugboat_haproxy::ReloadReason::UnknownState)
+            .as_str();
         match self {
             UpdateResult::Applied { report, .. } => Some(match report.delivery {
-                Delivery::Reload(_) => ApplyOutcome::Reloaded,
+                Delivery::Reload(reason) => ApplyOutcome::Reloaded {
+                    reason: reason.as_str(),
+                },
                 Delivery::RuntimeThenReload => ApplyOutcome::RuntimeFellBack,
                 Delivery::Runtime | Delivery::Nothing => ApplyOutcome::Runtime,
             }),
-            UpdateResult::Refused { .. } => Some(ApplyOutcome::Refused),
-            UpdateResult::Failed { reload, .. } => Some(ApplyOutcome::Failed { reload: *reload }),
+            UpdateResult::Refused { .. } => Some(ApplyOutcome::Refused { reason: planned }),
+            UpdateResult::Failed { reload, .. } => Some(ApplyOutcome::Failed {
+                reload: reload.then_some(planned),
+            }),
             UpdateResult::Unchanged { .. }
             | UpdateResult::ReloadHeld
             | UpdateResult::RefusedBefore => None,
@@ -601,10 +610,22 @@ fn conclude(
         timings,
         result,
     } = outcome;
-    if let (Some(metrics), Some(counted)) = (&config.metrics, result.counted()) {
-        metrics.record_apply(counted, timings.total);
+    let counted = result.counted(state.planned_reload);
+    if let (Some(metrics), Some(counted)) = (&config.metrics, counted) {
+        // The lag counts once haproxy serves all of the change: not the runtime part
+        // sent while a reload waits for its window.
+        let reload_pending = matches!(
+            result,
+            UpdateResult::Applied {
+                reload_pending: true,
+                ..
+            }
+        );
+        let since_change = timings.since_change.filter(|_| !reload_pending);
+        metrics.record_apply(counted, timings.total, since_change);
     }
-    record_activity(status, built, &result, state.planned_reload, timings.total);
+    let reload_reason = counted.and_then(ApplyOutcome::reload_reason);
+    record_activity(status, built, &result, reload_reason, timings.total);
     let total_ms = ms(timings.total);
     match result {
         UpdateResult::Unchanged { runs } => {
@@ -639,7 +660,15 @@ fn conclude(
             if let Built::Full = built {
                 state.refused = None;
             }
-            log_applied(applier, built, objects, &timings, &report, reload_pending);
+            log_applied(
+                applier,
+                built,
+                objects,
+                &timings,
+                &report,
+                reload_reason,
+                reload_pending,
+            );
             // With what haproxy said of Lua, the problems change: the whole state
             // again, to report them.
             state.in_sync = !reload_pending && !lua_changed;
@@ -657,6 +686,7 @@ fn conclude(
             // Snippets are the likely cause: leave the new ones out and apply the rest.
             tracing::error!(
                 total_ms,
+                reload_reason,
                 snippets = new_snippets.len(),
                 "haproxy refused the new configuration, which has new snippets; the previous \
                  files are back in place, and the rest is applied again without them. \
@@ -671,6 +701,7 @@ fn conclude(
         UpdateResult::Refused { message, files, .. } => {
             tracing::error!(
                 total_ms,
+                reload_reason,
                 "haproxy refused the new configuration; it keeps serving the previous one \
                  and the previous files are back in place. haproxy said:\n{message}"
             );
@@ -681,7 +712,11 @@ fn conclude(
         UpdateResult::Failed { error, .. } => {
             match built {
                 Built::Patch(_) => tracing::error!(total_ms, "update failed: {error}"),
-                Built::Full => tracing::error!(total_ms, "update failed, will retry: {error}"),
+                Built::Full => tracing::error!(
+                    total_ms,
+                    reload_reason,
+                    "update failed, will retry: {error}"
+                ),
             }
             match error {
                 // The whole state follows at once, with a reload.
@@ -693,34 +728,26 @@ fn conclude(
 }
 
 /// Keeps the last apply and reload in the status, for `/status`, when the update sent
-/// something to haproxy.
+/// something to haproxy; `reload_reason`: why it reloaded, when it did.
 fn record_activity(
     status: &watch::Sender<ControllerStatus>,
     built: Built<'_>,
     result: &UpdateResult,
-    planned_reload: Option<tugboat_haproxy::ReloadReason>,
+    reload_reason: Option<&'static str>,
     total: Duration,
 ) {
-    let planned = planned_reload.map_or("unknown-state", |reason| reason.as_str());
-    let (delivery, outcome, reload_reason, message) = match result {
+    let (delivery, outcome, message) = match result {
         UpdateResult::Applied { report, .. } => {
-            let reason = match report.delivery {
-                Delivery::Reload(reason) => Some(reason.as_str()),
-                Delivery::RuntimeThenReload => Some("runtime-not-taken"),
-                Delivery::Runtime | Delivery::Nothing => None,
-            };
-            (report.delivery.as_str(), ApplyResult::Applied, reason, None)
+            (report.delivery.as_str(), ApplyResult::Applied, None)
         }
         UpdateResult::Refused { message, .. } => (
             "reload",
             ApplyResult::Refused,
-            Some(planned),
             Some(refusal_summary(message)),
         ),
         UpdateResult::Failed { error, reload } => (
             if *reload { "reload" } else { "runtime" },
             ApplyResult::Failed,
-            reload.then_some(planned),
             Some(crate::status::safe_message(&error.to_string())),
         ),
         UpdateResult::Unchanged { .. } | UpdateResult::ReloadHeld | UpdateResult::RefusedBefore => {
@@ -767,6 +794,7 @@ fn log_applied(
     objects: usize,
     timings: &Timings,
     report: &ApplyReport,
+    reload_reason: Option<&'static str>,
     reload_pending: bool,
 ) {
     let (backends, routes) = applier.applied().map_or((0, 0), |a| {
@@ -778,6 +806,7 @@ fn log_applied(
         routes,
         built = built.as_str(),
         delivery = report.delivery.as_str(),
+        reload_reason,
         reload_pending,
         files_written = report.files_written,
         runtime_commands = report.runtime_commands,

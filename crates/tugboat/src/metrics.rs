@@ -18,8 +18,14 @@ use prometheus_client::registry::Registry;
 use tugboat_model::ObjectProblem;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabel {
+struct ApplyLabels {
+    delivery: &'static str,
     result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabel {
+    delivery: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -32,29 +38,76 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
-/// How one apply ended, as the metrics count it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProblemLabels {
+    kind: &'static str,
+    reason: &'static str,
+}
+
+/// How one apply ended, as the metrics count it. A `reason` is why haproxy was asked
+/// to reload, one of the planner's closed set
+/// ([`ReloadReason::as_str`](tugboat_haproxy::ReloadReason::as_str), or
+/// `runtime-not-taken`): never text from an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApplyOutcome {
     /// haproxy reloaded with the new files.
-    Reloaded,
+    Reloaded { reason: &'static str },
     /// Applied without a reload.
     Runtime,
     /// haproxy refused the new configuration on reload.
-    Refused,
-    /// haproxy could not be reached or the apply failed otherwise (retried).
-    Failed { reload: bool },
+    Refused { reason: &'static str },
+    /// haproxy could not be reached or the apply failed otherwise (retried); `reload`:
+    /// the reason of the reload the plan asked for, `None` for runtime commands.
+    Failed { reload: Option<&'static str> },
     /// haproxy did not take a runtime update as expected; a reload followed.
     RuntimeFellBack,
+}
+
+/// The reason of the reload that follows runtime commands haproxy did not take.
+const RUNTIME_NOT_TAKEN: &str = "runtime-not-taken";
+
+impl ApplyOutcome {
+    /// The `delivery` and `result` labels of `tugboat_applies_total`.
+    fn labels(self) -> ApplyLabels {
+        let (delivery, result) = match self {
+            ApplyOutcome::Reloaded { .. } => ("reload", "applied"),
+            ApplyOutcome::Runtime => ("runtime", "applied"),
+            ApplyOutcome::Refused { .. } => ("reload", "refused"),
+            ApplyOutcome::Failed { reload: Some(_) } => ("reload", "failed"),
+            ApplyOutcome::Failed { reload: None } => ("runtime", "failed"),
+            ApplyOutcome::RuntimeFellBack => ("runtime", "fell_back"),
+        };
+        ApplyLabels { delivery, result }
+    }
+
+    /// Why haproxy was asked to reload, when it was.
+    pub fn reload_reason(self) -> Option<&'static str> {
+        match self {
+            ApplyOutcome::Reloaded { reason } | ApplyOutcome::Refused { reason } => Some(reason),
+            ApplyOutcome::Failed { reload } => reload,
+            ApplyOutcome::RuntimeFellBack => Some(RUNTIME_NOT_TAKEN),
+            ApplyOutcome::Runtime => None,
+        }
+    }
+
+    /// Whether haproxy serves the new state after it.
+    fn served(self) -> bool {
+        matches!(
+            self,
+            ApplyOutcome::Reloaded { .. } | ApplyOutcome::Runtime | ApplyOutcome::RuntimeFellBack
+        )
+    }
 }
 
 /// Every metric the controller exports.
 pub struct Metrics {
     registry: Registry,
-    reloads: Family<ResultLabel, Counter>,
-    runtime_updates: Family<ResultLabel, Counter>,
-    apply_duration: Histogram,
+    applies: Family<ApplyLabels, Counter>,
+    reloads: Family<ReasonLabel, Counter>,
+    apply_duration: Family<DeliveryLabel, Histogram>,
+    apply_lag: Family<DeliveryLabel, Histogram>,
     objects: Family<KindLabel, Gauge>,
-    problems: Family<ReasonLabel, Gauge>,
+    problems: Family<ProblemLabels, Gauge>,
     events_posted: Counter,
     status_writes: Counter,
     leader: Gauge,
@@ -78,23 +131,35 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let reloads = Family::<ResultLabel, Counter>::default();
+        let applies = Family::<ApplyLabels, Counter>::default();
         registry.register(
-            "tugboat_haproxy_reloads",
-            "haproxy reloads, by result (ok, refused, failed)",
+            "tugboat_applies",
+            "Updates sent to haproxy, by delivery (runtime, reload) and result (applied, \
+             refused, failed, fell_back)",
+            applies.clone(),
+        );
+        let reloads = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "tugboat_reloads",
+            "Reloads asked of haproxy, whatever their result, by reason",
             reloads.clone(),
         );
-        let runtime_updates = Family::<ResultLabel, Counter>::default();
-        registry.register(
-            "tugboat_haproxy_runtime_updates",
-            "Updates applied without a reload, by result (ok, failed)",
-            runtime_updates.clone(),
+        let apply_duration = Family::<DeliveryLabel, Histogram>::new_with_constructor(
+            (|| Histogram::new(exponential_buckets(0.001, 2.0, 16))) as fn() -> Histogram,
         );
-        let apply_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         registry.register(
             "tugboat_apply_duration_seconds",
-            "Time to build, render, write and apply one update",
+            "Time to build, render, write and apply one update, by delivery",
             apply_duration.clone(),
+        );
+        let apply_lag = Family::<DeliveryLabel, Histogram>::new_with_constructor(
+            (|| Histogram::new(exponential_buckets(0.005, 2.0, 14))) as fn() -> Histogram,
+        );
+        registry.register(
+            "tugboat_apply_lag_seconds",
+            "From the first change of an update seen by the controller's source to haproxy \
+             serving it, by delivery",
+            apply_lag.clone(),
         );
         let objects = Family::<KindLabel, Gauge>::default();
         registry.register(
@@ -102,10 +167,10 @@ impl Metrics {
             "Objects held in the controller's stores, by kind",
             objects.clone(),
         );
-        let problems = Family::<ReasonLabel, Gauge>::default();
+        let problems = Family::<ProblemLabels, Gauge>::default();
         registry.register(
             "tugboat_object_problems",
-            "Problems found in objects by the last update, by reason",
+            "Problems found in objects by the last update, by object kind and reason",
             problems.clone(),
         );
         let events_posted = Counter::default();
@@ -146,9 +211,10 @@ impl Metrics {
         );
         Self {
             registry,
+            applies,
             reloads,
-            runtime_updates,
             apply_duration,
+            apply_lag,
             objects,
             problems,
             events_posted,
@@ -160,39 +226,44 @@ impl Metrics {
         }
     }
 
-    /// Counts one apply and its duration.
-    pub fn record_apply(&self, outcome: ApplyOutcome, duration: Duration) {
-        let result = |result| ResultLabel { result };
-        match outcome {
-            ApplyOutcome::Reloaded => self.reloads.get_or_create(&result("ok")).inc(),
-            ApplyOutcome::Refused => self.reloads.get_or_create(&result("refused")).inc(),
-            ApplyOutcome::Failed { reload: true } => {
-                self.reloads.get_or_create(&result("failed")).inc()
-            }
-            ApplyOutcome::Runtime => self.runtime_updates.get_or_create(&result("ok")).inc(),
-            ApplyOutcome::Failed { reload: false } => {
-                self.runtime_updates.get_or_create(&result("failed")).inc()
-            }
-            ApplyOutcome::RuntimeFellBack => {
-                self.runtime_updates
-                    .get_or_create(&result("fallback"))
-                    .inc();
-                self.reloads.get_or_create(&result("ok")).inc()
-            }
+    /// Counts one apply, its duration and, when haproxy serves its state, the time since
+    /// its first change was seen (`since_change`, when known).
+    pub fn record_apply(
+        &self,
+        outcome: ApplyOutcome,
+        duration: Duration,
+        since_change: Option<Duration>,
+    ) {
+        let labels = outcome.labels();
+        self.applies.get_or_create(&labels).inc();
+        if let Some(reason) = outcome.reload_reason() {
+            self.reloads.get_or_create(&ReasonLabel { reason }).inc();
+        }
+        let delivery = DeliveryLabel {
+            delivery: labels.delivery,
         };
-        self.apply_duration.observe(duration.as_secs_f64());
+        self.apply_duration
+            .get_or_create(&delivery)
+            .observe(duration.as_secs_f64());
+        if let Some(lag) = since_change.filter(|_| outcome.served()) {
+            self.apply_lag
+                .get_or_create(&delivery)
+                .observe(lag.as_secs_f64());
+        }
     }
 
-    /// Sets the current problems, counted by reason.
+    /// Sets the current problems, counted by object kind and reason.
     pub fn set_problems(&self, problems: &[ObjectProblem]) {
-        let mut by_reason: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut counts: BTreeMap<(&'static str, &'static str), i64> = BTreeMap::new();
         for problem in problems {
-            *by_reason.entry(problem.reason.as_str()).or_default() += 1;
+            *counts
+                .entry((problem.object.kind, problem.reason.as_str()))
+                .or_default() += 1;
         }
         self.problems.clear();
-        for (reason, count) in by_reason {
+        for ((kind, reason), count) in counts {
             self.problems
-                .get_or_create(&ReasonLabel { reason })
+                .get_or_create(&ProblemLabels { kind, reason })
                 .set(count);
         }
     }
@@ -317,31 +388,71 @@ mod tests {
     }
 
     #[test]
-    fn exports_counters_by_result_and_problems_by_reason() {
+    fn exports_applies_by_delivery_reloads_by_reason_and_problems_by_kind() {
         let metrics = Metrics::new();
-        metrics.record_apply(ApplyOutcome::Reloaded, Duration::from_millis(5));
-        metrics.record_apply(ApplyOutcome::Reloaded, Duration::from_millis(5));
-        metrics.record_apply(ApplyOutcome::Refused, Duration::from_millis(5));
+        let ms = Duration::from_millis;
+        let structure = ApplyOutcome::Reloaded {
+            reason: "structure",
+        };
+        metrics.record_apply(structure, ms(5), Some(ms(40)));
+        metrics.record_apply(structure, ms(5), None);
+        metrics.record_apply(ApplyOutcome::Runtime, ms(1), Some(ms(3)));
+        metrics.record_apply(
+            ApplyOutcome::Refused {
+                reason: "structure",
+            },
+            ms(5),
+            Some(ms(9)),
+        );
+        metrics.record_apply(ApplyOutcome::Failed { reload: None }, ms(1), None);
+        metrics.record_apply(ApplyOutcome::RuntimeFellBack, ms(9), Some(ms(20)));
+        let problem = |kind, reason| ObjectProblem {
+            object: tugboat_model::ObjectRef {
+                kind,
+                namespace: "shop".into(),
+                name: "web".into(),
+            },
+            field: "spec".into(),
+            reason,
+            message: "bad".into(),
+        };
+        use tugboat_model::problem::ProblemReason;
+        metrics.set_problems(&[
+            problem("Ingress", ProblemReason::ServiceNotFound),
+            problem("Ingress", ProblemReason::ServiceNotFound),
+            problem("HTTPRoute", ProblemReason::ServiceNotFound),
+        ]);
         metrics.set_objects(&BTreeMap::from([("Ingress", 3)]));
         metrics.set_leader(true);
         let text = metrics.encode();
-        assert!(
-            text.contains("tugboat_haproxy_reloads_total{result=\"ok\"} 2"),
-            "{text}"
-        );
-        assert!(
-            text.contains("tugboat_haproxy_reloads_total{result=\"refused\"} 1"),
-            "{text}"
-        );
-        assert!(
-            text.contains("tugboat_objects_watched{kind=\"Ingress\"} 3"),
-            "{text}"
-        );
-        assert!(text.contains("tugboat_leader 1"), "{text}");
-        assert!(
-            text.contains("tugboat_apply_duration_seconds_count 3"),
-            "{text}"
-        );
-        assert!(text.contains("process_resident_memory_bytes "), "{text}");
+        for expected in [
+            "tugboat_applies_total{delivery=\"reload\",result=\"applied\"} 2",
+            "tugboat_applies_total{delivery=\"runtime\",result=\"applied\"} 1",
+            "tugboat_applies_total{delivery=\"reload\",result=\"refused\"} 1",
+            "tugboat_applies_total{delivery=\"runtime\",result=\"failed\"} 1",
+            "tugboat_applies_total{delivery=\"runtime\",result=\"fell_back\"} 1",
+            // Refused reloads were asked for too; a runtime fallback reloads.
+            "tugboat_reloads_total{reason=\"structure\"} 3",
+            "tugboat_reloads_total{reason=\"runtime-not-taken\"} 1",
+            "tugboat_apply_duration_seconds_count{delivery=\"reload\"} 3",
+            "tugboat_apply_duration_seconds_count{delivery=\"runtime\"} 3",
+            // Only what haproxy serves, when the first change is known.
+            "tugboat_apply_lag_seconds_count{delivery=\"reload\"} 1",
+            "tugboat_apply_lag_seconds_count{delivery=\"runtime\"} 2",
+            "tugboat_apply_lag_seconds_sum{delivery=\"runtime\"} 0.023",
+            "tugboat_object_problems{kind=\"Ingress\",reason=\"ServiceNotFound\"} 2",
+            "tugboat_object_problems{kind=\"HTTPRoute\",reason=\"ServiceNotFound\"} 1",
+            "tugboat_objects_watched{kind=\"Ingress\"} 3",
+            "tugboat_leader 1",
+            "process_resident_memory_bytes ",
+        ] {
+            assert!(
+                text.lines().any(|line| line.starts_with(expected)),
+                "{expected} not in:\n{text}"
+            );
+        }
+        // The problems are replaced, not added to.
+        metrics.set_problems(&[]);
+        assert!(!metrics.encode().contains("tugboat_object_problems{"));
     }
 }

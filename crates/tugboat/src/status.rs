@@ -84,7 +84,8 @@ pub struct ApplyRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReloadRecord {
     pub at: Timestamp,
-    /// Why: `structure`, `unknown-state` or `runtime-not-taken`.
+    /// Why: a [`ReloadReason`](tugboat_haproxy::ReloadReason)'s name or
+    /// `runtime-not-taken`.
     pub reason: String,
     pub result: ApplyResult,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -450,8 +450,49 @@ async fn the_next_step_and_the_counts_follow_from_how_an_apply_ended() {
     let mut step = Step::new(&master);
     let metrics = Arc::new(Metrics::new());
     step.config.metrics = Some(metrics.clone());
+    // Why the full plan reloads: the reason of the reloads refused or not got through.
+    step.state.planned_reload = Some(tugboat_haproxy::ReloadReason::NewBackend);
     let patch = Patch::default();
+    let applied = |delivery| UpdateResult::Applied {
+        report: ApplyReport {
+            delivery,
+            files_written: 1,
+            runtime_commands: 1,
+            write: Duration::ZERO,
+            runtime: Duration::ZERO,
+            reload: Duration::ZERO,
+        },
+        reload_pending: false,
+        lua_changed: false,
+    };
+    let seen_before = |built, result, since_change| UpdateOutcome {
+        timings: Timings {
+            since_change: Some(since_change),
+            ..outcome(built, UpdateResult::ReloadHeld).timings
+        },
+        ..outcome(built, result)
+    };
     let cases = [
+        (
+            "a patch at runtime, served 30ms after its change was seen",
+            seen_before(
+                Built::Patch(&patch),
+                applied(Delivery::Runtime),
+                Duration::from_millis(30),
+            ),
+            Next::OnChange,
+        ),
+        (
+            "a reload for a new state: its reason counted",
+            seen_before(
+                Built::Full,
+                applied(Delivery::Reload(
+                    tugboat_haproxy::ReloadReason::UnknownState,
+                )),
+                Duration::from_millis(700),
+            ),
+            Next::OnChange,
+        ),
         (
             "a runtime command of a patch not taken: the whole state at once",
             outcome(
@@ -527,12 +568,23 @@ async fn the_next_step_and_the_counts_follow_from_how_an_apply_ended() {
     assert!(!step.status.borrow().ready);
     let text = metrics.encode();
     for counted in [
-        "tugboat_haproxy_runtime_updates_total{result=\"failed\"} 1",
-        "tugboat_haproxy_reloads_total{result=\"failed\"} 1",
-        "tugboat_haproxy_reloads_total{result=\"refused\"} 2",
-        "tugboat_apply_duration_seconds_count 4",
+        "tugboat_applies_total{delivery=\"runtime\",result=\"applied\"} 1",
+        "tugboat_applies_total{delivery=\"reload\",result=\"applied\"} 1",
+        "tugboat_applies_total{delivery=\"runtime\",result=\"failed\"} 1",
+        "tugboat_applies_total{delivery=\"reload\",result=\"failed\"} 1",
+        "tugboat_applies_total{delivery=\"reload\",result=\"refused\"} 2",
+        "tugboat_reloads_total{reason=\"unknown-state\"} 1",
+        "tugboat_reloads_total{reason=\"new-backend\"} 3",
+        "tugboat_apply_duration_seconds_count{delivery=\"runtime\"} 2",
+        "tugboat_apply_duration_seconds_count{delivery=\"reload\"} 4",
+        "tugboat_apply_lag_seconds_sum{delivery=\"runtime\"} 0.03",
+        "tugboat_apply_lag_seconds_sum{delivery=\"reload\"} 0.7",
+        "tugboat_apply_lag_seconds_count{delivery=\"reload\"} 1",
     ] {
-        assert!(text.contains(counted), "{counted} in {text}");
+        assert!(
+            text.lines().any(|line| line.starts_with(counted)),
+            "{counted} in {text}"
+        );
     }
 }
 
@@ -565,7 +617,7 @@ async fn the_status_keeps_the_last_apply_and_reload_and_counts_them_without_waki
     // Only the apply record changed: the leader's duties are not woken for it.
     assert!(!receiver.has_changed().expect("open"));
 
-    step.state.planned_reload = Some(tugboat_haproxy::ReloadReason::Structure);
+    step.state.planned_reload = Some(tugboat_haproxy::ReloadReason::GlobalSettings);
     let refused = outcome(
         Built::Full,
         UpdateResult::Refused {
@@ -606,7 +658,7 @@ async fn the_status_keeps_the_last_apply_and_reload_and_counts_them_without_waki
             reload.message.as_deref()
         ),
         (
-            "structure",
+            "global-settings",
             ApplyResult::Refused,
             Some("config : unknown keyword 'bogus'")
         )

@@ -48,7 +48,7 @@ fn report() -> StatusReport {
             }),
             last_reload: Some(ReloadRecord {
                 at: at("2026-11-26T14:58:46Z"),
-                reason: "structure".into(),
+                reason: "new-backend".into(),
                 result: ApplyResult::Applied,
                 message: None,
             }),
@@ -90,7 +90,7 @@ fn one_screen_names_haproxy_the_applies_the_source_and_the_problems() {
 Tugboat 0.1.0: ready, up 2h03m, RSS 42.0 MiB, leader
 haproxy     3.0.11, master pid 12, worker pid 345 (up 5m02s, 3 connections), 4 reloads (0 failed since the last success)
 Last apply  2026-11-26T14:59:48Z (12s ago): runtime (patch), applied in 1.4 ms
-Last reload 2026-11-26T14:58:46Z (1m14s ago): structure, loaded
+Last reload 2026-11-26T14:58:46Z (1m14s ago): new-backend, loaded
 Applies     12 runtime, 3 reload, 1 refused, 0 failed
 Source      Kubernetes API, synced 2026-11-26T12:57:00Z (2h03m ago)
             watches synced: Ingress
