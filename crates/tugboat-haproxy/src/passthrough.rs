@@ -194,21 +194,32 @@ fn own_port_section(port: u16, desired: &Desired, settings: &RenderSettings) -> 
     let name = own_frontend(port);
     let map = settings.passthrough_map();
     let lookups = sni_lookups(&map.display(), &key_suffix(Some(port)));
-    let proxy_protocol = crate::client_address::connection_rules(&desired.global);
     // Without a use_backend that matches, the frontend has no backend: closed.
     format!(
         "
 # TLS passthrough on listener port {port}, bound at {bind_port}: the ClientHello's SNI
 # chooses among the port's TLSRoutes; any other connection is closed.
-frontend {name}
+{head}    tcp-request content reject
+{lookups}",
+        head = sni_frontend_head(&name, &bind, desired),
+    )
+}
+
+/// The start of a frontend that reads the ClientHello on `bind` before it chooses: mode
+/// tcp, the PROXY rules of the client's address, and `accept` once the ClientHello is
+/// in (it ends the content rules: the lookups are switching rules, which run after).
+fn sni_frontend_head(name: &str, bind: &str, desired: &Desired) -> String {
+    // The outer PROXY header sets `src`, which the HTTPS port's hop carries on.
+    let proxy_protocol = crate::client_address::connection_rules(&desired.global);
+    format!(
+        "frontend {name}
     mode tcp
     bind {bind}
 {proxy_protocol}    option tcplog
     no option idle-close-on-response
     tcp-request inspect-delay {INSPECT_DELAY}
     tcp-request content accept if {{ req.ssl_hello_type 1 }}
-    tcp-request content reject
-{lookups}"
+"
     )
 }
 
@@ -222,11 +233,8 @@ fn https_sections(desired: &Desired, settings: &RenderSettings) -> String {
     let map = settings.passthrough_map();
     let map = map.display();
     let hop = settings.tls_hop_address();
-    // `accept` ends the content rules: the lookups are in the switching rules, which
-    // run once the ClientHello is in.
     let lookups = sni_lookups(&map, "");
-    // The outer PROXY header sets `src`, which the hop's PROXY v2 carries on.
-    let proxy_protocol = crate::client_address::connection_rules(&desired.global);
+    let head = sni_frontend_head(FRONTEND, &https, desired);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -234,14 +242,7 @@ fn https_sections(desired: &Desired, settings: &RenderSettings) -> String {
 # TLS passthrough: the HTTPS port reads the ClientHello's SNI; the hosts of the
 # passthrough map get their TLS undecrypted, every other connection is terminated by
 # `frontend http` over the internal hop, with the client's address in PROXY v2.
-frontend {FRONTEND}
-    mode tcp
-    bind {https}
-{proxy_protocol}    option tcplog
-    no option idle-close-on-response
-    tcp-request inspect-delay {INSPECT_DELAY}
-    tcp-request content accept if {{ req.ssl_hello_type 1 }}
-{lookups}    default_backend {TERMINATE_BACKEND}
+{head}{lookups}    default_backend {TERMINATE_BACKEND}
 
 backend {TERMINATE_BACKEND}
     mode tcp

@@ -519,25 +519,21 @@ impl<'a> Builder<'a> {
                         }));
                     }
                 }
-                let slot = (host.clone(), path_match.clone());
-                let route = new_route(
-                    key,
-                    RouteOwnerKind::Ingress,
-                    slot,
-                    backend.clone(),
-                    features.clone(),
-                );
-                self.routes.add(&mut self.shared, &object, &field, route);
-                for alias in host_aliases {
-                    let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
-                    let slot = (ingress_host_match(alias), path_match.clone());
-                    let route = new_route(
+                let route_for = |host: HostMatch| {
+                    let slot = (host, path_match.clone());
+                    new_route(
                         key,
                         RouteOwnerKind::Ingress,
                         slot,
                         backend.clone(),
                         features.clone(),
-                    );
+                    )
+                };
+                let route = route_for(host.clone());
+                self.routes.add(&mut self.shared, &object, &field, route);
+                for alias in host_aliases {
+                    let alias_field = aliases.as_ref().map_or(&field, |(f, _)| f);
+                    let route = route_for(ingress_host_match(alias));
                     if !self
                         .routes
                         .add(&mut self.shared, &object, alias_field, route)
