@@ -34,6 +34,7 @@ use k8s_openapi::api::core::v1::Container;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tugboat_testkit::banner::BannerServer;
 use tugboat_testkit::fake_apiserver::{ApiTls, Guard};
 use tugboat_testkit::pod_runner::{
     self, Image, Pod, PodIdentity, RenderedChart, SERVICE_ACCOUNT_DIR, Sandbox, Tools,
@@ -191,42 +192,6 @@ struct PodPorts {
     banner: u16,
 }
 
-/// A TCP server that speaks first, as SMTP or SSH servers do: a banner line naming the
-/// pod, then `echo LINE` for every line it reads. Stops when dropped.
-struct BannerServer(tokio::task::JoinHandle<()>);
-
-impl BannerServer {
-    fn start(listener: std::net::TcpListener, pod: &str) -> Self {
-        listener.set_nonblocking(true).expect("non-blocking");
-        let listener = tokio::net::TcpListener::from_std(listener).expect("banner listener");
-        let banner = format!("220 {pod} ready\r\n");
-        Self(tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let banner = banner.clone();
-                tokio::spawn(async move {
-                    let (read, mut write) = stream.into_split();
-                    if write.write_all(banner.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    let mut lines = BufReader::new(read).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        let echo = format!("echo {}\r\n", line.trim_end());
-                        if write.write_all(echo.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        }))
-    }
-}
-
-impl Drop for BannerServer {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// One replica: its sandbox, echo backends (plain, and TLS for passthrough), the TCP
 /// server that speaks first, and pod.
 struct Replica {
@@ -271,7 +236,7 @@ async fn start_replica(
     let tls_echo = TlsEchoServer::start_on("argocd", &[PASSTHROUGH_HOST], tls_backend)
         .expect("TLS echo backend");
     let (banner_listener, banner_port) = listen(BANNER_PORT);
-    let banner = BannerServer::start(banner_listener, name);
+    let banner = BannerServer::start_on(name, banner_listener, false).expect("banner backend");
     let identity = PodIdentity {
         name: name.into(),
         namespace: NAMESPACE.into(),
@@ -767,8 +732,8 @@ async fn chart_pod_with(values: Option<&str>, newest: bool, more: &[&str]) {
                     banner_exchange(pod, tcp_port)
                         .await
                         .is_ok_and(|(banner, answer)| {
-                            banner == format!("220 {} ready", pod.name)
-                                && answer == "echo ping from the client"
+                            banner.starts_with(&format!("220 {} ready for ", pod.name))
+                                && answer == "ping from the client"
                         })
                 },
             )

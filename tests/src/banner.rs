@@ -36,6 +36,21 @@ impl BannerServer {
         expect_proxy: bool,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
+        Self::serve_on(service, listener, expect_proxy)
+    }
+
+    /// Starts a banner backend for `service` on a socket already bound (in a pod's
+    /// network, for one).
+    pub fn start_on(
+        service: &str,
+        listener: std::net::TcpListener,
+        expect_proxy: bool,
+    ) -> std::io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        Self::serve_on(service, TcpListener::from_std(listener)?, expect_proxy)
+    }
+
+    fn serve_on(service: &str, listener: TcpListener, expect_proxy: bool) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let service = service.to_string();
         let task = tokio::spawn(async move {
