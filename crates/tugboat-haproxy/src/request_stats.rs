@@ -117,8 +117,10 @@ pub fn response_rules() -> String {
         }
         out
     };
+    // Indented as the section's other lines: the planner reads an unindented line as a
+    // section's header.
     format!(
-        ".if version_atleast(3.0)\n{}.else\n{}.endif\n",
+        "    .if version_atleast(3.0)\n{}    .else\n{}    .endif\n",
         counting("http-after-response", true),
         counting("http-response", false)
     )
