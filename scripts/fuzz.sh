@@ -44,7 +44,7 @@ for target in "${targets[@]}"; do
     tail -n 40 "$work/$target.log"
     failed+=("$target")
     for found in "$artifacts/$target"/*; do
-      [ -e "$found" ] && echo "fuzz: $target: reproducer $found (cargo +nightly fuzz run --fuzz-dir fuzz $target $found)"
+      [ -e "$found" ] && echo "fuzz: $target: reproducer $found (again: cargo +nightly fuzz run --sanitizer none --fuzz-dir fuzz $target $found)"
     done
     continue
   fi

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tugboat_fuzz::{Scene, check_rendered, render_manifests, scratch_dir};
+use tugboat_fuzz::{Scene, check_rendered};
 use tugboat_model::annotations::keys::targets;
 use tugboat_model::annotations::prefixes::split_annotation;
 use tugboat_model::annotations::{KEYS, Scope, find_key};
@@ -46,7 +46,7 @@ fuzz_target!(|text: &str| {
     {
         scene.config.push((key.to_string(), value.to_string()));
     }
-    let rendered = render_manifests(&scene.manifests(), false, scratch_dir());
+    let rendered = scene.render();
     check_rendered(&rendered);
     // A problem of an annotation names the annotation set.
     for problem in &rendered.output.problems {

@@ -5,11 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tugboat_fuzz::{CONFIG_MAP, Scene, check_rendered, render_manifests, scratch_dir};
+use tugboat_fuzz::{CONFIG_MAP, Scene, check_rendered};
 
 fuzz_target!(|text: &str| {
     let scene = Scene::parse(text);
-    let rendered = render_manifests(&scene.manifests(), false, scratch_dir());
+    let rendered = scene.render();
     check_rendered(&rendered);
     // A problem of the ConfigMap names one of its keys.
     for problem in &rendered.output.problems {

@@ -9,12 +9,12 @@
 use std::sync::Mutex;
 
 use libfuzzer_sys::fuzz_target;
-use tugboat_fuzz::{Scene, Seen, check_loads, check_rendered, render_manifests, scratch_dir};
+use tugboat_fuzz::{Scene, Seen, check_loads, check_rendered};
 
 static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
 fuzz_target!(|text: &str| {
-    let rendered = render_manifests(&Scene::parse(text).manifests(), false, scratch_dir());
+    let rendered = Scene::parse(text).render();
     check_rendered(&rendered);
     let all: String = rendered
         .files

@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tugboat_fuzz::{NOW, Scene, check_rendered, document, render_manifests, scratch_dir};
+use tugboat_fuzz::{NOW, Scene, check_rendered, document};
 use tugboat_model::auth::users_from_secret;
 use tugboat_model::tls::{check_ca_bundle, check_crl, check_pair, parse_pair};
 use tugboat_test_objects::{mk_ca_secret, mk_secret, mk_tls_secret};
@@ -73,5 +73,5 @@ fuzz_target!(|text: &str| {
         }
         _ => return,
     }
-    check_rendered(&render_manifests(&scene.manifests(), false, scratch_dir()));
+    check_rendered(&scene.render());
 });

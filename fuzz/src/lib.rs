@@ -12,7 +12,7 @@
 //! - every map line is `key value` with a key and no further control characters;
 //! - the server slots read back from the config ([`parse_layout`], what adoption
 //!   reads) are the layout it was rendered from;
-//! - every problem names its object and field.
+//! - every problem names its object and field (an annotation by its full name).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use tugboat_haproxy::apply::parse_layout;
 use tugboat_haproxy::{Layout, RenderSettings, RenderedFiles};
 use tugboat_kube::manifests::{FolderContents, parse_file, served};
-use tugboat_model::class::ClassFilter;
+use tugboat_model::class::{ClassFilter, DEFAULT_CONTROLLER_CLASS};
 use tugboat_model::gateway::{DEFAULT_CONTROLLER_NAME, GatewaySettings};
 use tugboat_model::tls::Pem;
 use tugboat_model::{BuildOutput, ObjectKey, Settings};
@@ -36,6 +36,8 @@ pub const CONFIG_MAP: (&str, &str) = ("default", "tugboat");
 /// What one run of the pipeline gave.
 pub struct Rendered {
     pub contents: FolderContents,
+    /// The Ingresses of the file left out because their class is not served, and why.
+    pub not_served: Vec<(ObjectKey, String)>,
     pub output: BuildOutput,
     pub files: RenderedFiles,
     pub layout: Layout,
@@ -90,6 +92,7 @@ pub fn render_manifests(text: &str, gateway: bool, root: &Path) -> Rendered {
     let plan = tugboat_haproxy::plan(None, output.desired.clone(), &settings);
     Rendered {
         contents,
+        not_served: served.not_served,
         output,
         files: plan.next.files,
         layout: plan.next.layout,
@@ -124,6 +127,10 @@ pub fn check_rendered(rendered: &Rendered) {
             !problem.object.name.is_empty() && !problem.field.is_empty(),
             "a problem that names no object or field: {problem:?}"
         );
+        // An annotation's name always has its prefix (`tugboat.dev/KEY`).
+        if let Some(name) = problem.field.strip_prefix("metadata.annotations.") {
+            assert!(name.contains('/'), "a field no object has: {problem:?}");
+        }
     }
     let settings = &rendered.settings;
     let mut read_back = Layout::default();
@@ -276,6 +283,7 @@ const KEYWORDS: &[&str] = &[
     "nameserver",
     "email-alert",
     "declare",
+    "no",
     "dynamic-cookie-key",
     "external-check",
     "grace",
@@ -295,7 +303,9 @@ pub fn check_config(path: &Path, text: &str) {
             continue;
         }
         let first = trimmed.split_whitespace().next().unwrap_or_default();
-        if trimmed.len() == line.len() {
+        if first.starts_with('.') {
+            assert!(KEYWORDS.contains(&first), "not a known directive: {}", at());
+        } else if trimmed.len() == line.len() {
             assert!(
                 SECTIONS.contains(&first),
                 "not a known section header: {}",
@@ -430,8 +440,9 @@ impl Seen {
 /// - `config.KEY=VALUE`: a key of the controller's ConfigMap;
 /// - any other line `KEY=VALUE` is a ConfigMap key too.
 ///
-/// In a value, `\n` stands for a newline and `\\` for a backslash. The Service `app`
-/// (port `http`, 80) has one ready endpoint, 10.0.0.1:8080.
+/// In a value, `\n` stands for a newline and `\\` for a backslash. The Ingress has the
+/// class `tugboat`, which the file's IngressClass gives this controller; the Service
+/// `app` (port `http`, 80) has one ready endpoint, 10.0.0.1:8080.
 #[derive(Debug, Clone, Default)]
 pub struct Scene {
     pub host: Option<String>,
@@ -476,6 +487,17 @@ impl Scene {
         scene
     }
 
+    /// The scene through the pipeline ([`render_manifests`]); its Ingress is served.
+    pub fn render(&self) -> Rendered {
+        let rendered = render_manifests(&self.manifests(), false, scratch_dir());
+        assert!(
+            rendered.not_served.is_empty(),
+            "the scene's Ingress is not served: {:?}",
+            rendered.not_served
+        );
+        rendered
+    }
+
     /// The scene as one manifests file.
     pub fn manifests(&self) -> String {
         use tugboat_test_objects::*;
@@ -507,7 +529,9 @@ impl Scene {
         let slice = mk_endpoint_slice("app", "http", &[endpoint]);
         let mut config = mk_config_map(CONFIG_MAP.1, &pairs(&self.config));
         config.metadata.namespace = Some(CONFIG_MAP.0.to_string());
+        let class = mk_ingress_class("tugboat", DEFAULT_CONTROLLER_CLASS, false);
         let mut documents = vec![
+            document(&class),
             document(&ingress),
             document(&service),
             document(&slice),
