@@ -56,6 +56,9 @@ else
   cargo test --workspace --no-fail-fast
 fi
 
+step "fuzzing (each target of fuzz/ for 20 s: about 3 minutes with the build cached in fuzz/target)"
+TUGBOAT_FUZZ_SECONDS=${TUGBOAT_FUZZ_SECONDS:-20} scripts/fuzz.sh
+
 step "quickstart"
 QUICKSTART_PORT=${QUICKSTART_PORT:-18080} scripts/quickstart.sh --check >/dev/null
 echo "quickstart check passed"

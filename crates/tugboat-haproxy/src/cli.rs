@@ -509,8 +509,8 @@ async fn connect_retrying(path: &Path, limit: Duration) -> io::Result<UnixStream
 
 /// Splits the output of a `prompt` session into answers: each answer ends where the
 /// master's prompt (`master> `, or `master[ReloadFailed]> ` after a failed reload)
-/// begins.
-fn split_prompted(reply: &str) -> Vec<&str> {
+/// begins. Public for the fuzz targets (fuzz/), which read any answer with it.
+pub fn split_prompted(reply: &str) -> Vec<&str> {
     const MASTER: &str = "master";
     let mut answers = Vec::new();
     let mut start = 0;

@@ -191,3 +191,29 @@ fn ingress_nginx_proxy_ssl_verify_takes_on_or_off() {
         output.problems
     );
 }
+
+/// A `server-ca` or `server-crt` Secret that cannot be used is a problem of the object
+/// and the annotation that name it (found by fuzzing: the Ingress and
+/// `metadata.annotations.server-ca` were named, whoever set it).
+#[test]
+fn an_unusable_backend_secret_is_a_problem_of_the_annotation_that_names_it() {
+    for key in ["server-ca", "server-crt"] {
+        let name = format!("tugboat.dev/{key}");
+        let output = build_with(
+            &[],
+            &[
+                ("tugboat.dev/server-ssl", "true"),
+                (name.as_str(), "no-such-secret"),
+            ],
+        );
+        let field = format!("metadata.annotations.{name}");
+        assert!(
+            output
+                .problems
+                .iter()
+                .any(|p| p.object.kind == "Service" && p.field == field),
+            "{key}: {:?}",
+            output.problems
+        );
+    }
+}

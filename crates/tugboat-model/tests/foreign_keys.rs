@@ -561,3 +561,41 @@ fn references_follow_other_controllers_keys() {
         "{found:?}"
     );
 }
+
+/// A Secret or ConfigMap that a key names and that cannot be used is a problem of the
+/// annotation as written, under whichever prefix (found by fuzzing: the field was
+/// `metadata.annotations.auth-secret`, a name no object has).
+#[test]
+fn an_unusable_object_a_key_names_is_a_problem_of_the_annotation_as_written() {
+    for (annotations, field) in [
+        (
+            &[("ingress.kubernetes.io/auth-secret", "users")][..],
+            "metadata.annotations.ingress.kubernetes.io/auth-secret",
+        ),
+        (
+            &[
+                ("nginx.ingress.kubernetes.io/auth-type", "basic"),
+                ("nginx.ingress.kubernetes.io/auth-secret", "default/users"),
+            ],
+            "metadata.annotations.nginx.ingress.kubernetes.io/auth-secret",
+        ),
+        (
+            &[("tugboat.dev/allow-list", "configmap:lists/allow")],
+            "metadata.annotations.tugboat.dev/allow-list",
+        ),
+        (
+            &[("tugboat.dev/deny-list", "configmap:lists/deny")],
+            "metadata.annotations.tugboat.dev/deny-list",
+        ),
+    ] {
+        let output = one_ingress(annotations);
+        assert!(
+            output
+                .problems
+                .iter()
+                .any(|p| p.object.kind == "Ingress" && p.field == field),
+            "{annotations:?}: {:?}",
+            output.problems
+        );
+    }
+}

@@ -423,7 +423,7 @@ pub const APP_ROOT: Key<String> = key!(
     KeySpec {
         name: "app-root",
         scopes: ALL,
-        values: "a path starting with `/`: letters, digits and `- . _ ~ ! & ' ( ) * + , ; = : @ /`",
+        values: "a path starting with `/`: letters, digits and `- . _ ~ ! & ( ) * + , ; = : @ /`",
         default: KeyDefault::None("none"),
         example: "/app1",
         help: "A request for `/` is redirected (302) to this path on the same scheme and host (`http://shop.example.com/` to `http://shop.example.com/app1`), as ingress-nginx does; the query is dropped. The redirect answers after allow and deny lists and before the HTTPS redirect, rate limits and authentication, as ingress-nginx's does (on a TLS host asked over plain HTTP, `/` goes to this path over HTTP).",
@@ -1254,11 +1254,11 @@ pub const CHECK_HTTP: Key<String> = key!(
 );
 
 pub const CHECK_INTERVAL: Key<String> = key!(
-    parse_duration,
+    parse_positive_duration,
     KeySpec {
         name: "check-interval",
         scopes: ALL,
-        values: "a duration",
+        values: "a duration above zero",
         default: KeyDefault::Haproxy("2s"),
         example: "5s",
         help: "Time between two checks of a server (with `check` or `check-http`).",

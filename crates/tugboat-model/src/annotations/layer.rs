@@ -236,6 +236,15 @@ impl Layer {
     }
 }
 
+/// The object and the field (as written: `metadata.annotations.NAME` under whichever
+/// prefix, or `data.NAME`) that set `key`: the first of `layers` (highest precedence
+/// first) that sets it. What a problem about the value names.
+pub fn set_by(layers: &[&Layer], key: &KeySpec) -> Option<(ObjectRef, String)> {
+    layers
+        .iter()
+        .find_map(|layer| Some((layer.object.clone(), layer.field_of(key)?.to_string())))
+}
+
 /// The values of one object's keys, each from the highest-ranked name that sets it:
 /// Tugboat's prefix (0), the legacy prefix (1), another controller's (2), a value
 /// another controller's key implies (3). Within a rank the last name wins.

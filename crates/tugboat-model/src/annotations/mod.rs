@@ -35,7 +35,7 @@ pub mod reference;
 pub mod snippet;
 
 pub use keys::{KEYS, Key, KeyDefault, KeySpec, Named, Refers, Scope, default_timeouts, find_key};
-pub use layer::{Layer, Resolver, read_keys};
+pub use layer::{Layer, Resolver, read_keys, set_by};
 pub use parse::{AccessList, BackendPath, ConfigMapKeyRef, ValueError, parse_pattern_list};
 pub use prefixes::{Ecosystem, UnsupportedAccess};
 pub use read::{

@@ -27,6 +27,8 @@ pub enum ValueError {
     NotPort,
     #[error("a duration: a number and ms, s, m or h (e.g. 500ms, 30s, 5m)")]
     NotDuration,
+    #[error("a duration above zero: a number and ms, s, m or h (e.g. 500ms, 2s)")]
+    NotPositiveDuration,
     #[error("a header name (letters, digits and - _ . * + ^ ` ~; not if, unless or or)")]
     NotHeaderName,
     #[error(
@@ -237,6 +239,20 @@ pub fn parse_duration(value: &str) -> Parsed<String> {
         return Err(ValueError::NotDuration);
     }
     Ok(value.to_string())
+}
+
+/// An haproxy duration above zero, for what haproxy refuses at 0 (a server's check
+/// `inter`: a config with `inter 0` does not load).
+pub fn parse_positive_duration(value: &str) -> Parsed<String> {
+    let duration = parse_duration(value)?;
+    if duration
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .all(|b| b == b'0')
+    {
+        return Err(ValueError::NotPositiveDuration);
+    }
+    Ok(duration)
 }
 
 fn is_token(value: &str) -> bool {

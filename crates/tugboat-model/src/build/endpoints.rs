@@ -287,14 +287,22 @@ impl<'a> Endpoints<'a> {
                 });
                 options.blocked = true;
             }
+            // The object and field that set a key, for a problem about its value.
+            let layers = [&service_layer, ingress_layer, shared.config_map_layer];
+            let set_by = |key: &annotations::KeySpec| {
+                annotations::set_by(&layers, key)
+                    .unwrap_or_else(|| (object.clone(), "metadata.annotations".into()))
+            };
+            let ca_source = set_by(&annotations::keys::SERVER_CA.spec);
+            let crt_source = set_by(&annotations::keys::SERVER_CRT.spec);
             if let Some(secret) = &lookups.server_ca {
                 backend_tls.ca_file =
-                    tls.backend_file(shared, &object, &service.namespace, secret, true);
+                    tls.backend_file(shared, &ca_source, &service.namespace, secret, true);
                 options.blocked |= backend_tls.ca_file.is_none();
             }
             if let Some(secret) = &lookups.server_crt {
                 backend_tls.client_certificate =
-                    tls.backend_file(shared, &object, &service.namespace, secret, false);
+                    tls.backend_file(shared, &crt_source, &service.namespace, secret, false);
                 options.blocked |= backend_tls.client_certificate.is_none();
             }
         }

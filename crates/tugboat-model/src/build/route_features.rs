@@ -214,10 +214,16 @@ impl Features {
                 .then(|| annotations::auth_realm(resolver));
             (features, lookups, realm)
         });
+        let config_map_layer = shared.config_map_layer;
+        // The object and field that set a key, for a problem about its value.
+        let set_by = |key: &annotations::KeySpec| {
+            annotations::set_by(&[service_layer, ingress_layer, config_map_layer], key)
+                .unwrap_or_else(|| (ingress_layer.object.clone(), "metadata.annotations".into()))
+        };
         if let Some(reference) = &lookups.allow_ref {
             match self.pattern_file(
                 shared,
-                &ingress_layer.object,
+                &set_by(&annotations::keys::ALLOW_LIST.spec),
                 &service.namespace,
                 reference,
                 "allow-list",
@@ -230,7 +236,7 @@ impl Features {
         if let Some(reference) = &lookups.deny_ref {
             match self.pattern_file(
                 shared,
-                &ingress_layer.object,
+                &set_by(&annotations::keys::DENY_LIST.spec),
                 &service.namespace,
                 reference,
                 "deny-list",
@@ -247,7 +253,7 @@ impl Features {
             let userlist = match auth_secret {
                 Some(secret) => self.userlist(
                     shared,
-                    &ingress_layer.object,
+                    &set_by(&annotations::keys::AUTH_SECRET.spec),
                     &service.namespace,
                     &secret,
                     refused,
@@ -405,7 +411,7 @@ impl Features {
     fn pattern_file(
         &mut self,
         shared: &mut Shared,
-        object: &ObjectRef,
+        (object, field): &(ObjectRef, String),
         namespace: &str,
         reference: &annotations::ConfigMapKeyRef,
         key_name: &str,
@@ -450,7 +456,7 @@ impl Features {
             Err((reason, message)) => {
                 shared.problems.push(ObjectProblem {
                     object: object.clone(),
-                    field: format!("metadata.annotations.{key_name}"),
+                    field: field.clone(),
                     reason,
                     message: format!(
                         "{key_name} ConfigMap {config_map} key '{}': {message}; every client \
@@ -476,7 +482,7 @@ impl Features {
     fn userlist(
         &mut self,
         shared: &mut Shared,
-        object: &ObjectRef,
+        (object, field): &(ObjectRef, String),
         namespace: &str,
         secret: &str,
         refused: u16,
@@ -504,7 +510,7 @@ impl Features {
             Err((reason, message)) => {
                 shared.problems.push(ObjectProblem {
                     object: object.clone(),
-                    field: "metadata.annotations.auth-secret".into(),
+                    field: field.clone(),
                     reason,
                     message: format!(
                         "auth-secret {key}: {message}; every request is refused ({refused}) \

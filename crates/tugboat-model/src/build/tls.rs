@@ -243,7 +243,7 @@ impl<'a> Tls<'a> {
     pub(super) fn backend_file(
         &mut self,
         shared: &mut Shared,
-        object: &ObjectRef,
+        (object, field): &(ObjectRef, String),
         namespace: &str,
         secret: &str,
         ca: bool,
@@ -273,7 +273,7 @@ impl<'a> Tls<'a> {
             Err((reason, message)) => {
                 shared.problems.push(ObjectProblem {
                     object: object.clone(),
-                    field: format!("metadata.annotations.{key_name}"),
+                    field: field.clone(),
                     reason,
                     message: format!(
                         "{key_name} Secret {key}: {message}; the backend answers 503 until it \

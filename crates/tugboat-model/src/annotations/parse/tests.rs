@@ -220,6 +220,25 @@ fn a_duration_needs_digits_and_a_unit() {
     }
 }
 
+/// haproxy refuses a server's check `inter 0` and with it the whole config (found by
+/// fuzzing `check-interval: 0s`).
+#[test]
+fn a_check_interval_is_above_zero() {
+    for value in ["0s", "0ms", "000m"] {
+        assert_eq!(
+            parse_positive_duration(value),
+            Err(ValueError::NotPositiveDuration),
+            "{value}"
+        );
+    }
+    assert_eq!(parse_positive_duration("10"), Err(ValueError::NotDuration));
+    assert_eq!(parse_positive_duration("05s"), Ok("05s".to_string()));
+    assert_eq!(
+        (crate::annotations::keys::CHECK_INTERVAL.spec.check)("0s"),
+        Err(ValueError::NotPositiveDuration)
+    );
+}
+
 #[test]
 fn a_header_name_is_a_token_and_not_a_rule_word() {
     for value in ["", "X A", "X:A", "if", "Unless", "OR"] {
