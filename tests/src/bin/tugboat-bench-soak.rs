@@ -237,8 +237,8 @@ enum Expect {
     NotFound { host: String },
     /// The TLS handshake for `host` shows the certificate `der`.
     Certificate { host: String, der: Vec<u8> },
-    /// A body of [`LIMIT_PROBE`] bytes to `host` passes (the 2m limit) or gets 413 (the
-    /// 1m limit): the annotation that needs a reload took effect.
+    /// A body of [`LIMIT_PROBE`] bytes to `host` passes (a limit above 2 MiB) or gets
+    /// 413 (a limit above 1 MiB): the annotation that needs a reload took effect.
     BodyLimit { host: String, large: bool },
 }
 
@@ -262,6 +262,9 @@ struct World {
     gone: VecDeque<u64>,
     next_new: u64,
     body_size_large: bool,
+    /// How many times `h0`'s body limit changed: each change is a new value (a new
+    /// feature set, so a reload, even when a running haproxy still has an earlier one).
+    body_size_changes: u64,
     rng: Rng,
     structural_changes: u64,
     changes: u64,
@@ -302,7 +305,9 @@ impl World {
     fn steady_ingress(&self, i: usize) -> Value {
         let ingress = mk_ingress(&format!("h{i}"), &steady_host(i), &service(i));
         if i == 0 {
-            let size = if self.body_size_large { "2m" } else { "1m" };
+            let base = if self.body_size_large { 2048 } else { 1024 };
+            let size = format!("{}k", base + self.body_size_changes % 512);
+            let size = size.as_str();
             to_json(&with_keys(ingress, &[("proxy-body-size", size)]))
         } else {
             to_json(&ingress)
@@ -372,6 +377,7 @@ impl World {
     /// The annotation of `h0` that changes haproxy's config (a reload).
     fn toggle_annotation(&mut self) {
         self.body_size_large = !self.body_size_large;
+        self.body_size_changes += 1;
         let ingress = self.steady_ingress(0);
         self.put(ingress);
         self.structural_changes += 1;
@@ -1306,6 +1312,7 @@ async fn run(args: Args, volume_fault: bool) -> anyhow::Result<bool> {
         gone: VecDeque::new(),
         next_new: 0,
         body_size_large: false,
+        body_size_changes: 0,
         rng: Rng::new(args.seed),
         structural_changes: 0,
         changes: 0,
