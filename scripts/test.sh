@@ -59,6 +59,15 @@ fi
 step "fuzzing (each target of fuzz/ for 20 s: about 3 minutes with the build cached in fuzz/target)"
 TUGBOAT_FUZZ_SECONDS=${TUGBOAT_FUZZ_SECONDS:-20} scripts/fuzz.sh
 
+# The soak with faults (tests/src/bin/tugboat-bench-soak.rs, docs/benchmarks.md): 3
+# minutes of load and churn on haproxy 3.4 through the API source, with each kind of
+# fault once; about 4 minutes in all (the binaries are built by the tests above). It
+# fails on a failed request outside the fault windows, files that do not load or are
+# partial, or a reload when a restarted controller adopts haproxy.
+step "soak with faults (3 minutes, haproxy 3.4)"
+cargo build --quiet -p tugboat --bin tugboat -p tugboat-testkit --bin tugboat-bench-soak
+"${CARGO_TARGET_DIR:-$PWD/target}"/debug/tugboat-bench-soak --duration 3m --fault-gap 12s --haproxy 3.4
+
 step "quickstart"
 QUICKSTART_PORT=${QUICKSTART_PORT:-18080} scripts/quickstart.sh --check >/dev/null
 echo "quickstart check passed"

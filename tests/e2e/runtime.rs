@@ -14,6 +14,7 @@ use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::master_relay::MasterRelay;
 use tugboat_testkit::objects::{
     mk_endpoint_slice, mk_ingress, mk_ingress_with_rules, mk_rule, mk_service_of, prefix, to_json,
+    with_keys,
 };
 use tugboat_testkit::{
     EchoServer, Haproxy, HaproxyBinary, Scene, Source, eventually, haproxy_tests, scene_tests,
@@ -30,6 +31,7 @@ scene_tests!(
     refused_config_is_retried_only_when_the_desired_state_changes,
     whole_endpoint_sets_flip_under_load_without_a_failed_request,
     restarted_controller_adopts_lingering_backends_without_reload,
+    restarted_controller_adopts_lingering_feature_sets_without_reload,
 );
 
 // `restarted_controller_adopts_without_reload` computes the desired state itself, with
@@ -669,5 +671,82 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(
     assert_no_reload(&before, &pod.show_proc().await);
     pod.apply(&mk_ingress("b", "b.example.com", "api"));
     pod.wait_for_service("b.example.com", "/", "api").await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+}
+
+/// The status of a POST of 1.5 MiB to `host` through the scene's haproxy.
+async fn status_of_large_body(pod: &Scene, host: &str) -> Option<u16> {
+    let body = vec![b'x'; 1536 * 1024];
+    tugboat_testkit::http::request_with_body(pod.http_addr(), "POST", host, "/", &[], Some(&body))
+        .await
+        .ok()
+        .map(|reply| reply.status)
+}
+
+/// A feature set no route uses any more (the rules of an annotation's former value)
+/// lingers in the running haproxy until its next reload; a restarted controller, which
+/// knows only the objects, adopts haproxy without reloading for it.
+async fn restarted_controller_adopts_lingering_feature_sets_without_reload(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let web = start_backends("web", 38, 1).await;
+    let limited = |size: &str| {
+        with_keys(
+            mk_ingress("a", "a.example.com", "web"),
+            &[("proxy-body-size", size)],
+        )
+    };
+    let mut objects: Vec<Value> = mk_service_of("web", &web).into();
+    objects.push(to_json(&limited("1m")));
+    let mut pod = Scene::start(&haproxy, source, &objects).await;
+    pod.wait_for_service("a.example.com", "/", "web").await;
+    let limit_is = |wanted: u16| {
+        let pod = &pod;
+        async move {
+            eventually(
+                &format!("a 1.5 MiB body gets {wanted}"),
+                Duration::from_secs(10),
+                || async {
+                    (status_of_large_body(pod, "a.example.com").await == Some(wanted)).then_some(())
+                },
+            )
+            .await
+        }
+    };
+    limit_is(413).await;
+    // 2m: a new feature set (a reload); then 1m again, whose rules haproxy still has: the
+    // route changes at runtime and the 2m rules linger.
+    pod.apply(&limited("2m"));
+    limit_is(200).await;
+    pod.apply(&limited("1m"));
+    limit_is(413).await;
+    eventually(
+        "the unused rules linger in the files",
+        Duration::from_secs(5),
+        || async {
+            let config = tugboat_testkit::haproxy::read_config(&pod.config_dir)?;
+            config.contains("gt 2097152").then_some(())
+        },
+    )
+    .await;
+    // Let the controller finish its update (files, then the marker).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = pod.show_proc().await;
+
+    pod.restart_controller().await;
+    eventually(
+        "the restarted controller is ready",
+        Duration::from_secs(10),
+        || {
+            let ready = pod.status().ready;
+            async move { ready.then_some(()) }
+        },
+    )
+    .await;
+    // Longer than the reload window: a reload the new controller wanted would be done.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_no_reload(&before, &pod.show_proc().await);
+    assert_eq!(status_of_large_body(&pod, "a.example.com").await, Some(413));
     pod.wait_for_service("a.example.com", "/", "web").await;
 }

@@ -93,3 +93,35 @@ pub fn median_ms(values: &[Duration]) -> f64 {
         .get(sorted.len() / 2)
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
+
+/// The command that starts the release controller for `haproxy` on the API server of
+/// `kubeconfig`, as the chart's pod runs it: loopback binds, the admin endpoints
+/// (`/readyz`, `/metrics`) on 127.0.0.1:`admin_port`, one replica called `bench`.
+pub fn controller_command(
+    tugboat: &std::path::Path,
+    haproxy: &crate::Haproxy,
+    kubeconfig: &std::path::Path,
+    admin_port: u16,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(tugboat);
+    command
+        .arg("run")
+        .arg("--master-socket")
+        .arg(&haproxy.master_socket)
+        .arg("--config-dir")
+        .arg(&haproxy.config_dir)
+        .arg("--lib-dir")
+        .arg(&haproxy.lib_dir)
+        .args(["--bind-address", "127.0.0.1"])
+        .args(["--http-port", &haproxy.http_port.to_string()])
+        .args(["--https-port", &haproxy.https_port.to_string()])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--controller-address", "127.0.0.1"])
+        .args(["--controller-port", &admin_port.to_string()])
+        .env("POD_NAME", "bench")
+        .env("POD_NAMESPACE", "tugboat-system")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    command
+}

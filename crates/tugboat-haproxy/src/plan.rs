@@ -858,7 +858,11 @@ fn structure_change_reason(
     let main = match (old.get(&config), new.get(&config)) {
         (Some(old), Some(new)) => {
             let kept: BTreeSet<&str> = backend_names(new).collect();
-            let old_lines = || structure_lines(old, Some(&kept));
+            let used_sets: BTreeSet<&str> = new.lines().flat_map(feature_set_ids).collect();
+            let old_lines = || {
+                structure_lines(old, Some(&kept))
+                    .filter(|line| !names_only_unused_feature_sets(line, &used_sets))
+            };
             let new_lines = || structure_lines(new, None);
             (!old_lines().eq(new_lines())).then(|| main_sections_reason(old_lines(), new_lines()))
         }
@@ -877,6 +881,25 @@ fn structure_change_reason(
             }
         });
     main.into_iter().chain(backends).min()
+}
+
+/// The feature sets a config line names (`{ var(txn.fs) -m str ID... }`).
+fn feature_set_ids(line: &str) -> impl Iterator<Item = &str> {
+    const ACL: &str = "var(txn.fs) -m str ";
+    line.match_indices(ACL).flat_map(move |(at, _)| {
+        line[at + ACL.len()..]
+            .split_whitespace()
+            .take_while(|word| !word.starts_with('}'))
+    })
+}
+
+/// Whether `line` names feature sets and none of them is in `used`: the rule of a
+/// feature set that no route uses any more, which a running haproxy keeps until the next
+/// reload (see [`keep_unrouted_backends`]). It matches no request, like a backend no
+/// route leads to, so a restarted controller drops it without a reload.
+fn names_only_unused_feature_sets(line: &str, used: &BTreeSet<&str>) -> bool {
+    let mut named = feature_set_ids(line).peekable();
+    named.peek().is_some() && named.all(|id| !used.contains(id))
 }
 
 /// Why the main config's structure lines `old` and `new`, which differ, need a reload:
@@ -1578,6 +1601,29 @@ mod tests {
         assert_eq!(reason(&old, &other_frontend), Some(ReloadReason::Binds));
         let other_rule = config_files(&main.replace("txn.b", "txn.c"), &[a]);
         assert_eq!(reason(&old, &other_rule), Some(ReloadReason::FrontendRules));
+        // The rules of a feature set no route uses (kept by the controller before a
+        // restart) are left out, like a backend only the old config has; a rule of a
+        // feature set the new config uses is not.
+        let limit = |id: &str, size: u32| {
+            format!(
+                "    http-request deny deny_status 413 if {{ var(txn.fs) -m str {id} }} \
+                 {{ req.hdr_val(content-length) gt {size} }}\n"
+            )
+        };
+        let with_sets = |sets: &[(&str, u32)]| {
+            let rules: String = sets.iter().map(|(id, size)| limit(id, *size)).collect();
+            config_files(&format!("{main}{rules}"), &[a])
+        };
+        let kept = with_sets(&[("f1", 1024), ("f2", 2048)]);
+        assert!(same(&kept, &with_sets(&[("f1", 1024)])));
+        assert_eq!(
+            reason(&kept, &with_sets(&[("f1", 4096)])),
+            Some(ReloadReason::FrontendRules)
+        );
+        assert_eq!(
+            reason(&with_sets(&[("f1", 1024)]), &kept),
+            Some(ReloadReason::FrontendRules)
+        );
         let other_bind = config_files(&format!("{main}    bind :80\n"), &[a]);
         assert_eq!(reason(&old, &other_bind), Some(ReloadReason::Binds));
         let global = config_files(&format!("global\n    maxconn 10\n{main}"), &[a]);

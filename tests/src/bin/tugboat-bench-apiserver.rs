@@ -35,7 +35,8 @@ use anyhow::{Context, bail};
 use serde_json::json;
 use tugboat::metrics::ProcessUsage;
 use tugboat_testkit::bench::{
-    NAMESPACE, endpoint_address, endpoint_slice, median_ms, tugboat_binary, wait_until_ready,
+    NAMESPACE, controller_command, endpoint_address, endpoint_slice, median_ms, tugboat_binary,
+    wait_until_ready,
 };
 use tugboat_testkit::{FakeApiServer, Haproxy, HaproxyBinary};
 /// How long one run may take before it is called a failure.
@@ -363,7 +364,7 @@ fn load(server: &FakeApiServer, count: usize, status: Option<&serde_json::Value>
 }
 
 async fn run_once(
-    tugboat: &PathBuf,
+    tugboat: &std::path::Path,
     haproxy_binary: &HaproxyBinary,
     server: &FakeApiServer,
     ingresses: usize,
@@ -387,32 +388,14 @@ async fn run_once(
         None => None,
     };
     let started = Instant::now();
-    let mut child = tokio::process::Command::new(tugboat)
-        .arg("run")
-        .arg("--master-socket")
-        .arg(&haproxy.master_socket)
-        .arg("--config-dir")
-        .arg(&haproxy.config_dir)
-        .arg("--lib-dir")
-        .arg(&haproxy.lib_dir)
-        .args(["--bind-address", "127.0.0.1"])
-        .args(["--http-port", &haproxy.http_port.to_string()])
-        .args(["--https-port", &haproxy.https_port.to_string()])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--controller-address", "127.0.0.1"])
-        .args(["--controller-port", &admin_port.to_string()])
+    let mut child = controller_command(tugboat, &haproxy, &kubeconfig, admin_port)
         .args(if publish {
             &["--publish-address", "127.0.0.1"][..]
         } else {
             &[]
         })
-        .env("POD_NAME", "bench")
-        .env("POD_NAMESPACE", "tugboat-system")
         .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
-        .stdin(Stdio::null())
         .stdout(log.map_or_else(Stdio::null, Stdio::from))
-        .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start {}", tugboat.display()))?;
     let pid = child.id().context("controller exited at once")?.to_string();
