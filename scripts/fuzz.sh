@@ -19,6 +19,8 @@ export TUGBOAT_HAPROXY_DIR=${TUGBOAT_HAPROXY_DIR:-$HOME/.cache/tugboat/haproxy}
 
 # No sanitizer: the code is safe Rust (unsafe_code is forbidden), so AddressSanitizer
 # would find nothing a panic does not, at half the speed and twice the build.
+# The build is kept beside the haproxy binaries, so a fresh checkout reuses it.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR_FUZZ:-$HOME/.cache/tugboat/fuzz-target}
 fuzz=(cargo +nightly fuzz)
 build=(--sanitizer none --fuzz-dir fuzz)
 "${fuzz[@]}" build "${build[@]}"

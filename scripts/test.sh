@@ -56,7 +56,7 @@ else
   cargo test --workspace --no-fail-fast
 fi
 
-step "fuzzing (each target of fuzz/ for 20 s: about 3 minutes with the build cached in fuzz/target)"
+step "fuzzing (each target of fuzz/ for 20 s: about 3 minutes with the build cached in ~/.cache/tugboat/fuzz-target)"
 TUGBOAT_FUZZ_SECONDS=${TUGBOAT_FUZZ_SECONDS:-20} scripts/fuzz.sh
 
 # The soak with faults (tests/src/bin/tugboat-bench-soak.rs, docs/benchmarks.md): 3
