@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tugboat::admin::{self, AdminState};
-use tugboat::status::ApplyResult;
 use tugboat_model::gateway::GatewaySettings;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::gateway_objects::{
@@ -138,7 +137,7 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
     let Some(prometheus_binary) = prometheus::find() else {
         return;
     };
-    let web = start_backends("web", 66, 2).await;
+    let web = start_backends("web", 66, 3).await;
     let api = start_backends("api", 67, 1).await;
     let more = start_backends("more", 68, 1).await;
     let extra = start_backends("extra", 69, 1).await;
@@ -192,32 +191,39 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
 
     // A runtime update and a reload before Prometheus starts, and again once it has
     // scraped: a series is born at its first count, and a rate needs a count after it.
-    let last_apply = |delivery: &'static str| {
-        let status = pod.status.clone();
-        async move {
-            let status = status.borrow();
-            let apply = status.activity.last_apply.as_ref()?;
-            (apply.delivery == delivery && apply.result == ApplyResult::Applied).then_some(())
-        }
+    // Each change is waited for until its lag is counted (haproxy serves it), so that the
+    // next change is an update of its own.
+    let lags = |delivery: &str| {
+        let series = format!("tugboat_apply_lag_seconds_count{{delivery=\"{delivery}\"}} ");
+        pod.metrics
+            .encode()
+            .lines()
+            .find_map(|line| line.strip_prefix(series.as_str())?.parse::<u64>().ok())
+            .unwrap_or(0)
     };
     let runtime_and_reload = |endpoints: &'static [usize], name: &'static str, servers| {
-        let (server, pod, web, last_apply) = (&server, &pod, &web, &last_apply);
+        let (server, pod, web, lags) = (&server, &pod, &web, &lags);
         async move {
-            // A runtime update: web's endpoints change.
+            // A runtime update: web gets an endpoint.
+            let before = lags("runtime");
             let addrs: Vec<SocketAddr> = endpoints.iter().map(|i| web[*i].addr).collect();
             server.apply(&mk_endpoint_slice("web", "http", &addrs));
-            eventually("a runtime apply", Duration::from_secs(10), || {
-                last_apply("runtime")
+            eventually("a runtime apply", Duration::from_secs(10), || async {
+                (lags("runtime") > before).then_some(())
             })
             .await;
             // A reload: a new Ingress on a new Service (a new backend).
+            let before = lags("reload");
             for object in mk_service_of(name, servers) {
                 server.apply(&object);
             }
             let host = format!("{name}.example.com");
             server.apply(&mk_ingress(name, &host, name));
             pod.wait_for_service(&host, "/", name).await;
-            eventually("a reload", Duration::from_secs(10), || last_apply("reload")).await;
+            eventually("a reload", Duration::from_secs(10), || async {
+                (lags("reload") > before).then_some(())
+            })
+            .await;
         }
     };
     runtime_and_reload(&[0, 1], "more", &more).await;
@@ -232,8 +238,19 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
 
     // Once scraped: an object with a problem (its Service does not exist; a Warning
     // Event, a status write), a runtime update and a reload.
+    // Its backend is new: a reload, waited for (a runtime update while a reload waits
+    // for its window would count its lag with the reload's).
+    let before = lags("reload");
     server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
-    runtime_and_reload(&[0], "extra", &extra).await;
+    eventually(
+        "the broken Ingress applied",
+        Duration::from_secs(10),
+        || async {
+            (!pod.status.borrow().problems.is_empty() && lags("reload") > before).then_some(())
+        },
+    )
+    .await;
+    runtime_and_reload(&[0, 1, 2], "extra", &extra).await;
 
     // Traffic, bounded: answers of every class the error panels divide, on an Ingress
     // and on the HTTPRoute, over a few seconds of scrapes.
