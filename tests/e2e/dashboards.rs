@@ -3,11 +3,11 @@
 //! through the API source, Prometheus scrapes haproxy's exporter and the controller's
 //! admin `/metrics` every second, the test serves traffic and causes what the controller
 //! panels show (a reload, a runtime update, an object with a problem, status writes),
-//! then runs every query of every panel, read from the JSON with the template variables
-//! set to this run's values, through Prometheus' HTTP API: each must return data. Each
-//! query and its result are printed. Run on the oldest and the newest haproxy series
-//! (2.6 and 3.4): the exporter's names are the same between them, and each run costs
-//! about 15 s.
+//! then runs every query of every panel and template variable, read from the JSON with
+//! the template variables set to this run's values, through Prometheus' HTTP API: each
+//! must return a number. Each query and its result are printed. Run on the oldest and
+//! the newest haproxy series (2.6 and 3.4): the exporter's names are the same between
+//! them, and each run costs about 15 s.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -84,6 +84,31 @@ fn panel_queries(dashboards: &[(String, Value)]) -> Vec<(String, String, String)
     queries
 }
 
+/// Each template variable's query, `label_values(SELECTOR, LABEL)`, as the PromQL that
+/// returns the same values: (dashboard, variable, expression).
+fn variable_queries(dashboards: &[(String, Value)]) -> Vec<(String, String, String)> {
+    let mut queries = Vec::new();
+    for (name, board) in dashboards {
+        let variables = board["templating"]["list"].as_array().expect("variables");
+        for variable in variables.iter().filter(|v| v["type"] == "query") {
+            let query = variable["query"]["query"]
+                .as_str()
+                .expect("a variable's query");
+            let (selector, label) = query
+                .strip_prefix("label_values(")
+                .and_then(|rest| rest.strip_suffix(')'))
+                .and_then(|rest| rest.rsplit_once(','))
+                .unwrap_or_else(|| panic!("{name}: not label_values(SELECTOR, LABEL): {query}"));
+            queries.push((
+                name.clone(),
+                format!("variable {}", variable["name"]),
+                format!("count by ({}) ({selector})", label.trim()),
+            ));
+        }
+    }
+    queries
+}
+
 /// `expr` with the template variables of this run: Grafana's own intervals, the job and
 /// the Ingress the traffic went to.
 fn substituted(expr: &str, variables: &[(&str, &str)]) -> String {
@@ -109,7 +134,6 @@ fn summary(result: &[Value]) -> String {
                 .map(|labels| {
                     labels
                         .iter()
-                        .filter(|(key, _)| *key != "job" && *key != "instance")
                         .map(|(key, value)| format!("{key}={}", value.as_str().unwrap_or("")))
                         .collect::<Vec<_>>()
                         .join(",")
@@ -283,7 +307,9 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
         ("namespace", "default"),
         ("ingress", "shop|store"),
     ];
-    let queries = panel_queries(&dashboards());
+    let dashboards = dashboards();
+    let mut queries = variable_queries(&dashboards);
+    queries.extend(panel_queries(&dashboards));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut empty = Vec::new();
     for (dashboard, title, expr) in &queries {
