@@ -22,6 +22,7 @@ pub const SKIP_MISSING_PROMETHEUS: &str = "TUGBOAT_SKIP_MISSING_PROMETHEUS";
 /// puts it (`~/.cache/tugboat/prometheus/prometheus`).
 pub fn binary_path() -> PathBuf {
     std::env::var_os(PROMETHEUS)
+        .filter(|path| !path.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
