@@ -34,6 +34,7 @@ mod peer_readings;
 mod references;
 mod regex_paths;
 mod reload;
+mod request_metrics;
 mod routing;
 mod runtime;
 mod server_alias;

@@ -88,13 +88,17 @@ impl ClusterPod {
     ) -> Self {
         tugboat::logging::init(tugboat::logging::LogFormat::Text);
         let haproxy = Haproxy::start(binary).await;
-        let metrics = Arc::new(Metrics::new());
         let mut config =
             ControllerConfig::new(haproxy.master_socket.clone(), haproxy.render_settings());
         config.model = options.source.settings.clone();
         adjust(&mut config);
         // One set of model flags, as the binary has: the source fetches what they name.
         options.source.settings = config.model.clone();
+        // The test's own metrics when `adjust` set them.
+        let metrics = config
+            .metrics
+            .clone()
+            .unwrap_or_else(|| Arc::new(Metrics::new()));
         config.metrics = Some(metrics.clone());
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let client = api.client();

@@ -15,12 +15,13 @@ use tugboat_model::GlobalOptions;
 /// (`Route::owner`) in the route maps' values: neither side can hold it.
 pub const OWNER_SEPARATOR: char = '|';
 
-/// The rules right after the route lookup: `txn.owner` from the route's map value,
-/// then the value without it, as the rules after read it (backend, feature set,
-/// canary).
+/// The rules right after the route lookup: `txn.owner` and the route's id in the
+/// request counters (`txn.rid`, see `request_stats`) from the route's map value, then
+/// the value without them, as the rules after read it (backend, feature set, canary).
 pub fn owner_rules() -> String {
     format!(
         "    http-request set-var(txn.owner) var(txn.route),field(2,{OWNER_SEPARATOR}) if {{ var(txn.route) -m found }}
+    http-request set-var(txn.rid) var(txn.route),field(3,{OWNER_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.route) var(txn.route),field(1,{OWNER_SEPARATOR}) if {{ var(txn.route) -m found }}
 "
     )

@@ -23,7 +23,9 @@ use tugboat_model::features::{
 
 use crate::rules::{FEATURE_SEPARATOR, FeatureRules, Phase, Writer, group, group_of, sets_acl};
 use crate::settings::RenderSettings;
-use crate::{body_limit, client_certs, error_backend, external_auth, gateway_features};
+use crate::{
+    body_limit, client_certs, error_backend, external_auth, gateway_features, request_stats,
+};
 
 /// The writers of the features' rules, in the order of their phases; writers of one
 /// phase write in the order listed here.
@@ -40,15 +42,16 @@ pub const WRITERS: &[Writer] = &[
     (Phase::Lists, address_lists),
     (Phase::Lists, pattern_files),
     (Phase::Canary, canary),
-    (Phase::Redirects, redirects),
-    (Phase::Redirects, app_root),
-    (Phase::Redirects, https_redirects),
     (Phase::GatewayBackend, |d, _, out| {
         gateway_features::splits(&d.feature_sets, out)
     }),
     (Phase::GatewayBackend, |d, _, out| {
         gateway_features::server_timeouts(&d.feature_sets, out)
     }),
+    (Phase::Metrics, |_, _, out| request_stats::track_rules(out)),
+    (Phase::Redirects, redirects),
+    (Phase::Redirects, app_root),
+    (Phase::Redirects, https_redirects),
     (Phase::GatewayRedirect, |d, _, out| {
         gateway_features::redirects(&d.feature_sets, out)
     }),
@@ -89,6 +92,9 @@ pub const WRITERS: &[Writer] = &[
     (Phase::Sections, rate_tables),
     (Phase::Sections, client_limit_tables),
     (Phase::Sections, userlists),
+    (Phase::Sections, |_, _, out| {
+        out.push_str(&request_stats::table_section())
+    }),
     (Phase::Sections, |d, s, out| {
         out.push_str(&error_backend::section(d, s))
     }),
@@ -438,8 +444,8 @@ fn rate_tables(desired: &Desired, _: &RenderSettings, sections: &mut String) {
 
 /// ingress-nginx's limits: a table per set, with the requests of the last second,
 /// whose entries count the requests in progress (`sc_trackers`: nginx's `limit_conn`
-/// counts connections with a request in progress); another with the requests of the
-/// last 10 seconds.
+/// counts connections with a request in progress) and, for a rate, a counter of the
+/// requests of the last 10 seconds.
 fn client_limits(desired: &Desired, _: &RenderSettings, late: &mut String) {
     for (id, features) in &desired.feature_sets {
         let Some(limits) = &features.client_limits else {
@@ -467,9 +473,9 @@ fn client_limits(desired: &Desired, _: &RenderSettings, late: &mut String) {
         if let Some((rate, burst)) = limits.requests_per_second {
             let _ = writeln!(
                 late,
-                "    http-request track-sc2 var(txn.src) table {table}_10s if {acl}\n    \
+                "    http-request sc-inc-gpc0(1) if {acl}\n    \
                  http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt {} }}\n    \
-                 http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt {} }}",
+                 http-request deny deny_status 503 if {acl} {{ sc_gpc0_rate(1) gt {} }}",
                 rate.saturating_add(burst),
                 rate.saturating_mul(10).saturating_add(burst),
             );
@@ -484,17 +490,17 @@ fn client_limit_tables(desired: &Desired, _: &RenderSettings, sections: &mut Str
             continue;
         };
         let table = limit_table(id);
-        if limits.requests_per_second.is_some() {
-            let _ = write!(
-                sections,
-                "\n# Requests per client address of feature set {id} in 10 seconds.\nbackend {table}_10s\n    \
-                 stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n",
-            );
-        }
+        // The requests of the last 10 seconds are a counter of the same entry (stick
+        // counter 2 counts the requests per route, see `request_stats`).
+        let (ten_seconds, store) = if limits.requests_per_second.is_some() {
+            (" and in 10 seconds", ",gpc0_rate(10s)")
+        } else {
+            ("", "")
+        };
         let _ = write!(
             sections,
-            "\n# Requests in a second and in progress per client address of feature set {id}.\nbackend {table}\n    \
-             stick-table type ipv6 size 100k expire 10s store http_req_rate(1s)\n",
+            "\n# Requests in a second{ten_seconds} and in progress per client address of feature set {id}.\nbackend {table}\n    \
+             stick-table type ipv6 size 100k expire 10s store http_req_rate(1s){store}\n",
         );
     }
 }

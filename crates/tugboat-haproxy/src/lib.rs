@@ -13,6 +13,7 @@
 //! - [`map_text`] edits route map files in place, a line at a time;
 //! - [`passthrough`] is the TCP frontend of TLS passthrough, chosen by SNI;
 //! - [`tcp_services`] is the frontends of TCP services, one per port;
+//! - [`request_stats`] counts requests per route in a stick table haproxy keeps;
 //! - [`runtime`] names the changes haproxy takes without a reload, as CLI commands;
 //! - [`plan`] decides, from what is applied and what is desired, what has to change;
 //! - [`apply`] carries a plan out: files first, then haproxy, rolling back on failure.
@@ -34,6 +35,7 @@ pub mod map_text;
 pub mod passthrough;
 pub mod plan;
 pub mod render;
+pub mod request_stats;
 pub mod rules;
 pub mod runtime;
 pub mod settings;

@@ -457,7 +457,7 @@ defaults
 frontend http
     bind {http}
     bind {https} {tls_options}
-{own_binds}{proxy_protocol}{client_address}{capture}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
+{own_binds}{proxy_protocol}{stats_start}{client_address}{capture}{normalize}    http-request set-var(txn.host) req.hdr(host),field(1,:),lower
     http-request set-var(txn.path) path
     http-request set-var(txn.path) path,regsub(;[^/]*,,g) if {{ path -m sub ; }}
 {own_lookup}    http-request set-var(txn.wild) var(txn.host),regsub(^[^.]*,)
@@ -471,9 +471,11 @@ frontend http
     http-request set-var(txn.fs) var(txn.route),field(2,{FEATURE_SEPARATOR}) if {{ var(txn.route) -m found }}
     http-request set-var(txn.tls_host) var(txn.host),map_str({tls_hosts}){main_only_if}
     http-request set-var(txn.tls_host) var(txn.wild),map_str({tls_hosts}) if !{{ var(txn.tls_host) -m found }}{main_only}
-{restore}{feature_request}{service}",
+{restore}{feature_request}{service}{stats_responses}",
         own_binds = own.binds,
         owner = crate::access_log::owner_rules(),
+        stats_start = crate::request_stats::start_rule(),
+        stats_responses = crate::request_stats::response_rules(),
         capture = crate::access_log::capture_rules(global),
         service = crate::access_log::service_rule(global),
         own_lookup = own.lookup_rules(),
@@ -994,7 +996,9 @@ impl<'a> RoutesAtPath<'a> {
 
 /// The map value of a route: its backend, its feature set when it has one, then its
 /// canary's backend and share (see `features::canary`); after
-/// [`OWNER_SEPARATOR`], the object it comes from (`txn.owner`, see `access_log`).
+/// [`OWNER_SEPARATOR`], the object it comes from (`txn.owner`, see `access_log`), and
+/// after another, the route's id in the request counters (`txn.rid`, see
+/// `request_stats`).
 fn map_value(route: &Route) -> String {
     let sep = FEATURE_SEPARATOR;
     let target = match (&route.features, &route.canary) {
@@ -1005,7 +1009,11 @@ fn map_value(route: &Route) -> String {
             route.backend, canary.backend, canary.per_million
         ),
     };
-    format!("{target}{OWNER_SEPARATOR}{}", route.owner())
+    format!(
+        "{target}{OWNER_SEPARATOR}{}{OWNER_SEPARATOR}{}",
+        route.owner(),
+        crate::request_stats::route_id(route)
+    )
 }
 
 /// The map key of a host and a path, on the HTTP and HTTPS binds (`port`: `None`) or
@@ -1315,7 +1323,7 @@ mod tests {
         let rendered = render_fresh(&desired);
         let exact = rendered.get(&settings().exact_map()).expect("exact map");
         assert!(
-            exact.contains("shop.example.com/api shop_web_80|HTTPRoute/shop/ing\n"),
+            exact.contains("shop.example.com/api shop_web_80|HTTPRoute/shop/ing|"),
             "{exact}"
         );
         let config = frontend(&desired);
@@ -1336,7 +1344,7 @@ mod tests {
         let rendered = render_fresh(&desired());
         let exact = rendered.get(&settings().exact_map()).expect("exact map");
         assert!(
-            exact.contains("shop.example.com/api shop_web_80|Ingress/shop/ing\n"),
+            exact.contains("shop.example.com/api shop_web_80|Ingress/shop/ing|"),
             "{exact}"
         );
         assert!(
@@ -1418,8 +1426,14 @@ mod tests {
         let shorter = at("-m reg -i '^/v[0-9]+'");
         let prefix_lookup = at("var(txn.host),concat(,txn.path),map_beg(");
         assert!(exact_lookup < longer && longer < shorter && shorter < prefix_lookup);
+        let shorter_route = desired
+            .routes
+            .iter()
+            .find(|route| route.path == PathMatch::Regex("/v[0-9]+".into()))
+            .expect("the shorter regex route");
         assert!(config.contains(&format!(
-            "    http-request set-var(txn.route) str({backend}|Ingress/shop/ing) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n"
+            "    http-request set-var(txn.route) str({backend}|Ingress/shop/ing|{}) if !{{ var(txn.route) -m found }} {{ var(txn.host) -m str a.example.com }} {{ var(txn.path) -m reg -i '^/v[0-9]+' }}\n",
+            crate::request_stats::route_id(shorter_route)
         )));
         // Not in the maps.
         for map in [settings().exact_map(), settings().prefix_map()] {
@@ -1775,7 +1789,7 @@ mod tests {
         let prefix = rendered.get(&settings().prefix_map()).expect("prefix map");
         assert!(
             prefix.contains(&format!(
-                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000|Ingress/shop/ing\n"
+                "shop.example.com/api/ shop_api_80.{id}.shop_canary_80.250000|Ingress/shop/ing|"
             )),
             "{prefix}"
         );
@@ -2121,12 +2135,11 @@ mod tests {
             format!(
                 "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(1) gt 12 }}\n"
             ),
+            format!("    http-request deny deny_status 503 if {acl} {{ sc_gpc0_rate(1) gt 30 }}\n"),
             format!(
-                "    http-request deny deny_status 503 if {acl} {{ sc_http_req_rate(2) gt 30 }}\n"
+                "backend tugboat_limit_{id}\n    stick-table type ipv6 size 100k expire 10s store http_req_rate(1s),gpc0_rate(10s)\n"
             ),
-            format!(
-                "backend tugboat_limit_{id}_10s\n    stick-table type ipv6 size 100k expire 10s store http_req_rate(10s)\n"
-            ),
+            format!("    http-request sc-inc-gpc0(1) if {acl}\n"),
             "    http-request set-var(txn.src) src\n".to_string(),
         ] {
             assert!(config.contains(&line), "{line}\n{config}");

@@ -39,11 +39,15 @@ pub enum Phase {
     Lists,
     /// Canaries: the decision to send the request to the canary's backend.
     Canary,
+    /// Gateway API: the weighted backends and the server timeout of a rule (HTTPRoutes'
+    /// sets only: the Ingresses' redirects below never meet them).
+    GatewayBackend,
+    /// The request counters, once the backend is chosen (`request_stats`): requests
+    /// answered by a rule above are not counted per route.
+    Metrics,
     /// Redirects to a URL or host, app-root and the HTTPS redirects of the sets that
     /// decide them, before the default HTTPS redirect, as ingress-nginx answers them.
     Redirects,
-    /// Gateway API: the weighted backends and the server timeout of a rule.
-    GatewayBackend,
     /// Gateway API: redirects.
     GatewayRedirect,
     /// The default HTTPS redirect of TLS hosts, except for the sets that decide it

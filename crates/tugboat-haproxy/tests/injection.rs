@@ -404,7 +404,16 @@ fn shape(line: &str) -> (String, Vec<String>) {
 fn lines(files: &BTreeMap<String, String>) -> BTreeSet<(String, String)> {
     files
         .iter()
-        .flat_map(|(path, text)| text.lines().map(move |l| (path.clone(), normalise(l))))
+        .flat_map(|(path, text)| {
+            text.lines().map(move |l| {
+                let line = if is_map(path) {
+                    without_route_id(l)
+                } else {
+                    l.to_string()
+                };
+                (path.clone(), normalise(&line))
+            })
+        })
         .collect()
 }
 
@@ -429,6 +438,15 @@ fn line_shape(path: &str, line: &str) -> Shape {
     } else {
         let (directive, structure) = shape(line);
         Shape::Directive(directive, structure)
+    }
+}
+
+/// A route map line with the route's id (its last `|` field, a hash of the host and
+/// path among others) as `ID`: an alias' entry is the rule's entry but for it.
+fn without_route_id(value: &str) -> String {
+    match value.rsplit_once('|') {
+        Some((rest, _)) => format!("{rest}|ID"),
+        None => value.to_string(),
     }
 }
 

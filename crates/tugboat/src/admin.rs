@@ -95,9 +95,11 @@ async fn route(state: &AdminState, request: &Request<Incoming>) -> Response<Full
             }
         }
         "/metrics" => {
-            // Encoding reads the process figures from `/proc`: off the runtime.
+            // The request counters come from haproxy; encoding reads the process figures
+            // from `/proc`: off the runtime.
+            let requests = state.metrics.requests.scrape(&state.master_socket).await;
             let metrics = state.metrics.clone();
-            let body = blocking(move || metrics.encode()).await;
+            let body = blocking(move || metrics.encode_with(&requests)).await;
             with_content_type(
                 text(StatusCode::OK, body),
                 "text/plain; version=0.0.4; charset=utf-8",

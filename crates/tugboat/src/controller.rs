@@ -651,6 +651,9 @@ fn conclude(
                 state.reload_pending_since = None;
             }
             if let Some(applied) = applier.applied() {
+                if let Some(metrics) = &config.metrics {
+                    metrics.requests.set_routes(&applied.desired);
+                }
                 match built {
                     Built::Patch(patch) => mark_served(status, &applied.desired, patch),
                     Built::Full => mark_ready(status, &applied.desired),

@@ -11,5 +11,6 @@ pub mod logging;
 pub mod metrics;
 pub mod migrate;
 pub mod profiling;
+pub mod request_metrics;
 pub mod status;
 pub mod tls;

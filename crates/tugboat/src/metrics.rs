@@ -121,6 +121,8 @@ pub struct Metrics {
     resident_memory: Gauge,
     peak_resident_memory: Gauge,
     cpu_seconds: Gauge<f64, AtomicU64>,
+    /// Requests per route, read from haproxy at scrape time.
+    pub requests: crate::request_metrics::RequestMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -231,6 +233,7 @@ impl Metrics {
             resident_memory,
             peak_resident_memory,
             cpu_seconds,
+            requests: Default::default(),
         }
     }
 
@@ -320,6 +323,16 @@ impl Metrics {
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    /// [`Metrics::encode`] with the request metrics (`requests`, from
+    /// [`RequestMetrics::scrape`](crate::request_metrics::RequestMetrics::scrape)) before
+    /// the end marker.
+    pub fn encode_with(&self, requests: &str) -> String {
+        let mut text = self.encode();
+        let end = text.rfind("# EOF").unwrap_or(text.len());
+        text.insert_str(end, requests);
         text
     }
 }
