@@ -643,6 +643,17 @@ async fn a_restarted_leader_rewrites_no_status_that_is_right(haproxy: HaproxyBin
         ingress_status_writes(&server)[before..],
         ["/apis/networking.k8s.io/v1/namespaces/default/ingresses/later/status"]
     );
+    // The metrics count the same one write, by kind and result.
+    let metrics = pod.metrics.encode();
+    let status_writes: Vec<&str> = metrics
+        .lines()
+        .filter(|line| line.starts_with("tugboat_status_writes_total{"))
+        .collect();
+    assert_eq!(
+        status_writes,
+        [r#"tugboat_status_writes_total{kind="Ingress",result="written"} 1"#],
+        "{metrics}"
+    );
     pod.wait_for_service("later.example.com", "/", "web").await;
 }
 

@@ -21,6 +21,7 @@ pub mod manifests;
 pub mod master_relay;
 pub mod objects;
 pub mod pod_runner;
+pub mod prometheus;
 pub mod rbac;
 pub mod scene;
 pub mod tls;

@@ -23,7 +23,7 @@ use tugboat_model::gateway::{
     Condition, GatewayStatus, PublishedAddresses, RequestedAddress, RouteKind,
 };
 
-use crate::status::{FIELD_MANAGER, StatusPace};
+use crate::status::{FIELD_MANAGER, StatusPace, WriteResult, WriteTally};
 
 /// An object the writer writes the status of.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,6 +38,15 @@ impl StatusTarget {
     /// any more).
     fn is_route(&self) -> bool {
         matches!(self, StatusTarget::Route(..))
+    }
+
+    /// The object's kind in the API (`GatewayClass`, `Gateway`, `HTTPRoute`...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StatusTarget::GatewayClass(_) => "GatewayClass",
+            StatusTarget::Gateway(_) => "Gateway",
+            StatusTarget::Route(kind, _) => kind.name(),
+        }
     }
 
     fn path(&self) -> String {
@@ -314,6 +323,8 @@ pub struct GatewayStatusWriter {
     /// Routes whose parents were ours at the last write (a route that loses them all
     /// gets its entries removed).
     routes_with_parents: BTreeSet<StatusTarget>,
+    /// Writes concluded since [`take_concluded`](Self::take_concluded).
+    concluded: WriteTally,
 }
 
 impl GatewayStatusWriter {
@@ -325,6 +336,7 @@ impl GatewayStatusWriter {
             written: BTreeMap::new(),
             backoff: tugboat_model::backoff::Backoff::new(pace.backoff_first, pace.backoff_max),
             routes_with_parents: BTreeSet::new(),
+            concluded: WriteTally::default(),
         }
     }
 
@@ -365,7 +377,9 @@ impl GatewayStatusWriter {
                 .get(&target)
                 .map(|(_, stamped)| stamped.clone())
                 .unwrap_or(Value::Null);
-            match self.write(&target, &value, &previous).await {
+            let outcome = self.write(&target, &value, &previous).await;
+            self.concluded.add(target.kind(), write_result(&outcome));
+            match outcome {
                 Ok(Some(stamped)) => {
                     writes += 1;
                     self.backoff.reset();
@@ -396,6 +410,11 @@ impl GatewayStatusWriter {
                 .await;
         }
         writes
+    }
+
+    /// The writes concluded since the last call (a round cut short counts what it did).
+    pub fn take_concluded(&mut self) -> WriteTally {
+        std::mem::take(&mut self.concluded)
     }
 
     /// One write; `Ok(None)` when the object is gone. Returns what was written.
@@ -456,6 +475,18 @@ impl GatewayStatusWriter {
             Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
             Err(err) => Err(err.into()),
         }
+    }
+}
+
+/// How a write ended, as the metrics count it.
+fn write_result(outcome: &Result<Option<Value>, GatewayStatusError>) -> WriteResult {
+    match outcome {
+        Ok(Some(_)) => WriteResult::Written,
+        Ok(None) => WriteResult::Gone,
+        Err(GatewayStatusError::Api(kube::Error::Api(status))) if status.code == 429 => {
+            WriteResult::Throttled
+        }
+        Err(_) => WriteResult::Failed,
     }
 }
 

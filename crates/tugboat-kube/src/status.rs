@@ -11,7 +11,7 @@
 //! ([`StatusPace`]): a few in flight, a bounded rate, and a growing pause after
 //! failures and `429 Too Many Requests` (for `Retry-After` when the server gives it).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -276,6 +276,59 @@ impl PatchStatus for ApiPatch {
     }
 }
 
+/// How one status write ended, whatever the object's kind: a closed set (the `result`
+/// label of `tugboat_status_writes_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WriteResult {
+    /// The API server took the new status.
+    Written,
+    /// The object was gone (404): nothing to write.
+    Gone,
+    /// The API server asked to slow down (429); retried after a pause.
+    Throttled,
+    /// Any other error; retried after a growing pause.
+    Failed,
+}
+
+impl WriteResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteResult::Written => "written",
+            WriteResult::Gone => "gone",
+            WriteResult::Throttled => "throttled",
+            WriteResult::Failed => "failed",
+        }
+    }
+}
+
+/// Status writes concluded, by object kind (`Ingress`, `Gateway`, `HTTPRoute`...) and
+/// [`WriteResult`]: what a writer hands to the metrics.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct WriteTally(BTreeMap<(&'static str, WriteResult), u64>);
+
+impl WriteTally {
+    /// Counts one write of an object of `kind` that ended with `result`.
+    pub fn add(&mut self, kind: &'static str, result: WriteResult) {
+        *self.0.entry((kind, result)).or_default() += 1;
+    }
+
+    /// The writes that ended with `result`, of every kind.
+    pub fn count(&self, result: WriteResult) -> u64 {
+        self.0
+            .iter()
+            .filter(|((_, r), _)| *r == result)
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    /// Each kind and result counted, with its count.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, WriteResult, u64)> + '_ {
+        self.0
+            .iter()
+            .map(|((kind, result), count)| (*kind, *result, *count))
+    }
+}
+
 /// The addresses to publish now, from `--publish-address` and the publish Service.
 pub async fn published_addresses(
     client: &Client,
@@ -329,8 +382,8 @@ pub struct StatusWriter<P> {
     next_start: Instant,
     /// The pause after the next failure (back to the first after a success).
     backoff: Backoff,
-    /// Writes done since [`take_written`](Self::take_written).
-    written: usize,
+    /// Writes concluded since [`take_concluded`](Self::take_concluded).
+    concluded: WriteTally,
 }
 
 impl<P: PatchStatus> StatusWriter<P> {
@@ -347,7 +400,7 @@ impl<P: PatchStatus> StatusWriter<P> {
             in_flight: FuturesUnordered::new(),
             next_start: Instant::now(),
             backoff: pace.backoff(),
-            written: 0,
+            concluded: WriteTally::default(),
         }
     }
 
@@ -457,13 +510,15 @@ impl<P: PatchStatus> StatusWriter<P> {
     }
 
     fn finished(&mut self, (key, outcome): (ObjectKey, Result<PatchOutcome, PatchError>)) {
+        let result = match &outcome {
+            Ok(PatchOutcome::Written) => WriteResult::Written,
+            Ok(PatchOutcome::Gone) => WriteResult::Gone,
+            Err(PatchError::Throttled { .. }) => WriteResult::Throttled,
+            Err(PatchError::Failed(_)) => WriteResult::Failed,
+        };
+        self.concluded.add("Ingress", result);
         let pause = match outcome {
-            Ok(PatchOutcome::Written) => {
-                self.written += 1;
-                self.backoff.reset();
-                return;
-            }
-            Ok(PatchOutcome::Gone) => {
+            Ok(PatchOutcome::Written | PatchOutcome::Gone) => {
                 self.backoff.reset();
                 return;
             }
@@ -486,9 +541,9 @@ impl<P: PatchStatus> StatusWriter<P> {
         self.pending.insert(key);
     }
 
-    /// The writes done since the last call.
-    pub fn take_written(&mut self) -> usize {
-        std::mem::take(&mut self.written)
+    /// The writes concluded since the last call, by result.
+    pub fn take_concluded(&mut self) -> WriteTally {
+        std::mem::take(&mut self.concluded)
     }
 
     /// Single Ingresses still to check (for tests and logs); a check of every Ingress
@@ -749,7 +804,7 @@ mod tests {
         run_until_idle(&mut writer, &fake, &mut ingresses).await;
         let written = written_keys(&fake);
         assert_eq!(written, (1..6).map(key).collect::<Vec<_>>());
-        assert_eq!(writer.take_written(), 5);
+        assert_eq!(writer.take_concluded().count(WriteResult::Written), 5);
 
         // A new leader (or a restart) on the same store writes nothing.
         let (mut restarted, fake) = new_writer(StatusPace::default(), Duration::from_millis(5));
@@ -887,7 +942,19 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         drop(state);
-        assert_eq!(writer.take_written(), 1);
+        // Every write is counted by how it ended.
+        let concluded = writer.take_concluded();
+        let counted: Vec<_> = concluded.iter().collect();
+        assert_eq!(
+            counted,
+            [
+                ("Ingress", WriteResult::Written, 1),
+                ("Ingress", WriteResult::Gone, 1),
+                ("Ingress", WriteResult::Throttled, 1),
+                ("Ingress", WriteResult::Failed, 4),
+            ]
+        );
+        assert!(writer.take_concluded().iter().next().is_none(), "taken");
     }
 
     /// The leader's loop reconciles only a busy writer: before the served set is known

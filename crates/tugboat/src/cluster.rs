@@ -13,7 +13,7 @@ use tugboat_kube::api_source::{ApiSource, ApiSourceConfig, ClusterStores, Object
 use tugboat_kube::events::ProblemEvents;
 use tugboat_kube::gateway_status::GatewayStatusWriter;
 use tugboat_kube::leader::{self, LeaderElection};
-use tugboat_kube::status::{self, ApiPatch, PublishTarget, StatusPace, StatusWriter};
+use tugboat_kube::status::{self, ApiPatch, PublishTarget, StatusPace, StatusWriter, WriteResult};
 use tugboat_model::{ObjectKey, ObjectRef, Snapshot};
 
 use crate::controller::{self, ControllerConfig, ControllerStatus};
@@ -100,6 +100,7 @@ pub async fn run_with_cluster_until(
         options.clone(),
         leader.clone(),
         status.subscribe(),
+        metrics.clone(),
     );
     let leader_duties = lead(
         client,
@@ -306,12 +307,10 @@ async fn lead(
             if writer.is_busy() {
                 writer.reconcile(&stores.all_ingresses());
             }
-            let written = writer.take_written();
-            if written > 0 {
-                written_unreported += written;
-                if let Some(metrics) = &metrics {
-                    metrics.add_status_writes(written);
-                }
+            let concluded = writer.take_concluded();
+            written_unreported += concluded.count(WriteResult::Written);
+            if let Some(metrics) = &metrics {
+                metrics.add_status_writes(&concluded);
             }
             if written_unreported > 0 && !writer.is_busy() {
                 tracing::info!(ingresses = written_unreported, "wrote Ingress status");
@@ -342,6 +341,7 @@ async fn gateway_status_duties(
     options: ClusterOptions,
     mut leader: watch::Receiver<bool>,
     mut status: watch::Receiver<ControllerStatus>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 ) {
     let Some(gateway) = options.source.settings.gateway.clone() else {
         return std::future::pending().await;
@@ -401,6 +401,9 @@ async fn gateway_status_duties(
                     0
                 }
             };
+            if let Some(metrics) = &metrics {
+                metrics.add_status_writes(&writer.take_concluded());
+            }
             if written > 0 {
                 tracing::info!(objects = written, "wrote Gateway API status");
             }

@@ -15,6 +15,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use tugboat_kube::status::WriteTally;
 use tugboat_model::ObjectProblem;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -36,6 +37,12 @@ struct KindLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusWriteLabels {
+    kind: &'static str,
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -109,7 +116,7 @@ pub struct Metrics {
     objects: Family<KindLabel, Gauge>,
     problems: Family<ProblemLabels, Gauge>,
     events_posted: Counter,
-    status_writes: Counter,
+    status_writes: Family<StatusWriteLabels, Counter>,
     leader: Gauge,
     resident_memory: Gauge,
     peak_resident_memory: Gauge,
@@ -181,10 +188,11 @@ impl Metrics {
             "Warning Events posted on objects",
             events_posted.clone(),
         );
-        let status_writes = Counter::default();
+        let status_writes = Family::<StatusWriteLabels, Counter>::default();
         registry.register(
-            "tugboat_ingress_status_writes",
-            "Ingress status updates written",
+            "tugboat_status_writes",
+            "Status writes concluded (by the leader), by object kind and result (written, \
+             gone, throttled, failed)",
             status_writes.clone(),
         );
         let leader = Gauge::default();
@@ -290,8 +298,16 @@ impl Metrics {
         self.events_posted.inc_by(count as u64);
     }
 
-    pub fn add_status_writes(&self, count: usize) {
-        self.status_writes.inc_by(count as u64);
+    /// Counts the status writes a writer concluded.
+    pub fn add_status_writes(&self, concluded: &WriteTally) {
+        for (kind, result, count) in concluded.iter() {
+            self.status_writes
+                .get_or_create(&StatusWriteLabels {
+                    kind,
+                    result: result.as_str(),
+                })
+                .inc_by(count);
+        }
     }
 
     /// The metrics in Prometheus' text format, with fresh process figures. Blocking: it
@@ -437,6 +453,13 @@ mod tests {
         ]);
         metrics.set_objects(&BTreeMap::from([("Ingress", 3)]));
         metrics.set_leader(true);
+        let mut concluded = WriteTally::default();
+        use tugboat_kube::status::WriteResult;
+        concluded.add("Ingress", WriteResult::Written);
+        concluded.add("Ingress", WriteResult::Written);
+        concluded.add("HTTPRoute", WriteResult::Failed);
+        metrics.add_status_writes(&concluded);
+        metrics.add_status_writes(&concluded);
         let text = metrics.encode();
         for expected in [
             "tugboat_applies_total{delivery=\"reload\",result=\"applied\"} 2",
@@ -457,6 +480,8 @@ mod tests {
             "tugboat_object_problems{kind=\"HTTPRoute\",reason=\"ServiceNotFound\"} 1",
             "tugboat_objects_watched{kind=\"Ingress\"} 3",
             "tugboat_leader 1",
+            "tugboat_status_writes_total{kind=\"Ingress\",result=\"written\"} 4",
+            "tugboat_status_writes_total{kind=\"HTTPRoute\",result=\"failed\"} 2",
             "process_resident_memory_bytes ",
         ] {
             assert!(

@@ -46,6 +46,9 @@ CHART = ROOT / "deploy" / "helm" / "tugboat"
 MANIFESTS = ROOT / "deploy" / "manifests" / "tugboat.yaml"
 RENDER_MANIFESTS = ROOT / "scripts" / "render-manifests.sh"
 EXAMPLES = ROOT / "examples" / "helm"
+# The Grafana dashboards: one source in the chart, which deploy/grafana/ links to.
+DASHBOARDS = CHART / "dashboards"
+GRAFANA = ROOT / "deploy" / "grafana"
 RELEASE = "tugboat"
 NAMESPACE = "tugboat"
 # The Kubernetes API the schemas come from: the version the controller is built against.
@@ -383,8 +386,12 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
         md = o.get("metadata", {})
         if o.get("kind") in CLUSTER_SCOPED:
             t(f"{name_of(o)} cluster-scoped, no namespace", "namespace" not in md)
+        elif is_dashboards(o):
+            t(f"{name_of(o)} in grafana.dashboards.namespace, else the release's",
+              md.get("namespace") == (values["grafana"]["dashboards"]["namespace"] or NAMESPACE), str(md.get("namespace")))
         elif not (o.get("kind") in ("Role", "RoleBinding") and md.get("namespace") in values["watchNamespaces"]):
             t(f"{name_of(o)} in the release namespace", md.get("namespace") == NAMESPACE, str(md.get("namespace")))
+    check_dashboards(t, values, objs)
 
     hv, cv = values["haproxy"], values["controller"]
     dep = workload(objs)
@@ -523,7 +530,7 @@ def check_render(r: Results, label: str, values: dict, objs: list[dict]) -> None
     cmap = next((m for m in by_kind(objs, "ConfigMap") if m["metadata"]["name"] == fullname), {})
     t("ConfigMap holds the config values", (cmap.get("data") or {}) == values["config"], str(cmap.get("data")))
     t("--configmap names the ConfigMap", flag(args, "configmap") == f"{NAMESPACE}/{cmap.get('metadata', {}).get('name')}")
-    others = [m for m in by_kind(objs, "ConfigMap") if m is not cmap]
+    others = [m for m in by_kind(objs, "ConfigMap") if m is not cmap and not is_dashboards(m)]
     if values["tcpServices"]:
         tcp = others[0] if len(others) == 1 else {}
         t("one TCP services ConfigMap holds tcpServices", (tcp.get("data") or {}) == values["tcpServices"], str(tcp.get("data")))
@@ -721,6 +728,67 @@ def check_rbac(t, values: dict, objs: list[dict], sa: str, election_id) -> None:
             t(f"RoleBinding in {ns}", any(b["metadata"].get("namespace") == ns for b in by_kind(objs, "RoleBinding")))
 
 
+# --------------------------------------------------------------------------- dashboards
+
+
+def is_dashboards(o: dict) -> bool:
+    return o.get("kind") == "ConfigMap" and o.get("metadata", {}).get("name", "").endswith("-dashboards")
+
+
+def dashboard_sources() -> dict[str, dict]:
+    """The chart's dashboard files, parsed, by the ConfigMap key they go under."""
+    return {f"tugboat-{p.name}": json.loads(p.read_text()) for p in sorted(DASHBOARDS.glob("*.json"))}
+
+
+def check_dashboards(t, values: dict, objs: list[dict]) -> None:
+    """The dashboards ConfigMap: rendered only when enabled, with the label Grafana's
+    sidecar selects by, holding every dashboard file's JSON unchanged."""
+    gv = values["grafana"]["dashboards"]
+    maps = [o for o in objs if is_dashboards(o)]
+    if not gv["enabled"]:
+        t("dashboards off: no dashboards ConfigMap", not maps, str([name_of(o) for o in maps]))
+        return
+    if not t("dashboards on: one dashboards ConfigMap", len(maps) == 1, str([name_of(o) for o in maps])):
+        return
+    labels = maps[0]["metadata"].get("labels") or {}
+    t("dashboards ConfigMap has the sidecar's label", labels.get(gv["label"]) == gv["labelValue"], str(labels))
+    t("dashboards ConfigMap has the extra labels", all(labels.get(k) == v for k, v in gv["labels"].items()), str(labels))
+    data = maps[0].get("data") or {}
+    sources = dashboard_sources()
+    t("dashboards ConfigMap holds every dashboard file", sorted(data) == sorted(sources) and len(sources) >= 2,
+      f"{sorted(data)} vs {sorted(sources)}")
+    for key, source in sources.items():
+        try:
+            parsed = json.loads(data.get(key, ""))
+        except ValueError as err:
+            parsed = f"not JSON: {err}"
+        t(f"{key} in the ConfigMap parses and equals the file", parsed == source)
+
+
+def check_dashboard_files(r: Results) -> None:
+    """deploy/grafana/ holds the chart's dashboards (links to them, one source), and each
+    file is a dashboard Grafana imports with its Prometheus data source as a variable."""
+    chart_files = sorted(p.name for p in DASHBOARDS.glob("*.json"))
+    grafana_files = sorted(p.name for p in GRAFANA.glob("*.json"))
+    r.check("deploy/grafana/ holds the chart's dashboards", chart_files == grafana_files and len(chart_files) >= 2,
+            f"{grafana_files} vs {chart_files}")
+    for name in chart_files:
+        source, copy_ = DASHBOARDS / name, GRAFANA / name
+        r.check(f"deploy/grafana/{name} is the chart's file", copy_.exists() and copy_.read_bytes() == source.read_bytes())
+        board = json.loads(source.read_text())
+        variables = {v["name"]: v for v in board.get("templating", {}).get("list", [])}
+        ds = variables.get("datasource", {})
+        r.check(f"{name}: a datasource variable of type prometheus", ds.get("type") == "datasource" and ds.get("query") == "prometheus")
+        panels = [p for p in board.get("panels", []) if p.get("type") != "row"]
+        ids = [p.get("id") for p in board.get("panels", [])]
+        r.check(f"{name}: uid, title, schemaVersion, unique panel ids",
+                bool(board.get("uid")) and bool(board.get("title")) and board.get("schemaVersion", 0) >= 36 and len(ids) == len(set(ids)))
+        bad = [p.get("title") for p in panels
+               if p.get("datasource", {}).get("uid") != "${datasource}" or not p.get("targets")
+               or not p.get("description") or any(not tg.get("expr") for tg in p["targets"])]
+        r.check(f"{name}: every panel has a description and queries the ${{datasource}}", not bad and len(panels) > 0, str(bad))
+
+
 # --------------------------------------------------------------------------- value sets
 
 
@@ -729,6 +797,10 @@ def value_sets(defaults: dict) -> list[tuple[str, dict]]:
         ("defaults", {}),
         ("watchNamespaces", {"watchNamespaces": ["team-a", "team-b"]}),
         ("serviceMonitor", {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}}),
+        ("grafana dashboards", {"grafana": {"dashboards": {"enabled": True}}}),
+        ("grafana dashboards elsewhere", {"grafana": {"dashboards": {
+            "enabled": True, "namespace": "monitoring", "label": "example.com/dashboard", "labelValue": "tugboat",
+            "labels": {"team": "edge"}, "annotations": {"grafana_folder": "Ingress"}}}}),
         ("defaultClass", {"ingressClass": {"default": True}}),
         ("gatewayApi", {"gatewayApi": {"enabled": True, "controllerName": "example.com/gateway"}}),
         ("gatewayApi+watchNamespaces", {"gatewayApi": {"enabled": True}, "watchNamespaces": ["team-a"]}),
@@ -935,6 +1007,7 @@ def main() -> int:
                         o["spec"].get("ingressClassName") == defaults["ingressClass"]["name"])
 
     check_dockerfile(r, default_objs)
+    check_dashboard_files(r)
 
     for failure in r.failures:
         print(f"FAIL {failure}")
