@@ -1417,7 +1417,7 @@ async fn run(args: Args, volume_fault: bool) -> anyhow::Result<bool> {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 tick += 1;
                 reloads.lock().await.sample(&cli).await;
-                if tick % 5 != 0 {
+                if !tick.is_multiple_of(5) {
                     continue;
                 }
                 let controller_pid = pid.load(Ordering::Relaxed);
