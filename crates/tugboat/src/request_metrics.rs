@@ -219,33 +219,32 @@ impl Ledger {
         let series = self.series();
         let mut out = String::new();
         let mut family =
-            |name: &str, kind: &str, help: &str, write: &dyn Fn(&mut String, &str, &Totals)| {
+            |name: &str,
+             kind: &str,
+             help: &str,
+             write: &dyn Fn(&mut String, &str, &str, &Totals)| {
                 let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
                 for (labels, totals) in series.values() {
-                    write(&mut out, &labels.text, totals);
+                    write(&mut out, name, &labels.text, totals);
                 }
             };
         family(
             "tugboat_http_requests_total",
             "counter",
             "HTTP requests by route owner, host, path and Service",
-            &|out, labels, t| {
-                let _ = writeln!(
-                    out,
-                    "tugboat_http_requests_total{{{labels}}} {}",
-                    t.requests
-                );
-            },
+            &|out, name, labels, t| sample(out, name, labels, t.requests),
         );
         family(
             "tugboat_http_responses_total",
             "counter",
             "HTTP responses by route owner, host, path, Service and class",
-            &|out, labels, t| {
+            &|out, name, labels, t| {
                 for (class, count) in CLASSES.iter().zip(t.classes) {
-                    let _ = writeln!(
+                    sample(
                         out,
-                        "tugboat_http_responses_total{{{labels},code_class=\"{class}\"}} {count}"
+                        name,
+                        &format!("{labels},code_class=\"{class}\""),
+                        count,
                     );
                 }
             },
@@ -254,51 +253,56 @@ impl Ledger {
             "tugboat_http_request_bytes_total",
             "counter",
             "Bytes received from clients, by route owner, host, path and Service",
-            &|out, labels, t| {
-                let _ = writeln!(
-                    out,
-                    "tugboat_http_request_bytes_total{{{labels}}} {}",
-                    t.bytes_in
-                );
-            },
+            &|out, name, labels, t| sample(out, name, labels, t.bytes_in),
         );
         family(
             "tugboat_http_response_bytes_total",
             "counter",
             "Bytes sent to clients, by route owner, host, path and Service",
-            &|out, labels, t| {
-                let _ = writeln!(
-                    out,
-                    "tugboat_http_response_bytes_total{{{labels}}} {}",
-                    t.bytes_out
-                );
-            },
+            &|out, name, labels, t| sample(out, name, labels, t.bytes_out),
         );
         family(
             "tugboat_http_response_duration_seconds",
             "histogram",
             "From haproxy having the request to the response's headers",
-            &|out, labels, t| {
-                let name = "tugboat_http_response_duration_seconds";
+            &|out, name, labels, t| {
                 let mut cumulative = 0;
                 for (bound, count) in BUCKETS_MS.iter().zip(t.buckets) {
                     cumulative += count;
-                    let _ = writeln!(
+                    let le = *bound as f64 / 1000.0;
+                    sample(
                         out,
-                        "{name}_bucket{{{labels},le=\"{}\"}} {cumulative}",
-                        *bound as f64 / 1000.0
+                        &format!("{name}_bucket"),
+                        &format!("{labels},le=\"{le}\""),
+                        cumulative,
                     );
                 }
                 let count: u64 = t.classes.iter().sum();
-                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {count}");
+                sample(
+                    out,
+                    &format!("{name}_bucket"),
+                    &format!("{labels},le=\"+Inf\""),
+                    count,
+                );
                 if with_sum {
-                    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", t.sum_ms as f64 / 1000.0);
+                    sample(
+                        out,
+                        &format!("{name}_sum"),
+                        labels,
+                        t.sum_ms as f64 / 1000.0,
+                    );
                 }
-                let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+                sample(out, &format!("{name}_count"), labels, count);
             },
         );
         out
     }
+}
+
+/// One sample line: `NAME{LABELS} VALUE`.
+fn sample(out: &mut String, name: &str, labels: &str, value: impl std::fmt::Display) {
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "{name}{{{labels}}} {value}");
 }
 
 /// A series' label set, as text between the braces.
