@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use tugboat::admin::{self, AdminState};
 use tugboat_model::gateway::GatewaySettings;
 use tugboat_testkit::cluster_pod::{TUGBOAT_CLASS, options};
 use tugboat_testkit::gateway_objects::{
@@ -199,19 +198,7 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
     .await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
     pod.wait_for_service("store.example.com", "/", "api").await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let admin_addr: SocketAddr = listener.local_addr().expect("address");
-    let _admin = tokio::spawn(admin::serve(
-        listener,
-        AdminState {
-            metrics: pod.metrics.clone(),
-            status: pod.status.clone(),
-            master_socket: pod.haproxy.master_socket.clone(),
-            profiling: Default::default(),
-        },
-    ));
+    let (admin_addr, _admin) = tugboat_testkit::serve_admin(pod.admin_state()).await;
 
     // A runtime update and a reload before Prometheus starts, and again once it has
     // scraped: a series is born at its first count, and a rate needs a count after it.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use serde_json::{Value, json};
-use tugboat::admin::{self, AdminState};
+use tugboat::admin::AdminState;
 use tugboat::controller::ControllerStatus;
 use tugboat_model::ObjectKey;
 use tugboat_model::class::ClassFilter;
@@ -492,20 +492,12 @@ async fn admin_server_reports_health_readiness_and_metrics(haproxy: HaproxyBinar
     server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
     // Not ready until the first apply: the API source waits for its stores.
     let (status_tx, status_rx) = tokio::sync::watch::channel(ControllerStatus::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let admin_addr = listener.local_addr().expect("address");
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
-    let admin = tokio::spawn(admin::serve(
-        listener,
-        AdminState {
-            metrics: pod.metrics.clone(),
-            status: status_rx,
-            master_socket: pod.haproxy.master_socket.clone(),
-            profiling: Default::default(),
-        },
-    ));
+    let (admin_addr, admin) = tugboat_testkit::serve_admin(AdminState {
+        status: status_rx,
+        ..pod.admin_state()
+    })
+    .await;
     let get = |path: &'static str| async move {
         tugboat_testkit::get(admin_addr, "localhost", path)
             .await

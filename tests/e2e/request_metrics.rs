@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 
-use tugboat::admin::{self, AdminState};
+use tugboat::admin::AdminState;
 use tugboat::metrics::Metrics;
 use tugboat_model::gateway::GatewaySettings;
 use tugboat_testkit::gateway_objects::{
@@ -109,20 +109,14 @@ async fn requests_are_counted_per_ingress_route_service_and_class(
         scene.wait_for_service(host, "/", "web").await;
     }
     scene.wait_for_status("gamma.example.com", "/", 503).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let admin_addr = listener.local_addr().expect("address");
     let (_status_tx, status) = tokio::sync::watch::channel(Default::default());
-    let _admin = tokio::spawn(admin::serve(
-        listener,
-        AdminState {
-            metrics,
-            status,
-            master_socket: scene.master_socket.clone(),
-            profiling: Default::default(),
-        },
-    ));
+    let (admin_addr, _admin) = tugboat_testkit::serve_admin(AdminState {
+        metrics,
+        status,
+        master_socket: scene.master_socket.clone(),
+        profiling: Default::default(),
+    })
+    .await;
 
     let before = scrape(admin_addr).await;
     send(&scene, "alpha.example.com", &[], 3, 200).await;

@@ -7,7 +7,6 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use tugboat::admin::{self, AdminState};
 use tugboat::cluster::WATCHED_KINDS;
 use tugboat::status::ApplyResult;
 use tugboat_haproxy::MasterCli;
@@ -47,19 +46,7 @@ async fn status_names_haproxy_the_applies_the_problems_the_leader_and_the_watche
     server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
     let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let admin_addr: SocketAddr = listener.local_addr().expect("address");
-    let _admin = tokio::spawn(admin::serve(
-        listener,
-        AdminState {
-            metrics: pod.metrics.clone(),
-            status: pod.status.clone(),
-            master_socket: pod.haproxy.master_socket.clone(),
-            profiling: Default::default(),
-        },
-    ));
+    let (admin_addr, _admin) = tugboat_testkit::serve_admin(pod.admin_state()).await;
     let last_apply = |delivery: &'static str| {
         let status = pod.status.clone();
         async move {

@@ -69,6 +69,16 @@ impl Drop for ClusterPod {
 }
 
 impl ClusterPod {
+    /// What the replica's admin port serves: its metrics, status and haproxy.
+    pub fn admin_state(&self) -> tugboat::admin::AdminState {
+        tugboat::admin::AdminState {
+            metrics: self.metrics.clone(),
+            status: self.status.clone(),
+            master_socket: self.haproxy.master_socket.clone(),
+            profiling: Default::default(),
+        }
+    }
+
     /// Starts haproxy and a controller watching `api`.
     pub async fn start(
         binary: &HaproxyBinary,

@@ -36,6 +36,21 @@ pub use scene::{Scene, Source};
 use std::future::Future;
 use std::time::Duration;
 
+/// Serves the controller's admin port (`/metrics`, `/status`, ...) with `state` on a
+/// free loopback port: its address, and the task (stopped when dropped or aborted).
+pub async fn serve_admin(
+    state: tugboat::admin::AdminState,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the admin port");
+    let address = listener.local_addr().expect("admin address");
+    (
+        address,
+        tokio::spawn(tugboat::admin::serve(listener, state)),
+    )
+}
+
 /// Polls `check` until it returns `Some`, or panics with `what` after `limit`.
 pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
