@@ -20,6 +20,7 @@ mod client_address;
 mod client_certs;
 mod conformance;
 mod cors;
+mod dynamic_backends;
 mod error_backend;
 mod external_auth;
 mod gateway;
