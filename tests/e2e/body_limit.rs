@@ -519,8 +519,9 @@ async fn body_limits_hold_whatever_the_framing(haproxy: HaproxyBinary, source: S
     let reply = scene.get(HOST, "/large").await.expect("an answer");
     assert_eq!(Outcome::of(&reply), Outcome::passed(&[]), "{reply:?}");
 
-    // A reload (a new Service behind a new Ingress) keeps the internal frontend and
-    // the limits.
+    // A reload (a new Service behind a new Ingress, with a server timeout of its own:
+    // haproxy 3.4 adds plainer backends at runtime) keeps the internal frontend and the
+    // limits.
     let before = scene.reloads().await;
     let other = start_backends("other", 244, 1).await;
     for object in mk_service_of("other", &other) {
@@ -531,7 +532,7 @@ async fn body_limits_hold_whatever_the_framing(haproxy: HaproxyBinary, source: S
         "other.bodies.example.com",
         "/",
         "other",
-        &[],
+        &[("tugboat.dev/timeout-server", "40s")],
     ));
     scene
         .wait_for_service("other.bodies.example.com", "/", "other")

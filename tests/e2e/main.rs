@@ -21,6 +21,7 @@ mod client_certs;
 mod conformance;
 mod cors;
 mod dashboards;
+mod dynamic_backends;
 mod error_backend;
 mod external_auth;
 mod gateway;

@@ -186,10 +186,16 @@ async fn new_backends_reload_once_per_burst(haproxy: HaproxyBinary, source: Sour
     }
     let after = pod.show_proc().await;
     assert_eq!(after.master_pid, before.master_pid);
+    // haproxy 3.4 adds the backends at runtime (tests/e2e/dynamic_backends.rs).
+    let reloads = if tugboat_haproxy::supports_dynamic_backends(&haproxy.series) {
+        0
+    } else {
+        1
+    };
     assert_eq!(
         after.reloads,
-        before.reloads + 1,
-        "one reload for the burst"
+        before.reloads + reloads,
+        "one reload for the burst, none on 3.4"
     );
 }
 

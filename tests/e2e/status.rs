@@ -44,7 +44,12 @@ async fn status_names_haproxy_the_applies_the_problems_the_leader_and_the_watche
     server.apply(&mk_ingress("shop", "shop.example.com", "web"));
     // A bad Ingress: its Service does not exist.
     server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
-    let pod = ClusterPod::start(&haproxy, &server, options("pod-a")).await;
+    // New backends reload, as before haproxy 3.4 (or with `--dynamic-backends=false`):
+    // the screen shows that reload.
+    let pod = ClusterPod::start_with(&haproxy, &server, options("pod-a"), |config| {
+        config.render.dynamic_backends = false
+    })
+    .await;
     pod.wait_for_service("shop.example.com", "/", "web").await;
     let (admin_addr, _admin) = tugboat_testkit::serve_admin(pod.admin_state()).await;
     let last_apply = |delivery: &'static str| {

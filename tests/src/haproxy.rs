@@ -206,6 +206,8 @@ impl Haproxy {
                 tugboat::tls::now(),
             )
             .expect("default certificate"),
+            // As the controller's default: the applier finds out whether haproxy can.
+            dynamic_backends: true,
         }
     }
 

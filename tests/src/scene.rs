@@ -173,8 +173,9 @@ impl Scene {
     }
 
     /// Serves a new Service `name` (echo backends on 127.0.`net`.x) behind a new Ingress
-    /// for `host`: a new backend, so haproxy reloads. Returns once the reload happened
-    /// and the host answers from the new Service.
+    /// for `host`: a new backend with a server timeout of its own, which haproxy takes
+    /// only by a reload on every series (3.4 adds plainer ones at runtime). Returns once
+    /// the reload happened and the host answers from the new Service.
     pub async fn reload_with_a_new_service(
         &self,
         name: &str,
@@ -186,7 +187,10 @@ impl Scene {
         for object in crate::objects::mk_service_of(name, &servers) {
             self.apply(&object);
         }
-        self.apply(&tugboat_test_objects::mk_ingress(name, host, name));
+        self.apply(&tugboat_test_objects::with_keys(
+            tugboat_test_objects::mk_ingress(name, host, name),
+            &[("timeout-server", "40s")],
+        ));
         crate::eventually("a reload", std::time::Duration::from_secs(15), || async {
             (self.reloads().await > before).then_some(())
         })

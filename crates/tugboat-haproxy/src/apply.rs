@@ -27,7 +27,7 @@ use crate::files::{self, FileError};
 use crate::layout::{Layout, Server};
 use crate::plan::{self, Applied, Plan, ReloadReason, ReloadWindow};
 use crate::render::{self, RenderSettings, RenderedFiles};
-use crate::runtime::{CliStep, is_slot_line};
+use crate::runtime::{CliStep, Phase, RuntimeChange, is_slot_line};
 
 /// Why an apply did not make the desired state live.
 #[derive(Debug, Error)]
@@ -100,6 +100,12 @@ pub struct Applier {
     settings: Arc<RenderSettings>,
     applied: Option<Applied>,
     master: Option<ProcInfo>,
+    /// New backends may go at runtime where haproxy can take them
+    /// (`--dynamic-backends`); whether it can is `settings.dynamic_backends`.
+    dynamic_backends_allowed: bool,
+    /// The master whose worker refused `add backend`: until haproxy restarts, new
+    /// backends reload.
+    add_backend_refused_by: Option<u32>,
     /// What the marker on disk was written from; moves to the blocking thread that
     /// writes the next one, and back.
     marker: MarkerState,
@@ -161,14 +167,44 @@ impl FileHashes {
 impl Applier {
     /// An applier for the haproxy behind `cli`. Nothing is known about what it runs until
     /// [`Applier::adopt`] or the first apply (a reload).
-    pub fn new(cli: MasterCli, settings: RenderSettings) -> Self {
+    ///
+    /// `settings.dynamic_backends` says whether new backends may go at runtime; they do
+    /// once the running haproxy is known to take them ([`supports_dynamic_backends`]).
+    pub fn new(cli: MasterCli, mut settings: RenderSettings) -> Self {
+        let dynamic_backends_allowed = settings.dynamic_backends;
+        settings.dynamic_backends = false;
         Self {
             cli,
             settings: Arc::new(settings),
             applied: None,
             master: None,
+            dynamic_backends_allowed,
+            add_backend_refused_by: None,
             marker: MarkerState::default(),
         }
+    }
+
+    /// Remembers the master `info` (from `show proc`), and with it whether haproxy takes
+    /// new backends at runtime: its version says it can, it is allowed, and this master's
+    /// worker has not refused one.
+    fn learn_master(&mut self, info: Option<ProcInfo>) {
+        let dynamic = info.as_ref().is_some_and(|info| {
+            self.dynamic_backends_allowed
+                && supports_dynamic_backends(&info.version)
+                && self.add_backend_refused_by != Some(info.master_pid)
+        });
+        if info.is_some() && dynamic != self.settings.dynamic_backends {
+            if dynamic {
+                tracing::info!("haproxy adds new backends at runtime, with no reload");
+            }
+            Arc::make_mut(&mut self.settings).dynamic_backends = dynamic;
+        }
+        self.master = info;
+    }
+
+    /// Whether haproxy runs new backends at runtime now.
+    pub fn dynamic_backends(&self) -> bool {
+        self.settings.dynamic_backends
     }
 
     pub fn cli(&self) -> &MasterCli {
@@ -271,7 +307,7 @@ impl Applier {
                 layout,
                 files: on_disk,
             });
-            self.master = Some(info);
+            self.learn_master(Some(info));
         }
         adopted
     }
@@ -317,19 +353,43 @@ impl Applier {
 
         let mut reload = plan.reload;
         if reload.is_none() && !plan.runtime.is_empty() {
-            let steps: Vec<CliStep> = plan.runtime.iter().flat_map(|c| c.steps()).collect();
-            report.runtime_commands = steps.len();
+            // New backends first, in a batch of their own: what follows (servers, the
+            // routes to them) goes only once haproxy has them.
+            let (new_backends, rest): (Vec<&RuntimeChange>, Vec<&RuntimeChange>) = plan
+                .runtime
+                .iter()
+                .partition(|c| c.phase() == Phase::NewBackend);
+            let steps_of = |changes: Vec<&RuntimeChange>| -> Vec<CliStep> {
+                changes.iter().flat_map(|c| c.steps()).collect()
+            };
+            let (first, steps) = (steps_of(new_backends), steps_of(rest));
+            report.runtime_commands = first.len() + steps.len();
             let started = Instant::now();
-            let result = self.run_steps(&steps).await;
+            let mut result = Ok(());
+            if !first.is_empty() {
+                result = self.run_steps(&first).await;
+                if let Err(problem) = &result
+                    && let Some(refusal) = add_backend_refusal(problem)
+                {
+                    self.refuse_dynamic_backends(refusal);
+                    reload = Some(ReloadReason::NewBackend);
+                }
+            }
+            if reload.is_none() && result.is_ok() {
+                result = self.run_steps(&steps).await;
+            }
             report.runtime = started.elapsed();
             match result {
+                _ if reload.is_some() => {}
                 Ok(()) => report.delivery = Delivery::Runtime,
                 Err(problem) if plan.patched => {
                     tracing::warn!("runtime update not taken ({problem}); the whole state follows");
+
                     return Err(ApplyError::RuntimeNotTaken(problem));
                 }
                 Err(problem) => {
                     tracing::warn!("runtime update not taken ({problem}); reloading instead");
+
                     reload = Some(ReloadReason::UnknownState);
                     report.delivery = Delivery::RuntimeThenReload;
                 }
@@ -386,7 +446,8 @@ impl Applier {
         // Only a reload (or a restart, which the next check finds) changes what
         // `show proc` says.
         if reload.is_some() || self.master.is_none() {
-            self.master = self.cli.show_proc().await.ok();
+            let info = self.cli.show_proc().await.ok();
+            self.learn_master(info);
         }
         if let Some(info) = self.master.clone() {
             let marker = std::mem::take(&mut self.marker);
@@ -402,6 +463,19 @@ impl Applier {
         }
         self.applied = Some(plan.next);
         Ok(report)
+    }
+
+    /// Remembers that this master's worker refused `add backend` (`answer`): new
+    /// backends reload until haproxy restarts. Said once per master.
+    fn refuse_dynamic_backends(&mut self, answer: &str) {
+        let master = self.master.as_ref().map(|info| info.master_pid);
+        tracing::warn!(
+            answer,
+            "haproxy refused to add a backend at runtime; new backends reload until \
+             haproxy restarts"
+        );
+        self.add_backend_refused_by = master;
+        Arc::make_mut(&mut self.settings).dynamic_backends = false;
     }
 
     /// Sends the steps in one batch and checks every answer.
@@ -452,9 +526,39 @@ impl Applier {
         if restarted {
             self.applied = None;
         }
-        self.master = Some(now);
+        self.learn_master(Some(now));
         Ok(restarted)
     }
+}
+
+/// Whether haproxy `version` (as `show proc` prints it) has `add backend`: 3.4 and
+/// later.
+pub fn supports_dynamic_backends(version: &str) -> bool {
+    let mut numbers = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (3, 4),
+        _ => false,
+    }
+}
+
+/// The answer of a refused `add backend` in a batch's `problem`, when haproxy refused
+/// it as a command it does not have or does not allow (not for a reason of this one
+/// backend, such as a name it already has: those reload as any refused update does).
+fn add_backend_refusal(problem: &str) -> Option<&str> {
+    let answer = problem.strip_prefix("'@1 add backend ")?;
+    let answer = answer.split_once("' answered '")?.1;
+    let refused = [
+        "Unknown command",
+        "experimental",
+        "Permission denied",
+        "restricted",
+    ];
+    refused
+        .iter()
+        .any(|text| answer.contains(text))
+        .then_some(answer.strip_suffix('\'').unwrap_or(answer))
 }
 
 /// Removes the config files of `config_dir` that `files` does not have: haproxy loads
@@ -657,6 +761,43 @@ mod tests {
                 settings.pattern_file("allow-1"),
                 settings.backend_file("api-ca.pem")
             ])
+        );
+    }
+
+    #[test]
+    fn dynamic_backends_are_found_from_the_version_and_the_answer() {
+        for (version, supports) in [
+            ("2.6.12-1+deb12u4", false),
+            ("3.0.11", false),
+            ("3.2.0", false),
+            ("3.4.0", true),
+            ("3.10-dev1", true),
+            ("4.0.1", true),
+            ("unknown", false),
+        ] {
+            assert_eq!(supports_dynamic_backends(version), supports, "{version}");
+        }
+        let problem = |answer: &str| {
+            format!("'@1 add backend ns_api_80 from tugboat mode http' answered '{answer}'")
+        };
+        assert_eq!(
+            add_backend_refusal(&problem("Unknown command: 'add backend'")),
+            Some("Unknown command: 'add backend'")
+        );
+        assert!(
+            add_backend_refusal(&problem(
+                "This command is restricted to experimental mode only."
+            ))
+            .is_some()
+        );
+        // A refusal of this one backend is not a refusal of the command.
+        assert_eq!(
+            add_backend_refusal(&problem("Backend 'x' already exists.")),
+            None
+        );
+        assert_eq!(
+            add_backend_refusal("'@1 add server a/s1 1.2.3.4:80' answered 'Unknown command'"),
+            None
         );
     }
 

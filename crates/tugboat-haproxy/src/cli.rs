@@ -507,9 +507,27 @@ async fn connect_retrying(path: &Path, limit: Duration) -> io::Result<UnixStream
     }
 }
 
+/// The length of the rest of a master prompt after its `master`: `> `, with first a
+/// state (`[ReloadFailed]`, after a failed reload) and a mode (`(x)`, after
+/// `experimental-mode on`) when it has them; `None` when `after` does not start one.
+fn prompt_rest(after: &str) -> Option<usize> {
+    let mut len = 0;
+    for (open, close) in [('[', ']'), ('(', ')')] {
+        if after[len..].starts_with(open) {
+            let end = after[len..].find(close)?;
+            if after[len..len + end].contains('\n') {
+                return None;
+            }
+            len += end + 1;
+        }
+    }
+    after[len..].starts_with("> ").then_some(len + 2)
+}
+
 /// Splits the output of a `prompt` session into answers: each answer ends where the
-/// master's prompt (`master> `, or `master[ReloadFailed]> ` after a failed reload)
-/// begins. Public for the fuzz targets (fuzz/), which read any answer with it.
+/// master's prompt (`master> `, `master[ReloadFailed]> ` after a failed reload,
+/// `master(x)> ` in experimental mode) begins. Public for the fuzz targets (fuzz/),
+/// which read any answer with it.
 pub fn split_prompted(reply: &str) -> Vec<&str> {
     const MASTER: &str = "master";
     let mut answers = Vec::new();
@@ -518,16 +536,7 @@ pub fn split_prompted(reply: &str) -> Vec<&str> {
     while let Some(found) = reply[search..].find(MASTER) {
         let at = search + found;
         let after = &reply[at + MASTER.len()..];
-        let prompt_len = if after.starts_with("> ") {
-            Some(2)
-        } else if after.starts_with('[') {
-            after
-                .find("]> ")
-                .filter(|end| !after[..*end].contains('\n'))
-                .map(|end| end + 3)
-        } else {
-            None
-        };
+        let prompt_len = prompt_rest(after);
         match prompt_len {
             Some(len) => {
                 answers.push(&reply[start..at]);
@@ -826,6 +835,15 @@ mod tests {
         assert!(!is_busy_reloading(
             "Success=1\n--\n[NOTICE]   (1) : Loading success.\n"
         ));
+    }
+
+    #[test]
+    fn splits_answers_prompted_in_experimental_mode() {
+        let reply = "master> master(x)> New backend registered.\n\nmaster[ReloadFailed](x)> \n";
+        assert_eq!(
+            split_prompted(reply),
+            vec!["", "", "New backend registered.\n\n"]
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub mod runtime;
 pub mod settings;
 pub mod tcp_services;
 
-pub use apply::{Applier, ApplyError, ApplyReport, Delivery};
+pub use apply::{Applier, ApplyError, ApplyReport, Delivery, supports_dynamic_backends};
 pub use cli::{CliError, MasterCli, ProcInfo, ReloadOutcome};
 pub use layout::Layout;
 pub use plan::{

@@ -18,7 +18,7 @@ use tugboat_model::{
     Route, RouteFeatures,
 };
 
-use crate::layout::{Layout, SlotChange, evolve_slots};
+use crate::layout::{Layout, SlotChange, evolve_slots, fresh_slots};
 use crate::map_text::{self, MapOrder};
 use crate::render::{
     FileText, RenderSettings, RenderedFiles, RoutesAtPath, backend_section, backends_file_count,
@@ -48,8 +48,15 @@ pub enum ReloadReason {
     /// A frontend came or went, or its `bind` lines changed (a port of its own: a TCP
     /// service, a Gateway listener, TLS passthrough).
     Binds,
-    /// A backend haproxy does not have (a Service port no route used before).
+    /// A backend haproxy does not have (a Service port no route used before), where
+    /// haproxy cannot add one at runtime: before 3.4, `add backend` refused, or
+    /// `--dynamic-backends=false`.
     NewBackend,
+    /// A backend haproxy does not have, whose section holds more than a backend added
+    /// at runtime can (only servers and their options): a balancing algorithm, a
+    /// timeout, a health-check request, a cookie, rules, a snippet, an ExternalName,
+    /// a TLS file of its own.
+    NewBackendSettings,
     /// A frontend's rules changed (a feature set, a regular-expression route, a redirect).
     FrontendRules,
     /// A backend's section changed beyond its servers (its annotations or keys).
@@ -74,6 +81,7 @@ impl ReloadReason {
             ReloadReason::GlobalSettings => "global-settings",
             ReloadReason::Binds => "binds",
             ReloadReason::NewBackend => "new-backend",
+            ReloadReason::NewBackendSettings => "new-backend-settings",
             ReloadReason::FrontendRules => "frontend-rules",
             ReloadReason::BackendSettings => "backend-settings",
             ReloadReason::OtherSections => "other-sections",
@@ -216,7 +224,27 @@ fn runtime_plan(
     settings: &RenderSettings,
 ) -> Result<Plan, Box<StructureChange>> {
     let desired = keep_unrouted_backends(applied, desired);
-    let (layout, slot_changes) = applied.layout.evolve(&desired);
+    let (mut layout, mut slot_changes) = applied.layout.evolve(&desired);
+    // Backends haproxy does not have, added at runtime when it can (the section check
+    // below reloads those it cannot take): every slot is a new server.
+    let mut new_backends = Vec::new();
+    if settings.dynamic_backends {
+        for (name, backend) in &desired.backends {
+            if applied.layout.backends.contains_key(name) {
+                continue;
+            }
+            let slots = fresh_slots(backend);
+            let added = slots.iter().enumerate().map(|(slot, server)| SlotChange {
+                slot,
+                before: None,
+                after: *server,
+                added: true,
+            });
+            slot_changes.insert(name.clone(), added.collect());
+            layout.backends.insert(name.clone(), slots);
+            new_backends.push(name.clone());
+        }
+    }
     let files = render(&desired, &layout, settings);
     let structure_change = |desired, layout, files, reason| {
         Err(Box::new(StructureChange {
@@ -297,6 +325,12 @@ fn runtime_plan(
         return structure_change(desired, layout, files, reason);
     }
     let mut runtime: Vec<RuntimeChange> = Vec::new();
+    for backend in new_backends {
+        runtime.push(RuntimeChange::AddBackend {
+            backend: backend.clone(),
+        });
+        runtime.push(RuntimeChange::PublishBackend { backend });
+    }
     for (backend, changes) in slot_changes {
         let options = desired.backends.get(&backend).map(|b| b.options.as_ref());
         server_changes(&mut runtime, &backend, options, changes, settings);
@@ -873,7 +907,9 @@ fn structure_change_reason(
     let backends =
         backends_sections(new, settings).filter_map(|(name, section)| {
             match old_sections.get(name) {
-                None => Some(ReloadReason::NewBackend),
+                None if !settings.dynamic_backends => Some(ReloadReason::NewBackend),
+                None if !addable_at_runtime(section) => Some(ReloadReason::NewBackendSettings),
+                None => None,
                 Some(old) if !structure_lines(old, None).eq(structure_lines(section, None)) => {
                     Some(ReloadReason::BackendSettings)
                 }
@@ -900,6 +936,23 @@ fn feature_set_ids(line: &str) -> impl Iterator<Item = &str> {
 fn names_only_unused_feature_sets(line: &str, used: &BTreeSet<&str>) -> bool {
     let mut named = feature_set_ids(line).peekable();
     named.peek().is_some() && named.all(|id| !used.contains(id))
+}
+
+/// Whether a new backend's `section` is what `add backend ... from` the named defaults
+/// and `add server` (with the `default-server` options) make: a `backend` line, the
+/// default balancing, servers and their options. Options naming a file (a CA, a client
+/// certificate) need the file loaded first, which only a reload does.
+fn addable_at_runtime(section: &str) -> bool {
+    structure_lines(section, None).all(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["backend", _] | ["balance", "roundrobin"] => true,
+            ["default-server", options @ ..] => !options
+                .iter()
+                .any(|word| matches!(*word, "ca-file" | "crt")),
+            _ => false,
+        }
+    })
 }
 
 /// Why the main config's structure lines `old` and `new`, which differ, need a reload:
@@ -1136,6 +1189,7 @@ fn project_routes(
 mod tests {
     use std::net::Ipv4Addr;
 
+    use crate::runtime::Phase;
     use crate::settings::BACKENDS_PER_FILE;
     use tugboat_model::desired::ServicePortRef;
     use tugboat_model::{Backend, Endpoint, HostMatch, ObjectKey, PathMatch, Route};
@@ -1398,6 +1452,125 @@ mod tests {
         );
         assert_eq!(plan.reload, Some(ReloadReason::NewBackend));
         assert!(plan.runtime.is_empty());
+    }
+
+    fn dynamic_settings() -> RenderSettings {
+        RenderSettings {
+            dynamic_backends: true,
+            ..settings()
+        }
+    }
+
+    /// The state of `a_new_backend_goes_at_runtime`, with `api`'s options set by `with`.
+    fn with_new_api(with: impl Fn(&mut tugboat_model::BackendOptions)) -> Desired {
+        let mut desired = state(
+            &[("web", &[1]), ("api", &[2, 3])],
+            &[("a.com", "web"), ("b.com", "api")],
+        );
+        let (api, _) = backend("api", &[]);
+        if let Some(backend) = desired.backends.get_mut(&api) {
+            with(std::sync::Arc::make_mut(&mut backend.options));
+        }
+        desired
+    }
+
+    #[test]
+    fn a_new_backend_goes_at_runtime_where_haproxy_adds_backends() {
+        let settings = dynamic_settings();
+        let before = plan(
+            None,
+            state(&[("web", &[1])], &[("a.com", "web")]),
+            &settings,
+        )
+        .next;
+        // HTTPS to the servers, h2 and a TCP health check: server options only.
+        let desired = with_new_api(|options| {
+            options.h2 = true;
+            options.tls = Some(tugboat_model::features::ServerTls {
+                ca_file: None,
+                client_certificate: None,
+                server_name: "api.ns.svc".into(),
+            });
+            options.health_check = Some(Default::default());
+        });
+        let plan = plan(Some(&before), desired, &settings);
+        assert_eq!(plan.reload, None);
+        let (api, _) = backend("api", &[]);
+        let phases: Vec<Phase> = plan.runtime.iter().map(RuntimeChange::phase).collect();
+        assert!(phases.is_sorted(), "{phases:?}");
+        assert_eq!(
+            plan.runtime.first(),
+            Some(&RuntimeChange::AddBackend {
+                backend: api.clone()
+            })
+        );
+        let steps: Vec<String> = plan
+            .runtime
+            .iter()
+            .flat_map(RuntimeChange::steps)
+            .map(|step| step.command)
+            .collect();
+        let position = |prefix: &str| {
+            steps
+                .iter()
+                .position(|command| command.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no {prefix} in {steps:#?}"))
+        };
+        assert!(steps.contains(&format!(
+            "@1 add server {api}/s1 10.0.0.2:8080 ssl sni str(api.ns.svc) verify none alpn h2 check"
+        )));
+        // Every slot the file has, the free ones in maintenance, before the backend takes
+        // requests, and the route only after.
+        let slots = plan.next.layout.backends[&api].len();
+        let added = steps
+            .iter()
+            .filter(|c| c.starts_with("@1 add server"))
+            .count();
+        assert_eq!(added, slots);
+        assert!(position("@1 add backend") < position("@1 add server"));
+        assert!(position("@1 add server") < position("@1 publish backend"));
+        assert!(position("@1 publish backend") < position("@1 add map"));
+        // The backends file has the section a reload would load.
+        let section = backends_sections(&plan.next.files, &settings)
+            .find(|(name, _)| *name == api.as_str())
+            .map(|(_, section)| section.to_string());
+        assert!(section.is_some_and(|s| s.contains(&format!("server s{slots} "))));
+    }
+
+    #[test]
+    fn a_new_backend_with_settings_of_its_own_reloads_for_that_reason() {
+        let settings = dynamic_settings();
+        let before = plan(
+            None,
+            state(&[("web", &[1])], &[("a.com", "web")]),
+            &settings,
+        )
+        .next;
+        type SetOptions = fn(&mut tugboat_model::BackendOptions);
+        let cases: [(&str, SetOptions); 3] = [
+            ("a timeout", |o| o.timeout_server = Some("5s".into())),
+            ("a balancing algorithm", |o| {
+                o.balance = Some(tugboat_model::features::Balance::Source)
+            }),
+            ("a CA file", |o| {
+                o.tls = Some(tugboat_model::features::ServerTls {
+                    ca_file: Some("api-ca.pem".into()),
+                    client_certificate: None,
+                    server_name: "api.ns.svc".into(),
+                })
+            }),
+        ];
+        for (what, with) in cases {
+            let plan = plan(Some(&before), with_new_api(with), &settings);
+            assert!(plan.reload.is_some(), "{what}");
+            assert!(plan.runtime.is_empty(), "{what}");
+        }
+        let timeout = plan(
+            Some(&before),
+            with_new_api(|o| o.timeout_server = Some("5s".into())),
+            &settings,
+        );
+        assert_eq!(timeout.reload, Some(ReloadReason::NewBackendSettings));
     }
 
     #[test]

@@ -69,11 +69,19 @@ pub enum RuntimeChange {
         revocation_list: bool,
         new: bool,
     },
+    /// A backend haproxy does not have is created, empty and unpublished (haproxy 3.4
+    /// and later), from the named `defaults` section.
+    AddBackend { backend: BackendName },
+    /// A backend added at runtime takes requests (after its servers are in).
+    PublishBackend { backend: BackendName },
     /// A line joins the crt-list.
     CrtListAdd { list: PathBuf, line: String },
     /// The entry of a certificate leaves the crt-list.
     CrtListDel { list: PathBuf, cert: PathBuf },
 }
+
+/// haproxy's answer to an `add backend` it took.
+pub const BACKEND_ADDED: &str = "New backend registered.";
 
 /// Certificate and key text for `set ssl cert`: its `Debug` shows only its size, so a
 /// logged plan never carries a private key.
@@ -155,6 +163,24 @@ impl RuntimeChange {
                             step(add, Expect::Contains("New server registered.")),
                             step(format!("@1 enable server {server}"), Expect::Nothing),
                         ];
+                        if *check {
+                            steps.push(step(format!("@1 enable health {server}"), Expect::Nothing));
+                        }
+                        steps
+                    }
+                    // A free slot of a backend added at runtime: in maintenance at the
+                    // parked address, as the file has it.
+                    (_, None) if change.added => {
+                        let mut add =
+                            format!("@1 add server {server} {PARKED_ADDRESS}:{PARKED_PORT}");
+                        if !server_options.is_empty() {
+                            add.push(' ');
+                            add.push_str(server_options);
+                        }
+                        if let Some(prefix) = cookie {
+                            add.push_str(&format!(" cookie {prefix}{name}"));
+                        }
+                        let mut steps = vec![step(add, Expect::Contains("New server registered."))];
                         if *check {
                             steps.push(step(format!("@1 enable health {server}"), Expect::Nothing));
                         }
@@ -276,6 +302,22 @@ impl RuntimeChange {
                 ]);
                 steps
             }
+            // Sent on the master's session first: haproxy's documentation says the
+            // command needs it (3.4.0 takes it without), and the master passes it on.
+            RuntimeChange::AddBackend { backend } => vec![
+                step("experimental-mode on".into(), Expect::Nothing),
+                step(
+                    format!(
+                        "@1 add backend {backend} from {} mode http",
+                        crate::render::DEFAULTS_NAME
+                    ),
+                    Expect::Contains(BACKEND_ADDED),
+                ),
+            ],
+            RuntimeChange::PublishBackend { backend } => vec![step(
+                format!("@1 publish backend {backend}"),
+                Expect::Contains("Backend published."),
+            )],
             RuntimeChange::CertDel { path } => vec![step(
                 format!("@1 del ssl cert {}", path.display()),
                 Expect::Contains("deleted!"),
@@ -298,10 +340,15 @@ impl RuntimeChange {
 /// a target have none ("make before break").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Phase {
+    /// A backend is created (empty, unpublished: no request reaches it yet).
+    NewBackend,
     /// A slot starts serving: a new server, a parked slot that gets an endpoint, a slot
     /// whose address switches (one `set server ... addr`, the slot serves throughout),
     /// a draining endpoint that is ready again.
     Make,
+    /// A new backend, with its servers in, takes requests: before the map keys that
+    /// route to it.
+    Publish,
     /// Certificates and crt-list entries, in the order [`certificate_changes`] gives.
     Certificates,
     /// Map keys added, or moved to another value (`set map` is atomic).
@@ -320,8 +367,12 @@ impl RuntimeChange {
                 Some(Server {
                     draining: false, ..
                 }) => Phase::Make,
+                // A new slot (of a new backend) takes nothing away.
+                _ if change.added => Phase::Make,
                 _ => Phase::Break,
             },
+            RuntimeChange::AddBackend { .. } => Phase::NewBackend,
+            RuntimeChange::PublishBackend { .. } => Phase::Publish,
             RuntimeChange::MapAdd { .. } | RuntimeChange::MapSet { .. } => Phase::MapAddSet,
             RuntimeChange::MapDel { .. } => Phase::MapDel,
             RuntimeChange::CertUpload { .. }

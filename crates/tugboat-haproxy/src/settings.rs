@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use tugboat_model::tls::Pem;
 
-/// Where haproxy's files live and what it binds; fixed for the controller's lifetime.
+/// Where haproxy's files live and what it binds; fixed for the controller's lifetime
+/// (but for what the running haproxy can take at runtime).
 #[derive(Debug, Clone)]
 pub struct RenderSettings {
     /// The folder haproxy loads with `-f` (absolute).
@@ -23,6 +24,10 @@ pub struct RenderSettings {
     /// The certificate for unmatched SNI when no valid `--default-ssl-certificate` is
     /// given: the controller's own.
     pub fallback_certificate: Pem,
+    /// haproxy takes a new backend at runtime (`add backend`, 3.4 and later): set from
+    /// `--dynamic-backends` (whether it may), then kept by the applier to what the
+    /// running haproxy can do (see [`crate::Applier`]).
+    pub dynamic_backends: bool,
 }
 
 impl RenderSettings {
@@ -37,6 +42,7 @@ impl RenderSettings {
             https_port: 8443,
             stats_port: 1024,
             fallback_certificate: Pem::from_checked("FALLBACK PEM\n".into()),
+            dynamic_backends: false,
         }
     }
 

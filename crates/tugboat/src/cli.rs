@@ -82,6 +82,11 @@ pub struct HaproxyArgs {
     /// /stats. 0 leaves it out.
     #[arg(long, default_value_t = 1024)]
     pub stats_port: u16,
+    /// Add a new backend at runtime, with no reload, where haproxy can (3.4 and later,
+    /// found out from haproxy itself; see docs/haproxy-series.md). `false` reloads for
+    /// every new backend, as on earlier series.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub dynamic_backends: bool,
 }
 
 impl HaproxyArgs {
@@ -371,6 +376,7 @@ impl HaproxyArgs {
             https_port: self.https_port,
             stats_port: self.stats_port,
             fallback_certificate,
+            dynamic_backends: self.dynamic_backends,
         })
     }
 }

@@ -123,7 +123,7 @@ pub async fn run(
     let mut synced = false;
     loop {
         let retry = sleep_or_never(retry_in.map(|d| Instant::now() + d));
-        let reload_due = sleep_or_never(state.reload_due(config.reload_window));
+        let reload_due = sleep_or_never(reload_wake(&state, config.reload_window, retry_in));
         tokio::select! {
             changed = snapshots.changed() => {
                 if changed.is_err() {
@@ -158,6 +158,17 @@ pub async fn run(
             Next::AfterBackoff => Some(backoff.next_delay()),
         };
     }
+}
+
+/// When the loop wakes for a reload its window held back. Not while a failed update
+/// waits for its backoff: the window's end is then in the past, and waking for it would
+/// retry the failed update at once, over and over (a full volume made ~80 tries a
+/// second); the retry after the backoff applies the held reload too.
+fn reload_wake(state: &LoopState, window: Duration, retry_in: Option<Duration>) -> Option<Instant> {
+    if retry_in.is_some_and(|delay| !delay.is_zero()) {
+        return None;
+    }
+    state.reload_due(window)
 }
 
 async fn sleep_or_never(deadline: Option<Instant>) {

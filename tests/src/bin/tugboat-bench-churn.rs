@@ -113,6 +113,8 @@ struct Report {
     runtime_floor: Samples,
     reload_floor: Samples,
     reloads: u64,
+    /// The reloads of the new backends (none where haproxy adds them at runtime).
+    new_backend_reloads: u64,
     structural_changes: u64,
     requests: u64,
     failures: u64,
@@ -132,7 +134,7 @@ impl Report {
             binary.path.display()
         );
         println!(
-            "reloads: {} for {} structural changes; 0 for {} runtime changes",
+            "reloads: {} for {} new backends; 0 for {} runtime changes",
             self.reloads,
             self.structural_changes,
             self.runtime.iter().map(|(_, s)| s.0.len()).sum::<usize>()
@@ -160,12 +162,13 @@ impl Report {
         }
         let median = self.structural.quantile(0.5);
         println!(
-            "{:<28} {:>6} {:>10.2} {:>10.2} {:>12.2}x (bare reload)",
-            "reload (new backend)",
+            "{:<28} {:>6} {:>10.2} {:>10.2} {:>12.2}x (bare reload) {:.2}x (2xfloor)",
+            format!("new backend ({} reloads)", self.new_backend_reloads),
             self.structural.0.len(),
             ms(median),
             ms(self.structural.quantile(0.99)),
-            median.as_secs_f64() / reload_floor.as_secs_f64()
+            median.as_secs_f64() / reload_floor.as_secs_f64(),
+            median.as_secs_f64() / (floor * 2).as_secs_f64()
         );
         println!(
             "requests during the run: {} on new connections, {} failed",
@@ -378,6 +381,7 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
 
     let mut structural = Samples::default();
     let structural_changes = 5;
+    let reloads_before_new = haproxy.show_proc().await.reloads;
     for i in 0..structural_changes {
         let name = format!("new{i}");
         let servers = start_backends(&name, 80 + i as u8, 1).await;
@@ -396,7 +400,11 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         );
         extra.push(servers);
     }
-    let reloads = haproxy.show_proc().await.reloads - reloads_before;
+    let reloads_after = haproxy.show_proc().await.reloads;
+    let (reloads, new_backend_reloads) = (
+        reloads_after - reloads_before,
+        reloads_after - reloads_before_new,
+    );
     controller.abort();
 
     // The reload floor, under the same load.
@@ -423,6 +431,7 @@ async fn run(binary: &HaproxyBinary) -> anyhow::Result<Report> {
         runtime_floor,
         reload_floor,
         reloads,
+        new_backend_reloads,
         structural_changes,
         requests: requests.load(Ordering::Relaxed).min(MAX_LOAD_REQUESTS),
         failures: failures.load(Ordering::Relaxed),

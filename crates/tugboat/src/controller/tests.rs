@@ -678,3 +678,25 @@ async fn the_status_keeps_the_last_apply_and_reload_and_counts_them_without_waki
     );
     assert_eq!((activity.applies.refused, activity.applies.failed), (1, 1));
 }
+
+#[test]
+fn a_held_reload_does_not_wake_the_loop_while_a_failed_update_backs_off() {
+    let window = Duration::from_millis(500);
+    let state = LoopState {
+        reload_pending_since: Some(Instant::now() - Duration::from_secs(5)),
+        ..LoopState::default()
+    };
+    let due = state.reload_due(window);
+    assert!(
+        due.is_some_and(|at| at <= Instant::now()),
+        "the window is over"
+    );
+    // Backing off after a failure: only the retry timer wakes the loop.
+    assert_eq!(
+        reload_wake(&state, window, Some(Duration::from_millis(500))),
+        None
+    );
+    // No failure (or a retry now): the held reload wakes it at the window's end.
+    assert_eq!(reload_wake(&state, window, None), due);
+    assert_eq!(reload_wake(&state, window, Some(Duration::ZERO)), due);
+}
