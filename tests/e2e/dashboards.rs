@@ -20,7 +20,7 @@ use tugboat_testkit::gateway_objects::{
     mk_rule_to,
 };
 use tugboat_testkit::manifests::start_backends;
-use tugboat_testkit::objects::{mk_endpoint_slice, mk_ingress, mk_service_of};
+use tugboat_testkit::objects::{mk_endpoint_slice, mk_ingress, mk_service_of, with_keys};
 use tugboat_testkit::prometheus::{self, Prometheus};
 use tugboat_testkit::{ClusterPod, FakeApiServer, HaproxyBinary, eventually, haproxy_tests};
 
@@ -223,13 +223,17 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
                 (lags("runtime") > before).then_some(())
             })
             .await;
-            // A reload: a new Ingress on a new Service (a new backend).
+            // A reload: a new Ingress on a new Service, a new backend with a server
+            // timeout of its own (haproxy 3.4 adds plainer backends at runtime).
             let before = lags("reload");
             for object in mk_service_of(name, servers) {
                 server.apply(&object);
             }
             let host = format!("{name}.example.com");
-            server.apply(&mk_ingress(name, &host, name));
+            server.apply(&with_keys(
+                mk_ingress(name, &host, name),
+                &[("timeout-server", "40s")],
+            ));
             pod.wait_for_service(&host, "/", name).await;
             eventually("a reload", Duration::from_secs(10), || async {
                 (lags("reload") > before).then_some(())
@@ -249,10 +253,13 @@ async fn every_dashboard_query_returns_data(haproxy: HaproxyBinary) {
 
     // Once scraped: an object with a problem (its Service does not exist; a Warning
     // Event, a status write), a runtime update and a reload.
-    // Its backend is new: a reload, waited for (a runtime update while a reload waits
+    // Its backend is new, with a setting of its own: a reload, waited for (a runtime update while a reload waits
     // for its window would count its lag with the reload's).
     let before = lags("reload");
-    server.apply(&mk_ingress("broken", "broken.example.com", "missing"));
+    server.apply(&with_keys(
+        mk_ingress("broken", "broken.example.com", "missing"),
+        &[("timeout-server", "40s")],
+    ));
     eventually(
         "the broken Ingress applied",
         Duration::from_secs(10),

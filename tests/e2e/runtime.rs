@@ -680,13 +680,26 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(
     pod.wait_for_service("a.example.com", "/", "web").await;
 }
 
-/// The status of a POST of 1.5 MiB to `host` through the scene's haproxy.
+/// The status of a POST of 1.5 MiB to `host` through the scene's haproxy. haproxy
+/// answers 413 before it has read the body and closes, so the client may meet the
+/// reset while it still sends: such a try is made again (at most three).
 async fn status_of_large_body(pod: &Scene, host: &str) -> Option<u16> {
     let body = vec![b'x'; 1536 * 1024];
-    tugboat_testkit::http::request_with_body(pod.http_addr(), "POST", host, "/", &[], Some(&body))
-        .await
-        .ok()
-        .map(|reply| reply.status)
+    for _ in 0..3 {
+        let answer = tugboat_testkit::http::request_with_body(
+            pod.http_addr(),
+            "POST",
+            host,
+            "/",
+            &[],
+            Some(&body),
+        )
+        .await;
+        if let Ok(reply) = answer {
+            return Some(reply.status);
+        }
+    }
+    None
 }
 
 /// A feature set no route uses any more (the rules of an annotation's former value)

@@ -1382,7 +1382,9 @@ fn write(
                     "the object has been modified",
                 );
             }
-            if let Some(map) = patch["metadata"].as_object_mut() {
+            // `get_mut`, not `patch["metadata"]`: indexing would insert a null
+            // `metadata`, and the merge patch would then delete the object's.
+            if let Some(map) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
                 map.remove("resourceVersion");
             }
             merge_patch(&mut object, &patch);
@@ -1511,6 +1513,36 @@ mod tests {
         let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
         merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
         assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
+    }
+
+    #[tokio::test]
+    async fn a_status_patch_keeps_the_objects_metadata() {
+        use k8s_openapi::api::networking::v1::Ingress;
+        use kube::api::{Api, Patch, PatchParams};
+        let server = FakeApiServer::start().await;
+        server.put(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "default",
+                         "annotations": {"example.com/key": "value"}, "labels": {"app": "web"}},
+            "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}
+        }));
+        let api: Api<Ingress> = Api::namespaced(server.client(), "default");
+        let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": "127.0.0.16"}]}}});
+        api.patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .expect("the status patch");
+        let stored = server
+            .get("Ingress", "default", "web")
+            .expect("the Ingress");
+        assert_eq!(
+            stored["metadata"]["annotations"]["example.com/key"],
+            "value"
+        );
+        assert_eq!(stored["metadata"]["labels"]["app"], "web");
+        assert_eq!(
+            stored["status"]["loadBalancer"]["ingress"][0]["ip"],
+            "127.0.0.16"
+        );
     }
 
     #[test]
