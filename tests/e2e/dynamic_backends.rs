@@ -23,7 +23,10 @@ use tugboat_testkit::manifests::start_backends;
 use tugboat_testkit::objects::{mk_ingress, mk_service_of, to_json};
 use tugboat_testkit::{EchoServer, HaproxyBinary, Scene, Source, eventually, scene_tests};
 
-scene_tests!(new_services_are_served_and_removed_without_a_reload);
+scene_tests!(
+    new_services_are_served_and_removed_without_a_reload,
+    an_add_backend_haproxy_refuses_falls_back_to_one_reload
+);
 
 /// The host the keep-alive load asks for, served from the start.
 const STEADY_HOST: &str = "steady.example.com";
@@ -107,10 +110,16 @@ fn host(name: &str) -> String {
 /// The HTTPRoute `routed` of Gateway `gw` for `routed.example.com`, every path to
 /// `service` port 80, as JSON.
 fn route_to(service: &str) -> Value {
+    http_route_named("routed", service)
+}
+
+/// The HTTPRoute `name` of Gateway `gw` for `NAME.example.com`, every path to `service`
+/// port 80, as JSON.
+fn http_route_named(name: &str, service: &str) -> Value {
     http_route_json(&mk_http_route(
-        "routed",
+        name,
         "gw",
-        &[&host("routed")],
+        &[&host(name)],
         vec![mk_rule_to(&[("PathPrefix", "/")], service, 80)],
     ))
 }
@@ -144,9 +153,6 @@ async fn new_services_are_served_and_removed_without_a_reload(
         "tugboat",
         vec![mk_listener("http", "HTTP", 80, None)],
     ));
-    // The HTTPRoute is there from the start (a new HTTPRoute changes the frontend's
-    // rules: a reload on every series); it moves to a new Service later.
-    objects.push(route_to("steady"));
     let mut scene = Scene::start_with(&haproxy, source, &objects, |config| {
         config.model.gateway = Some(GatewaySettings::new(
             GATEWAY_CONTROLLER,
@@ -194,8 +200,8 @@ async fn new_services_are_served_and_removed_without_a_reload(
     }
     let after_burst = scene.reloads().await;
 
-    // The HTTPRoute moves to a new Service: a new backend of the Gateway API.
-    scene.wait_for_service(&host("routed"), "/", "steady").await;
+    // The first HTTPRoute of the Gateway's HTTP-only listener, on a new Service; then
+    // another new HTTPRoute on a new Service.
     let routed = start_backends("routed", 104, 1).await;
     let routed_service = mk_service_of("routed", &routed);
     let sent = Instant::now();
@@ -204,6 +210,17 @@ async fn new_services_are_served_and_removed_without_a_reload(
     }
     scene.apply(&route_to("routed"));
     timings.push(("routed".into(), live(&scene, "routed", sent).await));
+    // A new HTTPRoute to a new Service on the same listener.
+    let fresh = start_backends("fresh", 105, 1).await;
+    let fresh_objects: Vec<Value> = mk_service_of("fresh", &fresh)
+        .into_iter()
+        .chain([http_route_named("fresh", "fresh")])
+        .collect();
+    let sent = Instant::now();
+    for object in &fresh_objects {
+        scene.apply(object);
+    }
+    timings.push(("fresh".into(), live(&scene, "fresh", sent).await));
     let after_route = scene.reloads().await;
 
     // The burst's Services go away, and the HTTPRoute goes back to `steady`.
@@ -211,9 +228,10 @@ async fn new_services_are_served_and_removed_without_a_reload(
         scene.delete(object);
     }
     scene.apply(&route_to("steady"));
-    for object in &routed_service {
+    for object in routed_service.iter().chain(&fresh_objects) {
         scene.delete(object);
     }
+    scene.wait_for_status(&host("fresh"), "/", 404).await;
     for name in &burst {
         scene.wait_for_status(&host(name), "/", 404).await;
     }
@@ -245,7 +263,7 @@ async fn new_services_are_served_and_removed_without_a_reload(
     assert_eq!(load.failed, 0, "failed requests: {:?}", load.examples);
     // Where haproxy adds backends at runtime nothing reloads; elsewhere each new
     // backend reloads (a burst once), and removals never do.
-    let expected = if dynamic { [0, 0, 0, 0] } else { [3, 1, 1, 0] };
+    let expected = if dynamic { [0, 0, 0, 0] } else { [3, 1, 2, 0] };
     assert_eq!(
         [
             after_one_by_one - before.reloads,
@@ -289,4 +307,56 @@ async fn new_services_are_served_and_removed_without_a_reload(
         scene.wait_for_status(&host(name), "/", 404).await;
     }
     scene.wait_for_service(&host("routed"), "/", "steady").await;
+}
+
+/// When haproxy refuses one `add backend` (here: a backend of that name is already
+/// there, made by hand on the master CLI), that new Service is served by a reload, and
+/// the next new backend goes at runtime again: only a refusal of the command itself
+/// (unknown, experimental, not permitted) turns runtime backends off until haproxy
+/// restarts. Series without `add backend` reload for each new Service.
+async fn an_add_backend_haproxy_refuses_falls_back_to_one_reload(
+    haproxy: HaproxyBinary,
+    source: Source,
+) {
+    let dynamic = supports_dynamic_backends(&haproxy.series);
+    let steady = start_backends("steady", 110, 1).await;
+    let mut scene = Scene::start(&haproxy, source, &service_and_ingress("steady", &steady)).await;
+    live(&scene, "steady", Instant::now()).await;
+    if dynamic {
+        // The backend `one` will need, made first by hand.
+        let cli = scene.cli();
+        let answer = cli
+            .batch(&[
+                "experimental-mode on".to_string(),
+                "@1 add backend default_one_80 from tugboat mode http".to_string(),
+            ])
+            .await
+            .expect("the master CLI");
+        assert!(answer[1].contains("New backend registered"), "{answer:?}");
+    }
+    let (one, _one) = serve_new_service(&scene, "one", 111).await;
+    let (two, _two) = serve_new_service(&scene, "two", 112).await;
+    assert_eq!(
+        (one, two),
+        (1, u64::from(!dynamic)),
+        "the refused add backend reloads, the next new backend does not"
+    );
+    // haproxy restarted serves both from the files, and takes the next at runtime.
+    scene.restart().await;
+    live(&scene, "one", Instant::now()).await;
+    live(&scene, "two", Instant::now()).await;
+    let (three, _three) = serve_new_service(&scene, "three", 113).await;
+    assert_eq!(three, u64::from(!dynamic), "after a haproxy restart");
+}
+
+/// Serves a new Service `name` (echo backends on 127.0.`net`.x) behind its Ingress;
+/// returns the reloads it took and its backends (to keep them running).
+async fn serve_new_service(scene: &Scene, name: &str, net: u8) -> (u64, Vec<EchoServer>) {
+    let before = scene.reloads().await;
+    let echo = start_backends(name, net, 1).await;
+    for object in service_and_ingress(name, &echo) {
+        scene.apply(&object);
+    }
+    live(scene, name, Instant::now()).await;
+    (scene.reloads().await - before, echo)
 }

@@ -9,6 +9,7 @@
 //! Because the decision looks at the rendered text, a new kind of setting can never be
 //! forgotten by the planner: it reloads until someone teaches it a runtime path.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -893,10 +894,10 @@ fn structure_change_reason(
         (Some(old), Some(new)) => {
             let kept: BTreeSet<&str> = backend_names(new).collect();
             let used_sets: BTreeSet<&str> = new.lines().flat_map(feature_set_ids).collect();
-            let old_lines = || {
-                structure_lines(old, Some(&kept))
-                    .filter(|line| !names_only_unused_feature_sets(line, &used_sets))
-            };
+            let old_lines: Vec<Cow<str>> = structure_lines(old, Some(&kept))
+                .filter_map(|line| without_unused_feature_sets(line, &used_sets))
+                .collect();
+            let old_lines = || old_lines.iter().map(AsRef::as_ref);
             let new_lines = || structure_lines(new, None);
             (!old_lines().eq(new_lines())).then(|| main_sections_reason(old_lines(), new_lines()))
         }
@@ -929,13 +930,39 @@ fn feature_set_ids(line: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Whether `line` names feature sets and none of them is in `used`: the rule of a
-/// feature set that no route uses any more, which a running haproxy keeps until the next
-/// reload (see [`keep_unrouted_backends`]). It matches no request, like a backend no
-/// route leads to, so a restarted controller drops it without a reload.
-fn names_only_unused_feature_sets(line: &str, used: &BTreeSet<&str>) -> bool {
+/// `line` without the feature sets it names that are not in `used`: those of routes
+/// gone, whose rules a running haproxy keeps until the next reload (see
+/// [`keep_unrouted_backends`]). They match no request, like a backend no route leads to,
+/// so a restarted controller drops them without a reload. `None` when every set the line
+/// names is unused (the whole rule goes); the line as it is when it names none, or when
+/// one of its conditions would be left with no set (not a rule this controller writes).
+fn without_unused_feature_sets<'a>(line: &'a str, used: &BTreeSet<&str>) -> Option<Cow<'a, str>> {
+    const ACL: &str = "var(txn.fs) -m str ";
     let mut named = feature_set_ids(line).peekable();
-    named.peek().is_some() && named.all(|id| !used.contains(id))
+    if named.peek().is_none() {
+        return Some(Cow::Borrowed(line));
+    }
+    if named.all(|id| !used.contains(id)) {
+        return None;
+    }
+    let mut kept = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(ACL) {
+        let (before, after) = rest.split_at(at + ACL.len());
+        kept.push_str(before);
+        let end = after.find(" }").unwrap_or(after.len());
+        let ids: Vec<&str> = after[..end]
+            .split_whitespace()
+            .filter(|id| used.contains(id))
+            .collect();
+        if ids.is_empty() {
+            return Some(Cow::Borrowed(line));
+        }
+        kept.push_str(&ids.join(" "));
+        rest = &after[end..];
+    }
+    kept.push_str(rest);
+    Some(Cow::Owned(kept))
 }
 
 /// Whether a new backend's `section` is what `add backend ... from` the named defaults
@@ -1734,6 +1761,29 @@ mod tests {
                 .files
                 .get(&config)
                 .is_some_and(|c| !c.contains("backend ns_api_80"))
+        );
+    }
+
+    #[test]
+    fn a_rule_keeps_only_the_feature_sets_in_use() {
+        let used: BTreeSet<&str> = ["b2", "c3"].into();
+        let line = "    http-request deny if { var(txn.fs) -m str a1 b2 c3 } { path /x }";
+        assert_eq!(
+            without_unused_feature_sets(line, &used).as_deref(),
+            Some("    http-request deny if { var(txn.fs) -m str b2 c3 } { path /x }")
+        );
+        let gone = "    http-request deny if { var(txn.fs) -m str a1 d4 }";
+        assert_eq!(without_unused_feature_sets(gone, &used), None);
+        let other = "    http-request set-header X-A 1";
+        assert_eq!(
+            without_unused_feature_sets(other, &used).as_deref(),
+            Some(other)
+        );
+        // Two conditions, one of which would be left without a set: kept as it is.
+        let two = "    http-request deny if { var(txn.fs) -m str a1 } || { var(txn.fs) -m str b2 }";
+        assert_eq!(
+            without_unused_feature_sets(two, &used).as_deref(),
+            Some(two)
         );
     }
 

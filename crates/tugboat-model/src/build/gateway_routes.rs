@@ -191,6 +191,18 @@ impl GatewayBuild<'_, '_> {
         let Some(settings) = self.shared.settings.gateway.clone() else {
             return (GatewayStatus::default(), None, BTreeMap::new());
         };
+        // The feature sets of plain routes served on one bind only are always there, so
+        // that the first HTTPRoute of an HTTP-only or HTTPS-only listener is a map
+        // update like the next ones, not a new frontend rule (a reload).
+        for only_tls in [false, true] {
+            self.features.insert(RouteFeatures {
+                gateway: Some(GatewayFeatures {
+                    only_tls: Some(only_tls),
+                    ..GatewayFeatures::default()
+                }),
+                ..RouteFeatures::default()
+            });
+        }
         let snapshot = self.shared.snapshot;
         let translation = translate(snapshot, &settings, &mut |secret: &ObjectKey| {
             self.tls
