@@ -3,8 +3,9 @@
 //! declared key by its hash), the rest is the value (newlines included). The value goes
 //! through the key's own parser, and is set on the Ingress, on its Service and in the
 //! ConfigMap (where the key's scopes allow it) for the whole pipeline: nothing panics,
-//! a problem of an annotation names the one set, and the rendered files pass every
-//! check of `tugboat_fuzz`.
+//! a problem of an annotation names the one set (or a companion), and the rendered files
+//! pass every check of `tugboat_fuzz`. A key read only when another is on gets that one
+//! too ([`companions`]), so that its value reaches the rendered files.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -37,6 +38,15 @@ fuzz_target!(|text: &str| {
     }
     let mut scene = Scene::default();
     let in_scope = |scope| read_as.iter().any(|(spec, _)| spec.scopes.contains(&scope));
+    let companions: Vec<(String, &str)> = read_as
+        .iter()
+        .flat_map(|(spec, _)| companions(spec.name))
+        .filter(|(name, _)| *name != key)
+        .map(|(name, value)| (format!("tugboat.dev/{name}"), *value))
+        .collect();
+    for (name, value) in &companions {
+        scene.ingress.push((name.clone(), value.to_string()));
+    }
     scene.ingress.push((annotation.clone(), value.to_string()));
     if in_scope(Scope::Service) {
         scene.service.push((annotation.clone(), value.to_string()));
@@ -51,10 +61,25 @@ fuzz_target!(|text: &str| {
     // A problem of an annotation names the annotation set.
     for problem in &rendered.output.problems {
         if let Some(name) = problem.field.strip_prefix("metadata.annotations.") {
-            assert_eq!(
-                name, annotation,
+            assert!(
+                name == annotation || companions.iter().any(|(companion, _)| companion == name),
                 "a problem of another annotation: {problem:?}"
             );
         }
     }
 });
+
+/// The keys (with a value that turns them on) without which `key` is not read.
+fn companions(key: &str) -> &'static [(&'static str, &'static str)] {
+    match key {
+        "server-ssl-name" | "server-ca" | "server-crt" | "server-verify" => {
+            &[("server-ssl", "true")]
+        }
+        "session-cookie-name"
+        | "session-cookie-path"
+        | "session-cookie-max-age"
+        | "session-cookie-expires" => &[("affinity", "cookie")],
+        _ if key.starts_with("cors-") => &[("cors-enable", "true")],
+        _ => &[],
+    }
+}
