@@ -1501,15 +1501,15 @@ mod tests {
         desired
     }
 
+    /// What haproxy runs after a first apply of `a.com` to `web`.
+    fn running_web(settings: &RenderSettings) -> Applied {
+        plan(None, state(&[("web", &[1])], &[("a.com", "web")]), settings).next
+    }
+
     #[test]
     fn a_new_backend_goes_at_runtime_where_haproxy_adds_backends() {
         let settings = dynamic_settings();
-        let before = plan(
-            None,
-            state(&[("web", &[1])], &[("a.com", "web")]),
-            &settings,
-        )
-        .next;
+        let before = running_web(&settings);
         // HTTPS to the servers, h2 and a TCP health check: server options only.
         let desired = with_new_api(|options| {
             options.h2 = true;
@@ -1567,12 +1567,7 @@ mod tests {
     #[test]
     fn a_new_backend_with_settings_of_its_own_reloads_for_that_reason() {
         let settings = dynamic_settings();
-        let before = plan(
-            None,
-            state(&[("web", &[1])], &[("a.com", "web")]),
-            &settings,
-        )
-        .next;
+        let before = running_web(&settings);
         type SetOptions = fn(&mut tugboat_model::BackendOptions);
         let cases: [(&str, SetOptions); 3] = [
             ("a timeout", |o| o.timeout_server = Some("5s".into())),
