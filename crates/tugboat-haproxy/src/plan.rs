@@ -920,14 +920,17 @@ fn structure_change_reason(
     main.into_iter().chain(backends).min()
 }
 
-/// The feature sets a config line names (`{ var(txn.fs) -m str ID... }`).
+/// How a config line names feature sets: `{ var(txn.fs) -m str ID... }`.
+const FEATURE_SET_ACL: &str = "var(txn.fs) -m str ";
+
+/// The feature sets a config line names ([`FEATURE_SET_ACL`]).
 fn feature_set_ids(line: &str) -> impl Iterator<Item = &str> {
-    const ACL: &str = "var(txn.fs) -m str ";
-    line.match_indices(ACL).flat_map(move |(at, _)| {
-        line[at + ACL.len()..]
-            .split_whitespace()
-            .take_while(|word| !word.starts_with('}'))
-    })
+    line.match_indices(FEATURE_SET_ACL)
+        .flat_map(move |(at, _)| {
+            line[at + FEATURE_SET_ACL.len()..]
+                .split_whitespace()
+                .take_while(|word| !word.starts_with('}'))
+        })
 }
 
 /// `line` without the feature sets it names that are not in `used`: those of routes
@@ -937,7 +940,6 @@ fn feature_set_ids(line: &str) -> impl Iterator<Item = &str> {
 /// names is unused (the whole rule goes); the line as it is when it names none, or when
 /// one of its conditions would be left with no set (not a rule this controller writes).
 fn without_unused_feature_sets<'a>(line: &'a str, used: &BTreeSet<&str>) -> Option<Cow<'a, str>> {
-    const ACL: &str = "var(txn.fs) -m str ";
     let mut named = feature_set_ids(line).peekable();
     if named.peek().is_none() {
         return Some(Cow::Borrowed(line));
@@ -947,8 +949,8 @@ fn without_unused_feature_sets<'a>(line: &'a str, used: &BTreeSet<&str>) -> Opti
     }
     let mut kept = String::with_capacity(line.len());
     let mut rest = line;
-    while let Some(at) = rest.find(ACL) {
-        let (before, after) = rest.split_at(at + ACL.len());
+    while let Some(at) = rest.find(FEATURE_SET_ACL) {
+        let (before, after) = rest.split_at(at + FEATURE_SET_ACL.len());
         kept.push_str(before);
         let end = after.find(" }").unwrap_or(after.len());
         let ids: Vec<&str> = after[..end]
