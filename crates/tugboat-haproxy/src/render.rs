@@ -291,11 +291,6 @@ fn crt_list(desired: &Desired, settings: &RenderSettings) -> String {
     out
 }
 
-/// The name of the `defaults` section every proxy inherits from: named, so that a
-/// backend added at runtime (`add backend NAME from tugboat`, haproxy 3.4) inherits the
-/// same settings as one loaded from the files.
-pub const DEFAULTS_NAME: &str = "tugboat";
-
 /// A text built by pushing, which holds up to twice its length: kept for as long as
 /// haproxy runs it, it is cut to size.
 fn rendered(mut text: String) -> FileText {

@@ -309,7 +309,7 @@ impl RuntimeChange {
                 step(
                     format!(
                         "@1 add backend {backend} from {} mode http",
-                        crate::render::DEFAULTS_NAME
+                        crate::settings::DEFAULTS_NAME
                     ),
                     Expect::Contains(BACKEND_ADDED),
                 ),

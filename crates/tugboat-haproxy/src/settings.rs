@@ -220,6 +220,10 @@ pub const CONFIG_FILE: &str = "haproxy.cfg";
 pub const BACKENDS_FILE_PREFIX: &str = "haproxy_backends_";
 /// About how many backends go in one backends' file.
 pub const BACKENDS_PER_FILE: usize = 256;
+/// The name of the `defaults` section every proxy inherits from: named, so that a
+/// backend added at runtime (`add backend NAME from tugboat`, haproxy 3.4) inherits the
+/// same settings as one loaded from the files.
+pub const DEFAULTS_NAME: &str = "tugboat";
 pub const MAPS_DIR: &str = "maps";
 pub const EXACT_MAP: &str = "routes-exact.map";
 pub const PREFIX_MAP: &str = "routes-prefix.map";
