@@ -283,10 +283,7 @@ async fn new_services_are_served_and_removed_without_a_reload(
     // A rolling update of the controller adopts what haproxy runs: no reload.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before_restart = scene.show_proc().await;
-    scene.restart_controller().await;
-    scene.wait_until_ready().await;
-    // Longer than the reload window: a reload the new controller wanted would be done.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    scene.restart_controller_and_settle().await;
     let adopted = scene.show_proc().await;
     assert_eq!(
         (adopted.master_pid, adopted.reloads),

@@ -652,18 +652,7 @@ async fn restarted_controller_adopts_lingering_backends_without_reload(
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // A rolling update of the controller: same inputs, haproxy keeps running.
-    pod.restart_controller().await;
-    eventually(
-        "the restarted controller is ready",
-        Duration::from_secs(10),
-        || {
-            let ready = pod.status().ready;
-            async move { ready.then_some(()) }
-        },
-    )
-    .await;
-    // Longer than the reload window: a reload the new controller wanted would be done.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    pod.restart_controller_and_settle().await;
     assert_no_reload(&before, &pod.show_proc().await);
     pod.wait_for_service("a.example.com", "/", "web").await;
     assert_eq!(
@@ -753,18 +742,7 @@ async fn restarted_controller_adopts_lingering_feature_sets_without_reload(
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = pod.show_proc().await;
 
-    pod.restart_controller().await;
-    eventually(
-        "the restarted controller is ready",
-        Duration::from_secs(10),
-        || {
-            let ready = pod.status().ready;
-            async move { ready.then_some(()) }
-        },
-    )
-    .await;
-    // Longer than the reload window: a reload the new controller wanted would be done.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    pod.restart_controller_and_settle().await;
     assert_no_reload(&before, &pod.show_proc().await);
     assert_eq!(status_of_large_body(&pod, "a.example.com").await, Some(413));
     pod.wait_for_service("a.example.com", "/", "web").await;

@@ -94,13 +94,21 @@ pub fn median_ms(values: &[Duration]) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-/// The command that starts the release controller for `haproxy` on the API server of
-/// `kubeconfig`, as the chart's pod runs it: loopback binds, the admin endpoints
+/// Where the controller reads the objects.
+pub enum ObjectSource<'a> {
+    /// The API server of this kubeconfig, as the chart's pod does.
+    Kubeconfig(&'a std::path::Path),
+    /// A folder of manifests.
+    Manifests(&'a std::path::Path),
+}
+
+/// The command that starts the release controller for `haproxy` on the objects of
+/// `source`, as the chart's pod runs it: loopback binds, the admin endpoints
 /// (`/readyz`, `/metrics`) on 127.0.0.1:`admin_port`, one replica called `bench`.
 pub fn controller_command(
     tugboat: &std::path::Path,
     haproxy: &crate::Haproxy,
-    kubeconfig: &std::path::Path,
+    source: ObjectSource<'_>,
     admin_port: u16,
 ) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(tugboat);
@@ -115,13 +123,15 @@ pub fn controller_command(
         .args(["--bind-address", "127.0.0.1"])
         .args(["--http-port", &haproxy.http_port.to_string()])
         .args(["--https-port", &haproxy.https_port.to_string()])
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
         .args(["--controller-address", "127.0.0.1"])
         .args(["--controller-port", &admin_port.to_string()])
         .env("POD_NAME", "bench")
         .env("POD_NAMESPACE", "tugboat-system")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
+    match source {
+        ObjectSource::Kubeconfig(path) => command.arg("--kubeconfig").arg(path),
+        ObjectSource::Manifests(folder) => command.arg("--manifests").arg(folder),
+    };
     command
 }

@@ -229,6 +229,20 @@ impl Scene {
         }
     }
 
+    /// Restarts the controller ([`Scene::restart_controller`]), waits until it is ready,
+    /// then longer than the reload window, so that a reload the new controller wanted
+    /// would be done by the time this returns.
+    pub async fn restart_controller_and_settle(&mut self) {
+        self.restart_controller().await;
+        crate::eventually(
+            "the restarted controller is ready",
+            std::time::Duration::from_secs(10),
+            || async { self.status().ready.then_some(()) },
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    }
+
     /// In API mode, waits for the Warning Event the controller posts about the object
     /// `name` for its field `field` (the Event's note starts with it) and returns the
     /// Event. A folder gets no Events: `None`.

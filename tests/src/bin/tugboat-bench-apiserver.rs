@@ -35,8 +35,8 @@ use anyhow::{Context, bail};
 use serde_json::json;
 use tugboat::metrics::ProcessUsage;
 use tugboat_testkit::bench::{
-    NAMESPACE, controller_command, endpoint_address, endpoint_slice, median_ms, tugboat_binary,
-    wait_until_ready,
+    NAMESPACE, ObjectSource, controller_command, endpoint_address, endpoint_slice, median_ms,
+    tugboat_binary, wait_until_ready,
 };
 use tugboat_testkit::{FakeApiServer, Haproxy, HaproxyBinary};
 /// How long one run may take before it is called a failure.
@@ -388,16 +388,21 @@ async fn run_once(
         None => None,
     };
     let started = Instant::now();
-    let mut child = controller_command(tugboat, &haproxy, &kubeconfig, admin_port)
-        .args(if publish {
-            &["--publish-address", "127.0.0.1"][..]
-        } else {
-            &[]
-        })
-        .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
-        .stdout(log.map_or_else(Stdio::null, Stdio::from))
-        .spawn()
-        .with_context(|| format!("cannot start {}", tugboat.display()))?;
+    let mut child = controller_command(
+        tugboat,
+        &haproxy,
+        ObjectSource::Kubeconfig(&kubeconfig),
+        admin_port,
+    )
+    .args(if publish {
+        &["--publish-address", "127.0.0.1"][..]
+    } else {
+        &[]
+    })
+    .env("RUST_LOG", if log.is_some() { "info" } else { "warn" })
+    .stdout(log.map_or_else(Stdio::null, Stdio::from))
+    .spawn()
+    .with_context(|| format!("cannot start {}", tugboat.display()))?;
     let pid = child.id().context("controller exited at once")?.to_string();
     let admin = std::net::SocketAddr::from(([127, 0, 0, 1], admin_port));
     wait_until_ready(&mut child, admin, RUN_LIMIT).await?;

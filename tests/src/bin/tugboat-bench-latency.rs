@@ -37,7 +37,8 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use tugboat_haproxy::MasterCli;
 use tugboat_testkit::bench::{
-    NAMESPACE, endpoint_address, endpoint_slice, median_ms, tugboat_binary, wait_until_ready,
+    NAMESPACE, ObjectSource, controller_command, endpoint_address, endpoint_slice, median_ms,
+    tugboat_binary, wait_until_ready,
 };
 use tugboat_testkit::{FakeApiServer, Haproxy, HaproxyBinary};
 /// How long the first apply, or one change, may take before the run fails.
@@ -165,40 +166,22 @@ async fn run(
         .map_or_else(|| dir.path().join("controller.log"), PathBuf::from);
     let log = std::fs::File::create(&log_path).context("cannot create the log")?;
     let admin_port = tugboat_testkit::free_port();
-    let mut command = tokio::process::Command::new(tugboat);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let source = match cluster {
+        Cluster::Api(server) => {
+            server.write_kubeconfig(&kubeconfig);
+            ObjectSource::Kubeconfig(&kubeconfig)
+        }
+        Cluster::Folder(folder) => ObjectSource::Manifests(folder),
+    };
+    let mut command = controller_command(tugboat, &haproxy, source, admin_port);
     command
-        .arg("run")
-        .arg("--master-socket")
-        .arg(&haproxy.master_socket)
-        .arg("--config-dir")
-        .arg(&haproxy.config_dir)
-        .arg("--lib-dir")
-        .arg(&haproxy.lib_dir)
-        .args(["--bind-address", "127.0.0.1"])
-        .args(["--http-port", &haproxy.http_port.to_string()])
-        .args(["--https-port", &haproxy.https_port.to_string()])
-        .args(["--controller-address", "127.0.0.1"])
-        .args(["--controller-port", &admin_port.to_string()])
         .args(["--log-format", "json"])
-        .env("POD_NAME", "bench")
-        .env("POD_NAMESPACE", "tugboat-system")
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
         )
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .kill_on_drop(true);
-    match cluster {
-        Cluster::Api(server) => {
-            let kubeconfig = dir.path().join("kubeconfig");
-            server.write_kubeconfig(&kubeconfig);
-            command.arg("--kubeconfig").arg(&kubeconfig);
-        }
-        Cluster::Folder(folder) => {
-            command.arg("--manifests").arg(folder);
-        }
-    }
+        .stdout(Stdio::from(log));
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot start {}", tugboat.display()))?;

@@ -57,7 +57,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tugboat::metrics::ProcessUsage;
 use tugboat_haproxy::MasterCli;
-use tugboat_testkit::bench::{controller_command, tugboat_binary, wait_until_ready};
+use tugboat_testkit::bench::{ObjectSource, controller_command, tugboat_binary, wait_until_ready};
 use tugboat_testkit::cluster_pod::TUGBOAT_CLASS;
 use tugboat_testkit::http::{read_answer, request_with_body};
 use tugboat_testkit::manifests::start_backends;
@@ -776,12 +776,17 @@ impl Controller {
             .append(true)
             .open(log)
             .with_context(|| format!("cannot open {}", log.display()))?;
-        controller_command(tugboat, haproxy, kubeconfig, admin_port)
-            .env("RUST_LOG", "info")
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .spawn()
-            .with_context(|| format!("cannot start {}", tugboat.display()))
+        controller_command(
+            tugboat,
+            haproxy,
+            ObjectSource::Kubeconfig(kubeconfig),
+            admin_port,
+        )
+        .env("RUST_LOG", "info")
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("cannot start {}", tugboat.display()))
     }
 
     fn admin(&self) -> SocketAddr {
@@ -809,22 +814,20 @@ impl Controller {
 
     /// The sum of the `tugboat_applies_total` counters whose result is not `applied`.
     async fn unsuccessful_applies(&self) -> Option<f64> {
-        let reply = tugboat_testkit::get(self.admin(), "localhost", "/metrics")
-            .await
-            .ok()?;
-        Some(
-            reply
-                .body
-                .lines()
-                .filter(|l| l.starts_with("tugboat_applies_total{") && !l.contains("\"applied\""))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum::<f64>()
-                + 0.0,
-        )
+        self.metric_sum("tugboat_applies_total{", |line| {
+            !line.contains("\"applied\"")
+        })
+        .await
     }
 
     /// The sum of the `tugboat_object_problems` gauges.
     async fn object_problems(&self) -> Option<f64> {
+        self.metric_sum("tugboat_object_problems{", |_| true).await
+    }
+
+    /// The sum of the samples of the controller's `/metrics` whose line starts with
+    /// `series` and that `keep` keeps; `None` when `/metrics` does not answer.
+    async fn metric_sum(&self, series: &str, keep: impl Fn(&str) -> bool) -> Option<f64> {
         let reply = tugboat_testkit::get(self.admin(), "localhost", "/metrics")
             .await
             .ok()?;
@@ -832,9 +835,10 @@ impl Controller {
             reply
                 .body
                 .lines()
-                .filter(|l| l.starts_with("tugboat_object_problems{"))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum(),
+                .filter(|line| line.starts_with(series) && keep(line))
+                .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>()
+                + 0.0,
         )
     }
 }
